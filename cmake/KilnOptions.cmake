@@ -1,0 +1,37 @@
+# Configure-time options. Each optional part defaults to ON when its
+# dependencies are found and can be forced OFF (-DKILN_STUDIO=OFF builds the
+# engine alone: compiler, CMake, oneDNN and zlib).
+option(KILN_BUILD_TESTS "Build the test suite (GoogleTest)" ON)
+
+set(KILN_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+
+find_package(Qt6 6.4 QUIET COMPONENTS Widgets Test)
+find_package(Vulkan QUIET COMPONENTS glslc)
+find_package(CUDAToolkit QUIET)
+find_program(KILN_HIPCC hipcc)
+find_package(ONNX QUIET)
+
+macro(kiln_feature name found doc)
+  if(${found})
+    option(${name} "${doc}" ON)
+  else()
+    option(${name} "${doc}" OFF)
+  endif()
+endmacro()
+kiln_feature(KILN_STUDIO Qt6_FOUND "Build Kiln Studio (Qt 6 Widgets)")
+kiln_feature(KILN_VULKAN Vulkan_FOUND "Build the Vulkan compute backend")
+kiln_feature(KILN_CUDA CUDAToolkit_FOUND "Build the CUDA backend")
+kiln_feature(KILN_HIP KILN_HIPCC "Build the HIP/ROCm backend")
+kiln_feature(KILN_ONNX ONNX_FOUND "Build ONNX import/export")
+
+# The parts these options build arrive with their issues (Studio, Vulkan, CUDA/HIP, ONNX);
+# until their folders exist the options only report what was found.
+foreach(part STUDIO VULKAN CUDA HIP ONNX)
+  message(STATUS "KILN_${part}: ${KILN_${part}}")
+endforeach()
+
+option(KILN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+if(KILN_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

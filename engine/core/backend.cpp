@@ -1,0 +1,60 @@
+#include "engine/core/backend.h"
+
+#include "engine/core/error.h"
+#include "engine/core/storage.h"
+
+namespace kiln {
+
+bool TensorArg::is_contiguous() const {
+  int64_t expect = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expect) return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
+const char* unary_op_name(UnaryOp op) {
+  static const char* names[] = {"neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
+                                "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "erf",
+                                "floor", "ceil", "round", "logical_not", "leaky_relu", "clamp", "pow"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(UnaryOp::count));
+  return names[static_cast<int>(op)];
+}
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
+                                "lt", "le", "gt", "ge", "logical_and", "logical_or"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(BinaryOp::count));
+  return names[static_cast<int>(op)];
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  static const char* names[] = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "var"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(ReduceOp::count));
+  return names[static_cast<int>(op)];
+}
+
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+
+const char* op_id_name(OpId op) {
+  static const char* names[] = {"copy", "fill", "unary", "binary", "where", "reduce", "matmul",
+                                "conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight",
+                                "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
+                                "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
+                                "scatter_add", "index_select", "index_add", "adam_step"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
+  return names[static_cast<int>(op)];
+}
+
+void Backend::adam_step(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                        const AdamParams&) {
+  throw DTypeError(detail::str_cat("adam_step is not supported on ", info().device.str()));
+}
+
+Storage::Storage(Backend* backend, size_t nbytes)
+    : backend_(backend), data_(backend->allocate(nbytes)), nbytes_(nbytes) {}
+
+Storage::~Storage() { backend_->deallocate(data_, nbytes_); }
+
+}  // namespace kiln

@@ -1,0 +1,181 @@
+// The Backend interface: everything a device must do for the engine to run on it.
+//
+// One Backend object serves one device. The front end (ops.h) has already
+// checked shapes and dtypes, computed output shapes, broadcast inputs (stride 0)
+// and allocated outputs, so a backend only runs kernels. Every method may throw
+// kiln::Error (DTypeError for a dtype it does not support, DeviceError for a
+// device failure) naming the op and shapes. Methods marked (optional) have a
+// default that throws DTypeError; `supports()` must say truthfully which
+// (op, dtype) pairs run, because the conformance suite reports coverage from it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/device.h"
+#include "engine/core/dtype.h"
+#include "engine/core/shape.h"
+
+namespace kiln {
+
+// A strided view of device memory as a kernel sees it.
+struct TensorArg {
+  void* data = nullptr;  // the buffer's base (a host pointer on the CPU backend)
+  int64_t offset = 0;    // in elements, from data
+  DType dtype = DType::f32;
+  Shape shape;
+  Strides strides;       // in elements; 0 for broadcast dimensions
+  int64_t numel() const { return kiln::numel(shape); }
+  bool is_contiguous() const;
+};
+
+enum class UnaryOp : uint8_t {
+  neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid,
+  relu, gelu, silu, erf, floor, ceil, round, logical_not,
+  leaky_relu,  // p0 = negative_slope
+  clamp,       // p0 = min, p1 = max (either may be -inf / +inf)
+  pow_scalar,  // p0 = exponent
+  count
+};
+enum class BinaryOp : uint8_t {
+  add, sub, mul, div, pow, maximum, minimum,
+  eq, ne, lt, le, gt, ge,  // output bool
+  logical_and, logical_or,  // output bool
+  count
+};
+enum class ReduceOp : uint8_t {
+  sum, mean, prod, max, min, argmax, argmin,  // argmax/argmin output i64 (first index of the extremum)
+  var,  // p0 = correction (1 = unbiased, as torch.var's default)
+  count
+};
+
+const char* unary_op_name(UnaryOp op);
+const char* binary_op_name(BinaryOp op);
+const char* reduce_op_name(ReduceOp op);
+bool is_comparison(BinaryOp op);  // eq..logical_or: output dtype is bool
+
+// Every operation a backend can be asked about in supports().
+enum class OpId : uint16_t {
+  copy, fill, unary, binary, where, reduce, matmul,
+  conv2d_forward, conv2d_backward_input, conv2d_backward_weight,
+  max_pool2d_forward, max_pool2d_backward, avg_pool2d_forward, avg_pool2d_backward,
+  softmax_forward, softmax_backward, gather, scatter_add, index_select, index_add,
+  adam_step,
+  count
+};
+const char* op_id_name(OpId op);
+
+// Parameters of conv2d (PyTorch's torch.nn.functional.conv2d).
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+// Parameters of 2-d pooling (PyTorch's max_pool2d / avg_pool2d).
+struct Pool2dParams {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};  // max pooling only
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // avg pooling only
+};
+// Hyper-parameters of one Adam/AdamW step (torch.optim.Adam / AdamW, amsgrad off).
+struct AdamParams {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  bool decoupled = false;  // AdamW: decay the weight directly, not through the gradient
+  int64_t step = 1;        // 1-based step count, for bias correction
+};
+
+// What the registry shows about a device.
+struct DeviceInfo {
+  Device device;
+  std::string name;          // "AMD EPYC 9B14 (2 threads)", "NVIDIA H200"
+  std::string kind;          // "cpu", "discrete GPU", "integrated GPU", "software"
+  uint64_t memory_bytes = 0; // device memory (system RAM for the CPU)
+  int compute_units = 0;     // threads, SMs or CUs
+  double score = 0;          // higher is better; the registry picks the best
+};
+
+// Memory statistics of a device's caching allocator, in bytes.
+struct MemoryStats {
+  uint64_t allocated = 0;       // held by live tensors
+  uint64_t reserved = 0;        // held by the allocator (live + cached)
+  uint64_t peak_allocated = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceInfo info() const = 0;
+  Device device() const { return info().device; }
+  virtual bool supports(OpId op, DType dtype) const = 0;
+
+  // ---- memory (bytes) ----
+  virtual void* allocate(size_t nbytes) = 0;            // throws DeviceError on out-of-memory
+  virtual void deallocate(void* data, size_t nbytes) = 0;
+  virtual void upload(void* dst, size_t dst_byte_offset, const void* host, size_t nbytes) = 0;
+  virtual void download(void* host, const void* src, size_t src_byte_offset, size_t nbytes) = 0;
+  virtual void synchronize() {}
+  virtual MemoryStats memory_stats() const { return {}; }
+  virtual void empty_cache() {}
+
+  // ---- elementwise (out and inputs have out's shape; inputs may have stride 0) ----
+  virtual void copy(const TensorArg& out, const TensorArg& in) = 0;  // converts dtype too
+  virtual void fill(const TensorArg& out, double value) = 0;
+  virtual void unary(UnaryOp op, const TensorArg& out, const TensorArg& in, double p0, double p1) = 0;
+  // a and b share a dtype; out has it too, or bool for comparisons and logical ops.
+  virtual void binary(BinaryOp op, const TensorArg& out, const TensorArg& a, const TensorArg& b) = 0;
+  virtual void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) = 0;
+
+  // ---- reductions: out has in's rank with size 1 in every reduced dimension ----
+  virtual void reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, double p0) = 0;
+
+  // ---- linear algebra ----
+  // out[..., M, N] = a[..., M, K] @ b[..., K, N]; batch dims already broadcast; any strides
+  // (a transposed operand is a stride pattern).
+  virtual void matmul(const TensorArg& out, const TensorArg& a, const TensorArg& b) = 0;
+
+  // ---- fused neural-network ops (contiguous NCHW inputs) ----
+  // out [N, Cout, Ho, Wo] = conv2d(in [N, Cin, H, W], weight [Cout, Cin/groups, kH, kW]) + bias [Cout]
+  // (bias.data may be null).
+  virtual void conv2d_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
+                              const TensorArg& bias, const Conv2dParams& p) = 0;
+  virtual void conv2d_backward_input(const TensorArg& grad_in, const TensorArg& grad_out,
+                                     const TensorArg& weight, const Conv2dParams& p) = 0;
+  // grad_bias.data may be null when bias is absent.
+  virtual void conv2d_backward_weight(const TensorArg& grad_weight, const TensorArg& grad_bias,
+                                      const TensorArg& grad_out, const TensorArg& in,
+                                      const Conv2dParams& p) = 0;
+  // indices (i64, out's shape) hold the flat h*W+w position of each maximum in its plane.
+  virtual void max_pool2d_forward(const TensorArg& out, const TensorArg& indices, const TensorArg& in,
+                                  const Pool2dParams& p) = 0;
+  virtual void max_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out,
+                                   const TensorArg& indices) = 0;
+  virtual void avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) = 0;
+  virtual void avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) = 0;
+  // Along `dim` of a contiguous tensor; log selects log_softmax.
+  virtual void softmax_forward(const TensorArg& out, const TensorArg& in, int64_t dim, bool log) = 0;
+  virtual void softmax_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out,
+                                int64_t dim, bool log) = 0;
+
+  // ---- index ops (index is i64; positions are checked by the backend, IndexError) ----
+  // out[i][j][k] = in[index[i][j][k]][j][k] for dim 0 (torch.gather)
+  virtual void gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) = 0;
+  // out[index[i][j][k]][j][k] += src[i][j][k] for dim 0 (torch.Tensor.scatter_add_)
+  virtual void scatter_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) = 0;
+  // out = in.index_select(dim, index) for a 1-d index
+  virtual void index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) = 0;
+  // out.index_add_(dim, index, src)
+  virtual void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) = 0;
+
+  // ---- optimizer (optional) ----
+  // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.
+  virtual void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
+                         const TensorArg& exp_avg_sq, const AdamParams& p);
+};
+
+}  // namespace kiln

@@ -1,0 +1,107 @@
+// The ops front end: checks shapes and dtypes (errors name the op and the
+// shapes), broadcasts (NumPy rules), promotes types (PyTorch rules), allocates
+// the output on the inputs' device, runs the backend kernel and, when grad mode
+// is on and an input requires grad, records a Node for engine/autograd.
+// All tensors of one op must be on one device (DeviceError names both).
+#pragma once
+#include <array>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace kiln {
+
+// ---- elementwise, broadcasting ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integer inputs give f32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// comparisons and logical ops give bool and are not differentiable
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+// A scalar operand becomes a 0-d tensor of the type PyTorch would give it.
+Tensor scalar_like(double value, const Tensor& like);
+
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact: x * Phi(x) (torch gelu, approximate='none')
+Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even, as torch.round
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor clamp(const Tensor& x, double min, double max);  // use +-INFINITY for one side
+Tensor square(const Tensor& x);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // cond is bool
+
+// ---- reductions (empty dims = all dims; negative dims count from the end) ----
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// torch.var: correction 1 = unbiased (Bessel), 0 = population variance.
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // i64
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+// log(sum(exp(x))) computed stably: max + log(sum(exp(x - max))).
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+
+// ---- linear algebra ----
+// torch.matmul: 1-d and 2-d operands, and batched with broadcast batch dims.
+// ShapeError names both shapes when the inner dimensions differ.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// y = x @ weight^T + bias; x [*, in], weight [out, in], bias [out] (may be undefined).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// ---- joining ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+
+// ---- neural-network functions (PyTorch's torch.nn.functional) ----
+// x [N, Cin, H, W], weight [Cout, Cin/groups, kH, kW], bias [Cout] or undefined.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p = {});
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);  // x [N, C, H, W]
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+// Output [N, C, oh, ow]; bins as PyTorch: start = floor(i*H/oh), end = ceil((i+1)*H/oh).
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size);
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// torch.gather / scatter_add / index_select / index_add (index i64).
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// One-hot encoding of i64 labels [*] -> [*, num_classes] in dtype (IndexError on a label
+// outside [0, num_classes)).
+Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = DType::f32);
+
+// Two tensors must be on one device; DeviceError names `op` and both devices.
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+
+}  // namespace kiln

@@ -1,0 +1,45 @@
+// Seeded random number generation (torch.Generator, torch.manual_seed).
+// Values are drawn on the host from a 64-bit Mersenne Twister and copied to the
+// device, so a seed gives the same numbers on every backend.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <random>
+
+#include "engine/core/tensor.h"
+
+namespace kiln {
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 5489u) : engine_(seed), seed_(seed) {}
+  void manual_seed(uint64_t seed) { engine_.seed(seed); seed_ = seed; }
+  uint64_t initial_seed() const { return seed_; }
+  std::mt19937_64& engine() { return engine_; }
+  // State as text (std::mt19937_64's stream format), for checkpoints.
+  std::string state() const;
+  void set_state(const std::string& state);  // ValueError when malformed
+
+ private:
+  std::mt19937_64 engine_;
+  uint64_t seed_;
+};
+
+// The process-wide default generator (torch.default_generator); thread-safe use
+// goes through default_generator_mutex().
+Generator& default_generator();
+void manual_seed(uint64_t seed);
+
+// Uniform in [low, high) (torch.rand / Tensor.uniform_).
+Tensor uniform(const Shape& shape, double low, double high, DType dtype = DType::f32, Device device = {},
+               Generator* gen = nullptr);
+// Normal with mean and std (torch.randn * std + mean).
+Tensor normal(const Shape& shape, double mean, double std, DType dtype = DType::f32, Device device = {},
+              Generator* gen = nullptr);
+// 1 with probability p, else 0 (torch.bernoulli), in dtype.
+Tensor bernoulli(const Shape& shape, double p, DType dtype = DType::f32, Device device = {},
+                 Generator* gen = nullptr);
+// A random permutation of 0..n-1 as i64 (torch.randperm).
+Tensor randperm(int64_t n, Device device = {}, Generator* gen = nullptr);
+
+}  // namespace kiln
