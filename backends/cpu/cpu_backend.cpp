@@ -38,7 +38,7 @@ size_t round_allocation(size_t nbytes) {
   return (nbytes + kGranule - 1) / kGranule * kGranule;
 }
 
-CpuBackend::CpuBackend() = default;
+CpuBackend::CpuBackend() : Backend(Device(DeviceType::cpu, 0)) {}
 
 CpuBackend::~CpuBackend() { empty_cache(); }
 

@@ -55,6 +55,11 @@ void Backend::adam_step(const TensorArg&, const TensorArg&, const TensorArg&, co
 Storage::Storage(Backend* backend, size_t nbytes)
     : backend_(backend), data_(backend->allocate(nbytes)), nbytes_(nbytes) {}
 
-Storage::~Storage() { backend_->deallocate(data_, nbytes_); }
+Storage::Storage(Backend* backend, void* data, size_t nbytes, std::shared_ptr<void> keep_alive)
+    : backend_(backend), data_(data), nbytes_(nbytes), keep_alive_(std::move(keep_alive)) {}
+
+Storage::~Storage() {
+  if (!keep_alive_) backend_->deallocate(data_, nbytes_);
+}
 
 }  // namespace kiln

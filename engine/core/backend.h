@@ -109,9 +109,10 @@ struct MemoryStats {
 
 class Backend {
  public:
+  explicit Backend(Device device) : device_(device) {}
   virtual ~Backend() = default;
-  virtual DeviceInfo info() const = 0;
-  Device device() const { return info().device; }
+  const Device& device() const { return device_; }
+  virtual DeviceInfo info() const = 0;  // may be slow (queries the system); device() is not
   virtual bool supports(OpId op, DType dtype) const = 0;
 
   // ---- memory (bytes) ----
@@ -176,6 +177,9 @@ class Backend {
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.
   virtual void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                          const TensorArg& exp_avg_sq, const AdamParams& p);
+
+ private:
+  Device device_;
 };
 
 }  // namespace kiln

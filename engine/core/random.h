@@ -3,8 +3,8 @@
 // device, so a seed gives the same numbers on every backend.
 #pragma once
 #include <cstdint>
-#include <mutex>
 #include <random>
+#include <string>
 
 #include "engine/core/tensor.h"
 
@@ -25,8 +25,8 @@ class Generator {
   uint64_t seed_;
 };
 
-// The process-wide default generator (torch.default_generator); thread-safe use
-// goes through default_generator_mutex().
+// The process-wide default generator (torch.default_generator), used when gen is null
+// (the functions below lock it).
 Generator& default_generator();
 void manual_seed(uint64_t seed);
 

@@ -1,0 +1,78 @@
+// Command-line flags of one `kiln` command: declared with their defaults and help,
+// parsed from argv, printed as the command's --help text.
+//
+// Every flag takes a value (`--epochs 5` or `--epochs=5`) unless it is a switch
+// (`--resume`). A mistake on the command line (unknown flag, missing or malformed
+// value, a value outside the flag's choices) throws UsageError; main() prints it as
+// one line and exits with status 2.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The values given on the command line (or the defaults) of one command.
+class Args {
+ public:
+  Args(std::string command, std::map<std::string, std::string> values, std::map<std::string, bool> given)
+      : command_(std::move(command)), values_(std::move(values)), given_(std::move(given)) {}
+
+  bool help() const { return given("help"); }
+  // Whether the flag (or switch) appeared on the command line.
+  bool given(const std::string& name) const;
+  // The flag's value (its default when absent; "" for a flag without default).
+  const std::string& str(const std::string& name) const;
+  // Parsed values; UsageError ("kiln train: --epochs expects an integer >= 1, got 'x'").
+  int64_t integer(const std::string& name, int64_t min = INT64_MIN) const;
+  double number(const std::string& name, double min, double max) const;
+  // Raises UsageError "kiln <command>: <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  std::string command_;
+  std::map<std::string, std::string> values_;
+  std::map<std::string, bool> given_;
+};
+
+class ArgParser {
+ public:
+  // command: "train"; synopsis: one line describing what it does.
+  ArgParser(std::string command, std::string synopsis);
+
+  // A flag with a value. default_value "" means "no default" (help shows `note`
+  // instead when given, e.g. "auto = best device"). choices, when not empty, are the
+  // only values accepted.
+  ArgParser& flag(const std::string& name, const std::string& metavar, const std::string& default_value,
+                  const std::string& help, std::vector<std::string> choices = {});
+  // A flag without a value (present or not).
+  ArgParser& toggle(const std::string& name, const std::string& help);
+  // Text printed after the flags in --help (examples, notes).
+  ArgParser& epilog(const std::string& text);
+
+  // Parses argv (without the program and command names). `--help`/`-h` anywhere makes
+  // Args::help() true and skips all other checks.
+  Args parse(const std::vector<std::string>& argv) const;
+  // The --help text: usage, synopsis, every flag with its default.
+  std::string help() const;
+
+ private:
+  struct Flag {
+    std::string name, metavar, default_value, help;
+    std::vector<std::string> choices;
+    bool is_toggle = false;
+  };
+  const Flag* find(const std::string& name) const;
+
+  std::string command_, synopsis_, epilog_;
+  std::vector<Flag> flags_;
+};
+
+}  // namespace kiln::cli

@@ -1,0 +1,26 @@
+// The commands of `kiln`. Each takes the arguments after its name and returns the
+// process exit status; it throws UsageError (args.h) for command-line mistakes and
+// kiln::Error for everything the engine reports, which main() turns into messages.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for `kiln --help`
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int devices_command(const std::vector<std::string>& args);  // devices.cpp
+int train_command(const std::vector<std::string>& args);    // train.cpp
+int eval_command(const std::vector<std::string>& args);     // eval.cpp
+
+// Exit statuses.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;        // the engine reported an error
+constexpr int kExitUsage = 2;        // a mistake on the command line
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
+}  // namespace kiln::cli

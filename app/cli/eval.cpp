@@ -1,0 +1,120 @@
+// `kiln eval`: loads safetensors weights into a reference model and reports its loss,
+// accuracy, top-5 accuracy and confusion matrix on a test set.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/datasets.h"
+#include "app/cli/train_loop.h"
+#include "engine/core/error.h"
+#include "engine/core/grad_mode.h"
+#include "engine/core/registry.h"
+#include "engine/data/dataloader.h"
+#include "engine/io/safetensors.h"
+#include "engine/nn/functional.h"
+#include "engine/train/metrics.h"
+#include "engine/train/reference_models.h"
+
+namespace kiln::cli {
+
+namespace {
+
+ArgParser eval_parser() {
+  ArgParser p("eval", "Evaluates saved weights (a model.safetensors written by `kiln train`, or PyTorch's\n"
+                      "state_dict of the same network) on a dataset's test set.");
+  p.flag("model-file", "FILE", "", "safetensors file with the weights (required)")
+      .flag("dataset", "NAME", "fashion-mnist", "dataset whose test set to use", dataset_names())
+      .flag("model", "NAME", "", "reference model (default: inferred from the file's keys)",
+            train::reference_model_names())
+      .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
+      .flag("batch-size", "B", "256", "images per batch")
+      .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
+      .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
+  p.epilog("example: kiln eval --model-file runs/cnn/model.safetensors");
+  return p;
+}
+
+// The model of `model_name` (or the one the file's keys name) with the file's weights.
+std::shared_ptr<nn::Module> load_model(const std::string& path, std::string& model_name, Device device) {
+  io::SafetensorsFile file = io::load_safetensors(path);
+  if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
+  std::shared_ptr<nn::Module> model = train::make_model(model_name);
+  model->to(device);
+  try {
+    model->load_state_dict(file.tensors);
+  } catch (const ValueError& e) {
+    throw ValueError(path + " does not hold " + model_name + " weights: " + e.what());
+  }
+  return model;
+}
+
+train::ClassificationMetrics evaluate(nn::Module& model, data::DataLoader& loader, Device device, int64_t classes) {
+  NoGradGuard no_grad;
+  model.eval();
+  train::ClassificationMetrics metrics(classes, 5);
+  for (const data::Batch& batch : loader) {
+    Tensor target = batch.target.to(device);
+    Tensor logits = model(batch.input.to(device));
+    double loss = nn::F::cross_entropy(logits, target).item<double>();
+    metrics.update(logits, target, loss);
+  }
+  return metrics;
+}
+
+void print_confusion(const train::ClassificationMetrics& m, const std::vector<std::string>& names) {
+  const int64_t c = m.num_classes();
+  int name_w = 0;
+  for (const std::string& n : names) name_w = std::max(name_w, static_cast<int>(n.size()));
+  std::printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%*s", name_w + 4, "");
+  for (int64_t p = 0; p < c; ++p) std::printf(" %6lld", static_cast<long long>(p));
+  std::printf("  recall\n");
+  for (int64_t t = 0; t < c; ++t) {
+    std::printf("%2lld  %-*s", static_cast<long long>(t), name_w,
+                t < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(t)].c_str() : "");
+    int64_t row = 0;
+    for (int64_t p = 0; p < c; ++p) {
+      int64_t v = m.confusion()[static_cast<size_t>(t * c + p)];
+      row += v;
+      std::printf(" %6lld", static_cast<long long>(v));
+    }
+    int64_t hit = m.confusion()[static_cast<size_t>(t * c + t)];
+    if (row > 0) std::printf("  %5.1f%%\n", 100.0 * static_cast<double>(hit) / static_cast<double>(row));
+    else std::printf("      -\n");
+  }
+}
+
+}  // namespace
+
+int eval_command(const std::vector<std::string>& argv) {
+  ArgParser parser = eval_parser();
+  Args args = parser.parse(argv);
+  if (args.help()) {
+    std::fputs(parser.help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!args.given("model-file")) args.fail("--model-file FILE is required (see kiln eval --help)");
+  const std::string path = args.str("model-file");
+  const std::string dataset = args.str("dataset");
+  std::string model_name = args.str("model");
+  const int64_t batch_size = args.integer("batch-size", 1);
+  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(dataset);
+  set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
+
+  const Device device = resolve_device(args.str("device"));
+  std::shared_ptr<nn::Module> model = load_model(path, model_name, device);
+  data::DataLoader loader(open_dataset(dataset, data_dir, /*train=*/false), batch_size);
+  const std::vector<std::string> names = class_names(dataset);
+  train::ClassificationMetrics m = evaluate(*model, loader, device, static_cast<int64_t>(names.size()));
+
+  std::printf("%s: %s on %s, %lld test images of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
+              static_cast<long long>(m.count()), dataset.c_str());
+  std::printf("loss %.4f  accuracy %.2f%%  top-%lld accuracy %.2f%%\n", m.loss(), 100 * m.accuracy(),
+              static_cast<long long>(m.top_k()), 100 * m.top_k_accuracy());
+  print_confusion(m, names);
+  return kExitOk;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,66 @@
+// `kiln`: the headless front end of the engine. Dispatches to one command per file
+// (commands.h) and turns every error into one line on stderr:
+//   kiln: error: <what the engine said>      exit status 1
+//   kiln train: unknown flag --foo ...        exit status 2 (a command-line mistake)
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"devices", "list the compute devices, their scores and the default one", devices_command},
+    {"train", "train a reference model on a dataset, with a live progress bar", train_command},
+    {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
+};
+
+void print_help(std::FILE* out) {
+  std::fprintf(out,
+               "usage: kiln <command> [flags]\n\n"
+               "Kiln's deep-learning engine from the command line.\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\n`kiln <command> --help` lists a command's flags and their defaults.\n"
+               "KILN_DEVICE=cuda:0 (or vulkan:0, cpu, ...) picks the default device.\n");
+}
+
+int dispatch(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    print_help(stderr);
+    return kExitUsage;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_help(stdout);
+    return kExitOk;
+  }
+  for (const Command& c : kCommands)
+    if (name == c.name) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  throw UsageError("kiln: unknown command '" + name + "' (commands: devices, train, eval; see kiln --help)");
+}
+
+}  // namespace
+}  // namespace kiln::cli
+
+int main(int argc, char** argv) {
+  using namespace kiln::cli;
+  try {
+    return dispatch(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {  // kiln::Error and everything else the engine throws
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return kExitError;
+  } catch (...) {
+    std::fprintf(stderr, "kiln: error: unknown exception\n");
+    return kExitError;
+  }
+}

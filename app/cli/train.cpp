@@ -1,0 +1,155 @@
+// `kiln train`: builds a reference model, its optimizer, scheduler and data loaders
+// from the flags (train_config.h), trains it with a live progress bar (train_loop.h),
+// evaluates it on the test set and writes the run directory (run_files.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app/cli/commands.h"
+#include "app/cli/datasets.h"
+#include "app/cli/optim_factory.h"
+#include "app/cli/progress.h"
+#include "app/cli/run_files.h"
+#include "app/cli/train_config.h"
+#include "app/cli/train_loop.h"
+#include "engine/core/random.h"
+#include "engine/core/registry.h"
+#include "engine/io/safetensors.h"
+#include "engine/nn/functional.h"
+#include "engine/train/reference_models.h"
+#include "engine/train/trainer.h"
+
+namespace kiln::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Loaders {
+  std::unique_ptr<data::DataLoader> train, validation, test;
+};
+
+// The training set (less the validation share), validation set (when val_fraction > 0)
+// and test set, each cut to limit_batches batches when that is set.
+Loaders make_loaders(const TrainConfig& c) {
+  auto train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
+  auto test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
+  std::shared_ptr<const data::Dataset> val_set;
+  if (c.val_fraction > 0) {
+    int64_t n = train_set->size();
+    int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.val_fraction * static_cast<double>(n))));
+    auto parts = data::random_split(train_set, {n - n_val, n_val}, c.seed);
+    train_set = parts[0];
+    val_set = parts[1];
+  }
+  if (c.limit_batches > 0) {
+    const int64_t cap = c.limit_batches * c.batch_size;
+    train_set = random_subset(train_set, cap, c.seed);
+    test_set = random_subset(test_set, cap, c.seed);
+    if (val_set) val_set = random_subset(val_set, cap, c.seed);
+  }
+  using Options = data::DataLoader::Options;
+  Loaders l;
+  l.train = std::make_unique<data::DataLoader>(train_set,
+                                               Options{.batch_size = c.batch_size, .shuffle = true, .seed = c.seed});
+  if (val_set) l.validation = std::make_unique<data::DataLoader>(val_set, Options{.batch_size = c.batch_size});
+  l.test = std::make_unique<data::DataLoader>(test_set, Options{.batch_size = c.batch_size});
+  return l;
+}
+
+std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& argv) {
+  const auto started = Clock::now();
+  ArgParser parser = train_parser();
+  Args args = parser.parse(argv);
+  if (args.help()) {
+    std::fputs(parser.help().c_str(), stdout);
+    return kExitOk;
+  }
+  TrainConfig c = train_config(args);
+  if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
+  const std::filesystem::path out(c.out_dir);
+
+  set_threads(c.threads);
+  const Device device = resolve_device(c.device);
+  manual_seed(c.seed);
+  Loaders loaders = make_loaders(c);
+
+  std::shared_ptr<nn::Module> model = train::make_model(c.model);
+  model->to(device);
+  auto optimizer = make_optimizer(c, model->parameters());
+  train::TrainerOptions options;
+  options.epochs = c.epochs;
+  options.num_classes = static_cast<int64_t>(class_names(c.dataset).size());
+  options.device = device;
+  options.checkpoint_dir = (out / "checkpoint").string();
+  auto scheduler = make_scheduler(c, *optimizer, loaders.train->size(), options.scheduler_per_batch);
+  train::Trainer trainer(
+      model, optimizer, scheduler,
+      [](const Tensor& logits, const Tensor& target) { return nn::F::cross_entropy(logits, target); }, options);
+  if (c.resume) trainer.load_checkpoint(options.checkpoint_dir);
+
+  std::filesystem::create_directories(out);
+  MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);
+  std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld images, %lld batches of %lld%s\n",
+               c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
+               c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
+               static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
+               c.resume ? (", resuming after epoch " + std::to_string(trainer.epoch())).c_str() : "");
+
+  ProgressBar progress(c.epochs);
+  FitResult fit = run_fit(trainer, *loaders.train, loaders.validation.get(), c.threads, progress, metrics);
+  if (fit.cancelled) {
+    std::fprintf(stderr, "kiln: training cancelled; ");
+    if (fit.epochs_done > 0)
+      std::fprintf(stderr, "the checkpoint of epoch %d is in %s (continue with --out %s --resume)\n", fit.epochs_done,
+                   display_path(out / "checkpoint").c_str(), display_path(out).c_str());
+    else
+      std::fprintf(stderr, "no epoch finished, so there is no checkpoint\n");
+    return kExitInterrupted;
+  }
+
+  std::fprintf(stderr, "evaluating on %lld test images ...\n",
+               static_cast<long long>(loaders.test->dataset().size()));
+  train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
+
+  io::save_safetensors((out / "model.safetensors").string(), model->state_dict(),
+                       {{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}});
+  const double seconds_training = trainer.seconds_training();
+  const double images_per_second =
+      seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  nlohmann::ordered_json summary = {
+      {"model", c.model},
+      {"dataset", c.dataset},
+      {"test_accuracy", test.accuracy()},
+      {"test_loss", test.loss()},
+      {"epochs", c.epochs},
+      {"batch_size", c.batch_size},
+      {"optimizer", c.optimizer},
+      {"lr", c.lr},
+      {"seed", c.seed},
+      {"images_per_second", images_per_second},
+      {"device", device.str()},
+      {"seconds", seconds},
+      {"parameters", model->num_parameters()},
+      {"peak_memory_bytes", backend_for(device)->memory_stats().peak_allocated},
+  };
+  write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
+
+  std::printf("test accuracy %.2f%% (loss %.4f), %.0f images/s training, %s total; files in %s/: "
+              "model.safetensors metrics.csv summary.json checkpoint/\n",
+              100 * test.accuracy(), test.loss(), images_per_second, format_duration(seconds).c_str(),
+              display_path(out).c_str());
+  return kExitOk;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,74 @@
+#include "app/cli/train_config.h"
+
+#include <algorithm>
+
+#include "app/cli/datasets.h"
+#include "engine/train/reference_models.h"
+
+namespace kiln::cli {
+
+ArgParser train_parser() {
+  ArgParser p("train",
+              "Trains a reference model on a dataset with a live progress bar, evaluates it on the test\n"
+              "set and writes model.safetensors, metrics.csv, summary.json and checkpoint/ into --out.");
+  p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on", dataset_names())
+      .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h)",
+            train::reference_model_names())
+      .flag("epochs", "N", "5", "epochs to train")
+      .flag("batch-size", "B", "128", "images per batch")
+      .flag("lr", "X", "0.001", "learning rate (the peak rate with --scheduler onecycle)")
+      .flag("optimizer", "NAME", "adam", "optimizer (torch.optim defaults otherwise)", {"sgd", "adam", "adamw"})
+      .flag("momentum", "X", "0.9", "momentum of sgd")
+      .flag("weight-decay", "X", "0", "weight decay (L2 for sgd and adam, decoupled for adamw)")
+      .flag("scheduler", "NAME", "none",
+            "learning-rate schedule: step = StepLR, cosine = CosineAnnealingLR over the run,\n"
+            "onecycle = OneCycleLR stepped every batch",
+            {"none", "step", "cosine", "onecycle"})
+      .flag("step-size", "N", "", "step: epochs between decays (default: max(1, epochs / 3))")
+      .flag("gamma", "X", "0.1", "step: decay factor")
+      .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
+      .flag("seed", "S", "0", "seed of the weights, the shuffle order and the validation split")
+      .flag("val-fraction", "F", "0", "fraction of the training set held out for validation (0: none)")
+      .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
+      .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)")
+      .flag("out", "DIR", "", "run directory (default: runs/<model>-<timestamp>)")
+      .toggle("resume", "continue the run in --out from its checkpoint/ (the flags must match)")
+      .flag("limit-batches", "N", "0", "train, validate and test on at most N batches each (for smoke tests)");
+  p.epilog(
+      "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
+      "finished epoch stays, and `--resume` continues from it.\n\n"
+      "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn");
+  return p;
+}
+
+TrainConfig train_config(const Args& args) {
+  TrainConfig c;
+  c.dataset = args.str("dataset");
+  c.model = args.str("model");
+  c.epochs = static_cast<int>(std::min<int64_t>(args.integer("epochs", 1), 1'000'000));
+  c.batch_size = args.integer("batch-size", 1);
+  c.lr = args.number("lr", 0, 1e6);
+  c.optimizer = args.str("optimizer");
+  c.momentum = args.number("momentum", 0, 1);
+  c.weight_decay = args.number("weight-decay", 0, 1e6);
+  c.scheduler = args.str("scheduler");
+  c.step_size = args.given("step-size") ? static_cast<int>(std::min<int64_t>(args.integer("step-size", 1), 1'000'000))
+                                        : std::max(1, c.epochs / 3);
+  c.gamma = args.number("gamma", 0, 1);
+  c.device = args.str("device");
+  c.seed = static_cast<uint64_t>(args.integer("seed", 0));
+  c.val_fraction = args.number("val-fraction", 0, 0.99);
+  c.data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(c.dataset);
+  c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
+  c.resume = args.given("resume");
+  c.limit_batches = args.integer("limit-batches", 0);
+  if (c.resume && !args.given("out")) args.fail("--resume needs --out DIR (the run to continue)");
+  c.out_dir = args.given("out") ? args.str("out") : "";
+  if (args.given("out") && c.out_dir.empty()) args.fail("--out needs a directory");
+  if (args.given("momentum") && c.optimizer != "sgd") args.fail("--momentum applies to --optimizer sgd only");
+  if ((args.given("step-size") || args.given("gamma")) && c.scheduler != "step")
+    args.fail("--step-size and --gamma apply to --scheduler step only");
+  return c;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,37 @@
+// The flags of `kiln train` and the validated settings they give.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "app/cli/args.h"
+
+namespace kiln::cli {
+
+struct TrainConfig {
+  std::string dataset = "fashion-mnist";
+  std::string model = "mlp";
+  int epochs = 5;
+  int64_t batch_size = 128;
+  double lr = 1e-3;
+  std::string optimizer = "adam";  // sgd | adam | adamw
+  double momentum = 0.9;           // sgd only
+  double weight_decay = 0;
+  std::string scheduler = "none";  // none | step | cosine | onecycle
+  int step_size = 1;               // step: epochs between decays
+  double gamma = 0.1;              // step: decay factor
+  std::string device = "auto";
+  uint64_t seed = 0;
+  double val_fraction = 0;         // of the training set held out for validation
+  std::string data_dir;
+  int threads = 0;                 // 0: leave OpenMP's default (OMP_NUM_THREADS or all cores)
+  std::string out_dir;
+  bool resume = false;
+  int64_t limit_batches = 0;       // 0: no limit
+};
+
+// The parser with every flag of `kiln train`, defaults as in TrainConfig.
+ArgParser train_parser();
+// Reads and checks the flags (UsageError for a bad value or combination).
+TrainConfig train_config(const Args& args);
+
+}  // namespace kiln::cli

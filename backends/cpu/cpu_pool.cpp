@@ -1,0 +1,258 @@
+// CpuBackend::max_pool2d_* and avg_pool2d_*: our own loops, one OpenMP task per
+// [H, W] plane, following PyTorch's CPU kernels (aten/src/ATen/native/cpu/
+// MaxPoolKernel.cpp, AvgPoolKernel.cpp): the same window bounds, divisors, NaN
+// propagation and index of the maximum. Tensors are [N, C, H, W] or [C, H, W]
+// with any strides; f32, f64, f16 and bf16, accumulating in float (double for f64).
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dnnl_context.h"
+#include "engine/core/error.h"
+
+namespace kiln::cpu {
+namespace {
+
+// PyTorch's pooling_output_shape.
+int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+// The planes of a pooling: in [..., H, W] -> out [..., Ho, Wo].
+struct PoolGeom {
+  int64_t planes, H, W, Ho, Wo;
+};
+
+PoolGeom geometry(const char* op, const TensorArg& in, const TensorArg& out, const Pool2dParams* p) {
+  const size_t r = in.shape.size();
+  KILN_CHECK((r == 3 || r == 4) && out.shape.size() == r, ShapeError, op, ": input ", shape_str(in.shape),
+             " and output ", shape_str(out.shape), " must both be [N, C, H, W] or [C, H, W]");
+  PoolGeom g{1, in.shape[r - 2], in.shape[r - 1], out.shape[r - 2], out.shape[r - 1]};
+  for (size_t d = 0; d + 2 < r; ++d) {
+    KILN_CHECK(in.shape[d] == out.shape[d], ShapeError, op, ": input ", shape_str(in.shape), " and output ",
+               shape_str(out.shape), " differ in batch or channels");
+    g.planes *= in.shape[d];
+  }
+  if (p) {
+    for (int i = 0; i < 2; ++i) {
+      KILN_CHECK(p->kernel[i] >= 1 && p->stride[i] >= 1 && p->dilation[i] >= 1 && p->padding[i] >= 0 &&
+                     2 * p->padding[i] <= (p->kernel[i] - 1) * p->dilation[i] + 1,
+                 ValueError, op, ": bad kernel, stride, padding or dilation (padding is at most half the kernel)");
+      const int64_t want = pooled_size(i ? g.W : g.H, p->kernel[i], p->stride[i], p->padding[i], p->dilation[i],
+                                       p->ceil_mode);
+      KILN_CHECK((i ? g.Wo : g.Ho) == want, ShapeError, op, ": output ", shape_str(out.shape), " of input ",
+                 shape_str(in.shape), " should have size ", want, " in dim ", r - 2 + i);
+    }
+  }
+  return g;
+}
+
+// The element offset of plane `plane` (row-major over the leading dims) of t.
+int64_t plane_offset(const TensorArg& t, int64_t plane) {
+  int64_t off = t.offset;
+  for (size_t d = t.shape.size() - 2; d-- > 0;) {
+    off += plane % t.shape[d] * t.strides[d];
+    plane /= t.shape[d];
+  }
+  return off;
+}
+
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class F>
+void dispatch_pool(const char* op, DType t, F&& f) {
+  switch (t) {
+    case DType::f32: f(float{}); return;
+    case DType::f64: f(double{}); return;
+    case DType::f16: f(half{}); return;
+    case DType::bf16: f(bfloat16{}); return;
+    default: break;
+  }
+  throw DTypeError(detail::str_cat(op, ": no ", dtype_name(t), " kernel on the CPU"));
+}
+
+// A strided [H, W] plane of t.
+template <class T>
+struct Plane {
+  T* p;
+  int64_t sh, sw;
+  T& operator()(int64_t h, int64_t w) const { return p[h * sh + w * sw]; }
+};
+template <class T>
+Plane<T> plane(const TensorArg& t, int64_t i) {
+  const size_t r = t.shape.size();
+  return {static_cast<T*>(t.data) + plane_offset(t, i), t.strides[r - 2], t.strides[r - 1]};
+}
+
+template <class T>
+void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indices, const TensorArg& in,
+                 const Pool2dParams& p) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < g.planes; ++i) {
+    const Plane<T> x = plane<T>(in, i), y = plane<T>(out, i);
+    const Plane<int64_t> ix = plane<int64_t>(indices, i);
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      int64_t h0 = oh * p.stride[0] - p.padding[0];
+      const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, g.H);
+      while (h0 < 0) h0 += p.dilation[0];
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        int64_t w0 = ow * p.stride[1] - p.padding[1];
+        const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, g.W);
+        while (w0 < 0) w0 += p.dilation[1];
+        int64_t best_index = h0 * g.W + w0;
+        Acc<T> best = -std::numeric_limits<Acc<T>>::infinity();
+        for (int64_t h = h0; h < h1; h += p.dilation[0])
+          for (int64_t w = w0; w < w1; w += p.dilation[1]) {
+            const Acc<T> v = static_cast<Acc<T>>(x(h, w));
+            if (v > best || std::isnan(v)) {
+              best = v;
+              best_index = h * g.W + w;
+            }
+          }
+        y(oh, ow) = static_cast<T>(best);
+        ix(oh, ow) = best_index;
+      }
+    }
+  }
+}
+
+template <class T>
+void max_backward(const PoolGeom& g, const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
+  std::atomic<bool> bad_index{false};
+#pragma omp parallel
+  {
+    std::vector<Acc<T>> acc(static_cast<size_t>(g.H * g.W));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < g.planes; ++i) {
+      const Plane<T> gx = plane<T>(grad_in, i), gy = plane<T>(grad_out, i);
+      const Plane<int64_t> ix = plane<int64_t>(indices, i);
+      std::fill(acc.begin(), acc.end(), Acc<T>(0));
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow) {
+          const int64_t k = ix(oh, ow);
+          if (k < 0 || k >= g.H * g.W) {
+            bad_index = true;
+            continue;
+          }
+          acc[static_cast<size_t>(k)] += static_cast<Acc<T>>(gy(oh, ow));
+        }
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t w = 0; w < g.W; ++w) gx(h, w) = static_cast<T>(acc[static_cast<size_t>(h * g.W + w)]);
+    }
+  }
+  KILN_CHECK(!bad_index, IndexError, "max_pool2d_backward: an index lies outside the ", g.H, "x", g.W, " plane");
+}
+
+// The window of an average pooling output and its divisor (PyTorch's rules).
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+AvgWindow avg_window(const PoolGeom& g, const Pool2dParams& p, int64_t oh, int64_t ow) {
+  int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
+  int64_t h1 = std::min(h0 + p.kernel[0], g.H + p.padding[0]), w1 = std::min(w0 + p.kernel[1], g.W + p.padding[1]);
+  const int64_t pool_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.H);
+  w1 = std::min(w1, g.W);
+  return {h0, h1, w0, w1, p.count_include_pad ? pool_size : (h1 - h0) * (w1 - w0)};
+}
+
+template <class T>
+void avg_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < g.planes; ++i) {
+    const Plane<T> x = plane<T>(in, i), y = plane<T>(out, i);
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        const AvgWindow win = avg_window(g, p, oh, ow);
+        Acc<T> sum = 0;
+        for (int64_t h = win.h0; h < win.h1; ++h)
+          for (int64_t w = win.w0; w < win.w1; ++w) sum += static_cast<Acc<T>>(x(h, w));
+        y(oh, ow) = static_cast<T>(win.h0 < win.h1 && win.w0 < win.w1 ? sum / static_cast<Acc<T>>(win.divisor) : 0);
+      }
+  }
+}
+
+template <class T>
+void avg_backward(const PoolGeom& g, const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) {
+#pragma omp parallel
+  {
+    std::vector<Acc<T>> acc(static_cast<size_t>(g.H * g.W));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < g.planes; ++i) {
+      const Plane<T> gx = plane<T>(grad_in, i), gy = plane<T>(grad_out, i);
+      std::fill(acc.begin(), acc.end(), Acc<T>(0));
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow) {
+          const AvgWindow win = avg_window(g, p, oh, ow);
+          if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
+          const Acc<T> v = static_cast<Acc<T>>(gy(oh, ow)) / static_cast<Acc<T>>(win.divisor);
+          for (int64_t h = win.h0; h < win.h1; ++h)
+            for (int64_t w = win.w0; w < win.w1; ++w) acc[static_cast<size_t>(h * g.W + w)] += v;
+        }
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t w = 0; w < g.W; ++w) gx(h, w) = static_cast<T>(acc[static_cast<size_t>(h * g.W + w)]);
+    }
+  }
+}
+
+void check_dtypes(const char* op, const TensorArg& a, const TensorArg& b) {
+  KILN_CHECK(a.dtype == b.dtype, DTypeError, op, ": dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype),
+             " differ");
+}
+
+void check_indices(const char* op, const TensorArg& indices, const TensorArg& out) {
+  KILN_CHECK(indices.dtype == DType::i64 && indices.shape == out.shape, ShapeError, op, ": indices ",
+             shape_str(indices.shape), " ", dtype_name(indices.dtype), " must be i64 of shape ", shape_str(out.shape));
+}
+
+}  // namespace
+
+void CpuBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indices, const TensorArg& in,
+                                    const Pool2dParams& p) {
+  const char* op = "max_pool2d_forward";
+  check_dtypes(op, out, in);
+  check_indices(op, indices, out);
+  const PoolGeom g = geometry(op, in, out, &p);
+  if (out.numel() == 0) return;
+  dispatch_pool(op, in.dtype, [&](auto t) { max_forward<decltype(t)>(g, out, indices, in, p); });
+}
+
+void CpuBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
+  const char* op = "max_pool2d_backward";
+  check_dtypes(op, grad_in, grad_out);
+  check_indices(op, indices, grad_out);
+  const PoolGeom g = geometry(op, grad_in, grad_out, nullptr);
+  if (grad_in.numel() == 0) return;
+  dispatch_pool(op, grad_in.dtype, [&](auto t) { max_backward<decltype(t)>(g, grad_in, grad_out, indices); });
+}
+
+void CpuBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
+  const char* op = "avg_pool2d_forward";
+  check_dtypes(op, out, in);
+  Pool2dParams q = p;
+  q.dilation[0] = q.dilation[1] = 1;  // average pooling has none
+  const PoolGeom g = geometry(op, in, out, &q);
+  if (out.numel() == 0) return;
+  dispatch_pool(op, in.dtype, [&](auto t) { avg_forward<decltype(t)>(g, out, in, q); });
+}
+
+void CpuBackend::avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) {
+  const char* op = "avg_pool2d_backward";
+  check_dtypes(op, grad_in, grad_out);
+  Pool2dParams q = p;
+  q.dilation[0] = q.dilation[1] = 1;
+  const PoolGeom g = geometry(op, grad_in, grad_out, &q);
+  if (grad_in.numel() == 0) return;
+  dispatch_pool(op, grad_in.dtype, [&](auto t) { avg_backward<decltype(t)>(g, grad_in, grad_out, q); });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,97 @@
+// The oneDNN context of the CPU backend (cpu_matmul.cpp, cpu_conv.cpp): one
+// engine, a stream per thread, a bounded LRU cache of plans (primitives and the
+// reorders around them) keyed by everything that shapes them, per-thread scratch
+// memory, and the strided copy/convert helpers those kernels share.
+//
+// Note [Plan cache]: creating a oneDNN primitive descriptor costs tens to
+// hundreds of microseconds; a training step runs the same shapes every time, so
+// each kernel builds a PlanKey from (op, dtype, dims, strides, params), and
+// cached_plan() creates the plan once. The cache holds kPlanCacheCapacity
+// plans and evicts the least recently used.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/backend.h"
+
+namespace kiln::cpu {
+
+constexpr size_t kPlanCacheCapacity = 256;
+
+dnnl::engine& dnnl_engine();
+dnnl::stream& dnnl_stream();  // one per thread; CPU streams run synchronously
+
+// oneDNN's type for f32, f16 and bf16; throws DTypeError for others.
+dnnl::memory::data_type dnnl_type(DType t);
+
+// A cache key: the op's name followed by raw integers.
+class PlanKey {
+ public:
+  explicit PlanKey(const char* op) : s_(op) { s_.push_back('\0'); }
+  PlanKey& add(int64_t v) {
+    s_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  PlanKey& add(const std::vector<int64_t>& v) {
+    add(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) add(x);
+    return *this;
+  }
+  const std::string& str() const { return s_; }
+
+ private:
+  std::string s_;
+};
+
+// The cache itself (thread-safe); see cached_plan().
+std::shared_ptr<void> plan_cache_find(const std::string& key);
+void plan_cache_insert(const std::string& key, std::shared_ptr<void> plan);
+size_t plan_cache_size();
+void plan_cache_clear();
+
+// The plan for key, made by make() (returning std::shared_ptr<T>) on a miss.
+// make() runs outside the cache's lock, so it may itself use the cache.
+template <class T, class Make>
+std::shared_ptr<T> cached_plan(const PlanKey& key, Make&& make) {
+  if (auto p = plan_cache_find(key.str())) return std::static_pointer_cast<T>(p);
+  std::shared_ptr<T> p = make();
+  plan_cache_insert(key.str(), p);
+  return p;
+}
+
+// Per-thread scratch buffers, 64-byte aligned, kept between calls and grown as
+// needed. Each user takes its own slot so nested kernels never share one.
+enum class Scratch : int { cvt0, cvt1, cvt2, cvt3, dense0, dense1, dense2, dense3, dnnl0, dnnl1, dnnl2, dnnl3, count };
+void* scratch(Scratch slot, size_t nbytes);
+
+// The address of t's first element (data + offset).
+inline char* first_element(const TensorArg& t) {
+  return static_cast<char*>(t.data) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+// Copies the strided floating tensor src into dst (contiguous, dtype dst_type), converting.
+void gather_dense(const TensorArg& src, void* dst, DType dst_type);
+// Copies dense src (dtype src_type, src's layout is dst's shape, contiguous) into the strided dst.
+void scatter_dense(const TensorArg& dst, const void* src, DType src_type);
+// Sets every element of the strided floating tensor t to zero.
+void fill_zero(const TensorArg& t);
+
+// A contiguous view of t in dtype `want`: t itself when it already is one, else
+// a converted copy in scratch `slot`. For outputs, finish() writes the copy back.
+class DenseView {
+ public:
+  DenseView(const TensorArg& t, DType want, Scratch slot, bool load);
+  const TensorArg& arg() const { return view_; }
+  void* data() const { return view_.data; }
+  void finish();  // for outputs: copies the dense result into t when it is a copy
+
+ private:
+  TensorArg orig_, view_;
+  bool copied_ = false;
+};
+
+}  // namespace kiln::cpu

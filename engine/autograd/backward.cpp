@@ -1,0 +1,103 @@
+#include "engine/autograd/backward.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/core/error.h"
+#include "engine/core/grad_mode.h"
+#include "engine/core/ops.h"
+
+namespace kiln {
+
+void Tensor::backward(const Tensor& grad_output) const { autograd::backward(*this, grad_output); }
+
+namespace autograd {
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  std::vector<int64_t> dims;
+  size_t lead = grad.shape().size() - shape.size();
+  for (size_t i = 0; i < grad.shape().size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && grad.shape()[i] != 1)) dims.push_back(static_cast<int64_t>(i));
+  Tensor s = dims.empty() ? grad : sum(grad, dims, true);
+  return s.reshape(shape);
+}
+
+namespace {
+
+void accumulate(std::shared_ptr<TensorImpl>& slot, const Tensor& g) {
+  Tensor c = g.contiguous();
+  if (!slot) {
+    // Always a buffer of its own: a rule's result may alias another input's
+    // gradient or a saved tensor, and optimizers scale .grad in place.
+    slot = (c.is_same(g) ? g.clone() : c).impl_ptr();
+  } else {
+    slot = add(Tensor(slot), c).impl_ptr();
+  }
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad_root) {
+  KILN_CHECK(root.defined() && root.requires_grad(), ValueError,
+             "backward: the tensor does not require grad and has no grad_fn (was it computed under no_grad, or ",
+             "from tensors without requires_grad?)");
+  Tensor g0 = grad_root;
+  if (!g0.defined()) {
+    KILN_CHECK(root.numel() == 1, ValueError, "backward: grad can be implicitly created only for scalar outputs; ",
+               "this output has shape ", shape_str(root.shape()));
+    g0 = Tensor::ones(root.shape(), root.dtype(), root.device());
+  }
+  KILN_CHECK(g0.shape() == root.shape(), ShapeError, "backward: gradient of shape ", shape_str(g0.shape()),
+             " does not match output of shape ", shape_str(root.shape()));
+  NoGradGuard no_grad;
+  if (!root.impl()->grad_fn) {  // a leaf
+    accumulate(root.impl()->grad, g0);
+    return;
+  }
+  // Nodes in topological order (every node after all nodes that consume its output),
+  // found by an iterative depth-first search.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> visited;
+  std::vector<std::pair<Node*, size_t>> stack{{root.impl()->grad_fn.get(), 0}};
+  visited.insert(stack.back().first);
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      Node* child = node->inputs[next++] ? node->inputs[next - 1]->grad_fn.get() : nullptr;
+      if (child && visited.insert(child).second) stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<Node*, Tensor> grads;
+  grads[root.impl()->grad_fn.get()] = g0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    auto found = grads.find(node);
+    if (found == grads.end()) continue;
+    Tensor g = found->second;
+    grads.erase(found);
+    std::vector<Tensor> input_grads = apply_backward_rule(*node, g);
+    for (size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
+      auto& in = node->inputs[i];
+      const Tensor& gi = input_grads[i];
+      if (!in || !in->requires_grad || !gi.defined()) continue;
+      KILN_CHECK(gi.shape() == in->shape, ShapeError, "backward of ", op_kind_name(node->kind), ": gradient of shape ",
+                 shape_str(gi.shape()), " for input ", i, " of shape ", shape_str(in->shape));
+      if (in->grad_fn) {
+        auto slot = grads.find(in->grad_fn.get());
+        if (slot == grads.end())
+          grads.emplace(in->grad_fn.get(), gi);
+        else
+          slot->second = add(slot->second, gi);
+      } else {
+        accumulate(in->grad, gi);
+      }
+    }
+  }
+}
+
+}  // namespace autograd
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// The backward pass (reverse-mode automatic differentiation).
+// Each differentiable op records a Node (engine/core/node.h); rules.cpp holds one
+// backward rule per OpKind; backward() walks the graph in reverse creation order.
+#pragma once
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace kiln::autograd {
+
+// Gradients of a node's output with respect to each of its inputs, given the
+// gradient of its output (rules.cpp). Entries for inputs that need no gradient
+// may be undefined.
+std::vector<Tensor> apply_backward_rule(const Node& node, const Tensor& grad_output);
+
+// Reduces a broadcast gradient back to `shape` (sums leading and expanded dims).
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+// Runs backward from `root` with d(root) = grad_root (ones for a scalar root),
+// accumulating into the .grad of every leaf that requires grad (torch.autograd.backward).
+// Throws ValueError when root does not require grad or is not a scalar and no
+// grad_root is given, or when grad_root's shape differs from root's.
+void backward(const Tensor& root, const Tensor& grad_root = Tensor());
+
+}  // namespace kiln::autograd

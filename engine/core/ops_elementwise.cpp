@@ -1,0 +1,160 @@
+// Elementwise ops: broadcasting, PyTorch type promotion, autograd recording.
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/core/ops_internal.h"
+
+namespace kiln {
+
+using detail::broadcast_arg;
+using detail::needs_grad;
+using detail::record;
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  KILN_CHECK(a.defined() && b.defined(), ValueError, op, ": undefined tensor argument");
+  KILN_CHECK(a.device() == b.device(), DeviceError, op, ": expected all tensors on one device, got ",
+             a.device().str(), " and ", b.device().str());
+}
+
+namespace {
+
+int category(DType t) { return t == DType::bool_ ? 0 : is_floating(t) ? 2 : 1; }
+
+// torch.result_type for two tensors: a 0-d tensor only changes the type of a
+// dimensioned one when it is of a higher category (bool < integer < floating).
+DType result_type(const Tensor& a, const Tensor& b) {
+  bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dimmed = a0 ? b : a;
+  const Tensor& zero = a0 ? a : b;
+  if (category(zero.dtype()) > category(dimmed.dtype())) return zero.dtype();
+  return dimmed.dtype();
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, OpKind kind, bool differentiable) {
+  const char* name = binary_op_name(op);
+  check_same_device(a, b, name);
+  DType t = result_type(a, b);
+  if (op == BinaryOp::div && !is_floating(t)) t = DType::f32;  // true division
+  if (op == BinaryOp::logical_and || op == BinaryOp::logical_or) t = DType::bool_;
+  KILN_CHECK(!(t == DType::bool_ && (op == BinaryOp::sub || op == BinaryOp::pow)), DTypeError, name,
+             ": not defined for bool tensors");
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor ac = a.to(t), bc = b.to(t);
+  Tensor out = detail::empty(shape, is_comparison(op) ? DType::bool_ : t, a.device());
+  if (out.numel()) a.backend()->binary(op, out.arg(), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
+  if (differentiable && is_floating(t) && needs_grad({&a, &b})) record(out, kind, {ac, bc});
+  return out;
+}
+
+// Ops defined on real numbers only: integer and bool inputs compute in f32 (as PyTorch).
+bool floating_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
+    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
+    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, OpKind kind, double p0 = 0, double p1 = 0,
+             bool save_output = false) {
+  const char* name = unary_op_name(op);
+  KILN_CHECK(x.defined(), ValueError, name, ": undefined tensor argument");
+  DType t = x.dtype();
+  if (floating_only(op) && !is_floating(t)) t = DType::f32;
+  if (op == UnaryOp::logical_not) t = DType::bool_;
+  KILN_CHECK(!(x.dtype() == DType::bool_ && (op == UnaryOp::neg || op == UnaryOp::pow_scalar)), DTypeError, name,
+             ": not defined for bool tensors");
+  Tensor xc = op == UnaryOp::logical_not ? x : x.to(t);
+  Tensor out = detail::empty(x.shape(), t, x.device());
+  if (out.numel()) x.backend()->unary(op, out.arg(), xc.arg(), p0, p1);
+  if (kind != OpKind::count && is_floating(t) && needs_grad({&x})) {
+    std::vector<Tensor> saved;
+    if (save_output) saved.push_back(out);
+    record(out, kind, {xc}, {}, {p0, p1}, saved);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor scalar_like(double value, const Tensor& like) {
+  DType t = like.dtype();
+  if (!is_floating(t)) {
+    bool integral = std::isfinite(value) && value == std::floor(value);
+    t = integral ? (t == DType::bool_ ? DType::i64 : t) : DType::f32;
+  }
+  return Tensor::scalar(value, t, like.device());
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b, OpKind::add, true); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b, OpKind::sub, true); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b, OpKind::mul, true); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b, OpKind::div, true); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b, OpKind::pow, true); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b, OpKind::maximum, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b, OpKind::minimum, true); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b, OpKind::count, false); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b, OpKind::count, false); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::lt, a, b, OpKind::count, false); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::le, a, b, OpKind::count, false); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::gt, a, b, OpKind::count, false); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ge, a, b, OpKind::count, false); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::logical_and, a, b, OpKind::count, false);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::logical_or, a, b, OpKind::count, false);
+}
+Tensor logical_not(const Tensor& x) { return unary(UnaryOp::logical_not, x, OpKind::count); }
+
+Tensor pow(const Tensor& x, double e) {
+  if (!is_floating(x.dtype()) && (e != std::floor(e) || e < 0)) return unary(UnaryOp::pow_scalar, x.to(DType::f32), OpKind::pow_scalar, e);
+  return unary(UnaryOp::pow_scalar, x, OpKind::pow_scalar, e);
+}
+Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x, OpKind::neg); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x, OpKind::abs); }
+Tensor sign(const Tensor& x) { return unary(UnaryOp::sign, x, OpKind::count); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x, OpKind::exp, 0, 0, true); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::log, x, OpKind::log); }
+Tensor log1p(const Tensor& x) { return unary(UnaryOp::log1p, x, OpKind::log1p); }
+Tensor expm1(const Tensor& x) { return unary(UnaryOp::expm1, x, OpKind::expm1, 0, 0, true); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x, OpKind::sqrt, 0, 0, true); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x, OpKind::rsqrt, 0, 0, true); }
+Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::reciprocal, x, OpKind::reciprocal, 0, 0, true); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, x, OpKind::sin); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x, OpKind::cos); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x, OpKind::tanh, 0, 0, true); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x, OpKind::sigmoid, 0, 0, true); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x, OpKind::relu, 0, 0, true); }
+Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x, OpKind::gelu); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x, OpKind::silu); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x, OpKind::erf); }
+Tensor floor(const Tensor& x) { return unary(UnaryOp::floor, x, OpKind::count); }
+Tensor ceil(const Tensor& x) { return unary(UnaryOp::ceil, x, OpKind::count); }
+Tensor round(const Tensor& x) { return unary(UnaryOp::round, x, OpKind::count); }
+Tensor leaky_relu(const Tensor& x, double slope) { return unary(UnaryOp::leaky_relu, x, OpKind::leaky_relu, slope); }
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  KILN_CHECK(!(lo > hi), ValueError, "clamp: min ", lo, " is greater than max ", hi);
+  return unary(UnaryOp::clamp, x, OpKind::clamp, lo, hi);
+}
+Tensor square(const Tensor& x) { return mul(x, x); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_same_device(cond, a, "where");
+  check_same_device(a, b, "where");
+  KILN_CHECK(cond.dtype() == DType::bool_, DTypeError, "where: condition must be bool, got ", dtype_name(cond.dtype()));
+  DType t = result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor ac = a.to(t), bc = b.to(t);
+  Tensor out = detail::empty(shape, t, a.device());
+  if (out.numel())
+    a.backend()->where(out.arg(), broadcast_arg(cond, shape), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
+  if (is_floating(t) && needs_grad({&a, &b})) record(out, OpKind::where, {ac, bc}, {}, {}, {cond});
+  return out;
+}
+
+}  // namespace kiln

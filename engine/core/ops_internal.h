@@ -1,0 +1,23 @@
+// Helpers shared by the ops front-end files (not a public header).
+#pragma once
+#include <initializer_list>
+#include <vector>
+
+#include "engine/core/grad_mode.h"
+#include "engine/core/ops.h"
+
+namespace kiln::detail {
+
+// Uninitialized tensor on `device` (contiguous).
+Tensor empty(const Shape& shape, DType dtype, Device device);
+// t's kernel argument viewed as `target` (broadcast; stride 0 where it grows).
+TensorArg broadcast_arg(const Tensor& t, const Shape& target);
+// True when grad mode is on and any defined input requires grad.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+// Records `kind` as out's grad_fn; inputs are kept for the backward rule.
+void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, std::vector<int64_t> ints = {},
+            std::vector<double> reals = {}, std::vector<Tensor> saved = {});
+// Normalizes reduction dims (empty = all), sorted and unique; IndexError names op.
+std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op);
+
+}  // namespace kiln::detail

@@ -1,0 +1,239 @@
+// Neural-network functions: conv2d, pooling, softmax, index ops (torch.nn.functional).
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/core/ops_internal.h"
+
+namespace kiln {
+
+namespace {
+
+void check_floating(const Tensor& x, const char* op) {
+  KILN_CHECK(is_floating(x.dtype()), DTypeError, op, ": expected a floating-point tensor, got ",
+             dtype_name(x.dtype()));
+}
+
+void check_nchw(const Tensor& x, const char* op) {
+  KILN_CHECK(x.dim() == 4, ShapeError, op, ": expected input [N, C, H, W], got ", shape_str(x.shape()));
+  check_floating(x, op);
+}
+
+// Output length of a pooling or convolution window (PyTorch's pooling_output_shape).
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
+  int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+std::vector<int64_t> conv_ints(const Conv2dParams& p) {
+  return {p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], p.groups};
+}
+
+std::vector<int64_t> pool_ints(const Pool2dParams& p) {
+  return {p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.padding[0], p.padding[1],
+          p.dilation[0], p.dilation[1], p.ceil_mode, p.count_include_pad};
+}
+
+Shape pool_output(const Tensor& x, const Pool2dParams& p, const char* op) {
+  check_nchw(x, op);
+  for (int i = 0; i < 2; ++i) {
+    KILN_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, ValueError, op,
+               ": kernel, stride and dilation must be positive and padding non-negative");
+    KILN_CHECK(p.padding[i] * 2 <= p.kernel[i], ValueError, op, ": padding ", p.padding[i],
+               " must be at most half the kernel size ", p.kernel[i]);
+  }
+  int64_t oh = pooled_size(x.size(2), p.kernel[0], p.padding[0], p.stride[0], p.dilation[0], p.ceil_mode);
+  int64_t ow = pooled_size(x.size(3), p.kernel[1], p.padding[1], p.stride[1], p.dilation[1], p.ceil_mode);
+  KILN_CHECK(oh > 0 && ow > 0, ShapeError, op, ": input of shape ", shape_str(x.shape()),
+             " is too small for kernel ", p.kernel[0], "x", p.kernel[1], " (output would be ", oh, "x", ow, ")");
+  return {x.size(0), x.size(1), oh, ow};
+}
+
+}  // namespace
+
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
+  check_nchw(x, "conv2d");
+  check_same_device(x, weight, "conv2d");
+  KILN_CHECK(weight.dim() == 4, ShapeError, "conv2d: weight must be [out_channels, in_channels/groups, kH, kW], got ",
+             shape_str(weight.shape()));
+  KILN_CHECK(p.groups > 0 && x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0, ShapeError,
+             "conv2d: input of shape ", shape_str(x.shape()), " does not match weight of shape ",
+             shape_str(weight.shape()), " with groups=", p.groups, " (expected ", weight.size(1) * p.groups,
+             " input channels)");
+  KILN_CHECK(x.dtype() == weight.dtype(), DTypeError, "conv2d: input is ", dtype_name(x.dtype()), " but weight is ",
+             dtype_name(weight.dtype()));
+  int64_t oh = 0, ow = 0;
+  for (int i = 0; i < 2; ++i)
+    KILN_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, ValueError,
+               "conv2d: stride and dilation must be positive and padding non-negative");
+  oh = pooled_size(x.size(2), weight.size(2), p.padding[0], p.stride[0], p.dilation[0], false);
+  ow = pooled_size(x.size(3), weight.size(3), p.padding[1], p.stride[1], p.dilation[1], false);
+  KILN_CHECK(oh > 0 && ow > 0, ShapeError, "conv2d: input of shape ", shape_str(x.shape()),
+             " is smaller than the (dilated) kernel of weight ", shape_str(weight.shape()));
+  TensorArg bias_arg;
+  Tensor b;
+  if (bias.defined()) {
+    check_same_device(x, bias, "conv2d");
+    KILN_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), ShapeError, "conv2d: bias of shape ",
+               shape_str(bias.shape()), " does not match weight of shape ", shape_str(weight.shape()));
+    b = bias.to(x.dtype()).contiguous();
+    bias_arg = b.arg();
+  }
+  Tensor xc = x.contiguous(), wc = weight.contiguous();
+  Tensor out = detail::empty({x.size(0), weight.size(0), oh, ow}, x.dtype(), x.device());
+  if (out.numel()) x.backend()->conv2d_forward(out.arg(), xc.arg(), wc.arg(), bias_arg, p);
+  if (detail::needs_grad({&x, &weight, &bias})) {
+    std::vector<Tensor> inputs{xc, wc};
+    if (b.defined()) inputs.push_back(b);
+    detail::record(out, OpKind::conv2d, inputs, conv_ints(p));
+  }
+  return out;
+}
+
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
+  Shape s = pool_output(x, p, "max_pool2d");
+  Tensor xc = x.contiguous();
+  Tensor out = detail::empty(s, x.dtype(), x.device());
+  Tensor idx = detail::empty(s, DType::i64, x.device());
+  if (out.numel()) x.backend()->max_pool2d_forward(out.arg(), idx.arg(), xc.arg(), p);
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::max_pool2d, {xc}, pool_ints(p), {}, {idx});
+  return out;
+}
+
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
+  Shape s = pool_output(x, p, "avg_pool2d");
+  Tensor xc = x.contiguous();
+  Tensor out = detail::empty(s, x.dtype(), x.device());
+  if (out.numel()) x.backend()->avg_pool2d_forward(out.arg(), xc.arg(), p);
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::avg_pool2d, {xc}, pool_ints(p));
+  return out;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> size) {
+  check_nchw(x, "adaptive_avg_pool2d");
+  KILN_CHECK(size[0] > 0 && size[1] > 0, ValueError, "adaptive_avg_pool2d: output size must be positive, got ",
+             size[0], "x", size[1]);
+  int64_t h = x.size(2), w = x.size(3);
+  if (h % size[0] == 0 && w % size[1] == 0) {
+    Pool2dParams p;
+    p.kernel[0] = p.stride[0] = h / size[0];
+    p.kernel[1] = p.stride[1] = w / size[1];
+    return avg_pool2d(x, p);
+  }
+  // General bins: out = Ph @ x @ Pw^T, where row i of Ph averages input rows
+  // [floor(i*H/oh), ceil((i+1)*H/oh)) (PyTorch's start_index / end_index).
+  auto pooling_matrix = [&](int64_t in, int64_t out_n) {
+    std::vector<double> m(static_cast<size_t>(in * out_n), 0.0);
+    for (int64_t i = 0; i < out_n; ++i) {
+      int64_t start = (i * in) / out_n, end = ((i + 1) * in + out_n - 1) / out_n;
+      for (int64_t j = start; j < end; ++j) m[static_cast<size_t>(i * in + j)] = 1.0 / static_cast<double>(end - start);
+    }
+    return Tensor::from_vector(m, {out_n, in}, x.device()).to(x.dtype());
+  };
+  Tensor ph = pooling_matrix(h, size[0]), pw = pooling_matrix(w, size[1]);
+  return matmul(matmul(ph, x), pw.t());
+}
+
+namespace {
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::f32);
+  dim = wrap_dim(dim, x.dim(), name);
+  Tensor xc = xf.contiguous();
+  Tensor out = detail::empty(x.shape(), xf.dtype(), x.device());
+  if (out.numel()) x.backend()->softmax_forward(out.arg(), xc.arg(), x.dim() == 0 ? 0 : dim, log);
+  if (detail::needs_grad({&xf}))
+    detail::record(out, log ? OpKind::log_softmax : OpKind::softmax, {xc}, {dim}, {}, {out});
+  return out;
+}
+
+void check_index(const Tensor& index, const char* op) {
+  KILN_CHECK(index.dtype() == DType::i64, DTypeError, op, ": index must be i64, got ", dtype_name(index.dtype()));
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_same_device(x, index, "gather");
+  check_index(index, "gather");
+  dim = wrap_dim(dim, x.dim(), "gather");
+  KILN_CHECK(index.dim() == x.dim(), ShapeError, "gather: index of shape ", shape_str(index.shape()),
+             " must have as many dimensions as input of shape ", shape_str(x.shape()));
+  for (int64_t i = 0; i < x.dim(); ++i)
+    KILN_CHECK(i == dim || index.size(i) <= x.size(i), ShapeError, "gather: index of shape ",
+               shape_str(index.shape()), " is larger than input of shape ", shape_str(x.shape()), " in dimension ", i);
+  Tensor out = detail::empty(index.shape(), x.dtype(), x.device());
+  if (out.numel()) x.backend()->gather(out.arg(), x.arg(), dim, index.arg());
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::gather, {x}, {dim}, {}, {index});
+  return out;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_same_device(x, index, "scatter_add");
+  check_same_device(x, src, "scatter_add");
+  check_index(index, "scatter_add");
+  dim = wrap_dim(dim, x.dim(), "scatter_add");
+  KILN_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), ShapeError, "scatter_add: input ",
+             shape_str(x.shape()), ", index ", shape_str(index.shape()), " and src ", shape_str(src.shape()),
+             " must have the same number of dimensions");
+  for (int64_t i = 0; i < x.dim(); ++i)
+    KILN_CHECK(index.size(i) <= src.size(i) && (i == dim || index.size(i) <= x.size(i)), ShapeError,
+               "scatter_add: index of shape ", shape_str(index.shape()), " does not fit input ", shape_str(x.shape()),
+               " and src ", shape_str(src.shape()));
+  Tensor out = x.clone().detach();
+  Tensor s = src.to(x.dtype());
+  if (index.numel()) x.backend()->scatter_add(out.arg(), dim, index.arg(), s.arg());
+  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::scatter_add, {x, s}, {dim}, {}, {index});
+  return out;
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_same_device(x, index, "index_select");
+  check_index(index, "index_select");
+  KILN_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-d, got ", shape_str(index.shape()));
+  dim = wrap_dim(dim, x.dim(), "index_select");
+  Shape s = x.shape();
+  if (x.dim() > 0) s[dim] = index.numel();
+  Tensor out = detail::empty(s, x.dtype(), x.device());
+  Tensor idx = index.reshape({index.numel()});
+  if (out.numel()) x.backend()->index_select(out.arg(), x.arg(), dim, idx.arg());
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::index_select, {x}, {dim}, {}, {idx});
+  return out;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_same_device(x, index, "index_add");
+  check_same_device(x, src, "index_add");
+  check_index(index, "index_add");
+  KILN_CHECK(index.dim() <= 1, ShapeError, "index_add: index must be 1-d, got ", shape_str(index.shape()));
+  dim = wrap_dim(dim, x.dim(), "index_add");
+  Shape want = x.shape();
+  if (x.dim() > 0) want[dim] = index.numel();
+  KILN_CHECK(src.shape() == want, ShapeError, "index_add: src of shape ", shape_str(src.shape()),
+             " does not match input ", shape_str(x.shape()), " with ", index.numel(), " indices along dimension ",
+             dim, " (expected ", shape_str(want), ")");
+  Tensor out = x.clone().detach();
+  Tensor s = src.to(x.dtype());
+  Tensor idx = index.reshape({index.numel()});
+  if (s.numel()) x.backend()->index_add(out.arg(), dim, idx.arg(), s.arg());
+  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::index_add, {x, s}, {dim}, {}, {idx});
+  return out;
+}
+
+Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
+  check_index(labels, "one_hot");
+  KILN_CHECK(num_classes > 0, ValueError, "one_hot: num_classes must be positive, got ", num_classes);
+  if (labels.numel()) {
+    int64_t lo = amin(labels).item<int64_t>(), hi = amax(labels).item<int64_t>();
+    KILN_CHECK(lo >= 0 && hi < num_classes, IndexError, "one_hot: class index ", lo < 0 ? lo : hi,
+               " is out of range [0, ", num_classes, ")");
+  }
+  Tensor classes = Tensor::arange(num_classes, labels.device());
+  return eq(labels.unsqueeze(-1), classes).to(dtype);
+}
+
+}  // namespace kiln

@@ -1,0 +1,110 @@
+// DataLoader: batches of a Dataset, optionally shuffled, built ahead of time on
+// background threads (torch.utils.data.DataLoader).
+//
+// Note [Deterministic batches]: the order of an epoch is a permutation seeded by
+// (seed, epoch) only, and batch k always holds positions [k*B, (k+1)*B) of it.
+// Workers may finish batches in any order; the consumer receives them in k order,
+// so a run is reproducible whatever the thread timing.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "engine/data/dataset.h"
+
+namespace kiln::data {
+
+class DataLoader {
+ public:
+  struct Options {
+    int64_t batch_size = 64;
+    bool shuffle = false;
+    uint64_t seed = 0;       // with shuffle: the order depends only on (seed, epoch)
+    bool drop_last = false;  // drop a final batch smaller than batch_size
+    int num_workers = 1;     // background threads; 0 builds batches in the consumer's thread
+    int prefetch = 2;        // batches built ahead of the consumer (at least num_workers)
+  };
+
+  // ValueError when dataset is null, batch_size < 1, num_workers < 0 or prefetch < 1.
+  DataLoader(std::shared_ptr<const Dataset> dataset, Options options);
+  DataLoader(std::shared_ptr<const Dataset> dataset, int64_t batch_size)
+      : DataLoader(std::move(dataset), Options{.batch_size = batch_size}) {}
+  ~DataLoader();  // stops the workers, also in the middle of an epoch
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  int64_t size() const;  // batches per epoch
+  const Options& options() const { return options_; }
+  const Dataset& dataset() const { return *dataset_; }
+
+  // The epoch the next pass uses (for the shuffle order). Each pass started by
+  // begin() or by next() after the end of a pass advances it by one, so epochs
+  // 0, 1, 2 ... follow by themselves; set_epoch(e) is for resuming at epoch e.
+  // Calling it in the middle of a pass abandons that pass.
+  void set_epoch(int64_t epoch);
+  int64_t epoch() const { return next_epoch_; }
+
+  // The next batch of the current pass (starting a pass when none is running), or
+  // nullopt at the end of the pass. Rethrows an exception a worker met while
+  // building the batch (the pass then ends).
+  std::optional<Batch> next();
+
+  // Range-for support: `for (const Batch& b : loader)` runs one pass. begin()
+  // abandons any pass in progress and starts a new one.
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Batch*;
+    using reference = const Batch&;
+    Iterator() = default;
+    const Batch& operator*() const { return *current_; }
+    const Batch* operator->() const { return &*current_; }
+    Iterator& operator++();
+    void operator++(int) { ++*this; }
+    bool operator==(const Iterator& o) const { return !current_.has_value() && !o.current_.has_value(); }
+
+   private:
+    friend class DataLoader;
+    DataLoader* loader_ = nullptr;
+    std::optional<Batch> current_;
+  };
+  Iterator begin();
+  Iterator end() { return Iterator(); }
+
+ private:
+  struct Slot {
+    Batch batch;
+    std::exception_ptr error;
+  };
+  void start_pass();
+  void stop_pass();  // joins the workers and drops queued batches
+  void worker_loop();
+  Batch build(int64_t k) const;  // batch k of the current order
+
+  std::shared_ptr<const Dataset> dataset_;
+  Options options_;
+  int64_t next_epoch_ = 0;
+
+  // The current pass. order_ and n_batches_ are written only while no worker runs.
+  bool active_ = false;
+  std::vector<int64_t> order_;
+  int64_t n_batches_ = 0;
+  std::mutex mutex_;
+  std::condition_variable worker_cv_, consumer_cv_;
+  bool stop_ = false;
+  int64_t next_claim_ = 0;    // next batch a worker will build
+  int64_t next_deliver_ = 0;  // next batch the consumer receives
+  std::map<int64_t, Slot> ready_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kiln::data

@@ -1,0 +1,32 @@
+// Classification metrics accumulated over batches.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace kiln::train {
+
+class ClassificationMetrics {
+ public:
+  explicit ClassificationMetrics(int64_t num_classes, int64_t top_k = 5);
+  // logits [B, C] (any floating dtype/device), target i64 [B], loss = the batch's mean loss.
+  // ShapeError when the shapes do not fit num_classes.
+  void update(const Tensor& logits, const Tensor& target, double loss);
+  int64_t count() const { return count_; }
+  double loss() const;            // mean loss per sample
+  double accuracy() const;        // top-1, fraction in [0, 1]
+  double top_k_accuracy() const;  // fraction whose target is among the k largest logits
+  int64_t top_k() const { return top_k_; }
+  // confusion[t * C + p] = samples of true class t predicted as p.
+  const std::vector<int64_t>& confusion() const { return confusion_; }
+  int64_t num_classes() const { return num_classes_; }
+
+ private:
+  int64_t num_classes_, top_k_;
+  int64_t count_ = 0, correct_ = 0, correct_k_ = 0;
+  double loss_sum_ = 0;
+  std::vector<int64_t> confusion_;
+};
+
+}  // namespace kiln::train

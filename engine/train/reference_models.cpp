@@ -1,0 +1,84 @@
+#include "engine/train/reference_models.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/core/random.h"
+#include "engine/nn/nn.h"
+
+namespace kiln::train {
+
+namespace {
+
+std::string known_models() {
+  std::string s;
+  for (const std::string& n : reference_model_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& reference_model_names() {
+  static const std::vector<std::string> names = {"mlp", "cnn"};
+  return names;
+}
+
+std::shared_ptr<nn::Module> make_model(const std::string& name) {
+  using namespace kiln::nn;
+  if (name == "mlp") {
+    return std::make_shared<Sequential>(std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
+                                        std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128),
+                                        std::make_shared<ReLU>(), std::make_shared<Linear>(128, 10));
+  }
+  if (name == "cnn") {
+    return std::make_shared<Sequential>(
+        std::make_shared<Conv2d>(1, 32, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+        std::make_shared<Conv2d>(32, 64, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+        std::make_shared<Flatten>(), std::make_shared<Linear>(3136, 128), std::make_shared<ReLU>(),
+        std::make_shared<Linear>(128, 10));
+  }
+  throw ValueError("unknown model '" + name + "'; known models: " + known_models());
+}
+
+std::string infer_model_name(const nn::StateDict& state) {
+  std::set<std::string> keys;
+  for (const auto& [k, t] : state) keys.insert(k);
+
+  Generator& gen = default_generator();
+  const std::string saved = gen.state();  // building a model draws its initial weights
+  std::string best;
+  size_t best_shared = 0;
+  for (const std::string& name : reference_model_names()) {
+    std::set<std::string> model_keys;
+    for (const auto& [k, t] : make_model(name)->state_dict()) model_keys.insert(k);
+    size_t shared = static_cast<size_t>(
+        std::count_if(keys.begin(), keys.end(), [&](const std::string& k) { return model_keys.count(k) > 0; }));
+    if (model_keys == keys) {
+      best = name;
+      break;
+    }
+    if (shared > best_shared) {
+      best = name;
+      best_shared = shared;
+    }
+  }
+  gen.set_state(saved);
+
+  if (best.empty()) {
+    std::string found;
+    size_t shown = 0;
+    for (const std::string& k : keys) {
+      if (shown++ == 8) {
+        found += ", ...";
+        break;
+      }
+      found += (found.empty() ? "" : ", ") + k;
+    }
+    throw ValueError("the weights match none of the reference models (" + known_models() +
+                     "); their keys: " + (found.empty() ? "(none)" : found));
+  }
+  return best;
+}
+
+}  // namespace kiln::train

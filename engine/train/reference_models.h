@@ -1,0 +1,32 @@
+// The reference models trained by `kiln train` and tests/bench: the same two
+// networks as tests/bench/pytorch_train.py, with PyTorch's state_dict key names
+// ("1.weight" for the mlp's first Linear, "0.weight" for the cnn's first Conv2d),
+// so weights move between Kiln and PyTorch as safetensors files.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/nn/module.h"
+
+namespace kiln::train {
+
+// {"mlp", "cnn"}.
+const std::vector<std::string>& reference_model_names();
+
+// A new, randomly initialized model (drawn from kiln::default_generator(), so
+// kiln::manual_seed(s) first gives the same weights every time), on the CPU:
+//  mlp: Flatten, Linear(784, 256), ReLU, Linear(256, 128), ReLU, Linear(128, 10)
+//  cnn: Conv2d(1, 32, 3, padding 1), ReLU, MaxPool2d(2), Conv2d(32, 64, 3, padding 1),
+//       ReLU, MaxPool2d(2), Flatten, Linear(3136, 128), ReLU, Linear(128, 10)
+// Both take [N, 1, 28, 28] images and give logits [N, 10].
+// ValueError listing the known models for any other name.
+std::shared_ptr<nn::Module> make_model(const std::string& name);
+
+// The reference model whose state_dict keys are those of `state` (the shapes are
+// load_state_dict's to check), or, when none matches exactly, the one sharing the
+// most keys. ValueError naming the keys found when `state` shares no key with any.
+// Leaves kiln::default_generator() as it found it.
+std::string infer_model_name(const nn::StateDict& state);
+
+}  // namespace kiln::train

@@ -1,0 +1,162 @@
+#include "engine/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "engine/core/grad_mode.h"
+#include "engine/core/random.h"
+#include "engine/io/checkpoint.h"
+
+namespace kiln::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
+                 std::shared_ptr<optim::LRScheduler> scheduler, LossFn loss, TrainerOptions options)
+    : model_(std::move(model)), optimizer_(std::move(optimizer)), scheduler_(std::move(scheduler)),
+      loss_(std::move(loss)), options_(std::move(options)) {
+  KILN_CHECK(model_ && optimizer_ && loss_, ValueError, "Trainer: model, optimizer and loss are required");
+  KILN_CHECK(options_.epochs >= 0, ValueError, "Trainer: epochs must be non-negative, got ", options_.epochs);
+}
+
+void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
+  try {
+    const int64_t batches = train.size();
+    const int64_t total_batches = batches * options_.epochs;
+    while (epoch_ < options_.epochs && !cancelled_) {
+      model_->train();
+      train.set_epoch(epoch_);
+      ClassificationMetrics metrics(options_.num_classes, options_.top_k);
+      auto epoch_start = Clock::now();
+      int64_t batch_index = 0;
+      while (!cancelled_) {
+        std::optional<data::Batch> batch = train.next();
+        if (!batch) break;
+        ++batch_index;
+        Tensor x = batch->input.to(options_.device), y = batch->target.to(options_.device);
+        double lr = optimizer_->lr();
+        optimizer_->zero_grad();
+        Tensor logits = model_->forward(x);
+        Tensor loss = loss_(logits, y);
+        double loss_value = loss.item<double>();
+        if (!std::isfinite(loss_value)) {
+          std::ostringstream os;
+          os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
+             << step_ + 1 << " (batch " << batch_index << " of " << batches << ") with learning rate " << lr
+             << "; try a lower learning rate (e.g. " << lr / 10 << ")";
+          throw NonFiniteLossError(os.str());
+        }
+        loss.backward();
+        optimizer_->step();
+        ++step_;
+        if (scheduler_ && options_.scheduler_per_batch) scheduler_->step();
+        ClassificationMetrics batch_metrics(options_.num_classes, options_.top_k);
+        batch_metrics.update(logits.detach(), y, loss_value);
+        metrics.update(logits.detach(), y, loss_value);
+        BatchEnd e;
+        e.epoch = epoch_;
+        e.step = step_;
+        e.batch = batch_index;
+        e.batches_per_epoch = batches;
+        e.loss = loss_value;
+        e.accuracy = batch_metrics.accuracy();
+        e.lr = lr;
+        double elapsed = seconds_since(epoch_start);
+        e.samples_per_second = static_cast<double>(metrics.count()) / std::max(elapsed, 1e-9);
+        int64_t done = static_cast<int64_t>(epoch_) * batches + batch_index;
+        double per_batch = (train_seconds_ + elapsed) / static_cast<double>(std::max<int64_t>(done, 1));
+        e.eta_seconds = per_batch * static_cast<double>(total_batches - done);
+        events_.push(e);
+      }
+      double epoch_seconds = seconds_since(epoch_start);
+      train_seconds_ += epoch_seconds;
+      samples_trained_ += metrics.count();
+      if (cancelled_) break;
+      ++epoch_;
+      if (scheduler_ && !options_.scheduler_per_batch) scheduler_->step();
+      EpochEnd end;
+      end.epoch = epoch_ - 1;
+      end.train_loss = metrics.loss();
+      end.train_accuracy = metrics.accuracy();
+      end.val_loss = end.val_accuracy = NAN;
+      if (validation) {
+        ClassificationMetrics v = evaluate(*validation);
+        end.val_loss = v.loss();
+        end.val_accuracy = v.accuracy();
+      }
+      end.seconds = epoch_seconds;
+      end.samples_per_second = static_cast<double>(metrics.count()) / std::max(epoch_seconds, 1e-9);
+      end.lr = optimizer_->lr();
+      events_.push(end);
+      if (!options_.checkpoint_dir.empty()) {
+        save_checkpoint(options_.checkpoint_dir);
+        events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir});
+      }
+    }
+    events_.push(Finished{cancelled_.load(), ""});
+  } catch (const std::exception& e) {
+    events_.push(Finished{false, e.what()});
+    throw;
+  }
+}
+
+ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
+  NoGradGuard no_grad;
+  bool was_training = model_->is_training();
+  model_->eval();
+  ClassificationMetrics metrics(options_.num_classes, options_.top_k);
+  loader.set_epoch(0);
+  while (std::optional<data::Batch> batch = loader.next()) {
+    Tensor x = batch->input.to(options_.device), y = batch->target.to(options_.device);
+    Tensor logits = model_->forward(x);
+    metrics.update(logits, y, loss_(logits, y).item<double>());
+  }
+  model_->train(was_training);
+  return metrics;
+}
+
+void Trainer::save_checkpoint(const std::string& dir) const {
+  io::Checkpoint c;
+  c.model = model_->state_dict();
+  optim::OptimizerState opt = optimizer_->state_dict();
+  c.optimizer = opt.tensors;
+  c.optimizer_scalars = opt.scalars;
+  c.trainer_scalars["epoch"] = epoch_;
+  c.trainer_scalars["step"] = static_cast<double>(step_);
+  c.trainer_scalars["train_seconds"] = train_seconds_;
+  c.trainer_scalars["samples_trained"] = static_cast<double>(samples_trained_);
+  c.trainer["generator"] = default_generator().state();
+  if (scheduler_)
+    for (auto& [key, value] : scheduler_->state_dict()) c.trainer_scalars["scheduler." + key] = value;
+  io::save_checkpoint(dir, c);
+}
+
+void Trainer::load_checkpoint(const std::string& dir) {
+  io::Checkpoint c = io::load_checkpoint(dir);
+  model_->load_state_dict(c.model);  // ValueError naming keys/shapes for another model
+  optimizer_->load_state_dict({c.optimizer, c.optimizer_scalars});
+  auto get = [&](const char* key) -> double {
+    auto it = c.trainer_scalars.find(key);
+    KILN_CHECK(it != c.trainer_scalars.end(), IoError, "checkpoint ", dir, ": trainer state lacks '", key, "'");
+    return it->second;
+  };
+  epoch_ = static_cast<int>(get("epoch"));
+  step_ = static_cast<int64_t>(get("step"));
+  train_seconds_ = get("train_seconds");
+  samples_trained_ = static_cast<int64_t>(get("samples_trained"));
+  auto gen = c.trainer.find("generator");
+  KILN_CHECK(gen != c.trainer.end(), IoError, "checkpoint ", dir, ": trainer state lacks the generator state");
+  default_generator().set_state(gen->second);
+  if (scheduler_) {
+    std::map<std::string, double> state;
+    for (auto& [key, value] : c.trainer_scalars)
+      if (key.rfind("scheduler.", 0) == 0) state[key.substr(10)] = value;
+    scheduler_->load_state_dict(state);
+  }
+}
+
+}  // namespace kiln::train

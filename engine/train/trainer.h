@@ -1,0 +1,88 @@
+// Trainer: epochs of optimization with metrics, events, checkpoints and resume.
+//
+// fit() runs on the calling thread (the CLI calls it directly; Kiln Studio runs it
+// on a worker thread) and pushes BatchEnd / EpochEnd / CheckpointSaved / Finished
+// events to events(); cancel() may be called from any thread and stops training
+// after the current batch. With the same seed on the CPU a run gives the same loss
+// curve bit for bit (the DataLoader order depends only on (seed, epoch), dropout
+// draws from the default generator, whose state is checkpointed).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/data/dataloader.h"
+#include "engine/nn/module.h"
+#include "engine/optim/lr_scheduler.h"
+#include "engine/optim/optimizer.h"
+#include "engine/train/events.h"
+#include "engine/train/metrics.h"
+
+namespace kiln::train {
+
+// loss(logits [B, C], target i64 [B]) -> scalar.
+using LossFn = std::function<Tensor(const Tensor& logits, const Tensor& target)>;
+
+struct TrainerOptions {
+  int epochs = 1;
+  int64_t num_classes = 10;
+  Device device;                // where the model lives; batches are moved there
+  std::string checkpoint_dir;   // a checkpoint every epoch when not empty
+  bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
+  int64_t top_k = 5;
+};
+
+// Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr).
+struct NonFiniteLossError : Error {
+  using Error::Error;
+};
+
+class Trainer {
+ public:
+  // scheduler may be null. The model must already be on options.device.
+  Trainer(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
+          std::shared_ptr<optim::LRScheduler> scheduler, LossFn loss, TrainerOptions options);
+
+  // Trains from the current epoch (0, or the one after a resumed checkpoint) up to
+  // options.epochs, evaluating on `validation` (may be null) after each epoch.
+  // Throws NonFiniteLossError, or any engine error; a Finished event is pushed
+  // either way (with the error message).
+  void fit(data::DataLoader& train, data::DataLoader* validation);
+
+  // Loss and metrics of the model on a whole loader, in eval mode, without gradients.
+  ClassificationMetrics evaluate(data::DataLoader& loader);
+
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  EventQueue& events() { return events_; }
+
+  // Checkpoint = model weights + optimizer state + trainer state (epoch, step,
+  // generator state, scheduler position) in `dir` (engine/io/checkpoint.h).
+  void save_checkpoint(const std::string& dir) const;
+  // Restores a checkpoint written by save_checkpoint; the next fit() continues with
+  // the epoch after it. Throws IoError for missing/corrupt files and ValueError
+  // when the checkpoint belongs to another model (names and shapes differ).
+  void load_checkpoint(const std::string& dir);
+
+  int epoch() const { return epoch_; }         // epochs completed
+  int64_t step() const { return step_; }       // optimizer steps taken
+  double seconds_training() const { return train_seconds_; }  // wall time of training batches
+  int64_t samples_trained() const { return samples_trained_; }
+
+ private:
+  std::shared_ptr<nn::Module> model_;
+  std::shared_ptr<optim::Optimizer> optimizer_;
+  std::shared_ptr<optim::LRScheduler> scheduler_;
+  LossFn loss_;
+  TrainerOptions options_;
+  EventQueue events_;
+  std::atomic<bool> cancelled_{false};
+  int epoch_ = 0;
+  int64_t step_ = 0;
+  double train_seconds_ = 0;
+  int64_t samples_trained_ = 0;
+};
+
+}  // namespace kiln::train

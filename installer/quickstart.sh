@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Kiln quick start on Debian 12. Each subcommand first installs whatever apt packages are
+# missing and builds the `default` preset (both idempotent), then:
+#   run    trains the CNN on Fashion-MNIST for 5 epochs (results in runs/quickstart/)
+#   test   runs the test suite, then the engine tests under ASan/UBSan (build-asan/)
+#   bench  also installs python3-torch and compares training speed with PyTorch
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev zlib1g-dev
+          nlohmann-json3-dev libgtest-dev dataset-fashion-mnist python3)
+# PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
+BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
+
+install_missing() {
+  local missing=() pkg sudo=
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  ((${#missing[@]})) || return 0
+  [[ $(id -u) == 0 ]] || sudo=sudo
+  echo "quickstart: installing ${missing[*]}"
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+setup() {
+  install_missing "${PACKAGES[@]}" "$@"
+  cmake --preset default
+  cmake --build --preset default
+}
+
+case ${1:-} in
+  run)
+    setup
+    out=runs/quickstart
+    build/bin/kiln train --dataset fashion-mnist --model cnn --epochs 5 --out "$out"
+    echo "quickstart: results are in $PWD/$out:"
+    ls -1 "$out" | sed 's/^/  /'
+    ;;
+  test)
+    setup
+    ctest --preset default --output-on-failure -j2
+    cmake --preset asan
+    cmake --build --preset asan
+    ctest --preset asan -j2
+    ;;
+  bench)
+    setup "${BENCH_PACKAGES[@]}"
+    tests/bench/train_vs_pytorch.sh
+    ;;
+  *)
+    sed -n '3,7s/^# \{0,1\}//p' "$0"
+    echo "usage: $0 run|test|bench" >&2
+    exit 2
+    ;;
+esac

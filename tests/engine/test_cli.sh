@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Tests of the `kiln` binary (app/cli): each case runs the real program and checks its
+# exit status, messages and files. Registered with ctest (label engine) by
+# tests/CMakeLists.txt, one test per case:
+#
+#   tests/engine/test_cli.sh path/to/kiln CASE
+#
+# Cases: help usage bad_model bad_device devices eval_missing eval_wrong_shapes
+#        missing_data train_smoke interrupt
+set -uo pipefail
+kiln=$1 case=$2
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+unset KILN_DEVICE
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# run EXPECTED_STATUS ARGS...: runs kiln, keeps stdout/stderr in $out/$err, checks the status.
+run() {
+  local want=$1; shift
+  "$kiln" "$@" >"$work/out" 2>"$work/err"
+  status=$?
+  out=$(cat "$work/out") err=$(cat "$work/err")
+  [[ $status == "$want" ]] || fail "kiln $* exited $status, expected $want; stderr: $err"
+}
+contains() { # TEXT NEEDLE WHAT
+  [[ $1 == *"$2"* ]] || fail "$3 lacks '$2': $1"
+}
+one_line() { # TEXT WHAT
+  [[ $(printf '%s\n' "$1" | wc -l) == 1 ]] || fail "$2 is not one line: $1"
+}
+
+# A safetensors file with the mlp's keys, every tensor of shape [1] (F32).
+write_wrong_shapes() {
+  local header='{' offset=0 key
+  for key in 1.weight 1.bias 3.weight 3.bias 5.weight 5.bias; do
+    header+="\"$key\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[$offset,$((offset + 4))]},"
+    offset=$((offset + 4))
+  done
+  header="${header%,}}"
+  local n=${#header} i
+  {
+    for i in 0 1 2 3 4 5 6 7; do printf "\\x$(printf %02x $(((n >> (8 * i)) & 255)))"; done
+    printf '%s' "$header"
+    head -c "$offset" /dev/zero
+  } >"$1"
+}
+
+case $case in
+help)
+  run 0 --help
+  contains "$out" "train" "kiln --help"
+  contains "$out" "devices" "kiln --help"
+  for cmd in devices train eval; do
+    run 0 "$cmd" --help
+    contains "$out" "usage: kiln $cmd" "kiln $cmd --help"
+  done
+  run 0 train --help
+  for flag in "--epochs N" "(default: 5)" "--batch-size B" "(default: 128)" "--lr X" "--optimizer sgd|adam|adamw" \
+              "--scheduler none|step|cosine|onecycle" "--val-fraction" "--data-dir" "--threads" "--out" "--resume" \
+              "--limit-batches" "--seed" "--device"; do
+    contains "$out" "$flag" "kiln train --help"
+  done
+  run 0 eval --help
+  contains "$out" "--model-file" "kiln eval --help"
+  ;;
+usage)
+  run 2; contains "$err" "usage: kiln" "kiln without a command"
+  run 2 frobnicate; contains "$err" "unknown command 'frobnicate'" "unknown command"; one_line "$err" "stderr"
+  run 2 train --bogus; contains "$err" "unknown flag --bogus" "unknown flag"; one_line "$err" "stderr"
+  run 2 train --epochs x; contains "$err" "--epochs expects an integer" "bad integer"; one_line "$err" "stderr"
+  run 2 train --epochs; contains "$err" "--epochs needs a value" "missing value"
+  run 2 train --optimizer lbfgs; contains "$err" "sgd, adam, adamw" "bad choice"
+  run 2 train --lr -1; contains "$err" "--lr expects a number" "negative lr"
+  run 2 train --resume; contains "$err" "--resume needs --out" "resume without out"
+  run 2 eval; contains "$err" "--model-file" "eval without a file"
+  ;;
+bad_model)
+  run 2 train --model nope
+  contains "$err" "nope" "unknown model"; contains "$err" "mlp, cnn" "unknown model"; one_line "$err" "stderr"
+  ;;
+bad_device)
+  run 1 train --device tpu:0
+  contains "$err" "kiln: error:" "bad device"; contains "$err" "tpu:0" "bad device"; one_line "$err" "stderr"
+  run 1 train --device cuda:7 --model mlp
+  contains "$err" "cuda:7" "absent device"
+  KILN_DEVICE=nope:3 run 1 devices
+  contains "$err" "KILN_DEVICE" "bad KILN_DEVICE"
+  ;;
+devices)
+  run 0 devices
+  contains "$out" "compute units" "kiln devices"; contains "$out" "cpu" "kiln devices"
+  contains "$out" "default: " "kiln devices"
+  KILN_DEVICE=cpu run 0 devices
+  contains "$out" "default: cpu (from KILN_DEVICE=cpu)" "kiln devices with KILN_DEVICE"
+  ;;
+eval_missing)
+  run 1 eval --model-file /nonexistent/model.safetensors
+  contains "$err" "kiln: error:" "missing file"; contains "$err" "/nonexistent/model.safetensors" "missing file"
+  one_line "$err" "stderr"
+  ;;
+eval_wrong_shapes)
+  write_wrong_shapes "$work/wrong.safetensors"
+  run 1 eval --model-file "$work/wrong.safetensors"
+  contains "$err" "load_state_dict" "wrong shapes"; contains "$err" "1.weight" "wrong shapes"
+  contains "$err" "wrong.safetensors" "wrong shapes"
+  ;;
+missing_data)
+  run 1 train --data-dir /nonexistent --epochs 1
+  contains "$err" "dataset-fashion-mnist" "missing data"; contains "$err" "/nonexistent" "missing data"
+  ;;
+train_smoke)
+  run 0 train --model mlp --epochs 1 --batch-size 256 --limit-batches 4 --val-fraction 0.1 --seed 3 --out "$work/run"
+  for f in model.safetensors metrics.csv summary.json checkpoint; do
+    [[ -e $work/run/$f ]] || fail "train did not write $f"
+  done
+  summary=$(cat "$work/run/summary.json" 2>/dev/null)
+  for key in model dataset test_accuracy test_loss epochs batch_size optimizer lr seed images_per_second device \
+             seconds parameters peak_memory_bytes; do
+    contains "$summary" "\"$key\":" "summary.json"
+  done
+  contains "$summary" '"parameters": 235146' "summary.json"
+  contains "$out" "test accuracy" "the final line"
+  csv=$(cat "$work/run/metrics.csv")
+  contains "$csv" "epoch,step,kind,loss,accuracy,lr,samples_per_second" "metrics.csv"
+  contains "$csv" "1,4,batch," "metrics.csv"; contains "$csv" "1,4,train," "metrics.csv"; contains "$csv" "1,4,val," "metrics.csv"
+  # the weights load back, and a second epoch continues from the checkpoint
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$out" "accuracy" "kiln eval"; contains "$out" "Ankle boot" "kiln eval"; contains "$out" "top-5" "kiln eval"
+  run 1 eval --model-file "$work/run/model.safetensors" --model cnn
+  contains "$err" "load_state_dict" "eval of mlp weights as a cnn"
+  run 0 train --model mlp --epochs 2 --batch-size 256 --limit-batches 4 --val-fraction 0.1 --seed 3 --out "$work/run" --resume
+  csv=$(cat "$work/run/metrics.csv")
+  contains "$csv" "2,8,train," "metrics.csv after --resume"
+  [[ $(grep -c ',train,' "$work/run/metrics.csv") == 2 ]] || fail "metrics.csv after --resume: $(cat "$work/run/metrics.csv")"
+  ;;
+interrupt)
+  set -m  # background jobs keep SIGINT
+  "$kiln" train --model mlp --epochs 100000 --batch-size 64 --limit-batches 2 --out "$work/run" >"$work/out" 2>"$work/err" &
+  pid=$!
+  for _ in $(seq 200); do
+    [[ -e $work/run/checkpoint/trainer.json ]] && break
+    kill -0 "$pid" 2>/dev/null || break  # it ended early (an error)
+    sleep 0.1
+  done
+  [[ -e $work/run/checkpoint/trainer.json ]] || fail "no checkpoint appeared"
+  kill -INT "$pid"
+  wait "$pid"; status=$?
+  [[ $status == 130 ]] || fail "after SIGINT kiln exited $status, expected 130; stderr: $(cat "$work/err")"
+  contains "$(cat "$work/err")" "cancelled" "stderr after SIGINT"
+  [[ -e $work/run/checkpoint/trainer.json ]] || fail "the checkpoint is gone after SIGINT"
+  ;;
+*)
+  echo "unknown case $case"; exit 2 ;;
+esac
+[[ $failures == 0 ]] && echo "ok: $case" || exit 1
