@@ -296,26 +296,19 @@ KILN_INLINE double sel(bool c, double a, double b) {
   return std::bit_cast<double>((std::bit_cast<uint64_t>(a) & m) | (std::bit_cast<uint64_t>(b) & ~m));
 }
 
-// Sum of n contiguous floats: 32 float lanes over blocks of 4096, blocks added in double
-// (error ~128 ulp of a block, not n). Used by reductions and softmax.
+// Sum of n contiguous floats, accumulated in 16 double lanes: exact to ~n * 1e-16, and
+// free where it matters (a long sum is memory-bound). Used by reductions and softmax.
 KILN_INLINE double sum_contiguous(const float* __restrict p, int64_t n) {
-  constexpr int L = 32;
-  constexpr int64_t kBlock = 4096;
-  double total = 0;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    int64_t m = std::min(kBlock, n - b);
-    const float* q = p + b;
-    float acc[L] = {};
-    int64_t i = 0;
-    for (; i + L <= m; i += L)
-      for (int j = 0; j < L; ++j) acc[j] += q[i + j];
-    for (int w = L / 2; w > 0; w /= 2)
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-    double s = acc[0];
-    for (; i < m; ++i) s += q[i];
-    total += s;
-  }
-  return total;
+  constexpr int L = 16;
+  double acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int j = 0; j < L; ++j) acc[j] += static_cast<double>(p[i + j]);
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  double s = acc[0];
+  for (; i < n; ++i) s += p[i];
+  return s;
 }
 KILN_INLINE double sum_contiguous(const double* __restrict p, int64_t n) {
   constexpr int L = 16;

@@ -162,6 +162,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   KILN_CHECK(in.good(), IoError, path, ": read failed");
+  KILN_CHECK(!text.empty() && text[0] == '{', IoError, path,
+             ": header is not valid JSON (a safetensors header starts with '{')");
 
   // Duplicate names: the JSON parser keeps the last value silently, so watch the keys.
   std::set<std::string> keys;

@@ -14,11 +14,11 @@ Embedding::Embedding(int64_t n, int64_t dim) : num_embeddings(n), embedding_dim(
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
-  KILN_CHECK(indices.dtype() == DType::i64, DTypeError, "Embedding: indices must be i64, got ",
+  KILN_CHECK(is_integral(indices.dtype()), DTypeError, "Embedding: indices must be integers (i64), got ",
              dtype_name(indices.dtype()));
   Shape out = indices.shape();
   out.push_back(embedding_dim);
-  return index_select(weight, 0, indices.reshape({-1})).reshape(out);
+  return index_select(weight, 0, indices.to(DType::i64).reshape({-1})).reshape(out);
 }
 
 std::string Embedding::extra_repr() const { return detail::str_cat(num_embeddings, ", ", embedding_dim); }

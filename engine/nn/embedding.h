@@ -5,8 +5,8 @@
 namespace kiln::nn {
 
 // indices i64 [*] -> [*, embedding_dim], rows of weight [num_embeddings, embedding_dim]
-// (initialized N(0, 1), as torch). DTypeError for non-i64 indices; IndexError for an
-// index outside [0, num_embeddings).
+// (initialized N(0, 1), as torch). Other integer indices are converted to i64; DTypeError
+// for floating or bool indices; IndexError for an index outside [0, num_embeddings).
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);

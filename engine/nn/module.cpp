@@ -123,7 +123,7 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict) {
   std::map<std::string, Tensor> given;
   for (auto& [n, t] : state) given[n] = t;
   StateDict mine;
@@ -161,6 +161,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     auto it = given.find(name);
     if (it != given.end()) dst.copy_(it->second.to(dst.device()));
   }
+  return {missing, unexpected};
 }
 
 void Module::to(Device device) {

@@ -23,6 +23,12 @@ namespace kiln::nn {
 // Ordered (name, tensor) pairs: parameters and buffers in PyTorch's order.
 using StateDict = std::vector<std::pair<std::string, Tensor>>;
 
+// What load_state_dict(strict = false) skipped (torch's _IncompatibleKeys).
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;     // in the module, not in the checkpoint
+  std::vector<std::string> unexpected_keys;  // in the checkpoint, not in the module
+};
+
 class Module {
  public:
   Module() = default;
@@ -61,8 +67,8 @@ class Module {
   // Copies `state` into the module's tensors (converting dtype and device).
   // Throws ValueError listing every problem, and then copies nothing:
   //  "load_state_dict: size mismatch for 0.weight: checkpoint [256, 784], model [128, 784]"
-  // (always), missing and unexpected keys (when strict).
-  void load_state_dict(const StateDict& state, bool strict = true);
+  // (always), missing and unexpected keys (when strict). Returns the keys skipped.
+  LoadStateDictResult load_state_dict(const StateDict& state, bool strict = true);
 
   // Moves parameters and buffers (and gradients) to `device` in place: the same
   // tensors stay leaves with requires_grad, so optimizers built earlier still work.

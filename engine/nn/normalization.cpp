@@ -50,13 +50,10 @@ Tensor BatchNorm::forward(const Tensor& x) {
              x.size(1), " channels, expected num_features=", num_features);
   double factor = momentum.value_or(0.0);
   if (training_ && track_running_stats) {
-    int64_t tracked = 0;
-    {
-      NoGradGuard no_grad;
-      num_batches_tracked.copy_(add(num_batches_tracked, scalar_like(1.0, num_batches_tracked)));
-      tracked = num_batches_tracked.item<int64_t>();
-    }
-    if (!momentum) factor = 1.0 / static_cast<double>(tracked);
+    NoGradGuard no_grad;
+    num_batches_tracked.copy_(add(num_batches_tracked, scalar_like(1.0, num_batches_tracked)));
+    // Reading the count back synchronizes, so only the cumulative average does it.
+    if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
   }
   bool use_running = !training_ || track_running_stats;
   return functional::batch_norm(x, use_running ? running_mean : Tensor(), use_running ? running_var : Tensor(),

@@ -109,9 +109,9 @@ ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
   bool was_training = model_->is_training();
   model_->eval();
   ClassificationMetrics metrics(options_.num_classes, options_.top_k);
-  loader.set_epoch(0);
-  while (std::optional<data::Batch> batch = loader.next()) {
-    Tensor x = batch->input.to(options_.device), y = batch->target.to(options_.device);
+  loader.set_epoch(0);  // a fresh pass, also when an earlier one was cut short
+  for (const data::Batch& batch : loader) {
+    Tensor x = batch.input.to(options_.device), y = batch.target.to(options_.device);
     Tensor logits = model_->forward(x);
     metrics.update(logits, y, loss_(logits, y).item<double>());
   }

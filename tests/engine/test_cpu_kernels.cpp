@@ -49,16 +49,18 @@ const std::vector<UnaryCase>& unary_cases() {
       {UnaryOp::sin, 0, 0, [](double x, double, double) { return std::sin(x); }, 3e-7, 1e-45},
       {UnaryOp::cos, 0, 0, [](double x, double, double) { return std::cos(x); }, 3e-7, 1e-45},
       {UnaryOp::tanh, 0, 0, [](double x, double, double) { return std::tanh(x); }, 4e-7, 1e-45},
-      {UnaryOp::sigmoid, 0, 0, [](double x, double, double) { return 1 / (1 + std::exp(-x)); }, 4e-7, 1e-45},
+            // 1 / (1 + exp(-x)) flushes to 0 below x = -88.7 (as torch's): absolute tolerance there.
+      {UnaryOp::sigmoid, 0, 0, [](double x, double, double) { return 1 / (1 + std::exp(-x)); }, 4e-7, 4e-38},
       {UnaryOp::relu, 0, 0, [](double x, double, double) { return x < 0 ? 0.0 : x; }, 0, 0},
       // float gelu = 0.5x(1+erf) cancels for x << 0 (as torch's): absolute tolerance.
       {UnaryOp::gelu, 0, 0, [](double x, double, double) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, 4e-7, 2e-7},
-      {UnaryOp::silu, 0, 0, [](double x, double, double) { return x / (1 + std::exp(-x)); }, 4e-7, 1e-44},
+      {UnaryOp::silu, 0, 0, [](double x, double, double) { return x / (1 + std::exp(-x)); }, 4e-7, 4e-36},
       {UnaryOp::erf, 0, 0, [](double x, double, double) { return std::erf(x); }, 4e-7, 1e-45},
       {UnaryOp::floor, 0, 0, [](double x, double, double) { return std::floor(x); }, 0, 0},
       {UnaryOp::ceil, 0, 0, [](double x, double, double) { return std::ceil(x); }, 0, 0},
       {UnaryOp::round, 0, 0, [](double x, double, double) { return std::nearbyint(x); }, 0, 0},
-      {UnaryOp::leaky_relu, 0.1, 0, [](double x, double s, double) { return x > 0 ? x : x * s; }, 1e-7, 1e-45},
+            // torch rounds scalar parameters to the tensor's dtype first (0.1f, 1.7f).
+      {UnaryOp::leaky_relu, 0.1, 0, [](double x, double s, double) { return x > 0 ? x : x * float(s); }, 1e-7, 1e-45},
       {UnaryOp::clamp, -1, 2, [](double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }, 0, 0},
       {UnaryOp::clamp, -kInf, 0.5, [](double x, double, double hi) { return x > hi ? hi : x; }, 0, 0},
       {UnaryOp::pow_scalar, 2, 0, [](double x, double, double) { return x * x; }, 1e-7, 1e-45},
@@ -66,7 +68,7 @@ const std::vector<UnaryCase>& unary_cases() {
       {UnaryOp::pow_scalar, 0.5, 0, [](double x, double, double) { return std::sqrt(x); }, 1e-7, 0},
       {UnaryOp::pow_scalar, -1, 0, [](double x, double, double) { return 1 / x; }, 1e-7, 0},
       {UnaryOp::pow_scalar, 0, 0, [](double, double, double) { return 1.0; }, 0, 0},
-      {UnaryOp::pow_scalar, 1.7, 0, [](double x, double p, double) { return std::pow(x, p); }, 3e-7, 1e-45},
+      {UnaryOp::pow_scalar, 1.7, 0, [](double x, double p, double) { return std::pow(x, double(float(p))); }, 3e-7, 1e-45},
   };
   return cases;
 }

@@ -138,8 +138,10 @@ TEST(NnModule, LoadStateDictStrictNamesMissingAndUnexpectedKeys) {
     EXPECT_CONTAINS(e.what(), ("missing keys: 0.bias"));
     EXPECT_CONTAINS(e.what(), ("unexpected keys: 1.weight"));
   }
-  StateDict ones{{"0.weight", Tensor::ones({3, 2})}};
-  net->load_state_dict(ones, /*strict=*/false);
+  StateDict ones{{"0.weight", Tensor::ones({3, 2})}, {"extra", Tensor::ones({1})}};
+  LoadStateDictResult r = net->load_state_dict(ones, /*strict=*/false);
+  EXPECT_EQ(r.missing_keys, std::vector<std::string>{"0.bias"});
+  EXPECT_EQ(r.unexpected_keys, std::vector<std::string>{"extra"});
   EXPECT_EQ(net->state_dict()[0].second.to_vector<float>(), std::vector<float>(6, 1.0f));
   // Values convert dtype: an f64 checkpoint loads into f32 parameters.
   net->load_state_dict({{"0.weight", Tensor::full({3, 2}, 2.0, DType::f64)}, {"0.bias", Tensor::zeros({3})}});

@@ -1,0 +1,238 @@
+// Trainer: convergence, events, same-seed reproducibility, checkpoint/resume,
+// NaN loss, cancel, checkpoints from another model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "engine/core/ops.h"
+#include "engine/core/random.h"
+#include "engine/data/dataloader.h"
+#include "engine/data/dataset.h"
+#include "engine/nn/activation.h"
+#include "engine/nn/functional.h"
+#include "engine/nn/linear.h"
+#include "engine/optim/adam.h"
+#include "engine/optim/lr_scheduler.h"
+#include "engine/train/trainer.h"
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Four Gaussian blobs in 2-d, one per class.
+std::shared_ptr<data::TensorDataset> blobs(int64_t n, uint64_t seed) {
+  Generator gen(seed);
+  Tensor labels = Tensor::from_vector(
+      [&] {
+        std::vector<int64_t> v(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) v[i] = i % 4;
+        return v;
+      }(),
+      {n});
+  std::vector<float> centers{2, 2, -2, 2, -2, -2, 2, -2};
+  Tensor c = Tensor::from_vector(centers, {4, 2});
+  Tensor x = add(index_select(c, 0, labels), normal({n, 2}, 0, 0.7, DType::f32, {}, &gen));
+  return std::make_shared<data::TensorDataset>(x, labels);
+}
+
+std::shared_ptr<nn::Module> mlp() {
+  return std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 16), std::make_shared<nn::ReLU>(),
+                                          std::make_shared<nn::Linear>(16, 4));
+}
+
+train::LossFn ce() {
+  return [](const Tensor& logits, const Tensor& target) { return nn::functional::cross_entropy(logits, target); };
+}
+
+struct TrainRun {
+  std::shared_ptr<nn::Module> model;
+  std::shared_ptr<optim::Adam> opt;
+  std::shared_ptr<train::Trainer> trainer;
+  std::vector<double> losses;
+};
+
+TrainRun make_run(uint64_t seed, int epochs, const std::string& ckpt = "", double lr = 0.05) {
+  manual_seed(seed);
+  TrainRun r;
+  r.model = mlp();
+  optim::AdamOptions o;
+  o.lr = lr;
+  r.opt = std::make_shared<optim::Adam>(r.model->parameters(), o);
+  train::TrainerOptions t;
+  t.epochs = epochs;
+  t.num_classes = 4;
+  t.top_k = 2;
+  t.checkpoint_dir = ckpt;
+  r.trainer = std::make_shared<train::Trainer>(r.model, r.opt, nullptr, ce(), t);
+  return r;
+}
+
+void collect(TrainRun& r) {
+  for (auto& e : r.trainer->events().drain())
+    if (auto* b = std::get_if<train::BatchEnd>(&e)) r.losses.push_back(b->loss);
+}
+
+data::DataLoader::Options loader_options(uint64_t seed) {
+  data::DataLoader::Options o;
+  o.batch_size = 32;
+  o.shuffle = true;
+  o.seed = seed;
+  return o;
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("kiln_trainer_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
+}
+
+}  // namespace
+
+TEST(Trainer, LearnsAndReportsEvents) {
+  auto ds = blobs(512, 1);
+  data::DataLoader train(ds, loader_options(3)), val(blobs(256, 2), 64);
+  TrainRun r = make_run(0, 3);
+  r.trainer->fit(train, &val);
+  auto events = r.trainer->events().drain();
+  int batches = 0, epochs = 0;
+  bool finished = false;
+  double last_val = 0;
+  for (auto& e : events) {
+    if (auto* b = std::get_if<train::BatchEnd>(&e)) {
+      ++batches;
+      EXPECT_GT(b->samples_per_second, 0);
+      EXPECT_EQ(b->batches_per_epoch, 16);
+    } else if (auto* ep = std::get_if<train::EpochEnd>(&e)) {
+      ++epochs;
+      last_val = ep->val_accuracy;
+    } else if (auto* f = std::get_if<train::Finished>(&e)) {
+      finished = !f->cancelled && f->error.empty();
+    }
+  }
+  EXPECT_EQ(batches, 48);
+  EXPECT_EQ(epochs, 3);
+  EXPECT_TRUE(finished);
+  EXPECT_GT(last_val, 0.95);
+  auto m = r.trainer->evaluate(val);
+  EXPECT_EQ(m.count(), 256);
+  EXPECT_GT(m.accuracy(), 0.95);
+  EXPECT_GE(m.top_k_accuracy(), m.accuracy());
+  int64_t total = 0;
+  for (int64_t c : m.confusion()) total += c;
+  EXPECT_EQ(total, 256);
+  EXPECT_EQ(r.trainer->samples_trained(), 3 * 512);
+}
+
+TEST(Trainer, SameSeedGivesTheSameLossCurveBitForBit) {
+  auto ds = blobs(256, 1);
+  TrainRun a = make_run(7, 2), b = make_run(7, 2), c = make_run(8, 2);
+  for (TrainRun* r : {&a, &b, &c}) {
+    data::DataLoader loader(ds, loader_options(11));
+    r->trainer->fit(loader, nullptr);
+    collect(*r);
+  }
+  ASSERT_EQ(a.losses.size(), 16u);
+  EXPECT_EQ(a.losses, b.losses);  // exact equality, not a tolerance
+  EXPECT_NE(a.losses, c.losses);
+}
+
+TEST(Trainer, ResumeContinuesTheSameCurve) {
+  auto ds = blobs(256, 1);
+  fs::path dir = temp_dir("resume");
+  TrainRun full = make_run(5, 4);
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    full.trainer->fit(loader, nullptr);
+    collect(full);
+  }
+  TrainRun first = make_run(5, 2, dir.string());
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    first.trainer->fit(loader, nullptr);
+    collect(first);
+  }
+  ASSERT_TRUE(fs::exists(dir / "model.safetensors"));
+  TrainRun resumed = make_run(99, 4);  // different init: everything must come from the checkpoint
+  resumed.trainer->load_checkpoint(dir.string());
+  EXPECT_EQ(resumed.trainer->epoch(), 2);
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    resumed.trainer->fit(loader, nullptr);
+    collect(resumed);
+  }
+  std::vector<double> joined = first.losses;
+  joined.insert(joined.end(), resumed.losses.begin(), resumed.losses.end());
+  EXPECT_EQ(joined, full.losses);
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, NonFiniteLossStopsWithStepAndAdvice) {
+  auto ds = blobs(128, 1);
+  data::DataLoader loader(ds, loader_options(1));
+  manual_seed(0);
+  auto model = mlp();
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{});
+  train::TrainerOptions t;
+  t.num_classes = 4;
+  t.top_k = 2;
+  int calls = 0;
+  train::LossFn nan_on_third = [&](const Tensor& logits, const Tensor& target) {
+    Tensor l = nn::functional::cross_entropy(logits, target);
+    return ++calls == 3 ? mul(l, Tensor::scalar(NAN)) : l;
+  };
+  train::Trainer trainer(model, opt, nullptr, nan_on_third, t);
+  try {
+    trainer.fit(loader, nullptr);
+    FAIL() << "a NaN loss must stop training";
+  } catch (const train::NonFiniteLossError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("step 3"), std::string::npos) << m;
+    EXPECT_NE(m.find("lower learning rate"), std::string::npos) << m;
+  }
+  EXPECT_EQ(trainer.step(), 2);
+  bool error_event = false;
+  for (auto& e : trainer.events().drain())
+    if (auto* f = std::get_if<train::Finished>(&e)) error_event = !f->error.empty();
+  EXPECT_TRUE(error_event);
+}
+
+TEST(Trainer, CancelFromAnotherThread) {
+  auto ds = blobs(4096, 1);
+  data::DataLoader loader(ds, loader_options(1));
+  TrainRun r = make_run(0, 1000);
+  std::thread t([&] { r.trainer->fit(loader, nullptr); });
+  while (r.trainer->step() < 5) std::this_thread::yield();
+  r.trainer->cancel();
+  t.join();
+  EXPECT_LT(r.trainer->epoch(), 1000);
+  bool cancelled = false;
+  for (auto& e : r.trainer->events().drain())
+    if (auto* f = std::get_if<train::Finished>(&e)) cancelled = f->cancelled;
+  EXPECT_TRUE(cancelled);
+}
+
+TEST(Trainer, CheckpointFromAnotherModelIsRejected) {
+  auto ds = blobs(64, 1);
+  fs::path dir = temp_dir("other");
+  TrainRun r = make_run(0, 1, dir.string());
+  data::DataLoader loader(ds, loader_options(1));
+  r.trainer->fit(loader, nullptr);
+  manual_seed(0);
+  auto other = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(2, 8), std::make_shared<nn::ReLU>(),
+                                                std::make_shared<nn::Linear>(8, 4));
+  auto opt = std::make_shared<optim::Adam>(other->parameters(), optim::AdamOptions{});
+  train::TrainerOptions t;
+  t.num_classes = 4;
+  train::Trainer trainer(other, opt, nullptr, ce(), t);
+  try {
+    trainer.load_checkpoint(dir.string());
+    FAIL() << "a checkpoint of another model must be rejected";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("0.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(trainer.load_checkpoint((dir / "missing").string()), IoError);
+  fs::remove_all(dir);
+}
