@@ -264,7 +264,7 @@ struct Tolerance {
       return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype()) << ", PyTorch's is " << dtype;
     std::vector<int64_t> g = got.to(DType::i64).contiguous().to_vector<int64_t>();
     for (size_t i = 0; i < g.size(); ++i) {
-      const int64_t w = dtype == "int64" ? data[i].get<int64_t>() : static_cast<int64_t>(data[i].get<bool>());
+      const int64_t w = dtype == "int64" ? data.at(i).get<int64_t>() : static_cast<int64_t>(data.at(i).get<bool>());
       if (g[i] != w) return ::testing::AssertionFailure() << "element " << i << ": " << g[i] << ", PyTorch: " << w;
     }
     return ::testing::AssertionSuccess();
@@ -275,8 +275,9 @@ struct Tolerance {
   int bad = 0;
   double worst = 0;
   std::ostringstream msg;
+  msg.precision(17);
   for (size_t i = 0; i < g.size(); ++i) {
-    const double w = data[i].get<double>();
+    const double w = data.at(i).get<double>();
     bool ok;
     if (std::isnan(w) || std::isnan(g[i])) {
       ok = std::isnan(w) && std::isnan(g[i]);
@@ -288,7 +289,6 @@ struct Tolerance {
     if (!ok && ++bad <= 6) msg << "\n  element " << i << ": " << g[i] << ", PyTorch: " << w;
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  msg.precision(3);
   return ::testing::AssertionFailure() << bad << " of " << g.size() << " elements differ (worst abs error " << worst
                                        << ", atol " << tol.atol << " + rtol " << tol.rtol << ")" << msg.str();
 }
