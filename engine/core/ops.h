@@ -5,6 +5,7 @@
 // All tensors of one op must be on one device (DeviceError names both).
 #pragma once
 #include <array>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -48,7 +49,9 @@ Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);  // exact: x * Phi(x) (torch gelu, approximate='none')
+// torch.nn.functional.gelu: approximate "none" is exact, x * Phi(x); "tanh" is
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel, 2016). ValueError otherwise.
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor floor(const Tensor& x);

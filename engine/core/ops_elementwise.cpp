@@ -130,7 +130,13 @@ Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x, OpKind::cos); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x, OpKind::tanh, 0, 0, true); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x, OpKind::sigmoid, 0, 0, true); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x, OpKind::relu, 0, 0, true); }
-Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x, OpKind::gelu); }
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  if (approximate == "none") return unary(UnaryOp::gelu, x, OpKind::gelu);
+  KILN_CHECK(approximate == "tanh", ValueError, "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::f32);
+  Tensor inner = mul(add(xf, mul(pow(xf, 3.0), scalar_like(0.044715, xf))), scalar_like(std::sqrt(M_2_PI), xf));
+  return mul(mul(xf, scalar_like(0.5, xf)), add(tanh(inner), scalar_like(1.0, xf)));
+}
 Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x, OpKind::silu); }
 Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x, OpKind::erf); }
 Tensor floor(const Tensor& x) { return unary(UnaryOp::floor, x, OpKind::count); }

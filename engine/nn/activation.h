@@ -22,12 +22,15 @@ class LeakyReLU : public Module {
   const double negative_slope;
 };
 
-// x * Phi(x), the exact form (torch's approximate='none').
+// x * Phi(x) with approximate "none", or its tanh approximation with "tanh"
+// (torch.nn.GELU; ValueError for anything else).
 class GELU : public Module {
  public:
+  explicit GELU(std::string approximate = "none");
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
-  std::string extra_repr() const override { return "approximate='none'"; }
+  std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
+  const std::string approximate;
 };
 
 // x * sigmoid(x)

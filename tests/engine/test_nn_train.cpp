@@ -46,13 +46,13 @@ double accuracy(Module& net, const Tensor& x, const Tensor& y) {
 TEST(NnTrain, MlpWithAdamLearnsXor) {
   manual_seed(0);
   Tensor x, y, xt, yt;
-  make_xor(512, 1, x, y);
-  make_xor(512, 2, xt, yt);
+  make_xor(256, 1, x, y);
+  make_xor(256, 2, xt, yt);
   Sequential net{std::make_shared<Linear>(2, 32), std::make_shared<ReLU>(), std::make_shared<Linear>(32, 32),
                  std::make_shared<ReLU>(), std::make_shared<Linear>(32, 2)};
-  optim::Adam opt(net.parameters(), {.lr = 1e-2});
+  optim::Adam opt(net.parameters(), {.lr = 2e-2});
   double first_loss = 0, last_loss = 0;
-  for (int step = 0; step < 300; ++step) {
+  for (int step = 0; step < 200; ++step) {
     opt.zero_grad();
     Tensor loss = functional::cross_entropy(net(x), y);
     loss.backward();

@@ -160,10 +160,7 @@ const std::map<std::string, OpFn>& dispatch_table() {
       {"erf", [](Inputs& in, const json&) { return erf(in[0]); }},
       {"gelu",
        [](Inputs& in, const json& a) {
-         const std::string approx = a.at("approximate").get<std::string>();
-         if (approx != "none")  // kiln::gelu is the exact form only
-           throw std::runtime_error("Kiln has no gelu(approximate='" + approx + "')");
-         return gelu(in[0]);
+         return gelu(in[0], a.at("approximate").get<std::string>());
        }},
       {"leaky_relu", [](Inputs& in, const json& a) { return leaky_relu(in[0], a.at("negative_slope").get<double>()); }},
       {"clamp",

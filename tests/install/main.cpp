@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/core/grad_mode.h"
 #include "engine/core/ops.h"
 
 int main() {
