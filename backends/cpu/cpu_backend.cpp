@@ -68,7 +68,7 @@ bool CpuBackend::supports(OpId op, DType dtype) const {
     case OpId::avg_pool2d_backward: case OpId::softmax_forward: case OpId::softmax_backward:
       return is_floating(dtype);
     case OpId::adam_step:
-      return dtype == DType::f32;
+      return dtype == DType::f32 || dtype == DType::f64;
     case OpId::count:
       break;
   }

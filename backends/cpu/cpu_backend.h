@@ -2,7 +2,7 @@
 // Elementwise ops and reductions are our own loops (OpenMP threads, written for
 // the auto-vectorizer); matmul, conv2d and pooling go through oneDNN, whose JIT
 // picks AVX2/AVX-512/VNNI from the CPU's flags. oneDNN primitives are cached per
-// shape (cpu_dnnl.cpp) so repeated training steps do not re-create them.
+// shape (dnnl_context.cpp) so repeated training steps do not re-create them.
 #pragma once
 #include <mutex>
 #include <unordered_map>
@@ -26,7 +26,7 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override;
   void empty_cache() override;
 
-  // cpu_elementwise.cpp
+  // cpu_elementwise.cpp (copy, fill, where, adam_step), cpu_unary.cpp, cpu_binary.cpp
   void copy(const TensorArg& out, const TensorArg& in) override;
   void fill(const TensorArg& out, double value) override;
   void unary(UnaryOp op, const TensorArg& out, const TensorArg& in, double p0, double p1) override;

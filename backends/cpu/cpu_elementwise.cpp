@@ -128,11 +128,12 @@ struct MoveKernel {
   }
 };
 
-// out's inner dim is contiguous and in's second dim is: copy 32x32 tiles so that both
-// sides touch whole cache lines (x.t().contiguous(), NCHW <-> NHWC).
+// out's inner dim is contiguous and in's second dim is (x.t().contiguous(), NCHW <-> NHWC):
+// copy B x B tiles, B elements = one cache line, through a buffer so that each side
+// streams whole lines (power-of-two strides would otherwise thrash one L1 set).
 template <class U>
 void copy_transposed(const StridedIter<2>& it) {
-  constexpr int64_t B = 32;
+  constexpr int64_t B = std::max<int64_t>(8, 64 / static_cast<int64_t>(sizeof(U)));
   const int64_t cols = it.size[0], rows = it.size[1];
   const int64_t os1 = it.stride[1][0], is0 = it.stride[0][1];
   const int64_t outer = it.numel / (cols * rows), rb = (rows + B - 1) / B, cb = (cols + B - 1) / B;
@@ -144,16 +145,20 @@ void copy_transposed(const StridedIter<2>& it) {
     rest.stride[d][1] = it.stride[d + 2][1];
   }
   parallel_for(outer * rb * cb, std::max<int64_t>(1, kGrain / (B * B)), [&](int64_t b, int64_t e) {
+    U buf[B][B];
     for (int64_t t = b; t < e; ++t) {
       int64_t o = t / (rb * cb), r0 = (t / cb) % rb * B, c0 = t % cb * B;
       char* p[2];
       int64_t idx[kMaxDims];
       rest.locate(o, rest.base, p, idx);
-      int64_t r1 = std::min(rows, r0 + B), c1 = std::min(cols, c0 + B);
-      for (int64_t r = r0; r < r1; ++r) {
-        U* __restrict dst = reinterpret_cast<U*>(p[0] + r * os1);
-        const char* src = p[1] + r * static_cast<int64_t>(sizeof(U));
-        for (int64_t c = c0; c < c1; ++c) dst[c] = *reinterpret_cast<const U*>(src + c * is0);
+      int64_t nr = std::min(rows - r0, B), nc = std::min(cols - c0, B);
+      for (int64_t c = 0; c < nc; ++c) {
+        const U* src = reinterpret_cast<const U*>(p[1] + (c0 + c) * is0) + r0;
+        for (int64_t r = 0; r < nr; ++r) buf[c][r] = src[r];
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        U* dst = reinterpret_cast<U*>(p[0] + (r0 + r) * os1) + c0;
+        for (int64_t c = 0; c < nc; ++c) dst[c] = buf[c][r];
       }
     }
   });

@@ -6,165 +6,21 @@
 // split the reduced range over threads and merge partial results in order. Outer mode
 // (a kept dim is innermost): rows of the innermost kept dim accumulate across the
 // reduced elements, vectorized along the row. Results go to a f64/i64 buffer and are
-// copied (converted) into `out`. Sums of floats accumulate in double (contiguous f32 in
-// float blocks, see sum_contiguous); var is two-pass with the mean correction term
-// (Chan et al.); NaN propagates through max/min and argmax points at the first NaN.
+// copied (converted) into `out`. Sums of floats accumulate in double; var is two-pass
+// with the mean correction term (Chan, Golub & LeVeque); f16/bf16 reduce an f32 copy.
+// NaN propagates through max/min and argmax points at the first NaN (reduce_kernels.h).
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/reduce_kernels.h"
 #include "backends/cpu/strided.h"
 
 namespace kiln::cpu {
 namespace {
-
-template <class T, ReduceOp OP>
-using result_t = std::conditional_t<OP == ReduceOp::argmax || OP == ReduceOp::argmin, int64_t,
-                                    std::conditional_t<OP == ReduceOp::mean || OP == ReduceOp::var, double, sum_t<T>>>;
-
-template <class C>
-KILN_INLINE C pick(bool c, C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) return sel(c, a, b);
-  else return c ? a : b;
-}
-// x replaces cur for max (min): larger (smaller), or the first NaN.
-template <bool IsMax, class C>
-KILN_INLINE bool better(C x, C cur) {
-  return (IsMax ? x > cur : x < cur) | ((x != x) & (cur == cur));
-}
-template <bool IsMax, class C>
-constexpr C worst() {
-  if constexpr (std::numeric_limits<C>::has_infinity)
-    return IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-  else return IsMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
-}
-template <class T>
-KILN_INLINE compute_t<T> load(const char* p) { return compute_t<T>(*reinterpret_cast<const T*>(p)); }
-
-// Max (min) of n contiguous values, NaN if any; 16 lanes for the vectorizer.
-template <class T, bool IsMax>
-KILN_INLINE compute_t<T> extreme_contiguous(const T* __restrict q, int64_t n) {
-  using C = compute_t<T>;
-  constexpr int L = 16;
-  C lane[L];
-  for (int j = 0; j < L; ++j) lane[j] = worst<IsMax, C>();
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) {
-      C x = C(q[i + j]);
-      lane[j] = pick((IsMax ? x > lane[j] : x < lane[j]) | (x != x), x, lane[j]);
-    }
-  C r = worst<IsMax, C>();
-  for (int j = 0; j < L; ++j) r = pick(better<IsMax>(lane[j], r), lane[j], r);
-  for (; i < n; ++i) r = pick(better<IsMax>(C(q[i]), r), C(q[i]), r);
-  return r;
-}
-
-// ---- inner-mode accumulators: run(p, n, stride, index of p), merge(later part) ----
-template <class T>
-struct SumAcc {
-  sum_t<T> s = 0;
-  KILN_INLINE void run(const char* p, int64_t n, int64_t st, int64_t) {
-    if constexpr (std::is_same_v<sum_t<T>, int64_t>) {
-      uint64_t a = 0;
-      for (int64_t i = 0; i < n; ++i) a += static_cast<uint64_t>(static_cast<int64_t>(load<T>(p + i * st)));
-      s = static_cast<int64_t>(static_cast<uint64_t>(s) + a);
-    } else {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-        if (st == sizeof(T)) {
-          s += sum_contiguous(reinterpret_cast<const T*>(p), n);
-          return;
-        }
-      double a = 0;
-      for (int64_t i = 0; i < n; ++i) a += static_cast<double>(load<T>(p + i * st));
-      s += a;
-    }
-  }
-  void merge(const SumAcc& o) {
-    if constexpr (std::is_same_v<sum_t<T>, int64_t>) s = static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(o.s));
-    else s += o.s;
-  }
-};
-template <class T>
-struct ProdAcc {
-  sum_t<T> s = 1;
-  KILN_INLINE void run(const char* p, int64_t n, int64_t st, int64_t) {
-    for (int64_t i = 0; i < n; ++i) s = mul(s, static_cast<sum_t<T>>(load<T>(p + i * st)));
-  }
-  static sum_t<T> mul(sum_t<T> a, sum_t<T> b) {
-    if constexpr (std::is_same_v<sum_t<T>, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    else return a * b;
-  }
-  void merge(const ProdAcc& o) { s = mul(s, o.s); }
-};
-template <class T, bool IsMax>
-struct ExtAcc {
-  compute_t<T> best = worst<IsMax, compute_t<T>>();
-  KILN_INLINE void run(const char* p, int64_t n, int64_t st, int64_t) {
-    compute_t<T> r = best;
-    if (st == sizeof(T)) r = extreme_contiguous<T, IsMax>(reinterpret_cast<const T*>(p), n);
-    else for (int64_t i = 0; i < n; ++i) r = pick(better<IsMax>(load<T>(p + i * st), r), load<T>(p + i * st), r);
-    merge_value(r);
-  }
-  KILN_INLINE void merge_value(compute_t<T> r) { best = pick(better<IsMax>(r, best), r, best); }
-  void merge(const ExtAcc& o) { merge_value(o.best); }
-};
-template <class T, bool IsMax>
-struct ArgAcc {
-  compute_t<T> best = worst<IsMax, compute_t<T>>();
-  int64_t idx;  // starts at the part's first index: all values equal to worst() point there
-  KILN_INLINE void run(const char* p, int64_t n, int64_t st, int64_t index) {
-    using C = compute_t<T>;
-    if (st == sizeof(T)) {
-      const T* q = reinterpret_cast<const T*>(p);
-      C r = extreme_contiguous<T, IsMax>(q, n);
-      if (!better<IsMax>(r, best)) return;
-      int64_t i = 0;
-      if (r != r) while (C(q[i]) == C(q[i])) ++i;
-      else while (C(q[i]) != r) ++i;
-      best = r;
-      idx = index + i;
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      C x = load<T>(p + i * st);
-      if (better<IsMax>(x, best)) best = x, idx = index + i;
-    }
-  }
-  void merge(const ArgAcc& o) {
-    if (better<IsMax>(o.best, best)) best = o.best, idx = o.idx;
-  }
-};
-template <class T>
-struct SqDevAcc {  // sums of d and d^2 for d = x - mean
-  double mean, s1 = 0, s2 = 0;
-  KILN_INLINE void run(const char* p, int64_t n, int64_t st, int64_t) {
-    constexpr int L = 8;
-    double a1[L] = {}, a2[L] = {};
-    int64_t i = 0;
-    if (st == sizeof(T)) {
-      const T* __restrict q = reinterpret_cast<const T*>(p);
-      for (; i + L <= n; i += L)
-        for (int j = 0; j < L; ++j) {
-          double d = static_cast<double>(compute_t<T>(q[i + j])) - mean;
-          a1[j] += d;
-          a2[j] += d * d;
-        }
-    }
-    for (; i < n; ++i) {
-      double d = static_cast<double>(load<T>(p + i * st)) - mean;
-      a1[0] += d;
-      a2[0] += d * d;
-    }
-    for (int j = 0; j < L; ++j) s1 += a1[j], s2 += a2[j];
-  }
-  void merge(const SqDevAcc& o) { s1 += o.s1, s2 += o.s2; }
-};
-double variance(double s1, double s2, int64_t n, double correction) {
-  return (s2 - s1 * s1 / static_cast<double>(n)) / std::max(0.0, static_cast<double>(n) - correction);
-}
+using namespace reduce_detail;
 
 template <class Acc>
 struct AccRunner {
@@ -176,42 +32,44 @@ struct AccRunner {
   }
 };
 
-// Accumulates reduced elements [0, R) from base, over threads when there are many.
-template <class Acc, class Make>
-Acc accumulate(const StridedIter<1>& red, char* base, const Make& make) {
-  auto part = [&](int64_t b, int64_t e) {
-    Acc acc = make(b);
-    AccRunner<Acc> r{&acc, red.inner_stride(0), b};
-    red.run({base}, b, e, r);
-    return acc;
-  };
-  int chunks = num_chunks(red.numel, kGrain);
-  if (chunks <= 1) return part(0, red.numel);
-  std::vector<Acc> parts(chunks, make(0));
-  parallel_chunks(red.numel, chunks, [&](int i, int64_t b, int64_t e) { parts[i] = part(b, e); });
-  for (int i = 1; i < chunks; ++i) parts[0].merge(parts[i]);
-  return parts[0];
+// The accumulator of an op's pass (var: pass 0 sums for the mean, pass 1 deviations).
+template <class T, ReduceOp OP, int Pass>
+using acc_t = std::conditional_t<
+    OP == ReduceOp::var && Pass == 1, SqDevAcc<T>,
+    std::conditional_t<OP == ReduceOp::sum || OP == ReduceOp::mean || OP == ReduceOp::var, SumAcc<T>,
+                       std::conditional_t<OP == ReduceOp::prod, ProdAcc<T>,
+                                          std::conditional_t<OP == ReduceOp::max || OP == ReduceOp::min,
+                                                             ExtAcc<T, OP == ReduceOp::max>,
+                                                             ArgAcc<T, OP == ReduceOp::argmax>>>>>;
+
+// Accumulates reduced elements [b, e) from base into a fresh accumulator.
+template <class A>
+KILN_INLINE A accumulate(const StridedIter<1>& red, char* base, int64_t b, int64_t e, double mean) {
+  A a{};
+  if constexpr (requires { a.idx; }) a.idx = b;  // all values equal to worst(): the first index
+  if constexpr (requires { a.mean; }) a.mean = mean;
+  AccRunner<A> r{&a, red.inner_stride(0), b};
+  red.run({base}, b, e, r);
+  return a;
+}
+
+template <class T, ReduceOp OP, class A>
+KILN_INLINE result_t<T, OP> result_of(const A& a, int64_t R) {
+  if constexpr (OP == ReduceOp::sum || OP == ReduceOp::prod) return a.s;
+  else if constexpr (OP == ReduceOp::mean) return static_cast<double>(a.s) / static_cast<double>(R);
+  else if constexpr (OP == ReduceOp::max || OP == ReduceOp::min) return static_cast<result_t<T, OP>>(a.best);
+  else return a.idx;
 }
 
 template <class T, ReduceOp OP>
-result_t<T, OP> reduce_one(const StridedIter<1>& red, char* base, double p0) {
+KILN_INLINE result_t<T, OP> reduce_serial(const StridedIter<1>& red, char* base, double p0) {
   const int64_t R = red.numel;
-  if constexpr (OP == ReduceOp::sum) return accumulate<SumAcc<T>>(red, base, [](int64_t) { return SumAcc<T>{}; }).s;
-  if constexpr (OP == ReduceOp::mean)
-    return static_cast<double>(accumulate<SumAcc<T>>(red, base, [](int64_t) { return SumAcc<T>{}; }).s) / R;
-  if constexpr (OP == ReduceOp::prod) return accumulate<ProdAcc<T>>(red, base, [](int64_t) { return ProdAcc<T>{}; }).s;
-  if constexpr (OP == ReduceOp::max || OP == ReduceOp::min) {
-    using A = ExtAcc<T, OP == ReduceOp::max>;
-    return static_cast<result_t<T, OP>>(accumulate<A>(red, base, [](int64_t) { return A{}; }).best);
-  }
-  if constexpr (OP == ReduceOp::argmax || OP == ReduceOp::argmin) {
-    using A = ArgAcc<T, OP == ReduceOp::argmax>;
-    return accumulate<A>(red, base, [](int64_t b) { A a; a.idx = b; return a; }).idx;
-  }
+  auto a = accumulate<acc_t<T, OP, 0>>(red, base, 0, R, 0);
   if constexpr (OP == ReduceOp::var) {
-    double mean = static_cast<double>(accumulate<SumAcc<T>>(red, base, [](int64_t) { return SumAcc<T>{}; }).s) / R;
-    auto a = accumulate<SqDevAcc<T>>(red, base, [&](int64_t) { return SqDevAcc<T>{mean}; });
-    return variance(a.s1, a.s2, R, p0);
+    auto d = accumulate<acc_t<T, OP, 1>>(red, base, 0, R, static_cast<double>(a.s) / static_cast<double>(R));
+    return variance(d.s1, d.s2, R, p0);
+  } else {
+    return result_of<T, OP>(a, R);
   }
 }
 
@@ -221,10 +79,45 @@ struct OutputRunner {  // inner mode: one reduction per kept element
   result_t<T, OP>* dst;
   int64_t stride;
   double p0;
-  void operator()(char* const* p, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) *dst++ = reduce_one<T, OP>(*red, p[0] + i * stride, p0);
+  KILN_INLINE void operator()(char* const* p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) *dst++ = reduce_serial<T, OP>(*red, p[0] + i * stride, p0);
   }
 };
+
+// Tasks are outputs [b, e) (inner mode).
+template <class T, ReduceOp OP>
+struct OutputsJob {
+  const StridedIter<2>* kept;
+  const StridedIter<1>* red;
+  result_t<T, OP>* tmp;
+  double p0;
+  KILN_INLINE void operator()(int64_t b, int64_t e) const {
+    OutputRunner<T, OP> runner{red, tmp + b, kept->inner_stride(0), p0};
+    kept->run(b, e, runner);
+  }
+};
+
+// Tasks are the parts of one output's reduced range (few outputs, many elements).
+template <class A>
+struct PartsJob {
+  const StridedIter<1>* red;
+  char* base;
+  int64_t parts;
+  A* out;
+  double mean;
+  KILN_INLINE void operator()(int64_t b, int64_t e) const {
+    for (int64_t i = b; i < e; ++i)
+      out[i] = accumulate<A>(*red, base, red->numel * i / parts, red->numel * (i + 1) / parts, mean);
+  }
+};
+
+template <bool mv, class A>
+A accumulate_parallel(const StridedIter<1>& red, char* base, int parts, double mean) {
+  std::vector<A> part(parts);
+  launch_tasks<mv>(parts, 1, PartsJob<A>{&red, base, parts, part.data(), mean});
+  for (int i = 1; i < parts; ++i) part[0].merge(part[i]);
+  return part[0];
+}
 
 // ---- outer mode: rows of k kept elements accumulate over the reduced elements ----
 template <class T, ReduceOp OP>
@@ -249,14 +142,18 @@ struct RowState {
     if (OP == ReduceOp::var) acc2.assign(n, 0);
     if (OP == ReduceOp::argmax || OP == ReduceOp::argmin) idx.assign(n, 0);
   }
+  struct Contiguous {
+    const T* __restrict q;
+    KILN_INLINE C operator()(int64_t j) const { return C(q[j]); }
+  };
+  struct Strided {
+    const char* p;
+    int64_t s;
+    KILN_INLINE C operator()(int64_t j) const { return load<T>(p + j * s); }
+  };
   KILN_INLINE void update(const char* p, int64_t r) {
-    A* __restrict a = acc.get();
-    if (sk == sizeof(T)) {
-      const T* __restrict q = reinterpret_cast<const T*>(p);
-      row(a, [&](int64_t j) { return C(q[j]); }, r);
-    } else {
-      row(a, [&](int64_t j) { return load<T>(p + j * sk); }, r);
-    }
+    if (sk == sizeof(T)) row(acc.get(), Contiguous{reinterpret_cast<const T*>(p)}, r);
+    else row(acc.get(), Strided{p, sk}, r);
   }
   template <class Get>
   KILN_INLINE void row(A* __restrict a, const Get& get, int64_t r) {
@@ -293,13 +190,13 @@ template <class S>
 struct RowRunner {
   S* state;
   int64_t stride, r;
-  void operator()(char* const* p, int64_t n) {
+  KILN_INLINE void operator()(char* const* p, int64_t n) {
     for (int64_t i = 0; i < n; ++i) state->update(p[0] + i * stride, r++);
   }
 };
 
 template <class T, ReduceOp OP>
-void outer_rows(const StridedIter<2>& kept, const StridedIter<1>& red, int64_t task_begin, int64_t task_end,
+KILN_INLINE void outer_rows(const StridedIter<2>& kept, const StridedIter<1>& red, int64_t task_begin, int64_t task_end,
                 int64_t kb, result_t<T, OP>* tmp, double p0) {
   const int64_t K0 = kept.size[0], nb = (K0 + kb - 1) / kb, R = red.numel;
   RowState<T, OP> st(std::min(kb, K0));
@@ -333,8 +230,21 @@ void outer_rows(const StridedIter<2>& kept, const StridedIter<1>& red, int64_t t
   }
 }
 
+// Tasks are (kept outer index, block of kb columns) rows (outer mode).
+template <class T, ReduceOp OP>
+struct RowsJob {
+  const StridedIter<2>* kept;
+  const StridedIter<1>* red;
+  int64_t kb;
+  result_t<T, OP>* tmp;
+  double p0;
+  KILN_INLINE void operator()(int64_t b, int64_t e) const { outer_rows<T, OP>(*kept, *red, b, e, kb, tmp, p0); }
+};
+
+// f32 kernels are compiled for each ISA level (launch_tasks<true>).
 template <class T, ReduceOp OP>
 void reduce_typed(const StridedIter<2>& kept, const StridedIter<1>& red, result_t<T, OP>* tmp, double p0) {
+  constexpr bool mv = std::is_same_v<T, float>;
   const int64_t M = kept.numel, R = red.numel;
   const bool outer = kept.ndim > 0 && kept.size[0] >= 8 && (red.ndim == 0 || kept.stride[0][0] < red.stride[0][0]);
   if (outer) {
@@ -343,19 +253,27 @@ void reduce_typed(const StridedIter<2>& kept, const StridedIter<1>& red, result_
     int64_t kb = std::min<int64_t>(K0, 1024);
     if (M / K0 < threads) kb = std::max<int64_t>(64, (K0 + threads - 1) / threads);
     const int64_t tasks = M / K0 * ((K0 + kb - 1) / kb);
-    parallel_for(tasks, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kb * R)),
-                 [&](int64_t b, int64_t e) { outer_rows<T, OP>(kept, red, b, e, kb, tmp, p0); });
+    launch_tasks<mv>(tasks, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kb * R)),
+                     RowsJob<T, OP>{&kept, &red, kb, tmp, p0});
     return;
   }
-  if (M == 1 || R >= 4 * kGrain) {  // few outputs: each one splits its elements over threads
-    OutputRunner<T, OP> runner{&red, tmp, kept.inner_stride(0), p0};
-    kept.run(0, M, runner);
+  const int parts = num_chunks(R, kGrain);
+  if (parts > 1 && (M == 1 || R >= 4 * kGrain)) {  // few outputs: each one splits its elements over threads
+    char* p[2];
+    int64_t ix[kMaxDims];
+    for (int64_t m = 0; m < M; ++m) {
+      kept.locate(m, kept.base, p, ix);
+      auto a = accumulate_parallel<mv, acc_t<T, OP, 0>>(red, p[0], parts, 0);
+      if constexpr (OP == ReduceOp::var) {
+        auto d = accumulate_parallel<mv, acc_t<T, OP, 1>>(red, p[0], parts, static_cast<double>(a.s) / R);
+        tmp[m] = variance(d.s1, d.s2, R, p0);
+      } else {
+        tmp[m] = result_of<T, OP>(a, R);
+      }
+    }
     return;
   }
-  parallel_for(M, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, R)), [&](int64_t b, int64_t e) {
-    OutputRunner<T, OP> runner{&red, tmp + b, kept.inner_stride(0), p0};
-    kept.run(b, e, runner);
-  });
+  launch_tasks<mv>(M, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, R)), OutputsJob<T, OP>{&kept, &red, tmp, p0});
 }
 
 }  // namespace
@@ -371,6 +289,15 @@ void CpuBackend::reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, 
   const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
   KILN_CHECK(!arg || out.dtype == DType::i64, DTypeError, name, ": output must be i64, got ", dtype_name(out.dtype));
   if (out.numel() == 0) return;
+  // Kernels exist for f32, f64 and i64 (compile time): f16/bf16 reduce an f32 copy (they
+  // compute in float anyway), narrower integers and bool an i64 copy (same results).
+  if (in.dtype != DType::f32 && in.dtype != DType::f64 && in.dtype != DType::i64) {
+    const DType wide = is_floating(in.dtype) ? DType::f32 : DType::i64;
+    std::vector<int64_t> buf((static_cast<size_t>(in.numel()) * dtype_size(wide) + 7) / 8);
+    TensorArg w{buf.data(), 0, wide, in.shape, contiguous_strides(in.shape)};
+    copy(w, in);
+    return reduce(op, out, w, p0);
+  }
 
   // Kept and reduced dims; by decreasing input stride unless argmax/argmin needs the
   // reduced elements in row-major order.
@@ -424,18 +351,21 @@ void CpuBackend::reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, 
     copy(dst, src);
   };
   visit_dtype(in.dtype, [&](auto tag) {
-    switch (op) {
-      case ReduceOp::sum: return run(tag, std::integral_constant<ReduceOp, ReduceOp::sum>{});
-      case ReduceOp::mean: return run(tag, std::integral_constant<ReduceOp, ReduceOp::mean>{});
-      case ReduceOp::prod: return run(tag, std::integral_constant<ReduceOp, ReduceOp::prod>{});
-      case ReduceOp::max: return run(tag, std::integral_constant<ReduceOp, ReduceOp::max>{});
-      case ReduceOp::min: return run(tag, std::integral_constant<ReduceOp, ReduceOp::min>{});
-      case ReduceOp::argmax: return run(tag, std::integral_constant<ReduceOp, ReduceOp::argmax>{});
-      case ReduceOp::argmin: return run(tag, std::integral_constant<ReduceOp, ReduceOp::argmin>{});
-      case ReduceOp::var: return run(tag, std::integral_constant<ReduceOp, ReduceOp::var>{});
-      case ReduceOp::count: break;
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t>) {
+      switch (op) {
+        case ReduceOp::sum: return run(tag, std::integral_constant<ReduceOp, ReduceOp::sum>{});
+        case ReduceOp::mean: return run(tag, std::integral_constant<ReduceOp, ReduceOp::mean>{});
+        case ReduceOp::prod: return run(tag, std::integral_constant<ReduceOp, ReduceOp::prod>{});
+        case ReduceOp::max: return run(tag, std::integral_constant<ReduceOp, ReduceOp::max>{});
+        case ReduceOp::min: return run(tag, std::integral_constant<ReduceOp, ReduceOp::min>{});
+        case ReduceOp::argmax: return run(tag, std::integral_constant<ReduceOp, ReduceOp::argmax>{});
+        case ReduceOp::argmin: return run(tag, std::integral_constant<ReduceOp, ReduceOp::argmin>{});
+        case ReduceOp::var: return run(tag, std::integral_constant<ReduceOp, ReduceOp::var>{});
+        case ReduceOp::count: break;
+      }
+      throw ValueError(detail::str_cat("reduce: unknown op ", static_cast<int>(op)));
     }
-    throw ValueError(detail::str_cat("reduce: unknown op ", static_cast<int>(op)));
   });
 }
 

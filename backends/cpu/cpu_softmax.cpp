@@ -42,73 +42,125 @@ KILN_INLINE double row_dot(const T* __restrict a, const T* __restrict b, int64_t
   return s;
 }
 
-// Rows (inner == 1) are tasks; otherwise a task is a block of up to kCols columns of
-// one outer index, with the softmax dim as the row index and the columns vectorized.
-constexpr int64_t kCols = 256;
+// Task layouts. inner == 1 with n > kSmallN: a task is a row. inner == 1 with short rows
+// (10 classes): a task is kLanes rows, transposed into a buffer so that the math runs
+// across rows, kLanes wide. inner > 1: a task is up to kCols columns of one outer index,
+// the softmax dim indexing rows and the columns vectorized.
+constexpr int64_t kCols = 256, kLanes = 16, kSmallN = 32;
+
+KILN_INLINE float vlog(float x) { return log_f(x); }
+KILN_INLINE double vlog(double x) { return std::log(x); }
+
+// Lengths padded to whole vectors, so short rows run exp as full vectors rather than
+// the scalar epilogue of the vectorized loop.
+constexpr int64_t round_up(int64_t len) { return (len + 15) & ~int64_t{15}; }
+
+// e[j] = exp(x[j] - m) for j < len, and 0 up to round_up(len).
+template <class T>
+KILN_INLINE void exp_block(const T* __restrict x, T m, int64_t len, T* __restrict e) {
+  const int64_t padded = round_up(len);
+  for (int64_t j = 0; j < len; ++j) e[j] = x[j] - m;
+  for (int64_t j = len; j < padded; ++j) e[j] = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < padded; ++j) e[j] = vexp(e[j]);
+}
+
+struct Geometry {
+  int64_t outer = 1, n = 1, inner = 1, blocks = 1, tasks = 0, grain = 1;
+  bool small = false;  // inner == 1 and n <= kSmallN
+  // First element and width (columns or rows) of task t.
+  KILN_INLINE int64_t start(int64_t t) const {
+    return inner > 1 ? t / blocks * n * inner + t % blocks * kCols : small ? t * kLanes * n : t * n;
+  }
+  KILN_INLINE int64_t width(int64_t t) const {
+    return inner > 1 ? std::min(kCols, inner - t % blocks * kCols) : small ? std::min(kLanes, outer - t * kLanes) : 1;
+  }
+};
+
+// Gathers rows [0, nr) of n elements into b[i][r] (rows past nr are 0) and back.
+template <class T>
+KILN_INLINE void to_lanes(const T* x, int64_t n, int64_t nr, T (*b)[kLanes]) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < kLanes; ++r) b[i][r] = 0;
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t i = 0; i < n; ++i) b[i][r] = x[r * n + i];
+}
+template <class T>
+KILN_INLINE void from_lanes(T (*b)[kLanes], int64_t n, int64_t nr, T* y) {
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] = b[i][r];
+}
 
 template <class T>
 struct ForwardJob {
   const T* in;
   T* out;
-  int64_t n, inner, blocks;
+  Geometry g;
   bool log;
   KILN_INLINE void operator()(int64_t b, int64_t e) const {
     for (int64_t t = b; t < e; ++t) {
-      if (inner == 1) {
-        row(in + t * n, out + t * n);
+      const int64_t off = g.start(t), w = g.width(t);
+      if (g.inner > 1) {
+        cols(in + off, out + off, w, g.inner);
+      } else if (g.small) {
+        T buf[kSmallN][kLanes];
+        to_lanes(in + off, g.n, w, buf);
+        cols(&buf[0][0], &buf[0][0], kLanes, kLanes);
+        from_lanes(buf, g.n, w, out + off);
       } else {
-        int64_t o = t / blocks, c0 = t % blocks * kCols;
-        cols(in + o * n * inner + c0, out + o * n * inner + c0, std::min(kCols, inner - c0));
+        row(in + off, out + off);
       }
     }
   }
   KILN_INLINE void row(const T* x, T* y) const {  // y may equal x
+    const int64_t n = g.n;
     const T m = row_max(x, n);
-    if (!log) {
-      for (int64_t i = 0; i < n; ++i) y[i] = vexp(x[i] - m);
-      const T inv = static_cast<T>(1.0 / sum_contiguous(y, n));
-      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-      return;
-    }
-    T buf[kCols];
     double s = 0;
     for (int64_t c = 0; c < n; c += kCols) {
-      int64_t len = std::min(kCols, n - c);
-      for (int64_t j = 0; j < len; ++j) buf[j] = vexp(x[c + j] - m);
-      s += sum_contiguous(buf, len);
+      const int64_t len = std::min(kCols, n - c);
+      T e[kCols];
+      exp_block(x + c, m, len, e);
+      s += sum_contiguous(e, round_up(len));
+      if (!log) for (int64_t j = 0; j < len; ++j) y[c + j] = e[j];
     }
-    const T lse = static_cast<T>(std::log(s));
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - lse;
+    if (!log) {
+      const T inv = static_cast<T>(1.0 / s);
+      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    } else {
+      const T lse = static_cast<T>(std::log(s));
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - lse;
+    }
   }
-  KILN_INLINE void cols(const T* x, T* y, int64_t k) const {
+  // k columns of n rows `stride` apart; y may equal x.
+  KILN_INLINE void cols(const T* x, T* y, int64_t k, int64_t stride) const {
+    const int64_t n = g.n;
     T m[kCols], s[kCols];
     for (int64_t j = 0; j < k; ++j) m[j] = -std::numeric_limits<T>::infinity(), s[j] = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const T* __restrict xr = x + i * inner;
+      const T* __restrict xr = x + i * stride;
       for (int64_t j = 0; j < k; ++j) m[j] = xr[j] > m[j] ? xr[j] : m[j];
     }
-    if (log) {
-      for (int64_t i = 0; i < n; ++i) {
-        const T* __restrict xr = x + i * inner;
-        for (int64_t j = 0; j < k; ++j) s[j] += vexp(xr[j] - m[j]);
-      }
-      for (int64_t j = 0; j < k; ++j) s[j] = std::log(s[j]);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < k; ++j) y[i * inner + j] = (x[i * inner + j] - m[j]) - s[j];
-      return;
-    }
     for (int64_t i = 0; i < n; ++i) {
-      const T* xr = x + i * inner;
-      T* yr = y + i * inner;
-      for (int64_t j = 0; j < k; ++j) {
-        T v = vexp(xr[j] - m[j]);
-        yr[j] = v;
-        s[j] += v;
+      const T* xr = x + i * stride;
+      T* yr = y + i * stride;
+      if (log) {
+        for (int64_t j = 0; j < k; ++j) s[j] += vexp(xr[j] - m[j]);
+      } else {
+        for (int64_t j = 0; j < k; ++j) {
+          T v = vexp(xr[j] - m[j]);
+          yr[j] = v;
+          s[j] += v;
+        }
       }
     }
-    for (int64_t j = 0; j < k; ++j) s[j] = T(1) / s[j];
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < k; ++j) y[i * inner + j] *= s[j];
+    if (log) {
+      for (int64_t j = 0; j < k; ++j) s[j] = vlog(s[j]);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < k; ++j) y[i * stride + j] = (x[i * stride + j] - m[j]) - s[j];
+    } else {
+      for (int64_t j = 0; j < k; ++j) s[j] = T(1) / s[j];
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < k; ++j) y[i * stride + j] *= s[j];
+    }
   }
 };
 
@@ -117,38 +169,53 @@ struct BackwardJob {
   T* gin;
   const T* gout;
   const T* y;
-  int64_t n, inner, blocks;
+  Geometry g;
   bool log;
   KILN_INLINE void operator()(int64_t b, int64_t e) const {
     for (int64_t t = b; t < e; ++t) {
-      int64_t off = inner == 1 ? t * n : t / blocks * n * inner + t % blocks * kCols;
-      int64_t k = inner == 1 ? 1 : std::min(kCols, inner - t % blocks * kCols);
-      if (inner == 1) row(gin + off, gout + off, y + off);
-      else cols(gin + off, gout + off, y + off, k);
+      const int64_t off = g.start(t), w = g.width(t);
+      if (g.inner > 1) {
+        cols(gin + off, gout + off, y + off, w, g.inner);
+      } else if (g.small) {
+        T gb[kSmallN][kLanes], yb[kSmallN][kLanes];
+        to_lanes(gout + off, g.n, w, gb);
+        to_lanes(y + off, g.n, w, yb);
+        cols(&gb[0][0], &gb[0][0], &yb[0][0], kLanes, kLanes);
+        from_lanes(gb, g.n, w, gin + off);
+      } else {
+        row(gin + off, gout + off, y + off);
+      }
     }
   }
-  KILN_INLINE void row(T* gi, const T* g, const T* yr) const {  // gi may equal g
+  KILN_INLINE void row(T* gi, const T* gr, const T* yr) const {  // gi may equal gr
+    const int64_t n = g.n;
     if (!log) {
-      const T dot = static_cast<T>(row_dot(g, yr, n));
-      for (int64_t i = 0; i < n; ++i) gi[i] = yr[i] * (g[i] - dot);
-    } else {
-      const T s = static_cast<T>(sum_contiguous(g, n));
-      for (int64_t i = 0; i < n; ++i) gi[i] = g[i] - vexp(yr[i]) * s;
+      const T dot = static_cast<T>(row_dot(gr, yr, n));
+      for (int64_t i = 0; i < n; ++i) gi[i] = yr[i] * (gr[i] - dot);
+      return;
+    }
+    const T s = static_cast<T>(sum_contiguous(gr, n));
+    for (int64_t c = 0; c < n; c += kCols) {
+      const int64_t len = std::min(kCols, n - c);
+      T e[kCols];
+      exp_block(yr + c, T(0), len, e);
+      for (int64_t j = 0; j < len; ++j) gi[c + j] = gr[c + j] - e[j] * s;
     }
   }
-  KILN_INLINE void cols(T* gi, const T* g, const T* yr, int64_t k) const {
+  KILN_INLINE void cols(T* gi, const T* gr, const T* yr, int64_t k, int64_t stride) const {
+    const int64_t n = g.n;
     T s[kCols];
     for (int64_t j = 0; j < k; ++j) s[j] = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const T* __restrict gr = g + i * inner;
-      const T* __restrict ys = yr + i * inner;
-      if (log) for (int64_t j = 0; j < k; ++j) s[j] += gr[j];
-      else for (int64_t j = 0; j < k; ++j) s[j] += gr[j] * ys[j];
+      const T* __restrict gg = gr + i * stride;
+      const T* __restrict ys = yr + i * stride;
+      if (log) for (int64_t j = 0; j < k; ++j) s[j] += gg[j];
+      else for (int64_t j = 0; j < k; ++j) s[j] += gg[j] * ys[j];
     }
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = i * inner;
-      if (log) for (int64_t j = 0; j < k; ++j) gi[r + j] = g[r + j] - vexp(yr[r + j]) * s[j];
-      else for (int64_t j = 0; j < k; ++j) gi[r + j] = yr[r + j] * (g[r + j] - s[j]);
+      const int64_t r = i * stride;
+      if (log) for (int64_t j = 0; j < k; ++j) gi[r + j] = gr[r + j] - vexp(yr[r + j]) * s[j];
+      else for (int64_t j = 0; j < k; ++j) gi[r + j] = yr[r + j] * (gr[r + j] - s[j]);
     }
   }
 };
@@ -170,16 +237,15 @@ Staged stage(CpuBackend& be, const TensorArg& t, DType dt, bool load) {
   return s;
 }
 
-struct Geometry {
-  int64_t outer = 1, n = 1, inner = 1, blocks = 1, tasks = 0, grain = 1;
-};
 Geometry geometry(const Shape& shape, int64_t dim) {
   Geometry g;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
     (d < dim ? g.outer : d == dim ? g.n : g.inner) *= shape[d];
+  g.small = g.inner == 1 && g.n <= kSmallN;
   g.blocks = (g.inner + kCols - 1) / kCols;
-  g.tasks = g.inner == 1 ? g.outer : g.outer * g.blocks;
-  g.grain = std::max<int64_t>(1, kGrain / 4 / std::max<int64_t>(1, g.n * std::min(g.inner, kCols)));
+  g.tasks = g.inner > 1 ? g.outer * g.blocks : g.small ? (g.outer + kLanes - 1) / kLanes : g.outer;
+  const int64_t per_task = g.n * (g.inner > 1 ? std::min(g.inner, kCols) : g.small ? kLanes : 1);
+  g.grain = std::max<int64_t>(1, kGrain / 4 / per_task);
   return g;
 }
 
@@ -199,9 +265,9 @@ void CpuBackend::softmax_forward(const TensorArg& out, const TensorArg& in, int6
   Staged x = stage(*this, in, work, true), y = stage(*this, out, work, false);
   Geometry g = geometry(in.shape, dim);
   if (work == DType::f32)
-    launch_tasks<true>(g.tasks, g.grain, ForwardJob<float>{ptr<float>(x.arg), ptr<float>(y.arg), g.n, g.inner, g.blocks, log});
+    launch_tasks<true>(g.tasks, g.grain, ForwardJob<float>{ptr<float>(x.arg), ptr<float>(y.arg), g, log});
   else
-    launch_tasks<false>(g.tasks, g.grain, ForwardJob<double>{ptr<double>(x.arg), ptr<double>(y.arg), g.n, g.inner, g.blocks, log});
+    launch_tasks<false>(g.tasks, g.grain, ForwardJob<double>{ptr<double>(x.arg), ptr<double>(y.arg), g, log});
   if (y.arg.data != out.data || y.arg.offset != out.offset || y.arg.dtype != out.dtype) copy(out, y.arg);
 }
 
@@ -221,12 +287,10 @@ void CpuBackend::softmax_backward(const TensorArg& grad_in, const TensorArg& gra
   Geometry geo = geometry(out.shape, dim);
   if (work == DType::f32)
     launch_tasks<true>(geo.tasks, geo.grain,
-                       BackwardJob<float>{ptr<float>(gi.arg), ptr<float>(g.arg), ptr<float>(y.arg), geo.n, geo.inner,
-                                          geo.blocks, log});
+                       BackwardJob<float>{ptr<float>(gi.arg), ptr<float>(g.arg), ptr<float>(y.arg), geo, log});
   else
     launch_tasks<false>(geo.tasks, geo.grain,
-                        BackwardJob<double>{ptr<double>(gi.arg), ptr<double>(g.arg), ptr<double>(y.arg), geo.n,
-                                            geo.inner, geo.blocks, log});
+                        BackwardJob<double>{ptr<double>(gi.arg), ptr<double>(g.arg), ptr<double>(y.arg), geo, log});
   if (gi.arg.data != grad_in.data || gi.arg.offset != grad_in.offset || gi.arg.dtype != grad_in.dtype)
     copy(grad_in, gi.arg);
 }

@@ -2,6 +2,7 @@
 // f16/bf16 compute in float; float-only functions (exp, sin ...) on integer or bool
 // inputs compute in double and saturate back (the front end promotes those to float).
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided.h"
@@ -13,17 +14,14 @@ namespace {
 template <class C> inline constexpr bool is_fp_v = std::is_floating_point_v<C>;
 template <class C> inline constexpr bool is_sint_v = std::is_signed_v<C> && !is_fp_v<C>;
 
-// A float function: f32 runs `f32`, f64 runs `f64`, integers and bool go through double.
-#define KILN_FLOAT_OP(Name, cost, f32, f64)                 \
-  struct Name {                                             \
-    static constexpr int64_t grain = kGrain / (cost);       \
+// A float function: f32 (and f16/bf16) run `f32`, f64 runs `f64`; integer and bool
+// inputs are computed in an f64 copy (CpuBackend::unary), so only float types instantiate.
+#define KILN_FLOAT_OP(Name, cost, f32, f64)                      \
+  struct Name {                                                  \
+    static constexpr int64_t grain = kGrain / (cost);            \
+    static constexpr bool float_only = true;                     \
     KILN_INLINE float operator()(float x) const { return f32; }  \
     KILN_INLINE double operator()(double x) const { return f64; } \
-    template <class C>                                      \
-    KILN_INLINE C operator()(C v) const {                   \
-      double x = static_cast<double>(v);                    \
-      return scalar_as<C>(f64);                             \
-    }                                                       \
   };
 KILN_FLOAT_OP(Exp, 8, exp_f(x), std::exp(x))
 KILN_FLOAT_OP(Log, 8, log_f(x), std::log(x))
@@ -214,15 +212,32 @@ struct NotToBoolKernel {
   }
 };
 
+template <class Op> inline constexpr bool float_only_v = requires { Op::float_only; };
+
 template <class Op>
 void run_unary(const Op& op, const TensorArg& out, const TensorArg& in) {
   auto it = make_iter<2>(out.shape, {&out, &in});
   if (it.numel == 0) return;
   visit_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    UnaryKernel<T, Op> k{op, it.inner_stride(0), it.inner_stride(1)};
-    launch<std::is_same_v<T, float>>(it, k, Op::grain);
+    if constexpr (float_only_v<Op> && !std::is_floating_point_v<compute_t<T>>) {
+      throw DTypeError("unary: float op reached an integer kernel");  // CpuBackend::unary routes these
+    } else {
+      UnaryKernel<T, Op> k{op, it.inner_stride(0), it.inner_stride(1)};
+      launch<std::is_same_v<T, float>>(it, k, Op::grain);
+    }
   });
+}
+
+bool is_float_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
+    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
+    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // sqrt / rsqrt of contiguous f32 through the intrinsics, one chunk per thread.
@@ -251,6 +266,17 @@ void CpuBackend::unary(UnaryOp op, const TensorArg& out, const TensorArg& in_arg
       launch<false>(it, NotToBoolKernel<T>{it.inner_stride(0), it.inner_stride(1)});
     });
     return;
+  }
+  if (is_float_only(op) && !is_floating(out.dtype)) {  // exp of ints &c.: through f64, then saturated back
+    std::vector<double> buf(static_cast<size_t>(out.numel()));
+    TensorArg tmp{buf.data(), 0, DType::f64, out.shape, contiguous_strides(out.shape)};
+    copy(tmp, in_arg);
+    unary(op, tmp, tmp, p0, p1);
+    visit_dtype(out.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (double& v : buf) v = static_cast<double>(scalar_as<T>(v));
+    });
+    return copy(out, tmp);
   }
   // Mixed dtypes compute in out's dtype, as torch's unary ops with out=.
   const TensorArg& in = out.dtype == in_arg.dtype ? in_arg : out;

@@ -48,8 +48,9 @@ inline int num_chunks(int64_t n, int64_t grain) {
   return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), std::max<int64_t>(1, 2 * n / grain)));
 }
 
-// Runs f(begin, end) over [0, n) in one contiguous chunk per thread (chunk starts
-// aligned to 64 elements), or on the calling thread when n < grain. f must not throw.
+// Runs f(begin, end) over [0, n) in one contiguous chunk per thread, or on the calling
+// thread when n < grain. Long chunks start at multiples of 64 elements (no two threads
+// write one cache line). f must not throw.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, const F& f) {
   int nt = num_chunks(n, grain);
@@ -60,21 +61,11 @@ void parallel_for(int64_t n, int64_t grain, const F& f) {
 #pragma omp parallel num_threads(nt)
   {
     int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    int64_t chunk = ((n + T - 1) / T + 63) & ~int64_t{63};
+    int64_t chunk = (n + T - 1) / T;
+    if (chunk >= 4096) chunk = (chunk + 63) & ~int64_t{63};
     int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
     if (b < e) f(b, e);
   }
-}
-
-// Splits [0, n) into `chunks` near-equal pieces run in parallel as f(i, begin, end).
-template <class F>
-void parallel_chunks(int64_t n, int chunks, const F& f) {
-  if (chunks <= 1) {
-    f(0, int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel for num_threads(chunks) schedule(static, 1)
-  for (int i = 0; i < chunks; ++i) f(i, n * i / chunks, n * (i + 1) / chunks);
 }
 
 // ---- strided iteration ----
@@ -112,7 +103,6 @@ struct StridedIter {
       ++ndim;
     }
   }
-  int64_t inner_size() const { return ndim ? size[0] : 1; }
   int64_t inner_stride(int k) const { return ndim ? stride[0][k] : 0; }
 
   // Pointers to the element at linear (row-major) index `linear`, from `from`.
@@ -296,9 +286,10 @@ KILN_INLINE double sel(bool c, double a, double b) {
   return std::bit_cast<double>((std::bit_cast<uint64_t>(a) & m) | (std::bit_cast<uint64_t>(b) & ~m));
 }
 
-// Sum of n contiguous floats, accumulated in 16 double lanes: exact to ~n * 1e-16, and
-// free where it matters (a long sum is memory-bound). Used by reductions and softmax.
-KILN_INLINE double sum_contiguous(const float* __restrict p, int64_t n) {
+// Sum of n contiguous floats or doubles in 16 double lanes: error ~n * 1e-16 relative,
+// and free where it matters (a long sum is memory-bound). Reductions and softmax use it.
+template <class T>
+KILN_INLINE double sum_contiguous(const T* __restrict p, int64_t n) {
   constexpr int L = 16;
   double acc[L] = {};
   int64_t i = 0;
@@ -307,19 +298,7 @@ KILN_INLINE double sum_contiguous(const float* __restrict p, int64_t n) {
   for (int w = L / 2; w > 0; w /= 2)
     for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
   double s = acc[0];
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
-KILN_INLINE double sum_contiguous(const double* __restrict p, int64_t n) {
-  constexpr int L = 16;
-  double acc[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) acc[j] += p[i + j];
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  double s = acc[0];
-  for (; i < n; ++i) s += p[i];
+  for (; i < n; ++i) s += static_cast<double>(p[i]);
   return s;
 }
 

@@ -14,6 +14,7 @@ class ClassificationMetrics {
   // ShapeError when the shapes do not fit num_classes.
   void update(const Tensor& logits, const Tensor& target, double loss);
   int64_t count() const { return count_; }
+  int64_t correct() const { return correct_; }  // top-1 hits so far
   double loss() const;            // mean loss per sample
   double accuracy() const;        // top-1, fraction in [0, 1]
   double top_k_accuracy() const;  // fraction whose target is among the k largest logits

@@ -54,8 +54,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         optimizer_->step();
         ++step_;
         if (scheduler_ && options_.scheduler_per_batch) scheduler_->step();
-        ClassificationMetrics batch_metrics(options_.num_classes, options_.top_k);
-        batch_metrics.update(logits.detach(), y, loss_value);
+        const int64_t count_before = metrics.count(), correct_before = metrics.correct();
         metrics.update(logits.detach(), y, loss_value);
         BatchEnd e;
         e.epoch = epoch_;
@@ -63,7 +62,8 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         e.batch = batch_index;
         e.batches_per_epoch = batches;
         e.loss = loss_value;
-        e.accuracy = batch_metrics.accuracy();
+        e.accuracy = static_cast<double>(metrics.correct() - correct_before) /
+                     static_cast<double>(std::max<int64_t>(metrics.count() - count_before, 1));
         e.lr = lr;
         double elapsed = seconds_since(epoch_start);
         e.samples_per_second = static_cast<double>(metrics.count()) / std::max(elapsed, 1e-9);

@@ -71,6 +71,28 @@ int main(int argc, char** argv) {
   }
   cpu::set_cpu_isa(cpu::Isa::avx512);
 
+  // Small ops of an MLP training step (batch 64): latency per call.
+  std::vector<float> act(64 * 128), bias(128), hid(64 * 128), g128(128), logits(64 * 10), lsm(64 * 10);
+  std::vector<float> tbuf(1024 * 1024), tsrc(1024 * 1024, 1.0f), p(100000), g(100000), m(100000), v(100000);
+  auto t2 = [](std::vector<float>& x, Shape s, Strides st = {}) {
+    if (st.empty()) st = contiguous_strides(s);
+    return TensorArg{x.data(), 0, DType::f32, s, st};
+  };
+  AdamParams ap;
+  std::vector<Case> small = {
+      {"relu [64,128]", 0, [&] { be.unary(UnaryOp::relu, t2(hid, {64, 128}), t2(act, {64, 128}), 0, 0); }},
+      {"add bias [64,128]+[128]", 0,
+       [&] { be.binary(BinaryOp::add, t2(hid, {64, 128}), t2(act, {64, 128}), t2(bias, {64, 128}, {0, 1})); }},
+      {"sum dim 0 of [64,128]", 0, [&] { be.reduce(ReduceOp::sum, t2(g128, {1, 128}), t2(act, {64, 128}), 0); }},
+      {"log_softmax [64,10]", 0, [&] { be.softmax_forward(t2(lsm, {64, 10}), t2(logits, {64, 10}), 1, true); }},
+      {"log_softmax bwd [64,10]", 0,
+       [&] { be.softmax_backward(t2(logits, {64, 10}), t2(lsm, {64, 10}), t2(lsm, {64, 10}), 1, true); }},
+      {"adam_step 100k", 0, [&] { be.adam_step(t2(p, {100000}), t2(g, {100000}), t2(m, {100000}), t2(v, {100000}), ap); }},
+      {"transpose copy [1024,1024]", 0,
+       [&] { be.copy(t2(tbuf, {1024, 1024}), t2(tsrc, {1024, 1024}, {1, 1024})); }},
+  };
+  for (const Case& c : small) std::printf("%-28s %9.2f us\n", c.name, time_us(c.run, repeats));
+
   std::vector<float> s1(10, 1.0f), s2(10, 2.0f), s3(10);
   const int calls = 100000;
   auto t0 = std::chrono::steady_clock::now();

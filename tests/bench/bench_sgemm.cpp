@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -22,17 +23,35 @@ struct Timing {
   double median, best;  // seconds
 };
 
+Timing summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[0]};
+}
+
+double seconds(const std::function<void()>& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The median and best time of `runs` calls of f after `warmup` calls.
 Timing time_calls(const std::function<void()>& f, int runs = 20, int warmup = 3) {
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> t;
+  for (int i = 0; i < runs; ++i) t.push_back(seconds(f));
+  return summarize(t);
+}
+
+// Times f and g alternately, so that other work on the machine slows both alike.
+std::pair<Timing, Timing> time_pair(const std::function<void()>& f, const std::function<void()>& g, int runs = 20,
+                                    int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) f(), g();
+  std::vector<double> tf, tg;
   for (int i = 0; i < runs; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    tf.push_back(seconds(f));
+    tg.push_back(seconds(g));
   }
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t[0]};
+  return {summarize(tf), summarize(tg)};
 }
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng) {
@@ -51,10 +70,9 @@ void bench_sgemm(cpu::CpuBackend& be, int64_t n, std::mt19937& rng) {
   auto a = random_floats(static_cast<size_t>(n * n), rng), b = random_floats(static_cast<size_t>(n * n), rng);
   std::vector<float> c(static_cast<size_t>(n * n));
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  const Timing be_t = time_calls([&] { be.matmul(arg(c, {n, n}), arg(a, {n, n}), arg(b, {n, n})); });
-  const Timing dnnl_t = time_calls([&] {
-    dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  });
+  const auto [be_t, dnnl_t] = time_pair(
+      [&] { be.matmul(arg(c, {n, n}), arg(a, {n, n}), arg(b, {n, n})); },
+      [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); });
   std::printf("sgemm %lld^3: CpuBackend::matmul %.1f [%.1f] GFLOP/s, dnnl_sgemm %.1f [%.1f] GFLOP/s, "
               "ratio %.3f [%.3f]\n", static_cast<long long>(n), flops / be_t.median / 1e9, flops / be_t.best / 1e9,
               flops / dnnl_t.median / 1e9, flops / dnnl_t.best / 1e9, dnnl_t.median / be_t.median,
