@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dnnl_context.h"
+#include "backends/cpu/small_matmul.h"
 #include "engine/core/error.h"
 
 namespace kiln::cpu {
@@ -138,6 +139,11 @@ void matmul_f64(const Operand& a, const Operand& b, const Operand& c) {
 
 void run_matmul(Operand a, Operand b, Operand c, bool may_densify) {
   if (c.dtype == DType::f64) return matmul_f64(a, b, c);
+  if (c.dtype == DType::f32 && c.rank() == 2 && a.col_stride() == 1 && c.col_stride() == 1 &&
+      small_matmul_f32(reinterpret_cast<const float*>(a.data), a.row_stride(), reinterpret_cast<const float*>(b.data),
+                       b.row_stride(), b.col_stride(), reinterpret_cast<float*>(c.data), c.row_stride(), c.rows(),
+                       c.cols(), a.cols()))
+    return;
   // A matrix without a unit stride: oneDNN cannot take it, copy it.
   const Operand c_user = c;
   if (!plain_matrix(a)) a = densify(a, a.dtype, Scratch::dense0, true);

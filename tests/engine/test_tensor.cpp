@@ -172,3 +172,22 @@ TEST(Tensor, DtypeErrorsNameTheOp) {
   EXPECT_THROW(where(Tensor::ones({2}), b, b), DTypeError);
   EXPECT_THROW(index_select(Tensor::ones({3}), 0, Tensor::ones({1})), DTypeError);
 }
+
+TEST(Tensor, SmallBatchMatmulMatchesF64) {
+  // M <= 4 takes the backend's row-at-a-time path; both weight layouts, odd sizes.
+  Generator gen(3);
+  for (int64_t m : {1, 3, 4, 5})
+    for (bool transposed : {true, false}) {
+      Tensor a = normal({m, 37}, 0, 1, DType::f32, {}, &gen);
+      Tensor w = normal({23, 37}, 0, 1, DType::f32, {}, &gen);
+      Tensor b = transposed ? w.t() : w.t().contiguous();
+      std::vector<double> want = matmul(a.to(DType::f64), b.to(DType::f64)).to_vector<double>();
+      std::vector<float> got = matmul(a, b).to_vector<float>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << m << " " << transposed;
+    }
+  Tensor big = normal({2, 784}, 0, 1, DType::f32, {}, &gen), w = normal({300, 784}, 0, 1, DType::f32, {}, &gen);
+  std::vector<double> want = matmul(big.to(DType::f64), w.t().to(DType::f64)).to_vector<double>();
+  std::vector<float> got = matmul(big, w.t()).to_vector<float>();  // the threaded split
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3);
+}
