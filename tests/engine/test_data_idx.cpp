@@ -10,27 +10,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/engine/test_util.h"
 #include "engine/core/error.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/idx.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace kiln::data;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kiln-idx-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 void write_file(const std::string& path, const Bytes& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
@@ -93,7 +85,7 @@ std::string error_of(Fn fn) {
 }  // namespace
 
 TEST(IdxRead, PlainU8) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_file(dir / "a.idx", idx(0x08, {2, 3, 4}, iota_bytes(24)));
   Tensor t = read_idx(dir / "a.idx");
   EXPECT_EQ(t.dtype(), DType::u8);
@@ -102,7 +94,7 @@ TEST(IdxRead, PlainU8) {
 }
 
 TEST(IdxRead, GzipMatchesPlain) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   Bytes file = idx(0x08, {300, 400}, iota_bytes(120000, 7));  // several stored blocks
   write_file(dir / "a.idx.gz", gzip(file));
   Tensor t = read_idx(dir / "a.idx.gz");
@@ -111,7 +103,7 @@ TEST(IdxRead, GzipMatchesPlain) {
 }
 
 TEST(IdxRead, BigEndianTypes) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_file(dir / "i16", gzip(idx(0x0B, {3}, {0xff, 0xfe, 0x01, 0x00, 0x80, 0x00})));
   EXPECT_EQ(read_idx(dir / "i16").dtype(), DType::i32);
   EXPECT_EQ(read_idx(dir / "i16").to_vector<int32_t>(), (std::vector<int32_t>{-2, 256, -32768}));
@@ -126,13 +118,13 @@ TEST(IdxRead, BigEndianTypes) {
 }
 
 TEST(IdxRead, MissingFileNamesPath) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   std::string msg = error_of([&] { read_idx(dir / "nope.gz"); });
   EXPECT_NE(msg.find(dir / "nope.gz"), std::string::npos) << msg;
 }
 
 TEST(IdxRead, WrongMagic) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_file(dir / "a", {0x01, 0x02, 0x08, 0x03, 0, 0, 0, 0});
   EXPECT_NE(error_of([&] { read_idx(dir / "a"); }).find("not an IDX file (magic 0x01020803)"), std::string::npos);
   write_file(dir / "b", idx(0x07, {1}, {0}));  // unknown type code
@@ -142,7 +134,7 @@ TEST(IdxRead, WrongMagic) {
 }
 
 TEST(IdxRead, TruncatedData) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   Bytes file = idx(0x08, {2, 3, 4}, iota_bytes(20));  // 4 bytes short
   write_file(dir / "plain", file);
   std::string msg = error_of([&] { read_idx(dir / "plain"); });
@@ -157,13 +149,13 @@ TEST(IdxRead, TruncatedData) {
 }
 
 TEST(IdxRead, TrailingData) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_file(dir / "a", idx(0x08, {2}, {1, 2, 3}));
   EXPECT_NE(error_of([&] { read_idx(dir / "a"); }).find("unexpected data after"), std::string::npos);
 }
 
 TEST(IdxRead, NonGzipGarbage) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   std::string text = "this is certainly not an IDX file\n";
   write_file(dir / "garbage.gz", Bytes(text.begin(), text.end()));
   std::string msg = error_of([&] { read_idx(dir / "garbage.gz"); });
@@ -171,7 +163,7 @@ TEST(IdxRead, NonGzipGarbage) {
 }
 
 TEST(IdxRead, CorruptGzip) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   Bytes gz = gzip(idx(0x08, {100}, iota_bytes(100)));
   gz[gz.size() - 8] ^= 0x55;  // CRC-32 no longer matches the data
   write_file(dir / "crc.gz", gz);
@@ -197,7 +189,7 @@ void write_mnist(const TempDir& dir, const std::string& prefix, uint32_t n, uint
 }  // namespace
 
 TEST(IdxMnist, LoadsImagesAndLabels) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_mnist(dir, "t10k", 12, 12);
   MnistData d = load_mnist_like(dir.path.string(), false);
   EXPECT_EQ(d.images.dtype(), DType::u8);
@@ -207,7 +199,7 @@ TEST(IdxMnist, LoadsImagesAndLabels) {
 }
 
 TEST(IdxMnist, LabelCountMismatch) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_mnist(dir, "train", 5, 4);
   std::string msg = error_of([&] { load_mnist_like(dir.path.string(), true); });
   EXPECT_NE(msg.find("train-labels-idx1-ubyte has 4 labels"), std::string::npos) << msg;
@@ -215,7 +207,7 @@ TEST(IdxMnist, LabelCountMismatch) {
 }
 
 TEST(IdxMnist, LabelOutOfRange) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_mnist(dir, "train", 12, 12, 11);
   std::string msg = error_of([&] { load_mnist_like(dir.path.string(), true); });
   EXPECT_NE(msg.find("label 10 of sample 10 is not in [0, 10)"), std::string::npos) << msg;
@@ -227,13 +219,13 @@ TEST(IdxMnist, MissingDirSaysInstallPackage) {
                      "dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"),
             std::string::npos)
       << msg;
-  TempDir dir;  // a directory without the files names the file
+  TempDir dir("kiln-idx");  // a directory without the files names the file
   msg = error_of([&] { load_mnist_like(dir.path.string(), true); });
   EXPECT_NE(msg.find("train-images-idx3-ubyte.gz: no such file"), std::string::npos) << msg;
 }
 
 TEST(IdxMnist, FashionMnistBatchIsNormalized) {
-  TempDir dir;
+  TempDir dir("kiln-idx");
   write_mnist(dir, "train", 6, 6);
   FashionMNIST ds(true, dir.path.string());
   EXPECT_EQ(ds.size(), 6);

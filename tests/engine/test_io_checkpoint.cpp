@@ -8,24 +8,16 @@
 #include <fstream>
 #include <limits>
 
+#include "tests/engine/test_util.h"
 #include "engine/core/error.h"
 #include "engine/io/checkpoint.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace kiln::io;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kiln-ckpt-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 Checkpoint sample() {
   Checkpoint c;
@@ -44,7 +36,7 @@ Checkpoint sample() {
 }  // namespace
 
 TEST(IoCheckpoint, RoundTrip) {
-  TempDir dir;
+  TempDir dir("kiln-ckpt");
   std::string d = dir / "run/epoch-3";  // parents are created
   Checkpoint c = sample();
   save_checkpoint(d, c);
@@ -72,7 +64,7 @@ TEST(IoCheckpoint, RoundTrip) {
 }
 
 TEST(IoCheckpoint, MissingFileIsNamed) {
-  TempDir dir;
+  TempDir dir("kiln-ckpt");
   save_checkpoint(dir.path.string(), sample());
   fs::remove(dir / "optimizer.safetensors");
   try {
@@ -85,7 +77,7 @@ TEST(IoCheckpoint, MissingFileIsNamed) {
 }
 
 TEST(IoCheckpoint, MalformedTrainerState) {
-  TempDir dir;
+  TempDir dir("kiln-ckpt");
   save_checkpoint(dir.path.string(), sample());
   std::ofstream(dir / "trainer.json") << R"({"format": "kiln-trainer", "version": 1, "scalars": {"epoch": [1]}})";
   try {

@@ -8,24 +8,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/engine/test_util.h"
 #include "engine/core/ops.h"
 #include "engine/io/safetensors.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace kiln::io;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kiln-interop-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 bool python_has(const std::string& module) {
   return std::system(("python3 -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0;
@@ -67,7 +59,7 @@ void check_python_file(const std::string& path) {
 TEST(SafetensorsInterop, PythonSafetensorsTorch) {
   if (!python_has("torch")) GTEST_SKIP() << "python3 package torch (python3-torch) not installed";
   if (!python_has("safetensors")) GTEST_SKIP() << "python3 package safetensors not installed";
-  TempDir dir;
+  TempDir dir("kiln-interop");
   save_safetensors(dir / "cpp.safetensors", cpp_tensors(), {{"from", "c++"}});
   const char* script = R"PY(
 import sys, torch
@@ -93,7 +85,7 @@ save_file({"w": torch.tensor([[1.5, -2], [0.25, 8]]), "ids": torch.tensor([-1, 0
 
 TEST(SafetensorsInterop, PlainPythonFormat) {
   if (!python_has("json")) GTEST_SKIP() << "python3 not installed";
-  TempDir dir;
+  TempDir dir("kiln-interop");
   save_safetensors(dir / "cpp.safetensors", cpp_tensors(), {{"from", "c++"}});
   // Reads the C++ file by the published rules, then writes one the way the Python library does.
   const char* script = R"PY(

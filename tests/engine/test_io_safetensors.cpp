@@ -9,24 +9,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/engine/test_util.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensors.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace kiln::io;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kiln-st-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,7 +55,7 @@ void expect_same(const Tensor& a, const Tensor& b, const std::string& name) {
 }  // namespace
 
 TEST(SafetensorsRoundTrip, EveryDtypeAndNonContiguous) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   Tensor base = Tensor::arange(-12, 12, 1, DType::f32).reshape({4, 6});
   NamedTensors in;
   for (int i = 0; i < kNumDTypes; ++i) {
@@ -89,7 +81,7 @@ TEST(SafetensorsRoundTrip, EveryDtypeAndNonContiguous) {
 }
 
 TEST(SafetensorsRoundTrip, MetadataAndLayout) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   std::map<std::string, std::string> meta = {{"format", "pt"}, {"note", "ünïcode \"quoted\""}};
   save_safetensors(dir / "a.safetensors",
                    {{"b", Tensor::ones({3}, DType::u8)}, {"a", Tensor::ones({2}, DType::f64)},
@@ -111,7 +103,7 @@ TEST(SafetensorsRoundTrip, MetadataAndLayout) {
 }
 
 TEST(SafetensorsRoundTrip, OverwriteIsAtomicAndBadInputLeavesFileAlone) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   std::string p = dir / "w.safetensors";
   save_safetensors(p, {{"x", Tensor::full({2}, 1.0)}});
   save_safetensors(p, {{"x", Tensor::full({2}, 2.0)}});
@@ -124,14 +116,14 @@ TEST(SafetensorsRoundTrip, OverwriteIsAtomicAndBadInputLeavesFileAlone) {
 }
 
 TEST(SafetensorsErrors, MissingAndTooSmall) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   EXPECT_NE(error_of([&] { load_safetensors(dir / "none"); }).find("none: no such file"), std::string::npos);
   std::ofstream(dir / "tiny", std::ios::binary) << "abc";
   EXPECT_NE(error_of([&] { load_safetensors(dir / "tiny"); }).find("tiny: file too small"), std::string::npos);
 }
 
 TEST(SafetensorsErrors, BadHeaderLength) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "long", "{}", "", 1000);
   std::string msg = error_of([&] { load_safetensors(dir / "long"); });
   EXPECT_NE(msg.find("header length 1000 is larger than the file (10 bytes)"), std::string::npos) << msg;
@@ -141,7 +133,7 @@ TEST(SafetensorsErrors, BadHeaderLength) {
 }
 
 TEST(SafetensorsErrors, InvalidJson) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "j", R"({"x": {"dtype": "F32", )", "");
   std::string msg = error_of([&] { load_safetensors(dir / "j"); });
   EXPECT_NE(msg.find("j: header is not valid JSON"), std::string::npos) << msg;
@@ -157,7 +149,7 @@ TEST(SafetensorsErrors, InvalidJson) {
 }
 
 TEST(SafetensorsErrors, UnknownAndUnsupportedDtype) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "q", R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 1]}})", "x");
   std::string msg = error_of([&] { load_safetensors(dir / "q"); });
   EXPECT_NE(msg.find("tensor 'w' has unknown dtype \"Q4\""), std::string::npos) << msg;
@@ -167,21 +159,21 @@ TEST(SafetensorsErrors, UnknownAndUnsupportedDtype) {
 }
 
 TEST(SafetensorsErrors, ShapeOffsetSizeMismatch) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "m", R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 12]}})", std::string(12, 'x'));
   std::string msg = error_of([&] { load_safetensors(dir / "m"); });
   EXPECT_NE(msg.find("shape [2, 2] F32 needs 16 bytes but data_offsets [0, 12] span 12"), std::string::npos) << msg;
 }
 
 TEST(SafetensorsErrors, OffsetsPastEnd) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "p", R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", std::string(8, 'x'));
   std::string msg = error_of([&] { load_safetensors(dir / "p"); });
   EXPECT_NE(msg.find("data_offsets [0, 16] run past the end of the 8-byte data buffer"), std::string::npos) << msg;
 }
 
 TEST(SafetensorsErrors, OverlapGapAndTrailingBytes) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "o",
            R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
                "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})",
@@ -200,7 +192,7 @@ TEST(SafetensorsErrors, OverlapGapAndTrailingBytes) {
 }
 
 TEST(SafetensorsErrors, DuplicateNames) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   write_st(dir / "d",
            R"({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
                "a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})",
@@ -210,7 +202,7 @@ TEST(SafetensorsErrors, DuplicateNames) {
 }
 
 TEST(SafetensorsErrors, TruncatedFile) {
-  TempDir dir;
+  TempDir dir("kiln-st");
   std::string p = dir / "full.safetensors";
   save_safetensors(p, {{"w", Tensor::ones({64})}, {"b", Tensor::ones({8})}});
   std::string raw = read_all(p);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tests/engine/test_util.h"
 #include "engine/autograd/gradcheck.h"
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
@@ -11,30 +12,13 @@
 #include "engine/nn/nn.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace kiln::nn;
 
 namespace {
 
 Tensor f32(std::vector<float> v, const Shape& s) { return Tensor::from_vector(v, s); }
 Tensor f64(std::vector<double> v, const Shape& s) { return Tensor::from_vector(v, s); }
-
-void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  std::vector<double> got = t.to(DType::f64).contiguous().to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
-}
-
-Tensor randn64(const Shape& s, uint64_t seed, bool grad = true) {
-  Generator g(seed);
-  Tensor t = normal(s, 0, 1, DType::f64, Device(), &g);
-  if (grad) t.requires_grad_(true);
-  return t;
-}
-
-void expect_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& in) {
-  autograd::GradcheckResult r = autograd::gradcheck(fn, in);
-  EXPECT_TRUE(r.ok) << r.message;
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tests/engine/test_util.h"
 #include "engine/autograd/gradcheck.h"
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
@@ -11,6 +12,7 @@
 #include "engine/nn/functional.h"
 
 using namespace kiln;
+using namespace kiln::test;
 namespace F = kiln::nn::functional;
 using F::Reduction;
 
@@ -52,24 +54,6 @@ Tensor logits_of(const std::vector<std::vector<double>>& x) {
   std::vector<float> flat;
   for (auto& row : x) flat.insert(flat.end(), row.begin(), row.end());
   return f32(flat, {static_cast<int64_t>(x.size()), static_cast<int64_t>(x[0].size())});
-}
-
-void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  std::vector<double> got = t.to(DType::f64).contiguous().to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
-}
-
-Tensor randn64(const Shape& s, uint64_t seed, bool grad = true) {
-  Generator g(seed);
-  Tensor t = normal(s, 0, 1, DType::f64, Device(), &g);
-  if (grad) t.requires_grad_(true);
-  return t;
-}
-
-void expect_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& in) {
-  autograd::GradcheckResult r = autograd::gradcheck(fn, in);
-  EXPECT_TRUE(r.ok) << r.message;
 }
 
 const std::vector<std::vector<double>> kLogits{{1, 2, 3}, {1, 0, -1}, {0.5, -0.5, 2}, {-1, 3, 0}};
