@@ -17,6 +17,7 @@
 #include "app/cli/run_files.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_loop.h"
+#include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/io/safetensors.h"
@@ -77,6 +78,10 @@ int train_command(const std::vector<std::string>& argv) {
   TrainConfig c = train_config(args);
   if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
   const std::filesystem::path out(c.out_dir);
+  // Never overwrite a finished or interrupted run by accident.
+  KILN_CHECK(c.resume || !std::filesystem::exists(out / "checkpoint"), ValueError, display_path(out),
+             " already holds a run (", display_path(out / "checkpoint"),
+             "); continue it with --resume, or choose another --out");
 
   set_threads(c.threads);
   const Device device = resolve_device(c.device);
@@ -95,7 +100,11 @@ int train_command(const std::vector<std::string>& argv) {
   train::Trainer trainer(
       model, optimizer, scheduler,
       [](const Tensor& logits, const Tensor& target) { return nn::F::cross_entropy(logits, target); }, options);
-  if (c.resume) trainer.load_checkpoint(options.checkpoint_dir);
+  if (c.resume) {
+    trainer.load_checkpoint(options.checkpoint_dir);
+    KILN_CHECK(trainer.epoch() < c.epochs, ValueError, "the run in ", display_path(out), " has already trained ",
+               trainer.epoch(), " epochs; ask for more with --epochs (e.g. --epochs ", trainer.epoch() + 1, ")");
+  }
 
   std::filesystem::create_directories(out);
   MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);

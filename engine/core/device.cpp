@@ -32,7 +32,7 @@ Device Device::parse(std::string_view text) {
 }
 
 std::string Device::str() const {
-  if (type == DeviceType::cpu) return "cpu";
+  if (type == DeviceType::cpu && index == 0) return "cpu";
   return std::string(device_type_name(type)) + ":" + std::to_string(index);
 }
 

@@ -132,6 +132,13 @@ Tensor read_idx(const std::string& path) {
   }
 
   size_t expected = static_cast<size_t>(count) * type.stored;
+  // Deflate expands at most 1032:1 (RFC 1951's longest match per bit), so a header asking
+  // for more than that is corrupt: say so before allocating for it.
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  KILN_CHECK(ec || expected <= file_bytes * 1032 + 1024, IoError, path, ": the header's dimensions ",
+             shape_str(shape), " need ", expected, " bytes of data, more than a ", file_bytes,
+             "-byte file can hold (corrupt header?)");
   Tensor out = Tensor::empty(shape, type.out);
   std::vector<uint8_t> staging;  // for i16, which is widened to i32
   void* dst = out.impl()->storage->data();
@@ -178,6 +185,8 @@ MnistData load_mnist_like(const std::string& dir, bool train) {
   Tensor labels = read_idx(label_path);
   KILN_CHECK(labels.dtype() == DType::u8 && labels.dim() == 1, IoError, label_path, ": expected u8 labels [N], got ",
              dtype_name(labels.dtype()), " ", shape_str(labels.shape()));
+  KILN_CHECK(images.size(1) == 28 && images.size(2) == 28, IoError, image_path, ": expected 28x28 images, got ",
+             images.size(1), "x", images.size(2));
   KILN_CHECK(labels.size(0) == images.size(0), IoError, label_path, " has ", labels.size(0), " labels but ",
              image_path, " has ", images.size(0), " images");
 

@@ -25,7 +25,7 @@ struct MnistData {
 // Reads DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (the .gz name first).
 // IoError when DIR does not exist ("Fashion-MNIST not found in DIR: install the
 // Debian package dataset-fashion-mnist ..."), a file is missing or malformed, the
-// images are not 3-d u8, the label count differs from the image count (names both
+// images are not 3-d u8 of 28x28, the label count differs from the image count (names both
 // files and counts), or a label is >= 10.
 MnistData load_mnist_like(const std::string& dir, bool train);
 

@@ -31,7 +31,7 @@ struct EpochEnd {
   double val_loss = 0, val_accuracy = 0;      // NaN when there is no validation set
   double seconds = 0;                         // wall time of the epoch's training
   double samples_per_second = 0;
-  double lr = 0;                              // learning rate at the end of the epoch
+  double lr = 0;                              // learning rate the epoch started with
 };
 
 struct CheckpointSaved {

@@ -31,6 +31,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       model_->train();
       train.set_epoch(epoch_);
       ClassificationMetrics metrics(options_.num_classes, options_.top_k);
+      const double epoch_lr = optimizer_->lr();
       auto epoch_start = Clock::now();
       int64_t batch_index = 0;
       while (!cancelled_) {
@@ -90,7 +91,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       }
       end.seconds = epoch_seconds;
       end.samples_per_second = static_cast<double>(metrics.count()) / std::max(epoch_seconds, 1e-9);
-      end.lr = optimizer_->lr();
+      end.lr = epoch_lr;
       events_.push(end);
       if (!options_.checkpoint_dir.empty()) {
         save_checkpoint(options_.checkpoint_dir);

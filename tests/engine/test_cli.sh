@@ -134,6 +134,13 @@ train_smoke)
   csv=$(cat "$work/run/metrics.csv")
   contains "$csv" "2,8,train," "metrics.csv after --resume"
   [[ $(grep -c ',train,' "$work/run/metrics.csv") == 2 ]] || fail "metrics.csv after --resume: $(cat "$work/run/metrics.csv")"
+  # a finished run is neither overwritten without --resume nor "resumed" to fewer epochs
+  sum=$(md5sum "$work/run/model.safetensors")
+  run 1 train --model mlp --epochs 1 --limit-batches 4 --out "$work/run"
+  contains "$err" "already holds a run" "train into an existing run"
+  run 1 train --model mlp --epochs 2 --batch-size 256 --limit-batches 4 --out "$work/run" --resume
+  contains "$err" "has already trained 2 epochs" "resume to no more epochs"
+  [[ $(md5sum "$work/run/model.safetensors") == "$sum" ]] || fail "a refused run changed model.safetensors"
   ;;
 interrupt)
   set -m  # background jobs keep SIGINT

@@ -271,3 +271,19 @@ TEST(DataFashionMnist, RealDatasetLoadsAndIteratesFast) {
   EXPECT_EQ(samples, 60000);
   std::printf("[ info     ] one epoch of Fashion-MNIST train, batch 128: %.3f s (%.0f images/s)\n", s, 60000 / s);
 }
+
+TEST(IdxMnist, ImagesOfAnotherSizeAreRejected) {
+  TempDir dir("kiln-idx");
+  write_file(dir / "train-images-idx3-ubyte", idx(0x08, {2, 28, 30}, Bytes(2 * 28 * 30, 0)));
+  write_file(dir / "train-labels-idx1-ubyte", idx(0x08, {2}, Bytes(2, 0)));
+  std::string msg = error_of([&] { load_mnist_like(dir.path.string(), true); });
+  EXPECT_NE(msg.find("expected 28x28 images, got 28x30"), std::string::npos) << msg;
+}
+
+TEST(Idx, HeaderLargerThanTheFileCanHoldIsRejectedBeforeAllocating) {
+  TempDir dir("kiln-idx");
+  // 60000 x 1000 x 1000 bytes claimed by a tiny gzip file: no 60 GB allocation, a clear error.
+  write_file(dir / "huge.gz", gzip(idx(0x08, {60000, 1000, 1000}, Bytes(100, 0))));
+  std::string msg = error_of([&] { read_idx(dir / "huge.gz"); });
+  EXPECT_NE(msg.find("huge.gz: the header's dimensions [60000, 1000, 1000] need"), std::string::npos) << msg;
+}
