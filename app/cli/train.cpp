@@ -96,6 +96,12 @@ int train_command(const std::vector<std::string>& argv) {
   options.num_classes = static_cast<int64_t>(class_names(c.dataset).size());
   options.device = device;
   options.checkpoint_dir = (out / "checkpoint").string();
+  auto text = [](double v) { return nlohmann::json(v).dump(); };
+  options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},
+                          {"optimizer", c.optimizer}, {"lr", text(c.lr)}, {"momentum", text(c.momentum)},
+                          {"weight_decay", text(c.weight_decay)}, {"scheduler", c.scheduler},
+                          {"seed", std::to_string(c.seed)}, {"val_fraction", text(c.val_fraction)},
+                          {"limit_batches", std::to_string(c.limit_batches)}};
   auto scheduler = make_scheduler(c, *optimizer, loaders.train->size(), options.scheduler_per_batch);
   train::Trainer trainer(
       model, optimizer, scheduler,

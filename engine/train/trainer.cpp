@@ -131,6 +131,7 @@ void Trainer::save_checkpoint(const std::string& dir) const {
   c.trainer_scalars["train_seconds"] = train_seconds_;
   c.trainer_scalars["samples_trained"] = static_cast<double>(samples_trained_);
   c.trainer["generator"] = default_generator().state();
+  for (auto& [key, value] : options_.run_settings) c.trainer["run." + key] = value;
   if (scheduler_)
     for (auto& [key, value] : scheduler_->state_dict()) c.trainer_scalars["scheduler." + key] = value;
   io::save_checkpoint(dir, c);
@@ -138,6 +139,12 @@ void Trainer::save_checkpoint(const std::string& dir) const {
 
 void Trainer::load_checkpoint(const std::string& dir) {
   io::Checkpoint c = io::load_checkpoint(dir);
+  for (auto& [key, value] : options_.run_settings) {
+    auto saved = c.trainer.find("run." + key);
+    KILN_CHECK(saved == c.trainer.end() || saved->second == value, ValueError, "checkpoint ", dir,
+               " was made with ", key, " = ", saved->second, ", not ", value,
+               "; resume with the same settings, or start a new run");
+  }
   model_->load_state_dict(c.model);  // ValueError naming keys/shapes for another model
   optimizer_->load_state_dict({c.optimizer, c.optimizer_scalars});
   auto get = [&](const char* key) -> double {

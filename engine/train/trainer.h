@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,10 @@ struct TrainerOptions {
   std::string checkpoint_dir;   // a checkpoint every epoch when not empty
   bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
   int64_t top_k = 5;
+  // Settings a resumed run must share with the run that wrote the checkpoint
+  // (e.g. {"optimizer": "adam", "batch_size": "128"}); saved in every checkpoint and
+  // compared by load_checkpoint, which throws ValueError naming the first that differs.
+  std::map<std::string, std::string> run_settings;
 };
 
 // Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr).

@@ -138,8 +138,10 @@ train_smoke)
   sum=$(md5sum "$work/run/model.safetensors")
   run 1 train --model mlp --epochs 1 --limit-batches 4 --out "$work/run"
   contains "$err" "already holds a run" "train into an existing run"
-  run 1 train --model mlp --epochs 2 --batch-size 256 --limit-batches 4 --out "$work/run" --resume
+  run 1 train --model mlp --epochs 2 --batch-size 256 --limit-batches 4 --val-fraction 0.1 --seed 3 --out "$work/run" --resume
   contains "$err" "has already trained 2 epochs" "resume to no more epochs"
+  run 1 train --model mlp --epochs 3 --batch-size 64 --limit-batches 4 --val-fraction 0.1 --seed 3 --out "$work/run" --resume
+  contains "$err" "was made with batch_size = 256, not 64" "resume with other settings"
   [[ $(md5sum "$work/run/model.safetensors") == "$sum" ]] || fail "a refused run changed model.safetensors"
   ;;
 interrupt)

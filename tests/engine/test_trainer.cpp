@@ -236,3 +236,35 @@ TEST(Trainer, CheckpointFromAnotherModelIsRejected) {
   EXPECT_THROW(trainer.load_checkpoint((dir / "missing").string()), IoError);
   fs::remove_all(dir);
 }
+
+TEST(Trainer, ResumeWithOtherSettingsIsRejected) {
+  auto ds = blobs(64, 1);
+  fs::path dir = temp_dir("settings");
+  auto trainer_with = [&](const std::string& batch_size, const std::string& ckpt) {
+    manual_seed(0);
+    auto model = mlp();
+    auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{});
+    train::TrainerOptions t;
+    t.epochs = 2;
+    t.num_classes = 4;
+    t.top_k = 2;
+    t.checkpoint_dir = ckpt;
+    t.run_settings = {{"batch_size", batch_size}, {"optimizer", "adam"}};
+    return std::make_shared<train::Trainer>(model, opt, nullptr, ce(), t);
+  };
+  {
+    auto first = trainer_with("32", dir.string());
+    data::DataLoader loader(ds, loader_options(1));
+    first->fit(loader, nullptr);
+  }
+  try {
+    trainer_with("64", "")->load_checkpoint(dir.string());
+    FAIL() << "a resume with another batch size must be rejected";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_size = 32, not 64"), std::string::npos) << e.what();
+  }
+  auto same = trainer_with("32", "");
+  same->load_checkpoint(dir.string());
+  EXPECT_EQ(same->epoch(), 2);
+  fs::remove_all(dir);
+}
