@@ -29,7 +29,7 @@ void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, d
     correct_ += pred == truth;
     int64_t above = 0;  // classes scoring strictly higher than the target
     for (int64_t j = 0; j < c; ++j) above += row[j] > row[truth];
-    correct_k_ += above < top_k_;
+    correct_k_ += above < top_k_ && !std::isnan(row[truth]);  // a NaN score ranks nowhere
     ++confusion_[static_cast<size_t>(truth * c + pred)];
   }
   count_ += static_cast<int64_t>(t.size());
