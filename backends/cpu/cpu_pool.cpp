@@ -66,18 +66,6 @@ int64_t plane_offset(const TensorArg& t, int64_t plane) {
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <class F>
-void dispatch_pool(const char* op, DType t, F&& f) {
-  switch (t) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::f16: f(half{}); return;
-    case DType::bf16: f(bfloat16{}); return;
-    default: break;
-  }
-  throw DTypeError(detail::str_cat(op, ": no ", dtype_name(t), " kernel on the CPU"));
-}
-
 // A strided [H, W] plane of t.
 template <class T>
 struct Plane {
@@ -223,7 +211,7 @@ void CpuBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indic
   check_indices(op, indices, out);
   const PoolGeom g = geometry(op, in, out, &p);
   if (out.numel() == 0) return;
-  dispatch_pool(op, in.dtype, [&](auto t) { max_forward<decltype(t)>(g, out, indices, in, p); });
+  dispatch_floating(op, in.dtype, [&](auto t) { max_forward<decltype(t)>(g, out, indices, in, p); });
 }
 
 void CpuBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
@@ -232,7 +220,7 @@ void CpuBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg& 
   check_indices(op, indices, grad_out);
   const PoolGeom g = geometry(op, grad_in, grad_out, nullptr);
   if (grad_in.numel() == 0) return;
-  dispatch_pool(op, grad_in.dtype, [&](auto t) { max_backward<decltype(t)>(g, grad_in, grad_out, indices); });
+  dispatch_floating(op, grad_in.dtype, [&](auto t) { max_backward<decltype(t)>(g, grad_in, grad_out, indices); });
 }
 
 void CpuBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
@@ -242,7 +230,7 @@ void CpuBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, c
   q.dilation[0] = q.dilation[1] = 1;  // average pooling has none
   const PoolGeom g = geometry(op, in, out, &q);
   if (out.numel() == 0) return;
-  dispatch_pool(op, in.dtype, [&](auto t) { avg_forward<decltype(t)>(g, out, in, q); });
+  dispatch_floating(op, in.dtype, [&](auto t) { avg_forward<decltype(t)>(g, out, in, q); });
 }
 
 void CpuBackend::avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) {
@@ -252,7 +240,7 @@ void CpuBackend::avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& 
   q.dilation[0] = q.dilation[1] = 1;
   const PoolGeom g = geometry(op, grad_in, grad_out, &q);
   if (grad_in.numel() == 0) return;
-  dispatch_pool(op, grad_in.dtype, [&](auto t) { avg_backward<decltype(t)>(g, grad_in, grad_out, q); });
+  dispatch_floating(op, grad_in.dtype, [&](auto t) { avg_backward<decltype(t)>(g, grad_in, grad_out, q); });
 }
 
 }  // namespace kiln::cpu

@@ -229,17 +229,6 @@ void run_unary(const Op& op, const TensorArg& out, const TensorArg& in) {
   });
 }
 
-bool is_float_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
-    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
-    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // sqrt / rsqrt of contiguous f32 through the intrinsics, one chunk per thread.
 bool try_sqrt_contiguous(const TensorArg& out, const TensorArg& in, bool reciprocal) {
   if (out.dtype != DType::f32 || in.dtype != DType::f32 || !out.is_contiguous() || !in.is_contiguous()) return false;
@@ -267,7 +256,7 @@ void CpuBackend::unary(UnaryOp op, const TensorArg& out, const TensorArg& in_arg
     });
     return;
   }
-  if (is_float_only(op) && !is_floating(out.dtype)) {  // exp of ints &c.: through f64, then saturated back
+  if (is_floating_only(op) && !is_floating(out.dtype)) {  // exp of ints &c.: through f64, then saturated back
     std::vector<double> buf(static_cast<size_t>(out.numel()));
     TensorArg tmp{buf.data(), 0, DType::f64, out.shape, contiguous_strides(out.shape)};
     copy(tmp, in_arg);

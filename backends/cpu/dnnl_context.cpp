@@ -172,24 +172,12 @@ void copy_loop(const CopyLayout& l, D* dst, const S* src) {
   }
 }
 
-template <class F>
-void dispatch_floating(DType t, F&& f) {
-  switch (t) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::f16: f(half{}); return;
-    case DType::bf16: f(bfloat16{}); return;
-    default: break;
-  }
-  throw DTypeError(detail::str_cat("cpu: strided copy of ", dtype_name(t), " (floating types only)"));
-}
-
 void copy_any(const Shape& shape, void* dst, DType dt, const Strides& ds, const void* src, DType st,
               const Strides& ss) {
   if (numel(shape) == 0) return;
   CopyLayout l = collapse(shape, ds, ss);
-  dispatch_floating(dt, [&](auto d) {
-    dispatch_floating(st, [&](auto s) {
+  dispatch_floating("strided copy", dt, [&](auto d) {
+    dispatch_floating("strided copy", st, [&](auto s) {
       using D = decltype(d);
       using S = decltype(s);
       copy_loop(l, static_cast<D*>(dst), static_cast<const S*>(src));

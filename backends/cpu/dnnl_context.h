@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/core/backend.h"
+#include "engine/core/error.h"
 
 namespace kiln::cpu {
 
@@ -93,5 +94,19 @@ class DenseView {
   TensorArg orig_, view_;
   bool copied_ = false;
 };
+
+// Calls f(T{}) with T the C++ type of a floating dtype (float, double, half,
+// bfloat16); DTypeError naming `op` for any other dtype.
+template <class F>
+void dispatch_floating(const char* op, DType t, F&& f) {
+  switch (t) {
+    case DType::f32: f(float{}); return;
+    case DType::f64: f(double{}); return;
+    case DType::f16: f(half{}); return;
+    case DType::bf16: f(bfloat16{}); return;
+    default: break;
+  }
+  throw DTypeError(detail::str_cat(op, ": no ", dtype_name(t), " kernel on the CPU (floating types only)"));
+}
 
 }  // namespace kiln::cpu

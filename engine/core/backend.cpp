@@ -37,6 +37,17 @@ const char* reduce_op_name(ReduceOp op) {
 
 bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
+bool is_floating_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
+    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
+    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
+      return true;
+    default:
+      return false;
+  }
+}
+
 const char* op_id_name(OpId op) {
   static const char* names[] = {"copy", "fill", "unary", "binary", "where", "reduce", "matmul",
                                 "conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight",

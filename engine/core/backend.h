@@ -55,6 +55,9 @@ const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
 const char* reduce_op_name(ReduceOp op);
 bool is_comparison(BinaryOp op);  // eq..logical_or: output dtype is bool
+// Ops defined on real numbers only (exp, log, sqrt, tanh, sigmoid, gelu, erf ...): integer
+// and bool inputs compute in floating point, as PyTorch promotes them.
+bool is_floating_only(UnaryOp op);
 
 // Every operation a backend can be asked about in supports().
 enum class OpId : uint16_t {

@@ -47,24 +47,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, OpKind kind, bool d
   return out;
 }
 
-// Ops defined on real numbers only: integer and bool inputs compute in f32 (as PyTorch).
-bool floating_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
-    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
-    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Tensor unary(UnaryOp op, const Tensor& x, OpKind kind, double p0 = 0, double p1 = 0,
              bool save_output = false) {
   const char* name = unary_op_name(op);
   KILN_CHECK(x.defined(), ValueError, name, ": undefined tensor argument");
   DType t = x.dtype();
-  if (floating_only(op) && !is_floating(t)) t = DType::f32;
+  if (is_floating_only(op) && !is_floating(t)) t = DType::f32;
   if (op == UnaryOp::logical_not) t = DType::bool_;
   KILN_CHECK(!(x.dtype() == DType::bool_ && (op == UnaryOp::neg || op == UnaryOp::pow_scalar)), DTypeError, name,
              ": not defined for bool tensors");
