@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Kiln quick start on Debian 12. Each subcommand first installs whatever apt packages are
 # missing and builds the `default` preset (both idempotent), then:
-#   run    trains the CNN on Fashion-MNIST for 5 epochs (results in runs/quickstart/)
+#   run    trains the CNN on Fashion-MNIST for 5 epochs (results in runs/quickstart-<time>/)
 #   test   runs the test suite, then the engine tests under ASan/UBSan (build-asan/)
 #   bench  also installs python3-torch and compares training speed with PyTorch
 set -euo pipefail
@@ -34,7 +34,7 @@ setup() {
 case ${1:-} in
   run)
     setup
-    out=runs/quickstart
+    out=runs/quickstart-$(date +%Y%m%d-%H%M%S)
     build/bin/kiln train --dataset fashion-mnist --model cnn --epochs 5 --out "$out"
     echo "quickstart: results are in $PWD/$out:"
     ls -1 "$out" | sed 's/^/  /'
