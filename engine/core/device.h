@@ -1,5 +1,6 @@
 // Device: a runtime value naming where a tensor lives ("cpu", "vulkan:0", "cuda:1").
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 
