@@ -1,7 +1,10 @@
 #include "engine/core/registry.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include "backends/cpu/cpu_backend.h"
@@ -21,7 +24,10 @@ struct Registry {
 
   void enumerate_locked() {
     if (cpu_added && factories_run == factories.size()) return;
-    if (!cpu_added) backends.push_back(std::make_unique<cpu::CpuBackend>());
+    if (!cpu_added) {
+      backends.push_back(std::make_unique<cpu::CpuBackend>());
+      load_plugins_locked();
+    }
     cpu_added = true;
     for (; factories_run < factories.size(); ++factories_run) {
       auto& f = factories[factories_run];
@@ -41,6 +47,38 @@ struct Registry {
     std::stable_sort(infos.begin(), infos.end(),
                      [](const DeviceInfo& a, const DeviceInfo& b) { return a.score > b.score; });
   }
+
+  // Loads each GPU backend plugin once (see registry.h); failures become reasons.
+  void load_plugins_locked() {
+    namespace fs = std::filesystem;
+    const std::string dir = backend_plugin_dir();
+    for (const char* name : kBackendPlugins) {
+      const std::string file = std::string("libkiln_backend_") + name + ".so";
+      const fs::path path = fs::path(dir) / file;
+      std::error_code ec;
+      if (!fs::exists(path, ec)) {
+        unavailable.push_back(std::string(name) + ": not built (no " + file + " in " + dir + ")");
+        continue;
+      }
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed: its code backs tensors
+      if (!handle) {
+        const char* why = dlerror();
+        unavailable.push_back(std::string(name) + ": " + (why ? why : "cannot load " + path.string()));
+        continue;
+      }
+      using Entry = BackendFactory* (*)();
+      auto entry = reinterpret_cast<Entry>(dlsym(handle, "kiln_backend_factory"));
+      if (!entry) {
+        unavailable.push_back(std::string(name) + ": " + path.string() + " has no kiln_backend_factory()");
+        continue;
+      }
+      try {
+        if (BackendFactory* f = entry()) factories.push_back(*f);
+      } catch (const std::exception& e) {
+        unavailable.push_back(std::string(name) + ": " + e.what());
+      }
+    }
+  }
 };
 
 Registry& registry() {
@@ -54,6 +92,14 @@ std::string known_devices(Registry& r) {
   return s;
 }
 }  // namespace
+
+std::string backend_plugin_dir() {
+  if (const char* env = std::getenv("KILN_BACKEND_DIR"); env && *env) return env;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&backend_plugin_dir), &info) && info.dli_fname)
+    return (std::filesystem::path(info.dli_fname).parent_path() / "kiln").string();
+  return "kiln";
+}
 
 void register_backend_factory(BackendFactory factory) {
   auto& r = registry();

@@ -16,9 +16,21 @@ struct BackendFactory {
   std::function<std::vector<std::unique_ptr<Backend>>(std::string& why_unavailable)> enumerate;
 };
 
-// Registers a backend family; the CPU backend registers itself. GPU backends
-// call this from their own translation unit (see backends/*/register.cpp).
+// Registers a backend family; the CPU backend registers itself. Programs may add
+// their own families with this before the first look-up.
 void register_backend_factory(BackendFactory factory);
+
+// GPU backends are plugins, so that a machine without their driver libraries still
+// runs the engine: on the first look-up the registry dlopens
+//   <directory of libkiln.so>/kiln/libkiln_backend_<name>.so   (name: vulkan, cuda, hip)
+// (or $KILN_BACKEND_DIR/libkiln_backend_<name>.so when that variable is set) and calls
+// its exported function
+//   extern "C" kiln::BackendFactory* kiln_backend_factory();
+// A plugin that is absent or fails to load is listed by unavailable_backends() with the
+// loader's reason ("cuda: libcublas.so.13: cannot open shared object file").
+inline constexpr const char* kBackendPlugins[] = {"cuda", "hip", "vulkan"};
+// Where the plugins are looked for.
+std::string backend_plugin_dir();
 
 // All devices found, best score first.
 std::vector<DeviceInfo> list_devices();
