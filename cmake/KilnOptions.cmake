@@ -5,7 +5,7 @@ option(KILN_BUILD_TESTS "Build the test suite (GoogleTest)" ON)
 
 set(KILN_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 
-find_package(Qt6 6.4 QUIET COMPONENTS Widgets Test Svg Concurrent)
+find_package(Qt6 6.4 QUIET COMPONENTS Widgets Test Svg Concurrent PrintSupport)  # PrintSupport: QCustomPlot links it
 find_package(QCustomPlotQt6 QUIET)
 find_package(SQLite3 QUIET)
 if(Qt6_FOUND AND QCustomPlotQt6_FOUND AND SQLite3_FOUND)
