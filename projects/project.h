@@ -1,0 +1,162 @@
+// A Kiln project: one SQLite file (.kiln, format in projects/schema.h) holding graph
+// versions, an autosave slot, settings, training runs with their per-step and
+// per-epoch metrics, checkpoints (as file blobs) and an export log.
+//
+// Threads: a Project is used from one thread (the UI). Training threads write
+// metrics through their own MetricsWriter connection; SQLite's WAL mode lets the
+// UI read while they write (busy_timeout 5 s covers the short write locks).
+// Every method throws ProjectError naming the file and the problem.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "projects/sqlite_db.h"
+
+namespace kiln::projects {
+
+enum class RunStatus { running, finished, stopped, failed };
+std::string to_string(RunStatus);
+RunStatus run_status_from_string(const std::string&);  // ProjectError on an unknown name
+
+struct GraphVersion {
+  int64_t id = 0;
+  std::string graph_json;  // engine/graph/json.h text, stored as is
+  std::string message;
+  std::string created_at;  // ISO-8601 UTC, "2026-11-29T19:26:27.123Z"
+};
+struct RunConfig {
+  std::string name;
+  std::string config_json;    // training settings (optimizer, lr, epochs, batch size ...)
+  std::string device;         // "cpu", "cuda:0" ...
+  int64_t graph_version = 0;  // GraphVersion::id the run trains; 0 = none
+};
+struct RunRecord {
+  int64_t id = 0;
+  std::string name, config_json, device;
+  int64_t graph_version = 0;
+  std::string started_at, ended_at;  // ISO-8601 UTC; ended_at "" while running
+  RunStatus status = RunStatus::running;
+  std::string message;             // why it stopped or failed
+  std::string final_metrics_json;  // "" until end_run
+};
+// Losses are mean cross-entropy (nats), accuracies in [0, 1], lr per optimizer step,
+// times in seconds. NaN is stored as SQL NULL and read back as NaN.
+struct StepMetric {
+  int64_t step = 0;  // global optimizer step, from 1
+  int epoch = 0;     // from 1
+  double loss = 0, lr = 0, images_per_second = 0;
+  double time_s = 0;  // since the run started
+};
+struct EpochMetric {
+  int epoch = 0;
+  double train_loss = 0, train_accuracy = 0, val_loss = 0, val_accuracy = 0, lr = 0, seconds = 0;
+};
+
+class Project {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Makes a new project file (WAL journal). ProjectError if path exists or cannot be written.
+  static Project create(const std::string& path);
+  // Opens an existing project, migrating an older schema. ProjectError when the file is
+  // missing, not SQLite, not a Kiln project, corrupt or truncated, or newer ("made by a
+  // newer Kiln: schema 7, this build reads <= 1"); a rejected file is never written to.
+  static Project open(const std::string& path);
+
+  Project(Project&&) noexcept;
+  Project& operator=(Project&&) noexcept;
+  ~Project();
+
+  const std::string& path() const;
+
+  // Graph versions are append-only; save_graph also clears the autosave slot.
+  int64_t save_graph(const std::string& graph_json, const std::string& message = "");  // new version id
+  std::optional<GraphVersion> latest_graph() const;
+  std::vector<GraphVersion> graph_versions() const;  // oldest first
+  void autosave(const std::string& graph_json);       // one slot, overwritten; no new version
+  // The autosaved JSON when there is one that differs from the latest version (a crash
+  // or close without saving); nullopt otherwise.
+  std::optional<std::string> autosave_if_newer() const;
+
+  void set_setting(const std::string& key, const std::string& json);  // "dataset", "training"
+  std::optional<std::string> setting(const std::string& key) const;
+
+  int64_t begin_run(const RunConfig&);  // status running, started now; ProjectError on unknown graph_version
+  // Ends a run; ProjectError for an unknown run id.
+  void end_run(int64_t run, RunStatus, const std::string& message, const std::string& final_metrics_json);
+  std::vector<RunRecord> runs() const;  // by id
+  std::vector<StepMetric> step_metrics(int64_t run) const;    // by step
+  std::vector<EpochMetric> epoch_metrics(int64_t run) const;  // by epoch
+
+  // Stores every regular file under checkpoint_dir (relative paths, recursively) as blobs;
+  // replaces an earlier checkpoint of the same run and epoch. ProjectError when the run is
+  // unknown or the directory is missing, empty or unreadable.
+  void add_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir);
+  std::vector<int> checkpoint_epochs(int64_t run) const;
+  // Writes the files back byte-identical into into_dir (created); ProjectError when there
+  // is no such checkpoint or a file cannot be written.
+  void restore_checkpoint(int64_t run, int epoch, const std::string& into_dir) const;
+  void add_export(const std::string& kind, const std::string& path);  // kind: "onnx", "csv" ...
+
+  // Copies the project (VACUUM INTO, replacing new_path and its -wal/-shm if present) and
+  // continues on the copy. ProjectError when new_path is this file or cannot be written.
+  void save_as(const std::string& new_path);
+  // CSV (RFC 4180) of the runs' metrics, one row per step and per epoch:
+  // run_id,run_name,kind,step,epoch,loss,lr,images_per_second,time_s,train_loss,
+  // train_accuracy,val_loss,val_accuracy,seconds  (kind "step" or "epoch"; cells that do
+  // not apply are empty; NaN as "nan"). ProjectError on an unknown run or unwritable file.
+  void export_runs_csv(const std::vector<int64_t>& runs, const std::string& csv_path) const;
+
+  Database& database() const { return *db_; }  // for tests and tools
+
+ private:
+  explicit Project(std::unique_ptr<Database> db);
+  void require_run(int64_t run) const;
+  std::unique_ptr<Database> db_;
+};
+
+// Writes a run's metrics from the training thread through its own connection; rows are
+// buffered and committed in one transaction every ~200 ms or 256 rows (by a background
+// thread) and on flush()/destruction, so a crash loses at most the last ~200 ms.
+// All methods are thread-safe. A commit that fails (disk full ...) is reported by the
+// next flush() or step() as ProjectError; the destructor never throws.
+class MetricsWriter {
+ public:
+  static constexpr int kMaxRows = 256;
+  static constexpr int kIntervalMs = 200;
+
+  MetricsWriter(const std::string& project_path, int64_t run);  // ProjectError: bad file/unknown run
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+  void step(const StepMetric&);
+  void epoch(const EpochMetric&);
+  void flush();                   // commits everything buffered before it returns
+  int64_t rows_committed() const;  // step + epoch rows in committed transactions
+
+ private:
+  void loop();
+  void write_buffered();  // caller holds db_mutex_
+
+  std::unique_ptr<Database> db_;
+  int64_t run_;
+  std::mutex db_mutex_;         // the connection; held for a whole commit
+  mutable std::mutex mutex_;    // buffers and flags below
+  std::condition_variable wake_;
+  std::vector<StepMetric> steps_;
+  std::vector<EpochMetric> epochs_;
+  bool stop_ = false;
+  std::string error_;           // a failed background commit, reported by the next call
+  std::atomic<int64_t> committed_{0};
+  std::thread thread_;
+};
+
+}  // namespace kiln::projects

@@ -1,0 +1,190 @@
+#include "projects/schema.h"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kiln::projects {
+
+namespace {
+
+// Schema 1. Times are ISO-8601 UTC text (utc_now()); JSON columns hold UTF-8 text.
+constexpr const char* kSchema1 = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta(key, value) VALUES('application', 'kiln-project');
+CREATE TABLE graph_versions(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  graph_json TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL);
+CREATE TABLE autosave(
+  slot INTEGER PRIMARY KEY CHECK(slot = 1),
+  graph_json TEXT NOT NULL,
+  saved_at TEXT NOT NULL);
+CREATE TABLE settings(key TEXT PRIMARY KEY, json TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  config_json TEXT NOT NULL DEFAULT '{}',
+  device TEXT NOT NULL DEFAULT '',
+  graph_version INTEGER REFERENCES graph_versions(id),
+  started_at TEXT NOT NULL,
+  ended_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'stopped', 'failed')),
+  message TEXT NOT NULL DEFAULT '',
+  final_metrics_json TEXT NOT NULL DEFAULT '');
+CREATE TABLE step_metrics(
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, epoch INTEGER NOT NULL,
+  loss REAL, lr REAL, images_per_second REAL, time_s REAL,
+  PRIMARY KEY(run, step)) WITHOUT ROWID;
+CREATE TABLE epoch_metrics(
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch INTEGER NOT NULL,
+  train_loss REAL, train_accuracy REAL, val_loss REAL, val_accuracy REAL, lr REAL, seconds REAL,
+  PRIMARY KEY(run, epoch)) WITHOUT ROWID;
+CREATE TABLE checkpoints(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE(run, epoch));
+CREATE TABLE checkpoint_files(
+  checkpoint INTEGER NOT NULL REFERENCES checkpoints(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(checkpoint, name));
+CREATE TABLE exports(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL, path TEXT NOT NULL, created_at TEXT NOT NULL);
+)sql";
+
+uint32_t be32(const unsigned char* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08X", v);
+  return buf;
+}
+
+[[noreturn]] void reject(const std::string& path, const std::string& why) {
+  throw ProjectError("cannot open project " + path + ": " + why);
+}
+
+// The header checks that need no SQLite connection (https://sqlite.org/fileformat.html#the_database_header).
+void check_header(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) reject(path, "the file does not exist");
+  if (!fs::is_regular_file(path, ec)) reject(path, "not a regular file");
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) reject(path, "cannot read its size: " + ec.message());
+  if (size == 0) reject(path, "the file is empty (0 bytes), not a Kiln project");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) reject(path, "cannot be read (permission denied?)");
+  std::array<unsigned char, 100> h{};
+  in.read(reinterpret_cast<char*>(h.data()), static_cast<std::streamsize>(h.size()));
+  const auto got = static_cast<size_t>(in.gcount());
+  static const char kMagic[16] = "SQLite format 3";  // with its NUL: 16 bytes
+  if (got < 16 || std::memcmp(h.data(), kMagic, 16) != 0)
+    reject(path, "not a Kiln project: not a SQLite database (it does not start with \"SQLite format 3\")");
+  if (got < 100) reject(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 100-byte SQLite header");
+  uint32_t page = (uint32_t(h[16]) << 8) | h[17];
+  if (page == 1) page = 65536;
+  if (page < 512 || page > 65536 || (page & (page - 1)) != 0)
+    reject(path, "the file is corrupt: invalid page size " + std::to_string(page) + " in the SQLite header");
+  if (size % page != 0)
+    reject(path, "truncated or corrupt: its size " + std::to_string(size) + " bytes is not a multiple of the page size " +
+                     std::to_string(page));
+  const uint32_t pages = be32(&h[28]), change = be32(&h[24]), valid_for = be32(&h[92]);
+  if (pages != 0 && valid_for == change && uint64_t(pages) * page > size)
+    reject(path, "truncated: the header says " + std::to_string(pages) + " pages (" +
+                     std::to_string(uint64_t(pages) * page) + " bytes) but the file has " + std::to_string(size) +
+                     " bytes");
+  const uint32_t app = be32(&h[68]);
+  if (app != static_cast<uint32_t>(kApplicationId))
+    reject(path, "not a Kiln project: a SQLite database with application_id " + hex32(app) + " (Kiln projects have " +
+                     hex32(static_cast<uint32_t>(kApplicationId)) + ")");
+}
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> steps = {{0, kSchema1}};
+  return steps;
+}
+
+void migrate(Database& db, int from, int to, const std::vector<Migration>& steps) {
+  for (int v = from; v < to; ++v) {
+    const Migration* step = nullptr;
+    for (const auto& m : steps)
+      if (m.from == v) step = &m;
+    if (!step)
+      throw ProjectError("project " + db.path() + ": no migration from schema " + std::to_string(v) + " to " +
+                         std::to_string(v + 1));
+    try {
+      Transaction tx(db);
+      db.exec(step->sql);
+      db.exec("PRAGMA user_version = " + std::to_string(v + 1));
+      db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)").bind(1, std::to_string(v + 1)).run();
+      tx.commit();
+    } catch (const ProjectError& e) {
+      throw ProjectError("project " + db.path() + ": migrating schema " + std::to_string(v) + " -> " +
+                         std::to_string(v + 1) + " failed: " + e.what());
+    }
+  }
+}
+
+void configure_connection(Database& db) {
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA foreign_keys = ON");
+}
+
+int check_project_file(const std::string& path, int supported) {
+  check_header(path);
+  int version = 0;
+  try {
+    Database db(path, Database::Mode::read_only);
+    db.exec("PRAGMA query_only = 1");
+    {
+      Statement check = db.prepare("PRAGMA quick_check(5)");
+      std::string problems;
+      while (check.step()) {
+        std::string row = check.text(0);
+        if (row != "ok") problems += (problems.empty() ? "" : "; ") + row;
+      }
+      if (!problems.empty()) reject(path, "the file is corrupt: " + problems);
+    }
+    if (db.pragma_int("application_id") != kApplicationId) reject(path, "not a Kiln project (application_id differs)");
+    const int64_t v = db.pragma_int("user_version");
+    if (v < 0 || v > 1000000) reject(path, "the file is corrupt: invalid schema version " + std::to_string(v));
+    if (v > supported)
+      reject(path, "made by a newer Kiln: schema " + std::to_string(v) + ", this build reads <= " +
+                       std::to_string(supported));
+    version = static_cast<int>(v);
+    if (version >= 1) {
+      Statement meta = db.prepare("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')");
+      std::string app, schema;
+      while (meta.step()) (meta.text(0) == "application" ? app : schema) = meta.text(1);
+      if (app != kApplicationName)
+        reject(path, "not a Kiln project: meta.application is '" + app + "', expected '" + kApplicationName + "'");
+      if (schema != std::to_string(version))
+        reject(path, "the file is corrupt: meta.schema_version '" + schema + "' differs from user_version " +
+                         std::to_string(version));
+    }
+  } catch (const ProjectError& e) {
+    std::string msg = e.what();
+    if (msg.rfind("cannot open project ", 0) == 0) throw;
+    reject(path, msg);  // e.g. "no such table: meta", "file is not a database"
+  }
+  return version;
+}
+
+}  // namespace kiln::projects

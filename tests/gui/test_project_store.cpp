@@ -1,0 +1,205 @@
+// The project store's round trips: graph versions, autosave, settings, runs and
+// metrics, checkpoint blobs, exports, Save As and the CSV export.
+#include <QDir>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "project_test_util.h"
+#include "projects/schema.h"
+
+using namespace kiln::projects;
+using kiln_test::project_error;
+
+class TestProjectStore : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString file(const QString& name) const { return dir_.filePath(name); }
+
+ private slots:
+  void createSetsHeaderAndRefusesExisting() {
+    const QString path = file("new.kiln");
+    { Project p = Project::create(path.toStdString()); QCOMPARE(QString::fromStdString(p.path()), path); }
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA application_id"), int64_t(kApplicationId));
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(Project::kSchemaVersion));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(1));
+    QString e = project_error([&] { Project::create(path.toStdString()); });
+    QVERIFY2(e.contains("already exists") && e.contains(path), qPrintable(e));
+    e = project_error([&] { Project::create(file("no/such/dir/x.kiln").toStdString()); });
+    QVERIFY2(e.contains("does not exist"), qPrintable(e));
+    QVERIFY(!QFile::exists(file("no/such/dir/x.kiln")));
+    Project p = Project::open(path.toStdString());
+    QCOMPARE(p.database().pragma_int("foreign_keys"), int64_t(1));
+    Statement mode = p.database().prepare("PRAGMA journal_mode");
+    QVERIFY(mode.step());
+    QCOMPARE(QString::fromStdString(mode.text(0)), QString("wal"));
+  }
+
+  void graphVersionsAndAutosave() {
+    const std::string path = file("graph.kiln").toStdString();
+    {
+      Project p = Project::create(path);
+      QVERIFY(!p.latest_graph());
+      QVERIFY(!p.autosave_if_newer());
+      const int64_t v1 = p.save_graph(R"({"format":"kiln-graph","nodes":[]})", "empty");
+      const int64_t v2 = p.save_graph(R"({"format":"kiln-graph","nodes":[1]})");
+      QVERIFY(v2 > v1);
+      p.autosave(R"({"format":"kiln-graph","nodes":[1,2]})");
+    }
+    Project p = Project::open(path);
+    auto versions = p.graph_versions();
+    QCOMPARE(versions.size(), size_t(2));
+    QCOMPARE(versions[0].message, std::string("empty"));
+    QCOMPARE(versions[1].graph_json, std::string(R"({"format":"kiln-graph","nodes":[1]})"));
+    QVERIFY(QRegularExpression(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$)")
+                .match(QString::fromStdString(versions[0].created_at)).hasMatch());
+    QCOMPARE(p.latest_graph()->id, versions[1].id);
+    QCOMPARE(p.autosave_if_newer().value_or(""), std::string(R"({"format":"kiln-graph","nodes":[1,2]})"));
+    p.save_graph(R"({"format":"kiln-graph","nodes":[1,2]})", "saved");
+    QVERIFY(!p.autosave_if_newer());  // saving clears the slot
+    p.autosave(R"({"format":"kiln-graph","nodes":[1,2]})");
+    QVERIFY(!p.autosave_if_newer());  // same as the latest version
+    QCOMPARE(p.graph_versions().size(), size_t(3));
+  }
+
+  void settings() {
+    Project p = Project::create(file("settings.kiln").toStdString());
+    QVERIFY(!p.setting("dataset"));
+    p.set_setting("dataset", R"({"validation":5000})");
+    p.set_setting("training", R"({"lr":0.001})");
+    p.set_setting("dataset", R"({"validation":6000})");
+    QCOMPARE(p.setting("dataset").value(), std::string(R"({"validation":6000})"));
+    QCOMPARE(p.setting("training").value(), std::string(R"({"lr":0.001})"));
+    QVERIFY(!project_error([&] { p.set_setting("", "{}"); }).isEmpty());
+  }
+
+  void runsAndMetrics() {
+    const std::string path = file("runs.kiln").toStdString();
+    int64_t run = 0;
+    {
+      Project p = Project::create(path);
+      const int64_t g = p.save_graph("{}");
+      QString e = project_error([&] { p.begin_run({"bad", "{}", "cpu", g + 5}); });
+      QVERIFY2(e.contains("graph version") && e.contains(QString::number(g + 5)), qPrintable(e));
+      run = p.begin_run({"cnn, lr=0.1", R"({"optimizer":"adam","lr":0.001})", "cpu", g});
+      QCOMPARE(p.runs().at(0).status, RunStatus::running);
+      QVERIFY(p.runs().at(0).ended_at.empty());
+      {
+        MetricsWriter w(path, run);
+        for (int s = 1; s <= 300; ++s) w.step({s, (s - 1) / 100 + 1, 2.0 / s, 0.001, 5000.0 + s, 0.01 * s});
+        w.step({301, 3, std::numeric_limits<double>::quiet_NaN(), 0.001, std::numeric_limits<double>::infinity(), 3.01});
+        w.epoch({1, 0.9, 0.7, 0.8, 0.72, 0.001, 12.5});
+        w.epoch({2, 0.5, 0.8, 0.6, 0.81, 0.0005, 12.25});
+        w.flush();
+        QCOMPARE(w.rows_committed(), int64_t(303));
+      }
+      p.end_run(run, RunStatus::finished, "done", R"({"val_accuracy":0.81})");
+      QVERIFY(!project_error([&] { p.end_run(run + 9, RunStatus::failed, "", ""); }).isEmpty());
+      QVERIFY(!project_error([&] { MetricsWriter(path, run + 9); }).isEmpty());
+    }
+    Project p = Project::open(path);
+    auto runs = p.runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].name, std::string("cnn, lr=0.1"));
+    QCOMPARE(runs[0].device, std::string("cpu"));
+    QCOMPARE(runs[0].status, RunStatus::finished);
+    QCOMPARE(runs[0].message, std::string("done"));
+    QCOMPARE(runs[0].final_metrics_json, std::string(R"({"val_accuracy":0.81})"));
+    QVERIFY(!runs[0].ended_at.empty());
+    auto steps = p.step_metrics(run);
+    QCOMPARE(steps.size(), size_t(301));
+    QCOMPARE(steps[149].step, int64_t(150));
+    QCOMPARE(steps[149].epoch, 2);
+    QCOMPARE(steps[149].loss, 2.0 / 150);
+    QCOMPARE(steps[149].images_per_second, 5150.0);
+    QVERIFY(std::isnan(steps[300].loss));
+    QVERIFY(std::isinf(steps[300].images_per_second));
+    auto epochs = p.epoch_metrics(run);
+    QCOMPARE(epochs.size(), size_t(2));
+    QCOMPARE(epochs[1].val_accuracy, 0.81);
+    QCOMPARE(epochs[1].seconds, 12.25);
+    QCOMPARE(epochs[0].lr, 0.001);
+  }
+
+  void checkpointBlobsRestoreByteIdentical() {
+    QDir root(dir_.path());
+    root.mkpath("ckpt/sub");
+    std::mt19937 rng(7);
+    QByteArray big(300000, '\0');
+    for (auto& c : big) c = static_cast<char>(rng());
+    kiln_test::write_file(file("ckpt/model.safetensors"), big);
+    kiln_test::write_file(file("ckpt/trainer.json"), R"({"epoch": 2})");
+    kiln_test::write_file(file("ckpt/sub/empty.bin"), QByteArray());
+    Project p = Project::create(file("ckpt.kiln").toStdString());
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    p.add_checkpoint(run, 2, file("ckpt").toStdString());
+    p.add_checkpoint(run, 2, file("ckpt").toStdString());  // replaces, no duplicate error
+    QCOMPARE(p.checkpoint_epochs(run), std::vector<int>{2});
+    p.restore_checkpoint(run, 2, file("restored").toStdString());
+    for (QString name : {"model.safetensors", "trainer.json", "sub/empty.bin"})
+      QCOMPARE(kiln_test::file_sha256(file("restored/" + name)), kiln_test::file_sha256(file("ckpt/" + name)));
+    QCOMPARE(QDir(file("restored")).entryList(QDir::Files).size(), 2);
+    QString e = project_error([&] { p.restore_checkpoint(run, 3, file("r3").toStdString()); });
+    QVERIFY2(e.contains("no such checkpoint"), qPrintable(e));
+    e = project_error([&] { p.add_checkpoint(run, 3, file("missing").toStdString()); });
+    QVERIFY2(e.contains("does not exist"), qPrintable(e));
+    e = project_error([&] { p.add_checkpoint(run + 1, 3, file("ckpt").toStdString()); });
+    QVERIFY2(e.contains("no run"), qPrintable(e));
+  }
+
+  void saveAsContinuesOnTheCopy() {
+    const QString a = file("a.kiln"), b = file("b.kiln");
+    Project p = Project::create(a.toStdString());
+    p.save_graph("{\"v\":1}", "one");
+    const int64_t run = p.begin_run({"r1", "{}", "cpu", 0});
+    p.add_export("onnx", "/tmp/m.onnx");
+    QVERIFY(!project_error([&] { p.save_as(a.toStdString()); }).isEmpty());
+    kiln_test::write_file(b, "old content that Save As replaces");
+    kiln_test::write_file(b + "-wal", "a stale WAL that must not be replayed");
+    p.save_as(b.toStdString());
+    QCOMPARE(QString::fromStdString(p.path()), b);
+    QVERIFY(!QFile::exists(b + ".saving"));
+    p.save_graph("{\"v\":2}", "two");  // goes to the copy only
+    QCOMPARE(p.graph_versions().size(), size_t(2));
+    QCOMPARE(p.runs().at(0).id, run);
+    QCOMPARE(kiln_test::raw_int(b, "SELECT count(*) FROM exports"), int64_t(1));
+    QCOMPARE(kiln_test::raw_int(b, "PRAGMA application_id"), int64_t(kApplicationId));
+    QCOMPARE(Project::open(a.toStdString()).graph_versions().size(), size_t(1));
+    QVERIFY(!project_error([&] { p.save_as(file("nodir/c.kiln").toStdString()); }).isEmpty());
+  }
+
+  void exportRunsCsv() {
+    const std::string path = file("csv.kiln").toStdString();
+    Project p = Project::create(path);
+    const int64_t r1 = p.begin_run({"first", "{}", "cpu", 0});
+    const int64_t r2 = p.begin_run({"second, \"quoted\"", "{}", "cpu", 0});
+    {
+      MetricsWriter w1(path, r1), w2(path, r2);
+      w1.step({1, 1, 2.5, 0.1, 1000, 0.5});
+      w1.step({2, 1, 0.1, 0.1, 1000, 1});
+      w1.epoch({1, 1.25, 0.5, 1.5, 0.25, 0.1, 2});
+      w2.step({1, 1, std::numeric_limits<double>::quiet_NaN(), 0.01, 900, 0.25});
+    }
+    p.export_runs_csv({r2, r1}, file("runs.csv").toStdString());
+    const QString csv = QString::fromUtf8(kiln_test::read_file(file("runs.csv")));
+    const QStringList lines = csv.split("\r\n", Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 5);
+    QCOMPARE(lines[0], QString("run_id,run_name,kind,step,epoch,loss,lr,images_per_second,time_s,train_loss,"
+                               "train_accuracy,val_loss,val_accuracy,seconds"));
+    QCOMPARE(lines[1], QString("%1,\"second, \"\"quoted\"\"\",step,1,1,nan,0.01,900,0.25,,,,,").arg(r2));
+    QCOMPARE(lines[2], QString("%1,first,step,1,1,2.5,0.1,1000,0.5,,,,,").arg(r1));
+    QCOMPARE(lines[3], QString("%1,first,step,2,1,0.1,0.1,1000,1,,,,,").arg(r1));
+    QCOMPARE(lines[4], QString("%1,first,epoch,,1,,0.1,,,1.25,0.5,1.5,0.25,2").arg(r1));
+    QString e = project_error([&] { p.export_runs_csv({r1, 99}, file("bad.csv").toStdString()); });
+    QVERIFY2(e.contains("run 99"), qPrintable(e));
+    QVERIFY(!QFile::exists(file("bad.csv")));
+    e = project_error([&] { p.export_runs_csv({r1}, file("nodir/x.csv").toStdString()); });
+    QVERIFY2(e.contains("x.csv"), qPrintable(e));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestProjectStore)
+#include "test_project_store.moc"
