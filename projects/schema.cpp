@@ -158,7 +158,12 @@ int check_project_file(const std::string& path, int supported) {
       std::string problems;
       while (check.step()) {
         std::string row = check.text(0);
-        if (row != "ok") problems += (problems.empty() ? "" : "; ") + row;
+        if (row == "ok") continue;
+        const std::string banner = "*** in database main ***\n";
+        if (row.rfind(banner, 0) == 0) row.erase(0, banner.size());
+        for (char& c : row)
+          if (c == '\n') c = ';';
+        problems += (problems.empty() ? "" : "; ") + row;
       }
       if (!problems.empty()) reject(path, "the file is corrupt: " + problems);
     }

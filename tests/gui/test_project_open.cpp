@@ -1,0 +1,159 @@
+// Project::open on bad files (each refused with a clear message, the bytes unchanged)
+// and schema migrations (older files are migrated; a failing step rolls back).
+#include <QTemporaryDir>
+#include <QtTest>
+#include <random>
+
+#include "project_test_util.h"
+#include "projects/schema.h"
+
+using namespace kiln::projects;
+using kiln_test::project_error;
+
+class TestProjectOpen : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString file(const QString& name) const { return dir_.filePath(name); }
+
+  // A closed, valid project with some content (a few pages of metrics).
+  QString make_project(const QString& name) {
+    const QString path = file(name);
+    Project p = Project::create(path.toStdString());
+    p.save_graph("{\"nodes\":[]}", "v1");
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    MetricsWriter w(path.toStdString(), run);
+    for (int s = 1; s <= 2000; ++s) w.step({s, 1, 1.0 / s, 0.1, 100, s * 0.1});
+    return path;
+  }
+
+  // open() must throw a message containing `expected` and leave the file as it was.
+  void expect_refused(const QString& path, const QString& expected) {
+    const QByteArray before = kiln_test::file_sha256(path);
+    const QString e = project_error([&] { Project::open(path.toStdString()); });
+    QVERIFY2(!e.isEmpty(), qPrintable("no error for " + path));
+    qInfo().noquote() << e;
+    QVERIFY2(e.contains(expected, Qt::CaseInsensitive), qPrintable(e));
+    QVERIFY2(e.contains(path), qPrintable(e));
+    QCOMPARE(kiln_test::file_sha256(path), before);
+    QVERIFY2(!QFile::exists(path + "-journal"), "a rejected file got a rollback journal");
+  }
+
+ private slots:
+  void missingAndEmpty() {
+    expect_refused(file("missing.kiln"), "does not exist");
+    kiln_test::write_file(file("empty.kiln"), QByteArray());
+    expect_refused(file("empty.kiln"), "empty");
+    QDir(dir_.path()).mkdir("folder.kiln");
+    QVERIFY(!project_error([&] { Project::open(file("folder.kiln").toStdString()); }).isEmpty());
+  }
+
+  void randomBytesAndText() {
+    std::mt19937 rng(3);
+    QByteArray junk(8192, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    kiln_test::write_file(file("random.kiln"), junk);
+    expect_refused(file("random.kiln"), "not a SQLite database");
+    kiln_test::write_file(file("text.kiln"), "{\"format\": \"kiln-graph\"}\n");
+    expect_refused(file("text.kiln"), "not a SQLite database");
+    QVERIFY(!QFile::exists(file("random.kiln-wal")));
+  }
+
+  void truncated() {
+    const QString path = make_project("truncated.kiln");
+    QByteArray bytes = kiln_test::read_file(path);
+    QVERIFY(bytes.size() >= 8 * 4096);
+    kiln_test::write_file(path, bytes.left(bytes.size() / 2 / 4096 * 4096));  // whole pages, fewer than the header says
+    expect_refused(path, "truncated: the header says");
+    kiln_test::write_file(path, bytes.left(60));
+    expect_refused(path, "truncated");
+    kiln_test::write_file(path, bytes.left(bytes.size() - 1000));  // not a whole number of pages
+    expect_refused(path, "truncated");
+  }
+
+  void corruptPages() {
+    const QString path = make_project("corrupt.kiln");
+    QByteArray bytes = kiln_test::read_file(path);
+    std::mt19937 rng(11);
+    for (qsizetype i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>(rng());  // every page but the first
+    kiln_test::write_file(path, bytes);
+    expect_refused(path, "corrupt");
+  }
+
+  void otherApplicationsSqlite() {
+    const QString path = file("other.sqlite");
+    kiln_test::raw_sql(path, "CREATE TABLE contacts(name TEXT); INSERT INTO contacts VALUES('x');");
+    expect_refused(path, "not a Kiln project");
+    // Kiln's application_id but not Kiln's tables (someone else's file with a clashing id).
+    const QString fake = file("fake.kiln");
+    kiln_test::raw_sql(fake, "PRAGMA application_id = " + std::to_string(kApplicationId) +
+                                 "; CREATE TABLE meta(key TEXT, value TEXT); INSERT INTO meta VALUES"
+                                 "('application', 'other'), ('schema_version', '1'); PRAGMA user_version = 1;");
+    expect_refused(fake, "not a Kiln project");
+  }
+
+  void futureVersion() {
+    const QString path = make_project("future.kiln");
+    kiln_test::raw_sql(path, "PRAGMA user_version = 7; UPDATE meta SET value = '7' WHERE key = 'schema_version';");
+    expect_refused(path, "made by a newer Kiln: schema 7, this build reads <= 1");
+  }
+
+  void validProjectOpensAfterRefusals() {
+    const QString path = make_project("good.kiln");
+    Project p = Project::open(path.toStdString());
+    QCOMPARE(p.step_metrics(p.runs().at(0).id).size(), size_t(2000));
+  }
+
+  // A version-0 file (Kiln's application_id, no tables: what create() starts from) is
+  // migrated to the current schema by open().
+  void olderSchemaIsMigrated() {
+    const QString path = file("v0.kiln");
+    kiln_test::raw_sql(path, "PRAGMA application_id = " + std::to_string(kApplicationId) +
+                                 "; PRAGMA user_version = 0; VACUUM;");
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA application_id"), int64_t(kApplicationId));
+    {
+      Project p = Project::open(path.toStdString());
+      QCOMPARE(p.database().pragma_int("user_version"), int64_t(Project::kSchemaVersion));
+      p.save_graph("{}", "after migration");
+      QCOMPARE(p.graph_versions().size(), size_t(1));
+    }
+    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"),
+             int64_t(Project::kSchemaVersion));
+  }
+
+  // The framework on a made-up step 1 -> 2: applied in order, user_version and meta follow.
+  void migrationStepsRunInOrder() {
+    const QString path = file("steps.kiln");
+    Project::create(path.toStdString());
+    std::vector<Migration> steps = migrations();
+    steps.push_back({1, "CREATE TABLE extra(x INTEGER); INSERT INTO extra VALUES(42);"});
+    {
+      Database db(path.toStdString(), Database::Mode::read_write);
+      migrate(db, 1, 2, steps);
+    }
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(2));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(2));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT x FROM extra"), int64_t(42));
+    // This build reads <= 1, so the migrated file is now "newer".
+    expect_refused(path, "schema 2");
+  }
+
+  void failingMigrationRollsBack() {
+    const QString path = file("failing.kiln");
+    Project::create(path.toStdString());
+    std::vector<Migration> steps = migrations();
+    steps.push_back({1, "CREATE TABLE extra(x); CREATE TABLE extra(y);"});  // second statement fails
+    {
+      Database db(path.toStdString(), Database::Mode::read_write);
+      const QString e = project_error([&] { migrate(db, 1, 2, steps); });
+      QVERIFY2(e.contains("migrating schema 1 -> 2") && e.contains("extra"), qPrintable(e));
+      const QString missing = project_error([&] { migrate(db, 1, 3, migrations()); });
+      QVERIFY2(missing.contains("no migration from schema 1 to 2"), qPrintable(missing));
+    }
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(1));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'extra'"), int64_t(0));
+    QVERIFY_THROWS_NO_EXCEPTION(Project::open(path.toStdString()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestProjectOpen)
+#include "test_project_open.moc"
