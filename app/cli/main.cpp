@@ -18,6 +18,10 @@ constexpr Command kCommands[] = {
     {"devices", "list the compute devices, their scores and the default one", devices_command},
     {"train", "train a reference model on a dataset, with a live progress bar", train_command},
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
+#ifdef KILN_HAVE_ONNX
+    {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},
+    {"onnx-suite", "run the ONNX backend test cases of a folder and compare the outputs", onnx_suite_command},
+#endif
 };
 
 void print_help(std::FILE* out) {
@@ -43,7 +47,7 @@ int dispatch(int argc, char** argv) {
   }
   for (const Command& c : kCommands)
     if (name == c.name) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
-  throw UsageError("kiln: unknown command '" + name + "' (commands: devices, train, eval; see kiln --help)");
+  throw UsageError("kiln: unknown command '" + name + "' (see kiln --help)");
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// `kiln import model.onnx`: reads an ONNX model and prints a summary — opsets, inputs
+// and outputs with their (symbolic) shapes, op types with counts, the parameter count
+// and every op Kiln cannot run (op type, node name, opset).
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "engine/onnx/executor.h"
+#include "engine/onnx/model.h"
+
+namespace kiln::cli {
+
+int onnx_import_command(const std::vector<std::string>& argv) {
+  ArgParser parser("import", "Reads an ONNX model (MODEL.onnx comes first) and prints its inputs, outputs, ops,\n"
+                             "parameter count and the ops Kiln does not support.");
+  parser.epilog("example: kiln import resnet18.onnx");
+  std::vector<std::string> rest = argv;
+  std::string path;
+  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
+    path = rest[0];
+    rest.erase(rest.begin());
+  }
+  Args args = parser.parse(rest);
+  if (args.help()) {
+    std::printf("%s", parser.help().c_str());
+    return kExitOk;
+  }
+  if (path.empty()) args.fail("needs a model: kiln import MODEL.onnx");
+  onnx::Model m = onnx::load_model(path);
+  std::printf("model: %s\n", path.c_str());
+  if (!m.producer_name.empty()) std::printf("producer: %s %s\n", m.producer_name.c_str(), m.producer_version.c_str());
+  std::printf("ir_version: %lld\nopsets:", static_cast<long long>(m.ir_version));
+  for (const auto& [domain, v] : m.opsets) std::printf(" %s=%lld", domain.empty() ? "ai.onnx" : domain.c_str(), static_cast<long long>(v));
+  std::printf("\ninputs:\n");
+  for (const auto& v : m.graph.inputs) std::printf("  %s: %s\n", v.name.c_str(), v.type_str().c_str());
+  std::printf("outputs:\n");
+  for (const auto& v : m.graph.outputs) std::printf("  %s: %s\n", v.name.c_str(), v.type_str().c_str());
+  std::map<std::string, int> ops;
+  for (const auto& n : m.graph.nodes) ops[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type]++;
+  std::printf("nodes: %zu\nops:", m.graph.nodes.size());
+  for (const auto& [op, count] : ops) std::printf(" %s x%d", op.c_str(), count);
+  std::printf("\nparameters: %lld in %zu initializers\n", static_cast<long long>(m.parameter_count()),
+              m.graph.initializers.size());
+  std::vector<onnx::UnsupportedOp> bad = onnx::find_unsupported(m);
+  std::printf("unsupported ops: %zu\n", bad.size());
+  for (const auto& u : bad) std::printf("  %s\n", u.str().c_str());
+  return bad.empty() ? kExitOk : kExitError;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,166 @@
+// `kiln onnx-suite DIR`: runs the ONNX backend test cases under DIR (engine/onnx/suite.h)
+// and prints the failures with their largest error, the unsupported ops (all at once,
+// before running), then `passed: P failed: F unsupported: U total: T`.
+// --expect FILE makes it a regression check: every case named in FILE must pass.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+#include "engine/core/registry.h"
+#include "engine/onnx/model.h"
+#include "engine/onnx/suite.h"
+
+namespace kiln::cli {
+
+namespace {
+
+ArgParser suite_parser() {
+  ArgParser p("onnx-suite", "Runs every ONNX backend test case (a folder with model.onnx and test_data_set_*)\n"
+                            "under DIR and compares the outputs (rtol 1e-3, atol 1e-7). DIR comes first.");
+  p.flag("device", "D", "cpu", "device to run on (cpu, cuda:0, vulkan:0 ...; auto = the best)")
+      .flag("json", "FILE", "", "also write the results as JSON")
+      .flag("expect", "FILE", "", "expected passes, one case name a line: any of them failing is an error")
+      .flag("write-passes", "FILE", "", "write the names of the passing cases (sorted) to FILE")
+      .flag("filter", "TEXT", "", "only cases whose name contains TEXT")
+      .toggle("quiet", "print only the unsupported list, regressions and the summary");
+  p.epilog("example: kiln onnx-suite /usr/share/libonnx-testdata/data/node --json node.json");
+  return p;
+}
+
+std::set<std::string> read_list(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in, IoError, "cannot open ", path);
+  std::set<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty() && line[0] != '#') names.insert(line);
+  }
+  return names;
+}
+
+}  // namespace
+
+int onnx_suite_command(const std::vector<std::string>& argv) {
+  ArgParser parser = suite_parser();
+  std::vector<std::string> rest = argv;
+  std::string dir;
+  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
+    dir = rest[0];
+    rest.erase(rest.begin());
+  }
+  Args args = parser.parse(rest);
+  if (args.help()) {
+    std::printf("%s", parser.help().c_str());
+    return kExitOk;
+  }
+  if (dir.empty()) args.fail("needs the folder of test cases first: kiln onnx-suite DIR [flags]");
+  onnx::SuiteOptions opt;
+  opt.device = resolve_device(args.str("device"));
+  std::set<std::string> expected;
+  if (args.given("expect")) expected = read_list(args.str("expect"));
+  bool quiet = args.given("quiet");
+
+  std::vector<std::string> cases = onnx::find_cases(dir);
+  std::string filter = args.str("filter");
+  if (!filter.empty())
+    std::erase_if(cases, [&](const std::string& c) { return c.find(filter) == std::string::npos; });
+
+  // Unsupported ops first, all at once, before anything runs.
+  std::vector<std::string> to_run;
+  std::vector<onnx::CaseResult> results;
+  int unsupported_cases = 0;
+  for (const std::string& c : cases) {
+    onnx::CaseResult r;
+    r.name = std::filesystem::path(c).filename().string();
+    try {
+      onnx::Model m = onnx::load_model(c + "/model.onnx");
+      r.unsupported = onnx::find_unsupported(m);
+    } catch (const std::exception& e) {
+      r.reason = e.what();  // reported when the case runs
+    }
+    if (r.unsupported.empty()) {
+      to_run.push_back(c);
+      continue;
+    }
+    r.status = onnx::CaseResult::Status::Unsupported;
+    std::string list;
+    for (const auto& u : r.unsupported) list += (list.empty() ? "" : ", ") + u.str();
+    r.reason = "unsupported: " + list;
+    std::printf("UNSUPPORTED %s: %s\n", r.name.c_str(), list.c_str());
+    ++unsupported_cases;
+    results.push_back(r);
+  }
+  std::fflush(stdout);
+  int passed = 0, failed = 0;
+  for (const std::string& c : to_run) {
+    onnx::CaseResult r = onnx::run_case(c, opt);
+    if (r.status == onnx::CaseResult::Status::Passed) ++passed;
+    else if (r.status == onnx::CaseResult::Status::Unsupported) ++unsupported_cases;
+    else {
+      ++failed;
+      if (!quiet || expected.count(r.name))
+        std::printf("FAIL %s: %s (largest error %g)\n", r.name.c_str(), r.reason.c_str(), r.max_error);
+    }
+    std::fflush(stdout);
+    results.push_back(r);
+  }
+  std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  int status = kExitOk;
+  if (args.given("expect")) {
+    std::vector<std::string> regressed, fresh;
+    std::set<std::string> seen;
+    for (const auto& r : results) {
+      seen.insert(r.name);
+      bool ok = r.status == onnx::CaseResult::Status::Passed;
+      if (expected.count(r.name) && !ok) regressed.push_back(r.name);
+      if (!expected.count(r.name) && ok) fresh.push_back(r.name);
+    }
+    for (const auto& e : expected)
+      if (!seen.count(e) && filter.empty()) regressed.push_back(e + " (no such case)");
+    for (const auto& n : regressed) std::printf("REGRESSION %s: expected to pass (listed in %s)\n", n.c_str(), args.str("expect").c_str());
+    if (!fresh.empty()) {
+      std::printf("note: %zu new pass%s; add to %s:", fresh.size(), fresh.size() > 1 ? "es" : "", args.str("expect").c_str());
+      for (const auto& n : fresh) std::printf(" %s", n.c_str());
+      std::printf("\n");
+    }
+    if (!regressed.empty()) status = kExitError;
+  }
+  if (args.given("write-passes")) {
+    std::ofstream out(args.str("write-passes"));
+    KILN_CHECK(out, IoError, "cannot write ", args.str("write-passes"));
+    for (const auto& r : results)
+      if (r.status == onnx::CaseResult::Status::Passed) out << r.name << "\n";
+  }
+  if (args.given("json")) {
+    nlohmann::json j;
+    j["passed"] = passed;
+    j["failed"] = failed;
+    j["unsupported"] = unsupported_cases;
+    j["total"] = results.size();
+    j["device"] = opt.device.str();
+    j["cases"] = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json c{{"name", r.name}, {"status", onnx::status_name(r.status)}};
+      if (!r.reason.empty()) c["reason"] = r.reason;
+      if (r.max_error > 0) c["max_error"] = r.max_error;
+      j["cases"].push_back(c);
+    }
+    std::ofstream out(args.str("json"));
+    KILN_CHECK(out, IoError, "cannot write ", args.str("json"));
+    out << j.dump(1) << "\n";
+  }
+  std::printf("passed: %d failed: %d unsupported: %d total: %zu\n", passed, failed, unsupported_cases, results.size());
+  return status;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,197 @@
+#include "engine/onnx/executor.h"
+
+#include <set>
+
+#include "engine/core/grad_mode.h"
+#include "engine/onnx/op_context.h"
+
+namespace kiln::onnx {
+
+std::string UnsupportedOp::str() const {
+  std::string s = domain.empty() ? op_type : domain + "." + op_type;
+  return s + " (node '" + node + "', opset " + std::to_string(opset) + ")";
+}
+
+namespace {
+
+int64_t opset_of(const Model& m, const std::string& domain) {
+  auto it = m.opsets.find(domain);
+  return it == m.opsets.end() ? 0 : it->second;
+}
+
+void collect_unsupported(const Model& m, const Graph& g, std::vector<UnsupportedOp>& out) {
+  const OpTable& ops = onnx_ops();
+  for (const Node& n : g.nodes) {
+    if (!n.domain.empty() || !ops.count(n.op_type))
+      out.push_back({n.op_type, n.name, n.domain, opset_of(m, n.domain)});
+    for (const auto& [name, a] : n.attributes) {
+      if (a.g) collect_unsupported(m, *a.g, out);
+      for (const auto& sub : a.graphs) collect_unsupported(m, *sub, out);
+    }
+  }
+}
+
+// Every value a node reads must exist before it: checks the graph (and its subgraphs,
+// which also see the names of the enclosing scopes).
+void check_defined(const Graph& g, std::set<std::string> scope) {
+  for (const auto& [name, t] : g.initializers) scope.insert(name);
+  for (const auto& v : g.inputs) scope.insert(v.name);
+  for (const Node& n : g.nodes) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const std::string& in = n.inputs[i];
+      KILN_CHECK(in.empty() || scope.count(in), ValueError, "node '", n.name, "' (", n.op_type, "): input ", i, " '",
+                 in, "' is not a graph input, an initializer or the output of an earlier node");
+    }
+    for (const auto& [name, a] : n.attributes) {
+      if (a.g) check_defined(*a.g, scope);
+      for (const auto& sub : a.graphs) check_defined(*sub, scope);
+    }
+    for (const std::string& out : n.outputs)
+      if (!out.empty()) scope.insert(out);
+  }
+  for (const auto& v : g.outputs)
+    KILN_CHECK(scope.count(v.name), ValueError, "graph '", g.name, "': output '", v.name,
+               "' is not produced by any node, initializer or input");
+}
+
+// Re-throws an engine error with the node's name in front, keeping its type.
+[[noreturn]] void rethrow_with(const std::string& where, const std::exception& e) {
+  std::string msg = where + ": " + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(msg);
+  if (dynamic_cast<const DeviceError*>(&e)) throw DeviceError(msg);
+  if (dynamic_cast<const IoError*>(&e)) throw IoError(msg);
+  throw ValueError(msg);
+}
+
+struct Scope {
+  const Scope* parent = nullptr;
+  std::map<std::string, Tensor> values;
+  const Tensor* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+class Runner {
+ public:
+  Runner(const Model& m, Device d) : model_(m), device_(d), opset_(m.opset()) {}
+
+  std::vector<Tensor> run_graph(const Graph& g, Scope& scope) const {
+    for (const auto& [name, t] : g.initializers)
+      if (!scope.values.count(name)) scope.values[name] = t.to(device_);
+    const OpTable& ops = onnx_ops();
+    for (const Node& n : g.nodes) {
+      std::vector<Tensor> in;
+      in.reserve(n.inputs.size());
+      for (const std::string& name : n.inputs) {
+        if (name.empty()) {
+          in.emplace_back();
+          continue;
+        }
+        const Tensor* t = scope.find(name);
+        KILN_CHECK(t, ValueError, "node '", n.name, "' (", n.op_type, "): input '", name, "' has no value");
+        in.push_back(*t);
+      }
+      auto it = ops.find(n.op_type);
+      KILN_CHECK(n.domain.empty() && it != ops.end(), ValueError, "node '", n.name, "': unsupported op ",
+                 n.op_type);
+      OpContext ctx(n, opset_, std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Tensor>& v) {
+        Scope inner;
+        inner.parent = &scope;
+        KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
+                   " inputs, got ", v.size());
+        for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
+        return run_graph(sub, inner);
+      });
+      std::vector<Tensor> out;
+      try {
+        out = it->second(ctx);
+      } catch (const std::exception& e) {
+        std::string where = ctx.where();
+        if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
+        rethrow_with(where, e);
+      }
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        if (n.outputs[i].empty()) continue;
+        KILN_CHECK(i < out.size() && out[i].defined(), ValueError, ctx.where(), ": output ", i, " '", n.outputs[i],
+                   "' is not computed by Kiln's ", n.op_type);
+        scope.values[n.outputs[i]] = out[i];
+      }
+    }
+    std::vector<Tensor> outs;
+    for (const auto& v : g.outputs) {
+      const Tensor* t = scope.find(v.name);
+      KILN_CHECK(t, ValueError, "graph output '", v.name, "' has no value");
+      outs.push_back(*t);
+    }
+    return outs;
+  }
+
+ private:
+  const Model& model_;
+  Device device_;
+  int64_t opset_;
+};
+
+}  // namespace
+
+std::vector<UnsupportedOp> find_unsupported(const Model& model) {
+  std::vector<UnsupportedOp> out;
+  collect_unsupported(model, model.graph, out);
+  return out;
+}
+
+Session::Session(Model model, Device device) : model_(std::move(model)), device_(device) {
+  std::vector<UnsupportedOp> bad = find_unsupported(model_);
+  if (!bad.empty()) {
+    std::string msg = std::to_string(bad.size()) + " unsupported op" + (bad.size() > 1 ? "s" : "") + ": ";
+    for (size_t i = 0; i < bad.size(); ++i) msg += (i ? ", " : "") + bad[i].str();
+    throw UnsupportedError(msg, std::move(bad));
+  }
+  model_.opset();  // imports ai.onnx
+  check_defined(model_.graph, {});
+  for (auto& [name, t] : model_.graph.initializers) t = t.to(device_);
+}
+
+std::vector<std::string> Session::input_names() const {
+  std::vector<std::string> v;
+  for (const auto& i : model_.graph.inputs) v.push_back(i.name);
+  return v;
+}
+
+std::vector<std::string> Session::output_names() const {
+  std::vector<std::string> v;
+  for (const auto& o : model_.graph.outputs) v.push_back(o.name);
+  return v;
+}
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
+  NoGradGuard no_grad;
+  Scope scope;
+  std::string names;
+  for (const auto& v : model_.graph.inputs) names += (names.empty() ? "" : ", ") + v.name;
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const auto& v : model_.graph.inputs) known |= v.name == name;
+    KILN_CHECK(known, ValueError, "'", name, "' is not an input of the model (inputs: ", names, ")");
+    scope.values[name] = t.to(device_);
+  }
+  for (const auto& v : model_.graph.inputs) {
+    KILN_CHECK(inputs.count(v.name), ValueError, "model input '", v.name, "' (", v.type_str(), ") is not given");
+    const Tensor& t = inputs.at(v.name);
+    if (v.has_shape) {
+      bool ok = static_cast<size_t>(t.dim()) == v.shape.size();
+      for (size_t i = 0; ok && i < v.shape.size(); ++i) ok = !v.shape[i].known() || v.shape[i].value == t.size(i);
+      KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(t.shape()));
+    }
+  }
+  Runner runner(model_, device_);
+  return runner.run_graph(model_.graph, scope);
+}
+
+}  // namespace kiln::onnx

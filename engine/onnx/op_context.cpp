@@ -1,0 +1,97 @@
+#include "engine/onnx/op_context.h"
+
+namespace kiln::onnx {
+
+void OpContext::fail(const std::string& message) const { throw ValueError(where() + ": " + message); }
+
+const Tensor& OpContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but not given");
+  return inputs_[i];
+}
+
+Tensor OpContext::optional_input(size_t i) const { return has_input(i) ? inputs_[i] : Tensor(); }
+
+std::vector<int64_t> OpContext::ints_input(size_t i) const {
+  const Tensor& t = input(i);
+  if (t.dim() > 1) fail("input " + std::to_string(i) + " must be 1-d, got shape " + shape_str(t.shape()));
+  if (!is_integral(t.dtype()))
+    fail("input " + std::to_string(i) + " must be an integer tensor, got " + dtype_name(t.dtype()));
+  return t.to_vector<int64_t>();
+}
+
+double OpContext::scalar_input(size_t i) const {
+  const Tensor& t = input(i);
+  if (t.numel() != 1) fail("input " + std::to_string(i) + " must hold one value, got shape " + shape_str(t.shape()));
+  return t.to(DType::f64).item<double>();
+}
+
+const Attribute& OpContext::attr(const std::string& name, Attribute::Type type) const {
+  auto it = node_.attributes.find(name);
+  if (it == node_.attributes.end()) fail("attribute '" + name + "' is required but missing");
+  if (it->second.type != type)
+    fail("attribute '" + name + "' must be " + attribute_type_name(type) + ", got " +
+         attribute_type_name(it->second.type));
+  return it->second;
+}
+
+int64_t OpContext::attr_int(const std::string& name) const { return attr(name, Attribute::Type::Int).i; }
+int64_t OpContext::attr_int(const std::string& name, int64_t def) const {
+  return has_attr(name) ? attr(name, Attribute::Type::Int).i : def;
+}
+double OpContext::attr_float(const std::string& name, double def) const {
+  return has_attr(name) ? attr(name, Attribute::Type::Float).f : def;
+}
+std::string OpContext::attr_string(const std::string& name, const std::string& def) const {
+  return has_attr(name) ? attr(name, Attribute::Type::String).s : def;
+}
+std::vector<int64_t> OpContext::attr_ints(const std::string& name, std::vector<int64_t> def) const {
+  return has_attr(name) ? attr(name, Attribute::Type::Ints).ints : def;
+}
+std::vector<double> OpContext::attr_floats(const std::string& name, std::vector<double> def) const {
+  return has_attr(name) ? attr(name, Attribute::Type::Floats).floats : def;
+}
+std::vector<std::string> OpContext::attr_strings(const std::string& name) const {
+  return attr(name, Attribute::Type::Strings).strings;
+}
+const Tensor& OpContext::attr_tensor(const std::string& name) const { return attr(name, Attribute::Type::Tensor).t; }
+const Graph& OpContext::attr_graph(const std::string& name) const { return *attr(name, Attribute::Type::Graph).g; }
+
+const OpTable& onnx_ops() {
+  static const OpTable table = [] {
+    OpTable t;
+    register_math_ops(t);
+    register_shape_ops(t);
+    register_nn_ops(t);
+    register_reduce_ops(t);
+    register_host_ops(t);
+    register_control_ops(t);
+    register_resize_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+int64_t wrap_axis(const OpContext& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor ints_tensor(const std::vector<int64_t>& v, Device device) {
+  return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, device);
+}
+
+Tensor flip(const Tensor& x, int64_t dim) {
+  int64_t n = x.size(dim);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = n - 1 - i;
+  return index_select(x, dim, ints_tensor(idx, x.device()));
+}
+
+std::vector<double> host_doubles(const Tensor& x) { return x.to_vector<double>(); }
+
+Tensor from_doubles(const std::vector<double>& v, const Shape& shape, DType dtype, Device device) {
+  return Tensor::from_vector(v, shape).to(dtype).to(device);
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,89 @@
+// What an ONNX op implementation sees: the node, its inputs as kiln::Tensor, typed
+// attribute access with the node named in every error, and the opset in force.
+// Each ops_*.cpp file registers its ops into an OpTable (op type -> function); ops run
+// on the inputs' device with engine ops (engine/core/ops.h), or, where named
+// `host_*`, on the host (clearly marked fallbacks for ops the engine lacks).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/ops.h"
+#include "engine/onnx/model.h"
+#include "engine/onnx/tensor_proto.h"
+
+namespace kiln::onnx {
+
+class OpContext;
+using OpFn = std::function<std::vector<Tensor>(OpContext&)>;
+// Runs a subgraph (If/Loop/Scan bodies) with the given values bound to its inputs, in
+// order; outer-scope names resolve through the calling graph. Returns its outputs.
+using SubgraphRunner = std::function<std::vector<Tensor>(const Graph&, const std::vector<Tensor>&)>;
+
+class OpContext {
+ public:
+  OpContext(const Node& node, int64_t opset, std::vector<Tensor> inputs, Device device, SubgraphRunner runner)
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), device_(device), runner_(std::move(runner)) {}
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }  // of the node's domain
+  Device device() const { return device_; }
+  // "node 'conv1' (Conv)" — the prefix of every error this op reports.
+  std::string where() const { return "node '" + node_.name + "' (" + node_.op_type + ")"; }
+  [[noreturn]] void fail(const std::string& message) const;  // ValueError(where() + ": " + message)
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  const Tensor& input(size_t i) const;   // ValueError when absent
+  Tensor optional_input(size_t i) const;  // undefined when absent
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  // A 1-d (or 0-d) integer input read to the host (shapes, axes, pads ...).
+  std::vector<int64_t> ints_input(size_t i) const;
+  double scalar_input(size_t i) const;  // a one-element input
+
+  bool has_attr(const std::string& name) const { return node_.attributes.count(name) > 0; }
+  // Typed attribute access; ValueError naming the node when the type differs or (for the
+  // overloads without a default) the attribute is absent.
+  int64_t attr_int(const std::string& name) const;
+  int64_t attr_int(const std::string& name, int64_t def) const;
+  double attr_float(const std::string& name, double def) const;
+  std::string attr_string(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::vector<double> attr_floats(const std::string& name, std::vector<double> def = {}) const;
+  std::vector<std::string> attr_strings(const std::string& name) const;
+  const Tensor& attr_tensor(const std::string& name) const;
+  const Graph& attr_graph(const std::string& name) const;
+  std::vector<Tensor> run_subgraph(const Graph& g, const std::vector<Tensor>& inputs) const { return runner_(g, inputs); }
+
+ private:
+  const Attribute& attr(const std::string& name, Attribute::Type type) const;
+  const Node& node_;
+  int64_t opset_;
+  std::vector<Tensor> inputs_;
+  Device device_;
+  SubgraphRunner runner_;
+};
+
+using OpTable = std::map<std::string, OpFn>;
+// All ops of the ai.onnx domain that Kiln runs (built once from the register_* below).
+const OpTable& onnx_ops();
+void register_math_ops(OpTable& t);       // ops_math.cpp: elementwise, activations, logic
+void register_shape_ops(OpTable& t);      // ops_shape.cpp: reshape, slice, gather, pad ...
+void register_nn_ops(OpTable& t);         // ops_nn.cpp: conv, pooling, normalization
+void register_reduce_ops(OpTable& t);     // ops_reduce.cpp: reductions, softmax, argmax, losses
+void register_host_ops(OpTable& t);       // ops_host.cpp: host fallbacks (TopK, Resize, NMS ...)
+void register_control_ops(OpTable& t);    // ops_control.cpp: If, Loop
+void register_resize_ops(OpTable& t);     // ops_resize.cpp: Resize, Upsample
+
+// ---- helpers shared by the op files ----
+int64_t wrap_axis(const OpContext& c, int64_t axis, int64_t rank);  // ValueError naming the node
+Tensor ints_tensor(const std::vector<int64_t>& v, Device device);    // 1-d i64
+Tensor flip(const Tensor& x, int64_t dim);                           // reverses one dim (a copy)
+// Values of `x` (any dtype) as doubles / int64 on the host, row-major.
+std::vector<double> host_doubles(const Tensor& x);
+// A tensor of `dtype` on `device` from doubles (values cast as static_cast would).
+Tensor from_doubles(const std::vector<double>& v, const Shape& shape, DType dtype, Device device);
+
+}  // namespace kiln::onnx

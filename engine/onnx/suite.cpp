@@ -1,0 +1,140 @@
+#include "engine/onnx/suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "engine/onnx/tensor_proto.h"
+
+namespace kiln::onnx {
+
+namespace fs = std::filesystem;
+
+const char* status_name(CaseResult::Status s) {
+  switch (s) {
+    case CaseResult::Status::Passed: return "passed";
+    case CaseResult::Status::Failed: return "failed";
+    case CaseResult::Status::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+std::vector<std::string> find_cases(const std::string& dir) {
+  std::error_code ec;
+  KILN_CHECK(fs::is_directory(dir, ec), IoError, "no such folder: ", dir);
+  if (fs::exists(fs::path(dir) / "model.onnx")) return {dir};
+  std::vector<std::string> cases;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path().string());
+  std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+namespace {
+
+std::string index_str(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    idx[i] = shape[i] ? flat % shape[i] : 0;
+    flat = shape[i] ? flat / shape[i] : 0;
+  }
+  return shape_str(idx);
+}
+
+std::vector<std::string> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, std::string>> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0 && n.size() > prefix.size() + 3 && n.substr(n.size() - 3) == ".pb")
+      files.emplace_back(std::atoi(n.c_str() + prefix.size()), e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> out;
+  for (auto& f : files) out.push_back(f.second);
+  return out;
+}
+
+}  // namespace
+
+std::string compare_tensors(const Tensor& expected, const Tensor& actual, double rtol, double atol, double& max_error) {
+  if (expected.shape() != actual.shape())
+    return "shape " + shape_str(actual.shape()) + " differs from the expected " + shape_str(expected.shape());
+  if (expected.dtype() != actual.dtype())
+    return std::string("dtype ") + dtype_name(actual.dtype()) + " differs from the expected " + dtype_name(expected.dtype());
+  std::vector<double> e = expected.to_vector<double>(), a = actual.to_vector<double>();
+  bool floating = is_floating(expected.dtype());
+  int64_t worst = -1;
+  double worst_excess = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    double x = a[i], y = e[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == y) continue;
+    double err = std::fabs(x - y);
+    if (std::isnan(err)) err = INFINITY;
+    max_error = std::max(max_error, err);
+    double excess = floating ? err - (atol + rtol * std::fabs(y)) : err;
+    if (!(excess <= 0) && (worst < 0 || excess > worst_excess || std::isnan(excess))) {
+      worst = static_cast<int64_t>(i);
+      worst_excess = std::isnan(excess) ? INFINITY : excess;
+    }
+  }
+  if (worst < 0) return "";
+  std::ostringstream os;
+  os.precision(8);
+  os << "value " << a[size_t(worst)] << " at " << index_str(worst, expected.shape()) << " differs from the expected "
+     << e[size_t(worst)] << " by " << std::fabs(a[size_t(worst)] - e[size_t(worst)]);
+  return os.str();
+}
+
+CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
+  CaseResult r;
+  r.name = fs::path(case_dir).filename().string();
+  try {
+    Model model = load_model((fs::path(case_dir) / "model.onnx").string());
+    r.unsupported = find_unsupported(model);
+    if (!r.unsupported.empty()) {
+      r.status = CaseResult::Status::Unsupported;
+      r.reason = "unsupported op " + r.unsupported[0].str();
+      return r;
+    }
+    Session session(std::move(model), opt.device);
+    std::vector<std::string> names = session.input_names();
+    std::vector<fs::path> sets;
+    for (const auto& e : fs::directory_iterator(case_dir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) throw IoError(case_dir + ": no test_data_set_* folder");
+    for (const fs::path& set : sets) {
+      std::vector<std::string> inputs = sorted_files(set, "input_"), outputs = sorted_files(set, "output_");
+      if (inputs.size() > names.size())
+        throw ValueError(set.string() + ": " + std::to_string(inputs.size()) + " input files for " +
+                         std::to_string(names.size()) + " model inputs");
+      std::map<std::string, Tensor> feed;
+      for (size_t i = 0; i < inputs.size(); ++i) feed[names[i]] = load_tensor_file(inputs[i]);
+      std::vector<Tensor> got = session.run(feed);
+      if (got.size() != outputs.size())
+        throw ValueError(std::to_string(got.size()) + " outputs for " + std::to_string(outputs.size()) + " expected");
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        Tensor expected = load_tensor_file(outputs[i]);
+        std::string why = compare_tensors(expected, got[i], opt.rtol, opt.atol, r.max_error);
+        if (!why.empty()) {
+          r.reason = set.filename().string() + " output " + std::to_string(i) + " '" + session.output_names()[i] +
+                     "': " + why;
+          return r;
+        }
+      }
+    }
+    r.status = CaseResult::Status::Passed;
+  } catch (const UnsupportedError& e) {
+    r.status = CaseResult::Status::Unsupported;
+    r.unsupported = e.ops;
+    r.reason = e.what();
+  } catch (const std::exception& e) {
+    r.status = CaseResult::Status::Failed;
+    r.reason = e.what();
+  }
+  return r;
+}
+
+}  // namespace kiln::onnx
