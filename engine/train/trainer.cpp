@@ -23,6 +23,35 @@ Trainer::Trainer(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optim
   KILN_CHECK(options_.epochs >= 0, ValueError, "Trainer: epochs must be non-negative, got ", options_.epochs);
 }
 
+void Trainer::cancel() {
+  {
+    std::lock_guard<std::mutex> lock(pause_mutex_);
+    cancelled_ = true;
+  }
+  pause_cv_.notify_all();
+}
+
+void Trainer::pause() {
+  std::lock_guard<std::mutex> lock(pause_mutex_);
+  paused_ = true;
+}
+
+void Trainer::resume() {
+  {
+    std::lock_guard<std::mutex> lock(pause_mutex_);
+    paused_ = false;
+  }
+  pause_cv_.notify_all();
+}
+
+double Trainer::wait_while_paused() {
+  if (!paused_) return 0;
+  auto start = Clock::now();
+  std::unique_lock<std::mutex> lock(pause_mutex_);
+  pause_cv_.wait(lock, [&] { return !paused_ || cancelled_; });
+  return seconds_since(start);
+}
+
 void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
   try {
     const int64_t batches = train.size();
@@ -35,6 +64,9 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       auto epoch_start = Clock::now();
       int64_t batch_index = 0;
       while (!cancelled_) {
+        // Paused time is left out of the epoch's clock (images/s, ETA, seconds).
+        epoch_start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_while_paused()));
+        if (cancelled_) break;
         std::optional<data::Batch> batch = train.next();
         if (!batch) break;
         ++batch_index;

@@ -8,9 +8,11 @@
 // draws from the default generator, whose state is checkpointed).
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/core/error.h"
@@ -59,8 +61,14 @@ class Trainer {
   // Loss and metrics of the model on a whole loader, in eval mode, without gradients.
   ClassificationMetrics evaluate(data::DataLoader& loader);
 
-  void cancel() { cancelled_ = true; }
+  void cancel();  // also ends a pause
   bool cancelled() const { return cancelled_; }
+  // pause() may be called from any thread: fit() then waits before its next batch
+  // until resume() or cancel(). The time spent paused counts neither in the
+  // images/s and ETA of BatchEnd nor in the epoch's seconds.
+  void pause();
+  void resume();
+  bool paused() const { return paused_; }
   EventQueue& events() { return events_; }
 
   // Checkpoint = model weights + optimizer state + trainer state (epoch, step,
@@ -84,6 +92,10 @@ class Trainer {
   TrainerOptions options_;
   EventQueue events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> paused_{false};
+  std::mutex pause_mutex_;
+  std::condition_variable pause_cv_;
+  double wait_while_paused();  // seconds waited
   int epoch_ = 0;
   int64_t step_ = 0;
   double train_seconds_ = 0;
