@@ -1,0 +1,158 @@
+// MetricsWriter under concurrency and a crash: a writer thread while the UI
+// connection reads, several threads on one writer, the ~200 ms background commit,
+// and a child process SIGKILLed mid-run whose committed rows must all survive.
+//
+// Child mode: `test_project_crash --child PROJECT RUN` writes step metrics forever (one
+// every ~1 ms, so most commits come from the 200 ms timer) and prints "committed N"
+// after each commit it observes.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "project_test_util.h"
+
+using namespace kiln::projects;
+
+static int run_child(const std::string& path, int64_t run) {
+  MetricsWriter writer(path, run);
+  int64_t reported = 0;
+  for (int64_t s = 1;; ++s) {
+    writer.step({s, static_cast<int>(s / 1000) + 1, 1.0 / static_cast<double>(s), 0.01, 1000, 0.001 * s});
+    const int64_t committed = writer.rows_committed();
+    if (committed != reported) {
+      reported = committed;
+      std::printf("committed %lld\n", static_cast<long long>(committed));
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+class TestProjectCrash : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString file(const QString& name) const { return dir_.filePath(name); }
+
+ private slots:
+  void backgroundCommitWithoutFlush() {
+    const std::string path = file("timer.kiln").toStdString();
+    Project p = Project::create(path);
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    MetricsWriter w(path, run);
+    for (int s = 1; s <= 10; ++s) w.step({s, 1, 1.0, 0.1, 10, 0.1});
+    QTRY_COMPARE_WITH_TIMEOUT(w.rows_committed(), int64_t(10), 5000);  // the ~200 ms timer, no flush()
+    QCOMPARE(p.step_metrics(run).size(), size_t(10));
+    for (int s = 11; s <= 11 + MetricsWriter::kMaxRows; ++s) w.step({s, 1, 1.0, 0.1, 10, 0.1});
+    QTRY_VERIFY_WITH_TIMEOUT(w.rows_committed() >= 10 + MetricsWriter::kMaxRows, 5000);
+  }
+
+  void writerThreadWhileUiReads() {
+    const std::string path = file("concurrent.kiln").toStdString();
+    Project p = Project::create(path);
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    constexpr int kSteps = 4000;
+    std::atomic<bool> done{false};
+    std::thread trainer([&] {
+      MetricsWriter w(path, run);
+      for (int s = 1; s <= kSteps; ++s) {
+        w.step({s, 1, 1.0 / s, 0.1, 10, 0.001 * s});
+        if (s % 1000 == 0) w.epoch({s / 1000, 1, 0.5, 1, 0.5, 0.1, 1});
+        if (s % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      done = true;
+    });  // the writer's destructor commits the rest
+    size_t last = 0;
+    int reads = 0;
+    bool prefix = true;  // checked after join(): a QVERIFY here would leave the thread running
+    while (!done && prefix) {
+      auto steps = p.step_metrics(run);  // the UI connection reads while the writer commits
+      prefix = steps.size() >= last;
+      for (size_t i = 0; i < steps.size(); ++i) prefix = prefix && steps[i].step == int64_t(i + 1);  // no gaps
+      last = steps.size();
+      p.autosave("{\"reads\":" + std::to_string(++reads) + "}");  // UI writes interleave too
+    }
+    trainer.join();
+    QVERIFY2(prefix, "the UI read a non-prefix of the committed steps");
+    QCOMPARE(p.step_metrics(run).size(), size_t(kSteps));
+    QCOMPARE(p.epoch_metrics(run).size(), size_t(4));
+    QVERIFY(reads > 1);
+  }
+
+  void manyThreadsOneWriter() {
+    const std::string path = file("threads.kiln").toStdString();
+    Project p = Project::create(path);
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    MetricsWriter w(path, run);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&w, t] {
+        for (int i = 0; i < 1000; ++i) {
+          w.step({t * 1000 + i + 1, 1, 0.5, 0.1, 10, 0.1});
+          if (i % 300 == 0) w.flush();
+        }
+      });
+    for (auto& th : threads) th.join();
+    w.flush();
+    QCOMPARE(w.rows_committed(), int64_t(4000));
+    QCOMPARE(p.step_metrics(run).size(), size_t(4000));
+  }
+
+  void sigkilledWriterKeepsCommittedRows() {
+    const QString path = file("crash.kiln");
+    int64_t run = 0;
+    {
+      Project p = Project::create(path.toStdString());
+      run = p.begin_run({"killed", "{}", "cpu", 0});
+    }
+    QProcess child;
+    child.setProgram(QCoreApplication::applicationFilePath());
+    child.setArguments({"--child", path, QString::number(run)});
+    child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    child.start();
+    QVERIFY(child.waitForStarted(10000));
+    int64_t reported = 0;
+    int commits = 0;
+    QByteArray pending;
+    while (commits < 5) {  // at least 5 commits (~1 s) before the kill
+      QVERIFY2(child.waitForReadyRead(10000), "the child stopped reporting commits");
+      pending += child.readAllStandardOutput();
+      for (qsizetype nl; (nl = pending.indexOf('\n')) >= 0; pending.remove(0, nl + 1)) {
+        const QByteArray line = pending.left(nl);
+        QVERIFY2(line.startsWith("committed "), line.constData());
+        const int64_t n = line.mid(10).toLongLong();
+        QVERIFY(n > reported);
+        reported = n;
+        ++commits;
+      }
+    }
+    child.kill();  // SIGKILL on Unix: no destructor, no flush
+    QVERIFY(child.waitForFinished(10000));
+    QCOMPARE(child.exitStatus(), QProcess::CrashExit);
+    pending += child.readAllStandardOutput();  // commits printed after our last read
+    for (const QByteArray& line : pending.split('\n'))
+      if (line.startsWith("committed ")) reported = std::max(reported, int64_t(line.mid(10).toLongLong()));
+    QVERIFY(QFile::exists(path + "-wal"));  // killed with an uncheckpointed WAL
+
+    Project p = Project::open(path.toStdString());  // runs quick_check first
+    const auto steps = p.step_metrics(run);
+    qInfo("reported %lld committed rows before SIGKILL; the file holds %zu", static_cast<long long>(reported),
+          steps.size());
+    QVERIFY(int64_t(steps.size()) >= reported);
+    for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, int64_t(i + 1));
+    QCOMPARE(p.runs().at(0).status, RunStatus::running);  // nobody ended it
+    p.end_run(run, RunStatus::failed, "killed", "{}");   // the file is writable again
+    QCOMPARE(p.runs().at(0).status, RunStatus::failed);
+  }
+};
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--child") return run_child(argv[2], std::stoll(argv[3]));
+  QCoreApplication app(argc, argv);
+  TestProjectCrash test;
+  QTEST_SET_MAIN_SOURCE_PATH
+  return QTest::qExec(&test, argc, argv);
+}
+#include "test_project_crash.moc"
