@@ -1,0 +1,105 @@
+// The graph IR: nodes (op + attributes + position) and edges from output ports to
+// input ports. One Graph serves the visual editor, ONNX import/export, code
+// generation and saving (DESIGN.md, "The graph IR").
+//
+// Every edit keeps the graph structurally sound — nodes have known ops and valid
+// attributes and unique identifier names, each input port has at most one source, no
+// edit closes a cycle — and throws ValueError with the reason otherwise. Whether the
+// graph computes anything (shapes fit, every input connected) is analysis.h's question.
+#pragma once
+#include <compare>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/graph/types.h"
+
+namespace kiln::graph {
+
+struct PortRef {
+  NodeId node = -1;
+  int port = 0;
+  auto operator<=>(const PortRef&) const = default;
+};
+
+// From an output port to an input port.
+struct Edge {
+  PortRef from;
+  PortRef to;
+  bool operator==(const Edge&) const = default;
+};
+
+struct Node {
+  NodeId id = -1;
+  std::string op;
+  std::string name;  // unique in the graph, [A-Za-z_][A-Za-z0-9_]*; names the module's state_dict keys
+  Attributes attrs;  // every attribute of the op's schema
+  double x = 0, y = 0;  // position on the canvas (scene units)
+  bool operator==(const Node&) const = default;
+};
+
+class Graph {
+ public:
+  std::string name;  // "Fashion-MNIST CNN"
+
+  // Adds a node: missing attrs get their defaults, given ones are validated; an empty name
+  // picks "conv2d_1"-style (op in lower snake case + the first free number). Returns its id
+  // (one more than the largest id ever used). ValueError on unknown op, bad attribute,
+  // invalid or duplicate name.
+  NodeId add_node(const std::string& op, const std::string& name = "", Attributes attrs = {});
+  // Restores a node with its id (undo of remove_node). ValueError when the id is taken, the
+  // name is taken or invalid, the op unknown or an attribute bad.
+  void insert_node(const Node& node);
+  // Removes the node and its edges. IndexError for an unknown id.
+  void remove_node(NodeId id);
+  std::vector<Edge> edges_of(NodeId id) const;  // edges touching the node, in edges() order
+
+  // Why `from` (an output port) cannot connect to `to` (an input port): nonexistent node or
+  // port, self-loop, input already connected, or a cycle it would close. nullopt when OK.
+  std::optional<std::string> can_connect(PortRef from, PortRef to) const;
+  void connect(PortRef from, PortRef to);  // ValueError(reason) when !can_connect
+  void disconnect(PortRef to);             // removes the edge into `to` (no-op if none)
+
+  // Why attribute `name` of the node cannot take `value` (unknown attribute, wrong type, out
+  // of range, a count attribute below a connected port, ...); nullopt when it can.
+  std::optional<std::string> check_attr(NodeId id, const std::string& name, const AttrValue& value) const;
+  void set_attr(NodeId id, const std::string& name, const AttrValue& value);  // ValueError(reason)
+  // Why `name` cannot name node `id` (invalid identifier or taken); nullopt when it can.
+  std::optional<std::string> check_name(NodeId id, const std::string& name) const;
+  void rename(NodeId id, const std::string& name);  // ValueError on invalid/duplicate
+  void set_position(NodeId id, double x, double y);
+
+  const Node& node(NodeId id) const;  // IndexError for an unknown id
+  const Node* find(NodeId id) const;  // nullptr for an unknown id
+  const Node* find_by_name(const std::string& name) const;  // nullptr when none
+  bool contains(NodeId id) const;
+  const std::vector<Node>& nodes() const { return nodes_; }  // ordered by id
+  const std::vector<Edge>& edges() const { return edges_; }  // ordered by (to, from)
+  std::optional<PortRef> source_of(PortRef to) const;
+  std::vector<PortRef> consumers_of(PortRef from) const;  // input ports fed by `from`, ordered
+  std::vector<NodeId> input_nodes() const;   // Input ops, by id
+  std::vector<NodeId> output_nodes() const;  // Output ops, by id
+  // Nodes so that every edge goes forward; among ready nodes the smallest id first, so
+  // the order is deterministic. ValueError naming a node on a cycle.
+  std::vector<NodeId> topological_order() const;
+  NodeId next_id() const { return next_id_; }  // the id add_node gives next
+
+  // Adds an edge checking only that both ports exist and `to` is free, not cycles
+  // (from_json uses it so a hand-edited file with a cycle opens and shows the problem).
+  void connect_unchecked_cycle(PortRef from, PortRef to);
+
+  bool operator==(const Graph& other) const;  // name, nodes and edges
+
+ private:
+  std::optional<std::string> check_ports(PortRef from, PortRef to) const;
+  std::string port_label(PortRef p, bool input) const;  // "input 'in' of 'relu_1'"
+  Node& mutable_node(NodeId id);
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  NodeId next_id_ = 1;
+};
+
+// Whether `name` is an identifier ([A-Za-z_][A-Za-z0-9_]*).
+bool is_identifier(const std::string& name);
+
+}  // namespace kiln::graph

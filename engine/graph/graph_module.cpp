@@ -1,0 +1,73 @@
+#include "engine/graph/graph_module.h"
+
+#include <algorithm>
+#include <map>
+
+#include "engine/core/error.h"
+#include "engine/graph/op_schema.h"
+
+namespace kiln::graph {
+
+GraphModule::GraphModule(const Graph& graph) : graph_(graph), analysis_(analyze(graph)) {
+  if (!analysis_.ok()) {
+    std::string msg = "the graph cannot run:";
+    for (const Problem& p : analysis_.problems)
+      msg += "\n  " + (p.node >= 0 ? "'" + graph_.node(p.node).name + "': " : std::string()) + p.message;
+    throw ValueError(msg);
+  }
+  order_ = graph_.topological_order();
+  for (NodeId id : order_) {
+    const Node& n = graph_.node(id);
+    const OpSchema& s = OpRegistry::global().get(n.op);
+    std::shared_ptr<nn::Module> m;
+    if (s.build) {
+      m = s.build(analysis_.nodes.at(id).inputs, n.attrs);
+      register_module(n.name, m);
+    }
+    modules_.push_back(m);
+  }
+}
+
+Tensor GraphModule::forward(const Tensor& x) {
+  KILN_CHECK(graph_.input_nodes().size() == 1 && graph_.output_nodes().size() == 1, ValueError,
+             "GraphModule::forward(x) needs one Input and one Output node; this graph has ", graph_.input_nodes().size(),
+             " and ", graph_.output_nodes().size(), " (use forward({...}))");
+  return forward(std::vector<Tensor>{x}).at(0);
+}
+
+std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
+  const std::vector<NodeId> in_ids = graph_.input_nodes();
+  KILN_CHECK(inputs.size() == in_ids.size(), ValueError, "GraphModule: the graph has ", in_ids.size(),
+             " inputs, got ", inputs.size(), " tensors");
+  std::map<PortRef, Tensor> values;
+  std::map<NodeId, Tensor> outputs;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const NodeId id = order_[i];
+    const Node& n = graph_.node(id);
+    const OpSchema& s = OpRegistry::global().get(n.op);
+    std::vector<Tensor> args;
+    if (n.op == "Input") {
+      const size_t k = static_cast<size_t>(std::find(in_ids.begin(), in_ids.end(), id) - in_ids.begin());
+      const Tensor& x = inputs[k];
+      const TensorType& want = analysis_.nodes.at(id).outputs.at(0);
+      bool fits = x.dim() == static_cast<int64_t>(want.shape.size());
+      for (size_t d = 1; fits && d < want.shape.size(); ++d) fits = x.size(static_cast<int64_t>(d)) == want.shape[d];
+      KILN_CHECK(fits, ShapeError, "GraphModule: input '", n.name, "' expects ", shape_str(want.shape), ", got ",
+                 kiln::shape_str(x.shape()));
+      args.push_back(x);
+    } else {
+      for (int p = 0; p < s.input_count(n.attrs); ++p) args.push_back(values.at(*graph_.source_of({id, p})));
+    }
+    if (n.op == "Output") {
+      outputs[id] = args.at(0);
+      continue;
+    }
+    std::vector<Tensor> out = s.forward(modules_[i].get(), args, n.attrs);
+    for (size_t p = 0; p < out.size(); ++p) values[PortRef{id, static_cast<int>(p)}] = out[p];
+  }
+  std::vector<Tensor> result;
+  for (NodeId id : graph_.output_nodes()) result.push_back(outputs.at(id));
+  return result;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,38 @@
+// GraphModule: any valid graph as a trainable nn::Module (torch.fx.GraphModule's role).
+// Each node that builds a module becomes a child named after the node, so state_dict
+// keys read "conv1.weight"; children are registered in topological order. Works on any
+// device through Module::to and trains with train::Trainer like any model.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph.h"
+#include "engine/nn/module.h"
+
+namespace kiln::graph {
+
+class GraphModule : public nn::Module {
+ public:
+  // ValueError "the graph cannot run: <problems, one per line with the node name>" when
+  // !analyze(g).ok(). Parameters are drawn from kiln::default_generator() (as each layer).
+  explicit GraphModule(const Graph& graph);
+  // One Input, one Output: x of the Input's type -> the Output's tensor.
+  // ValueError when the graph has several inputs or outputs.
+  Tensor forward(const Tensor& x) override;
+  // inputs in input_nodes() order -> outputs in output_nodes() order. ValueError on a
+  // wrong count; ShapeError when an input's per-sample shape is not the Input node's.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  const Graph& graph() const { return graph_; }
+  const Analysis& analysis() const { return analysis_; }
+  std::string type_name() const override { return "GraphModule"; }
+
+ private:
+  Graph graph_;
+  Analysis analysis_;
+  std::vector<NodeId> order_;                       // topological
+  std::vector<std::shared_ptr<nn::Module>> modules_;  // per order_ entry (null: stateless)
+};
+
+}  // namespace kiln::graph

@@ -1,0 +1,101 @@
+// Op schemas: the one place that says what a graph op is — its ports, attributes
+// (type, default, range, unit), parameters, shape inference, multiply-adds and how
+// it runs. The Studio's palette and property editor are generated from it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/graph/types.h"
+#include "engine/nn/module.h"
+
+namespace kiln::graph {
+
+struct AttrSpec {
+  std::string name;
+  AttrType type = AttrType::Int;
+  AttrValue default_value;
+  std::optional<double> min, max;    // inclusive range (Int, Float, each element of Ints)
+  std::vector<std::string> choices;  // Choice
+  std::string unit;                  // "px", "" ...
+  std::string description;
+  int min_items = 0;                 // Ints: allowed number of elements
+  int max_items = -1;                //       (-1: no limit)
+};
+
+struct PortSpec {
+  std::string name;
+  std::string description;
+};
+
+struct ParamSpec {
+  std::string name;  // "weight"
+  SymShape shape;    // {out_features, in_features}; never holds kBatch
+};
+
+struct OpSchema {
+  std::string name;         // "Conv2d" (PyTorch class names; Input, Output, Add, Mul, Concat, ...)
+  std::string category;     // "Input/Output", "Layers", "Activations", "Normalization", "Pooling",
+                            // "Tensor", "Regularization"
+  std::string description;  // one or two sentences for the palette tooltip
+  std::vector<PortSpec> inputs, outputs;
+  std::string count_attribute;  // "num_inputs" for Add/Mul/Concat: the input port count comes from it
+  std::vector<AttrSpec> attributes;
+  // Output types from input types (one per output port). Throws ShapeError or DTypeError
+  // whose message names the op and both shapes ("Linear expects input features 784, got
+  // [N, 1, 28, 28] (flatten first?)"), ValueError for attribute combinations that cannot work.
+  std::function<std::vector<TensorType>(const std::vector<TensorType>&, const Attributes&)> infer;
+  // Parameter shapes for these input types; empty function: no parameters.
+  std::function<std::vector<ParamSpec>(const std::vector<TensorType>&, const Attributes&)> parameters;
+  // Multiply-adds per sample (the batch dimension taken as 1); empty function: 0.
+  // Counted as in the usual FLOP counters (fvcore, ptflops): Linear in*out per row,
+  // Conv2d (in/groups)*kH*kW per output element, one per element for normalization.
+  std::function<int64_t(const std::vector<TensorType>& in, const std::vector<TensorType>& out, const Attributes&)>
+      macs;
+  // The nn::Module that runs the node (created on the CPU); empty function: stateless,
+  // forward gets a null module.
+  std::function<std::shared_ptr<nn::Module>(const std::vector<TensorType>&, const Attributes&)> build;
+  // Runs the node: one tensor per input port in, one per output port out.
+  std::function<std::vector<Tensor>(nn::Module*, const std::vector<Tensor>&, const Attributes&)> forward;
+  // Extra checks of an attribute set beyond each AttrSpec (Reshape: at most one -1);
+  // returns the reason it is invalid, nullopt when fine. May be empty.
+  std::function<std::optional<std::string>(const Attributes&)> check;
+
+  int input_count(const Attributes& attrs) const;            // inputs.size() or the count attribute
+  std::string input_name(int port) const;                    // "in"; "in0", "in1" for counted ports
+  std::string output_name(int port) const;                   // outputs[port].name
+  const AttrSpec* attribute(const std::string& name) const;  // nullptr if none
+  // Attributes with every missing one set to its default (unknown names are kept, for
+  // check_attrs to report).
+  Attributes with_defaults(Attributes attrs) const;
+  // Why `value` is not valid for attribute `name` ("unknown attribute 'x' of Conv2d; known:
+  // ...", "kernel_size expects 2 integers, got 3", "p must be in [0, 1], got 1.5"); nullopt when fine.
+  std::optional<std::string> check_attr(const std::string& name, const AttrValue& value) const;
+  // check_attr for every entry, then `check`; missing attributes are reported too.
+  std::optional<std::string> check_attrs(const Attributes& attrs) const;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& global();                          // all built-in ops registered
+  void add(OpSchema schema);                            // ValueError on duplicate name
+  const OpSchema* find(const std::string& name) const;  // nullptr when unknown
+  const OpSchema& get(const std::string& name) const;   // ValueError "unknown op 'X'; known: ..."
+  std::vector<const OpSchema*> all() const;             // sorted by category, then name
+
+ private:
+  std::vector<std::unique_ptr<OpSchema>> ops_;
+};
+
+// Typed attribute access for op implementations (ValueError when missing or of another type).
+int64_t attr_int(const Attributes& attrs, const std::string& name);
+double attr_float(const Attributes& attrs, const std::string& name);
+bool attr_bool(const Attributes& attrs, const std::string& name);
+const std::string& attr_string(const Attributes& attrs, const std::string& name);
+const std::vector<int64_t>& attr_ints(const Attributes& attrs, const std::string& name);
+
+}  // namespace kiln::graph

@@ -1,0 +1,63 @@
+// Activations (torch.nn.ReLU, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax):
+// no parameters, output shaped as the input. Defaults as PyTorch: LeakyReLU
+// negative_slope=0.01, GELU approximate='none'; Softmax/LogSoftmax take dim=None in
+// PyTorch (deprecated implicit choice), Kiln defaults to the last dim.
+#include "engine/graph/op_helpers.h"
+#include "engine/nn/activation.h"
+
+namespace kiln::graph::detail {
+
+namespace {
+
+template <class M, class Make>
+OpSchema activation(const std::string& name, const std::string& description, std::vector<AttrSpec> attrs, Make make) {
+  OpSchema s;
+  s.name = name;
+  s.category = "Activations";
+  s.description = description;
+  s.inputs = {{"in", "any floating-point tensor"}};
+  s.outputs = {{"out", "same shape"}};
+  s.attributes = std::move(attrs);
+  s.infer = [name](const std::vector<TensorType>& in, const Attributes&) { return same_type(name, in); };
+  s.build = [make](const std::vector<TensorType>&, const Attributes& a) -> std::shared_ptr<nn::Module> { return make(a); };
+  s.forward = module_forward;
+  return s;
+}
+
+OpSchema softmax(const std::string& name, const std::string& description, bool log) {
+  std::vector<AttrSpec> attrs{int_attr("dim", -1, -8, 7, "", "Dimension the probabilities sum to 1 over (negative counts from the end).")};
+  OpSchema s = activation<nn::Softmax>(name, description, attrs, [log](const Attributes& a) -> std::shared_ptr<nn::Module> {
+    if (log) return std::make_shared<nn::LogSoftmax>(attr_int(a, "dim"));
+    return std::make_shared<nn::Softmax>(attr_int(a, "dim"));
+  });
+  s.infer = [name](const std::vector<TensorType>& in, const Attributes& a) {
+    std::vector<TensorType> out = same_type(name, in);
+    wrap_dim(name, attr_int(a, "dim"), in[0]);
+    return out;
+  };
+  return s;
+}
+
+}  // namespace
+
+void register_activation_ops(OpRegistry& r) {
+  r.add(activation<nn::ReLU>("ReLU", "max(x, 0) (Nair & Hinton 2010).", {},
+                             [](const Attributes&) { return std::make_shared<nn::ReLU>(); }));
+  AttrSpec slope = float_attr("negative_slope", 0.01, 0, 0, "", "Slope for x < 0.");
+  slope.min.reset(), slope.max.reset();
+  r.add(activation<nn::LeakyReLU>("LeakyReLU", "x for x > 0, negative_slope * x otherwise (Maas et al. 2013).", {slope},
+                                  [](const Attributes& a) { return std::make_shared<nn::LeakyReLU>(attr_float(a, "negative_slope")); }));
+  r.add(activation<nn::GELU>(
+      "GELU", "x * Phi(x), the Gaussian error linear unit (Hendrycks & Gimpel 2016).",
+      {choice_attr("approximate", "none", {"none", "tanh"}, "'tanh' uses the tanh approximation.")},
+      [](const Attributes& a) { return std::make_shared<nn::GELU>(attr_string(a, "approximate")); }));
+  r.add(activation<nn::SiLU>("SiLU", "x * sigmoid(x), also called swish (Elfwing et al. 2017).", {},
+                             [](const Attributes&) { return std::make_shared<nn::SiLU>(); }));
+  r.add(activation<nn::Sigmoid>("Sigmoid", "1 / (1 + exp(-x)).", {},
+                                [](const Attributes&) { return std::make_shared<nn::Sigmoid>(); }));
+  r.add(activation<nn::Tanh>("Tanh", "Hyperbolic tangent.", {}, [](const Attributes&) { return std::make_shared<nn::Tanh>(); }));
+  r.add(softmax("Softmax", "exp(x) / sum(exp(x)) along dim: probabilities (torch.nn.Softmax).", false));
+  r.add(softmax("LogSoftmax", "x - logsumexp(x) along dim: log-probabilities (torch.nn.LogSoftmax).", true));
+}
+
+}  // namespace kiln::graph::detail
