@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph_module.h"
+#include "engine/graph/json.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/functional.h"
 #include "engine/train/reference_models.h"
@@ -65,6 +69,38 @@ Loaders make_loaders(const TrainConfig& c) {
 
 std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
 
+// The graph of --graph: ValueError listing every problem when it cannot run, and
+// unless it has one Input and one Output.
+graph::Graph load_checked_graph(const std::string& path) {
+  graph::Graph g = graph::load_graph(path);
+  graph::Analysis a = graph::analyze(g);
+  if (!a.ok()) {
+    std::string msg = path + ": the graph cannot be trained:";
+    for (const graph::Problem& p : a.problems)
+      msg += "\n  " + (p.node >= 0 ? "'" + g.node(p.node).name + "': " : std::string()) + p.message;
+    throw ValueError(msg);
+  }
+  KILN_CHECK(g.input_nodes().size() == 1 && g.output_nodes().size() == 1, ValueError, path,
+             ": training needs a graph with one Input and one Output node, it has ", g.input_nodes().size(), " and ",
+             g.output_nodes().size());
+  return g;
+}
+
+// ShapeError naming both shapes when the data set's images or classes do not fit the graph.
+void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data) {
+  graph::Analysis a = graph::analyze(g);
+  const graph::TensorType in = *a.type_of({g.input_nodes()[0], 0});
+  const Tensor sample = data.get_batch({0}).input;
+  graph::SymShape have{graph::kBatch};
+  for (int64_t d = 1; d < sample.dim(); ++d) have.push_back(sample.size(d));
+  KILN_CHECK(have == in.shape, ShapeError, "the graph's input is ", graph::shape_str(in.shape), " but ", dataset,
+             " images are ", graph::shape_str(have));
+  const graph::TensorType out = a.nodes.at(g.output_nodes()[0]).inputs.at(0);
+  const auto classes = static_cast<int64_t>(class_names(dataset).size());
+  KILN_CHECK(out.shape == graph::SymShape({graph::kBatch, classes}), ShapeError, "the graph's output is ",
+             graph::shape_str(out.shape), " but ", dataset, " has ", classes, " classes (want [N, ", classes, "])");
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& argv) {
@@ -86,9 +122,14 @@ int train_command(const std::vector<std::string>& argv) {
   set_threads(c.threads);
   const Device device = resolve_device(c.device);
   manual_seed(c.seed);
+  // A graph is read and checked before the data set is (an invalid one lists its problems).
+  std::optional<graph::Graph> net;
+  if (!c.graph.empty()) net = load_checked_graph(c.graph);
   Loaders loaders = make_loaders(c);
+  if (net) check_graph_fits(*net, c.dataset, loaders.train->dataset());
 
-  std::shared_ptr<nn::Module> model = train::make_model(c.model);
+  std::shared_ptr<nn::Module> model =
+      net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net)) : train::make_model(c.model);
   model->to(device);
   auto optimizer = make_optimizer(c, model->parameters());
   train::TrainerOptions options;

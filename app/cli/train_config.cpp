@@ -1,6 +1,7 @@
 #include "app/cli/train_config.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "app/cli/datasets.h"
 #include "engine/train/reference_models.h"
@@ -14,6 +15,8 @@ ArgParser train_parser() {
   p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on", dataset_names())
       .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h)",
             train::reference_model_names())
+      .flag("graph", "FILE", "", "train the network a graph JSON file describes (Kiln Studio's format,\n"
+                                 "e.g. projects/templates/fashion_mnist_cnn.json) instead of --model")
       .flag("epochs", "N", "5", "epochs to train")
       .flag("batch-size", "B", "128", "images per batch")
       .flag("lr", "X", "0.001", "learning rate (the peak rate with --scheduler onecycle)")
@@ -46,6 +49,12 @@ TrainConfig train_config(const Args& args) {
   TrainConfig c;
   c.dataset = args.str("dataset");
   c.model = args.str("model");
+  if (args.given("graph")) {
+    if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
+    c.graph = args.str("graph");
+    if (c.graph.empty()) args.fail("--graph needs a graph JSON file");
+    c.model = "graph-" + std::filesystem::path(c.graph).stem().string();
+  }
   c.epochs = static_cast<int>(std::min<int64_t>(args.integer("epochs", 1), 1'000'000));
   c.batch_size = args.integer("batch-size", 1);
   c.lr = args.number("lr", 0, 1e6);

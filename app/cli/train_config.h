@@ -9,7 +9,8 @@ namespace kiln::cli {
 
 struct TrainConfig {
   std::string dataset = "fashion-mnist";
-  std::string model = "mlp";
+  std::string model = "mlp";       // with --graph: "graph-<file stem>"
+  std::string graph;               // --graph FILE.json: train this graph (engine/graph) instead of --model
   int epochs = 5;
   int64_t batch_size = 128;
   double lr = 1e-3;
