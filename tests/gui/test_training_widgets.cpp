@@ -1,0 +1,166 @@
+// Training widgets: live plots (points, smoothing, coalesced replots), training panel
+// (config round trip, Train disabled with reasons), settings JSON errors, evaluation
+// view (confusion heat map, misclassified grid), log panel.
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QtTest>
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/log_panel.h"
+#include "widgets/training/training_config.h"
+#include "widgets/training/training_panel.h"
+
+using namespace kiln::studio;
+
+class TestTrainingWidgets : public QObject {
+  Q_OBJECT
+ private slots:
+  void plotsCountPointsAndSkipNaN() {
+    LivePlots plots;
+    QVector<double> s, l, r;
+    for (int i = 1; i <= 1000; ++i) s << i, l << 2.0 / i, r << 1e-3;
+    plots.addSteps(s, l, r);
+    plots.addStep(1001, 0.001, 1e-3);
+    QCOMPARE(plots.stepCount(), 1001);
+    QCOMPARE(plots.lrPlot()->graph(0)->dataCount(), 1001);
+    plots.addEpoch(1, 0.5, 0.8, NAN, NAN);  // no validation set
+    QCOMPARE(plots.epochCount(), 1);
+    QCOMPARE(plots.epochPlot()->graph(1)->dataCount(), 0);  // validation loss skipped
+    QCOMPARE(plots.epochPlot()->graph(2)->data()->at(0)->value, 80.0);  // accuracy in %
+    plots.clear();
+    QCOMPARE(plots.stepCount(), 0);
+    QCOMPARE(plots.epochCount(), 0);
+  }
+
+  void smoothedCurveIsDebiasedEma() {
+    LivePlots plots;
+    plots.setSmoothing(0.5);
+    plots.addSteps({1, 2, 3}, {4, 4, 1}, {0, 0, 0});
+    QCPGraph* smooth = plots.stepPlot()->graph(1);
+    QCOMPARE(smooth->dataCount(), 3);
+    // Constant input: the debiased EMA equals it from the first point.
+    QCOMPARE(smooth->data()->at(0)->value, 4.0);
+    QCOMPARE(smooth->data()->at(1)->value, 4.0);
+    // ema: 2, 3, 0.5 * 3 + 0.5 * 1 = 2; debiased by 1 - 0.5^3.
+    QVERIFY(std::abs(smooth->data()->at(2)->value - 2.0 / 0.875) < 1e-12);
+  }
+
+  void replotsAreCoalesced() {
+    LivePlots plots;
+    plots.show();
+    const int before = plots.replotCount();
+    for (int i = 1; i <= 5000; ++i) plots.addStep(i, 1.0, 0.1);  // 5000 additions without returning to the loop
+    QTRY_VERIFY_WITH_TIMEOUT(plots.replotCount() > before, 2000);
+    QTest::qWait(100);
+    QVERIFY2(plots.replotCount() - before <= 2, qPrintable(QString::number(plots.replotCount() - before)));
+    QCOMPARE(plots.stepCount(), 5000);
+  }
+
+  void panelConfigRoundTrip() {
+    TrainingPanel panel;
+    TrainingConfig c;
+    c.optimizer = "sgd";
+    c.lr = 0.05;
+    c.momentum = 0.8;
+    c.scheduler = "onecycle";
+    c.epochs = 7;
+    c.batch_size = 32;
+    c.seed = 42;
+    c.device = "cpu";
+    panel.setConfig(c);
+    TrainingConfig back = panel.config();
+    QCOMPARE(QString::fromStdString(back.to_json()), QString::fromStdString(c.to_json()));
+    QVERIFY(panel.deviceCombo()->count() >= 2);  // auto + at least the CPU
+    QCOMPARE(panel.deviceCombo()->itemData(0).toString(), QString("auto"));
+    QVERIFY(panel.deviceCombo()->findData("cpu") > 0);  // from kiln::list_devices()
+  }
+
+  void startDisabledWithReasons() {
+    TrainingPanel panel;
+    QVERIFY(panel.startButton()->isEnabled());
+    panel.setStartBlockers({"output: input 0 is not connected", "no Output node"});
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY(panel.startButton()->toolTip().contains("input 0 is not connected"));
+    QVERIFY(panel.startButton()->toolTip().contains("no Output node"));
+    panel.setStartBlockers({});
+    QVERIFY(panel.startButton()->isEnabled());
+    panel.setState(TrainingPanel::State::Running);
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY(panel.pauseButton()->isEnabled());
+    QVERIFY(panel.stopButton()->isEnabled());
+    panel.setProgress(50, 200, 1, 4, 1234.0, 65);
+    QVERIFY2(panel.statusText().contains("1:05"), qPrintable(panel.statusText()));
+    QVERIFY(panel.statusText().contains("images/s"));
+  }
+
+  void configJsonErrorsNameTheField() {
+    auto message = [](const std::string& json) -> QString {
+      try {
+        TrainingConfig::from_json(json);
+      } catch (const kiln::ValueError& e) {
+        return e.what();
+      }
+      return {};
+    };
+    QVERIFY(message(R"({"optimizer":"lion"})").contains("'optimizer'"));
+    QVERIFY(message(R"({"epochs":0})").contains("'epochs'"));
+    QVERIFY(message(R"({"lr":"fast"})").contains("'lr'"));
+    QVERIFY(message("not json").contains("not valid JSON"));
+    QVERIFY(message(R"({"batch_size":64})").isEmpty());
+    TrainingConfig c;
+    c.epochs = 3;
+    QCOMPARE(TrainingConfig::from_json(c.to_json()).epochs, 3);
+    bool threw = false;
+    try {
+      DatasetConfig::from_json(R"({"train_size":59000,"validation_size":5000})");
+    } catch (const kiln::ValueError& e) {
+      threw = QString(e.what()).contains("60000");
+    }
+    QVERIFY(threw);
+  }
+
+  void evaluationShowsConfusionAndMistakes() {
+    EvaluationView view;
+    EvaluationResult r;
+    r.count = 10;
+    r.accuracy = 0.7;
+    r.loss = 0.5;
+    r.classNames = {"a", "b"};
+    r.confusion = {4, 1, 2, 3};
+    QImage img(28, 28, QImage::Format_Grayscale8);
+    img.fill(128);
+    r.misclassified = {{img, 0, 1}, {img, 1, 0}, {img, 1, 0}};
+    view.setResult(r);
+    QVERIFY(view.summaryText().contains("70.00"));
+    QCOMPARE(view.confusionTable()->rowCount(), 2);
+    QCOMPARE(view.confusionTable()->item(1, 0)->text(), QString("2"));
+    QVERIFY(view.confusionTable()->item(0, 0)->background().color().alpha() >
+            view.confusionTable()->item(0, 1)->background().color().alpha() - 1);
+    QCOMPARE(view.misclassifiedList()->count(), 3);
+    QVERIFY(view.misclassifiedList()->item(0)->text().contains("a"));
+    r.confusion = {1, 2, 3};  // not 2 x 2
+    view.setResult(r);
+    QVERIFY(view.summaryText().contains("inconsistent"));
+    QCOMPARE(view.confusionTable()->rowCount(), 0);
+  }
+
+  void logKeepsLines() {
+    LogPanel log;
+    log.info("hello");
+    log.error("the loss became nan");
+    QCOMPARE(log.lineCount(), 2);
+    QVERIFY(log.text().contains("error: the loss became nan"));
+    log.clear();
+    QCOMPARE(log.lineCount(), 0);
+  }
+};
+
+QTEST_MAIN(TestTrainingWidgets)
+#include "test_training_widgets.moc"

@@ -1,0 +1,170 @@
+#include "widgets/training/live_plots.h"
+
+#include <qcustomplot.h>
+
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace kiln::studio {
+
+namespace {
+const QColor kRaw(120, 160, 220, 110), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
+    kLr(60, 160, 90);
+
+QPen pen(const QColor& c, double width = 1.6, Qt::PenStyle style = Qt::SolidLine) {
+  QPen p(c, width, style);
+  return p;
+}
+}  // namespace
+
+LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->setSpacing(2);
+  stepPlot_ = makePlot(tr("Training loss per step"), tr("step"), tr("loss"));
+  epochPlot_ = makePlot(tr("Loss and accuracy per epoch"), tr("epoch"), tr("loss"));
+  lrPlot_ = makePlot(tr("Learning rate"), tr("step"), tr("lr"));
+  layout->addWidget(stepPlot_, 3);
+  layout->addWidget(epochPlot_, 3);
+  layout->addWidget(lrPlot_, 2);
+
+  rawLoss_ = stepPlot_->addGraph();
+  rawLoss_->setName(tr("loss (raw)"));
+  rawLoss_->setPen(pen(kRaw, 1));
+  rawLoss_->setAdaptiveSampling(true);
+  smoothLoss_ = stepPlot_->addGraph();
+  smoothLoss_->setName(tr("loss (smoothed)"));
+  smoothLoss_->setPen(pen(kSmooth, 2));
+  smoothLoss_->setAdaptiveSampling(true);
+
+  epochPlot_->yAxis2->setVisible(true);
+  epochPlot_->yAxis2->setLabel(tr("accuracy (%)"));
+  epochPlot_->yAxis2->setRange(0, 100);
+  auto addEpochGraph = [&](const QString& name, const QColor& c, Qt::PenStyle style, QCPAxis* y) {
+    QCPGraph* g = epochPlot_->addGraph(epochPlot_->xAxis, y);
+    g->setName(name);
+    g->setPen(pen(c, 2, style));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    return g;
+  };
+  trainLoss_ = addEpochGraph(tr("train loss"), kTrain, Qt::SolidLine, epochPlot_->yAxis);
+  valLoss_ = addEpochGraph(tr("validation loss"), kVal, Qt::SolidLine, epochPlot_->yAxis);
+  trainAcc_ = addEpochGraph(tr("train accuracy"), kTrain, Qt::DashLine, epochPlot_->yAxis2);
+  valAcc_ = addEpochGraph(tr("validation accuracy"), kVal, Qt::DashLine, epochPlot_->yAxis2);
+
+  lr_ = lrPlot_->addGraph();
+  lr_->setName(tr("learning rate"));
+  lr_->setPen(pen(kLr, 2));
+  lr_->setAdaptiveSampling(true);
+  lrPlot_->legend->setVisible(false);
+
+  for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) {
+    // The user zooming or panning stops the automatic rescale; double-click resumes it.
+    connect(p, &QCustomPlot::mousePress, this, [this] { follow_ = false; });
+    connect(p, &QCustomPlot::mouseWheel, this, [this] { follow_ = false; });
+    connect(p, &QCustomPlot::mouseDoubleClick, this, [this] {
+      follow_ = true;
+      doReplot();
+    });
+  }
+  replotTimer_.setSingleShot(true);
+  connect(&replotTimer_, &QTimer::timeout, this, &LivePlots::doReplot);
+  sinceReplot_.start();
+}
+
+QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
+  auto* p = new QCustomPlot(this);
+  p->setMinimumHeight(110);
+  p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  p->setNoAntialiasingOnDrag(true);
+  p->plotLayout()->insertRow(0);
+  auto* t = new QCPTextElement(p, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+  p->plotLayout()->addElement(0, 0, t);
+  p->xAxis->setLabel(xLabel);
+  p->yAxis->setLabel(yLabel);
+  p->legend->setVisible(true);
+  p->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 1)));
+  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  p->setToolTip(tr("Wheel: zoom · drag: pan · double-click: fit to the data"));
+  return p;
+}
+
+void LivePlots::clear() {
+  for (QCPGraph* g : {rawLoss_, smoothLoss_, trainLoss_, valLoss_, trainAcc_, valAcc_, lr_}) g->data()->clear();
+  ema_ = 0;
+  emaCount_ = 0;
+  follow_ = true;
+  doReplot();
+}
+
+void LivePlots::setSmoothing(double a) { smoothing_ = std::clamp(a, 0.0, 0.999); }
+
+void LivePlots::addStep(double step, double loss, double lr) {
+  addSteps({step}, {loss}, {lr});
+}
+
+void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs) {
+  const qsizetype n = std::min({steps.size(), losses.size(), lrs.size()});
+  if (n == 0) return;
+  QVector<double> smooth(n);
+  for (qsizetype i = 0; i < n; ++i) {
+    if (std::isfinite(losses[i])) {
+      ema_ = smoothing_ * ema_ + (1 - smoothing_) * losses[i];
+      ++emaCount_;
+    }
+    const double debias = 1 - std::pow(smoothing_, static_cast<double>(std::max<int64_t>(emaCount_, 1)));
+    smooth[i] = ema_ / debias;
+  }
+  rawLoss_->addData(steps.first(n), losses.first(n), true);
+  smoothLoss_->addData(steps.first(n), smooth, true);
+  lr_->addData(steps.first(n), lrs.first(n), true);
+  scheduleReplot();
+}
+
+void LivePlots::addEpoch(int epoch, double trainLoss, double trainAccuracy, double valLoss, double valAccuracy) {
+  auto add = [epoch](QCPGraph* g, double v) {
+    if (std::isfinite(v)) g->addData(epoch, v);
+  };
+  add(trainLoss_, trainLoss);
+  add(valLoss_, valLoss);
+  add(trainAcc_, 100 * trainAccuracy);
+  add(valAcc_, 100 * valAccuracy);
+  scheduleReplot();
+}
+
+int LivePlots::stepCount() const { return rawLoss_->dataCount(); }
+int LivePlots::epochCount() const { return trainLoss_->dataCount(); }
+
+void LivePlots::scheduleReplot() {
+  if (replotTimer_.isActive()) return;  // one replot is already due: coalesce
+  const int interval = 1000 / kMaxReplotsPerSecond;
+  const int wait = std::max<qint64>(0, interval - sinceReplot_.elapsed());
+  replotTimer_.start(wait);
+}
+
+void LivePlots::doReplot() {
+  if (follow_) {
+    for (QCustomPlot* p : {stepPlot_, lrPlot_}) p->rescaleAxes();
+    if (!trainLoss_->data()->isEmpty()) {
+      bool found = false;
+      QCPRange keys = trainLoss_->data()->keyRange(found);
+      epochPlot_->xAxis->setRange(std::min(keys.lower, 1.0) - 0.2, std::max(keys.upper, 2.0) + 0.2);
+      trainLoss_->rescaleValueAxis(false, true);
+      valLoss_->rescaleValueAxis(true, true);
+      QCPRange y = epochPlot_->yAxis->range();
+      epochPlot_->yAxis->setRange(0, y.upper * 1.1);
+    }
+    epochPlot_->yAxis2->setRange(0, 100);
+  }
+  for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) p->replot(QCustomPlot::rpQueuedReplot);
+  ++replots_;
+  sinceReplot_.restart();
+}
+
+void LivePlots::replotNow() {
+  follow_ = true;
+  doReplot();
+  for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) p->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+}  // namespace kiln::studio

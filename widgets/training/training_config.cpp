@@ -1,0 +1,104 @@
+#include "widgets/training/training_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+
+namespace kiln::studio {
+
+namespace {
+
+using nlohmann::json;
+
+json parse(const std::string& text, const char* what) {
+  try {
+    json j = json::parse(text);
+    KILN_CHECK(j.is_object(), ValueError, what, ": expected a JSON object, got ", text.substr(0, 80));
+    return j;
+  } catch (const json::exception& e) {
+    throw ValueError(std::string(what) + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+template <class T>
+void read(const json& j, const char* what, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    throw ValueError(std::string(what) + ": '" + key + "' has the wrong type: " + it->dump());
+  }
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s == n) return true;
+  return false;
+}
+
+}  // namespace
+
+void TrainingConfig::validate() const {
+  const char* w = "training settings";
+  KILN_CHECK(one_of(optimizer, {"sgd", "adam", "adamw", "rmsprop"}), ValueError, w, ": 'optimizer' must be one of sgd, adam, adamw, rmsprop, got '", optimizer, "'");
+  KILN_CHECK(one_of(scheduler, {"none", "step", "cosine", "onecycle"}), ValueError, w, ": 'scheduler' must be one of none, step, cosine, onecycle, got '", scheduler, "'");
+  KILN_CHECK(lr > 0 && lr <= 10, ValueError, w, ": 'lr' must be in (0, 10], got ", lr);
+  KILN_CHECK(momentum >= 0 && momentum < 1, ValueError, w, ": 'momentum' must be in [0, 1), got ", momentum);
+  KILN_CHECK(weight_decay >= 0, ValueError, w, ": 'weight_decay' must be >= 0, got ", weight_decay);
+  KILN_CHECK(epochs >= 1 && epochs <= 100000, ValueError, w, ": 'epochs' must be an integer in [1, 100000], got ", epochs);
+  KILN_CHECK(batch_size >= 1 && batch_size <= 65536, ValueError, w, ": 'batch_size' must be an integer in [1, 65536], got ", batch_size);
+  KILN_CHECK(!device.empty(), ValueError, w, ": 'device' is empty (use \"auto\" or a device such as \"cpu\")");
+}
+
+std::string TrainingConfig::to_json() const {
+  json j = {{"optimizer", optimizer}, {"lr", lr}, {"momentum", momentum}, {"weight_decay", weight_decay},
+            {"scheduler", scheduler}, {"epochs", epochs}, {"batch_size", batch_size}, {"seed", seed},
+            {"device", device}};
+  return j.dump();
+}
+
+TrainingConfig TrainingConfig::from_json(const std::string& text) {
+  const char* w = "training settings";
+  json j = parse(text, w);
+  TrainingConfig c;
+  read(j, w, "optimizer", c.optimizer);
+  read(j, w, "lr", c.lr);
+  read(j, w, "momentum", c.momentum);
+  read(j, w, "weight_decay", c.weight_decay);
+  read(j, w, "scheduler", c.scheduler);
+  read(j, w, "epochs", c.epochs);
+  read(j, w, "batch_size", c.batch_size);
+  read(j, w, "seed", c.seed);
+  read(j, w, "device", c.device);
+  c.validate();
+  return c;
+}
+
+void DatasetConfig::validate() const {
+  const char* w = "dataset settings";
+  KILN_CHECK(name == "fashion-mnist", ValueError, w, ": 'name' must be fashion-mnist, got '", name, "'");
+  KILN_CHECK(train_size >= 1, ValueError, w, ": 'train_size' must be >= 1, got ", train_size);
+  KILN_CHECK(validation_size >= 0, ValueError, w, ": 'validation_size' must be >= 0, got ", validation_size);
+  KILN_CHECK(train_size + validation_size <= 60000, ValueError, w, ": train_size + validation_size = ",
+             train_size + validation_size, " exceeds the 60000 Fashion-MNIST training images");
+}
+
+std::string DatasetConfig::to_json() const {
+  json j = {{"name", name}, {"dir", dir}, {"train_size", train_size}, {"validation_size", validation_size}};
+  return j.dump();
+}
+
+DatasetConfig DatasetConfig::from_json(const std::string& text) {
+  const char* w = "dataset settings";
+  json j = parse(text, w);
+  DatasetConfig c;
+  read(j, w, "name", c.name);
+  read(j, w, "dir", c.dir);
+  read(j, w, "train_size", c.train_size);
+  read(j, w, "validation_size", c.validation_size);
+  c.validate();
+  return c;
+}
+
+}  // namespace kiln::studio

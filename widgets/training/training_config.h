@@ -1,0 +1,40 @@
+// The settings of one training run as the Studio edits and stores them (the
+// project's "training" setting and each run's config_json).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kiln::studio {
+
+struct TrainingConfig {
+  std::string optimizer = "adam";   // sgd | adam | adamw | rmsprop (torch.optim names)
+  double lr = 1e-3;                 // initial learning rate (Adam's default, Kingma & Ba 2015)
+  double momentum = 0.9;            // sgd and rmsprop only
+  double weight_decay = 0;          // L2 (sgd, adam, rmsprop) or decoupled (adamw)
+  std::string scheduler = "cosine"; // none | step (x0.1 every 30% of the epochs) | cosine | onecycle
+  int epochs = 5;                   // >= 1
+  int batch_size = 128;             // images per step, >= 1
+  uint64_t seed = 0;                // model init, split and shuffle order
+  std::string device = "auto";      // "auto" (the registry's best) or "cpu", "cuda:0", ...
+
+  // Throws ValueError naming the field and the allowed values when a field is out of range.
+  void validate() const;
+  // {"batch_size":128,"device":"auto",...} with sorted keys.
+  std::string to_json() const;
+  // Missing keys keep their defaults; ValueError "training settings: 'epochs' must be
+  // an integer >= 1, got ..." for a wrong type or value, or for text that is not JSON.
+  static TrainingConfig from_json(const std::string& json);
+};
+
+// Dataset settings (the project's "dataset" setting): how much of Fashion-MNIST to use.
+struct DatasetConfig {
+  std::string name = "fashion-mnist";
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  int64_t train_size = 55000;       // images trained on (taken from the 60000 training images)
+  int64_t validation_size = 5000;   // held out of the training images for validation
+  void validate() const;            // ValueError: negative sizes, sum over 60000, train_size 0
+  std::string to_json() const;
+  static DatasetConfig from_json(const std::string& json);  // same rules as TrainingConfig
+};
+
+}  // namespace kiln::studio

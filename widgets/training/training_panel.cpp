@@ -1,0 +1,216 @@
+#include "widgets/training/training_panel.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyle>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "engine/core/registry.h"
+
+namespace kiln::studio {
+
+QString formatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return QString::fromUtf8("\u2014");
+  const qint64 s = std::llround(seconds);
+  if (s >= 3600) return QString("%1:%2:%3").arg(s / 3600).arg(s / 60 % 60, 2, 10, QChar('0')).arg(s % 60, 2, 10, QChar('0'));
+  return QString("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
+}
+
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+  auto* outer = new QVBoxLayout(this);
+  auto* form = new QFormLayout;
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+
+  optimizer_ = new QComboBox(this);
+  optimizer_->addItem("Adam", "adam");
+  optimizer_->addItem("AdamW", "adamw");
+  optimizer_->addItem("SGD (momentum)", "sgd");
+  optimizer_->addItem("RMSprop", "rmsprop");
+  optimizer_->setToolTip(tr("The optimizer that updates the weights (torch.optim names)."));
+  form->addRow(tr("&Optimizer"), optimizer_);
+
+  lr_ = new QDoubleSpinBox(this);
+  lr_->setDecimals(6);
+  lr_->setRange(1e-6, 10);
+  lr_->setSingleStep(1e-4);
+  lr_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+  lr_->setToolTip(tr("Initial learning rate, in (0, 10]. Adam: 0.001; SGD: 0.01 to 0.1."));
+  form->addRow(tr("&Learning rate"), lr_);
+
+  momentum_ = new QDoubleSpinBox(this);
+  momentum_->setDecimals(3);
+  momentum_->setRange(0, 0.999);
+  momentum_->setSingleStep(0.05);
+  momentum_->setToolTip(tr("Momentum of SGD and RMSprop, in [0, 1)."));
+  form->addRow(tr("&Momentum"), momentum_);
+
+  weightDecay_ = new QDoubleSpinBox(this);
+  weightDecay_->setDecimals(6);
+  weightDecay_->setRange(0, 1);
+  weightDecay_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+  weightDecay_->setToolTip(tr("L2 penalty (decoupled for AdamW), >= 0."));
+  form->addRow(tr("&Weight decay"), weightDecay_);
+
+  scheduler_ = new QComboBox(this);
+  scheduler_->addItem(tr("Constant"), "none");
+  scheduler_->addItem(tr("Step (x0.1 every 30% of epochs)"), "step");
+  scheduler_->addItem(tr("Cosine annealing"), "cosine");
+  scheduler_->addItem(tr("One-cycle"), "onecycle");
+  scheduler_->setToolTip(tr("How the learning rate changes during training."));
+  form->addRow(tr("&Schedule"), scheduler_);
+
+  epochs_ = new QSpinBox(this);
+  epochs_->setRange(1, 100000);
+  epochs_->setToolTip(tr("Passes over the training images."));
+  form->addRow(tr("&Epochs"), epochs_);
+
+  batchSize_ = new QSpinBox(this);
+  batchSize_->setRange(1, 65536);
+  batchSize_->setToolTip(tr("Images per optimizer step."));
+  form->addRow(tr("&Batch size"), batchSize_);
+
+  seed_ = new QSpinBox(this);
+  seed_->setRange(0, 2147483647);
+  seed_->setToolTip(tr("Seed of the weight initialization, split and shuffle order: the same seed gives the same run on the CPU."));
+  form->addRow(tr("S&eed"), seed_);
+
+  device_ = new QComboBox(this);
+  device_->setToolTip(tr("Where training runs; Auto picks the best detected device."));
+  form->addRow(tr("&Device"), device_);
+  outer->addLayout(form);
+
+  auto* buttons = new QHBoxLayout;
+  start_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), tr("Train"), this);
+  pause_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPause), tr("Pause"), this);
+  stop_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), tr("Stop"), this);
+  pause_->setCheckable(true);
+  buttons->addWidget(start_);
+  buttons->addWidget(pause_);
+  buttons->addWidget(stop_);
+  outer->addLayout(buttons);
+  connect(start_, &QPushButton::clicked, this, &TrainingPanel::startRequested);
+  connect(pause_, &QPushButton::clicked, this, [this](bool checked) { emit pauseRequested(checked); });
+  connect(stop_, &QPushButton::clicked, this, &TrainingPanel::stopRequested);
+
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setFormat("%p%");
+  outer->addWidget(progress_);
+  status_ = new QLabel(tr("Ready."), this);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(status_);
+  outer->addStretch(1);
+
+  refreshDevices();
+  setConfig(TrainingConfig{});
+  for (QComboBox* c : {optimizer_, scheduler_, device_})
+    connect(c, &QComboBox::currentIndexChanged, this, &TrainingPanel::configChanged);
+  for (QDoubleSpinBox* s : {lr_, momentum_, weightDecay_})
+    connect(s, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::configChanged);
+  for (QSpinBox* s : {epochs_, batchSize_, seed_}) connect(s, &QSpinBox::valueChanged, this, &TrainingPanel::configChanged);
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateOptimizerFields);
+  updateButtons();
+}
+
+void TrainingPanel::refreshDevices() {
+  const QString current = device_->currentData().toString();
+  device_->clear();
+  device_->addItem(tr("Auto (best detected)"), "auto");
+  for (const DeviceInfo& d : list_devices())
+    device_->addItem(QString("%1 — %2").arg(QString::fromStdString(d.device.str()), QString::fromStdString(d.name)),
+                     QString::fromStdString(d.device.str()));
+  const int i = device_->findData(current);
+  device_->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+TrainingConfig TrainingPanel::config() const {
+  TrainingConfig c;
+  c.optimizer = optimizer_->currentData().toString().toStdString();
+  c.lr = lr_->value();
+  c.momentum = momentum_->value();
+  c.weight_decay = weightDecay_->value();
+  c.scheduler = scheduler_->currentData().toString().toStdString();
+  c.epochs = epochs_->value();
+  c.batch_size = batchSize_->value();
+  c.seed = static_cast<uint64_t>(seed_->value());
+  c.device = device_->currentData().toString().toStdString();
+  return c;
+}
+
+void TrainingPanel::setConfig(const TrainingConfig& c) {
+  auto select = [](QComboBox* box, const std::string& value) {
+    int i = box->findData(QString::fromStdString(value));
+    if (i < 0) {
+      box->addItem(QString::fromStdString(value), QString::fromStdString(value));
+      i = box->count() - 1;
+    }
+    box->setCurrentIndex(i);
+  };
+  select(optimizer_, c.optimizer);
+  select(scheduler_, c.scheduler);
+  select(device_, c.device);
+  lr_->setValue(c.lr);
+  momentum_->setValue(c.momentum);
+  weightDecay_->setValue(c.weight_decay);
+  epochs_->setValue(c.epochs);
+  batchSize_->setValue(c.batch_size);
+  seed_->setValue(static_cast<int>(std::min<uint64_t>(c.seed, 2147483647)));
+  updateOptimizerFields();
+}
+
+void TrainingPanel::updateOptimizerFields() {
+  const QString o = optimizer_->currentData().toString();
+  momentum_->setEnabled(o == "sgd" || o == "rmsprop");
+}
+
+void TrainingPanel::setStartBlockers(const QStringList& reasons) {
+  blockers_ = reasons;
+  updateButtons();
+}
+
+void TrainingPanel::setState(State s) {
+  state_ = s;
+  if (s == State::Idle) pause_->setChecked(false);
+  updateButtons();
+}
+
+void TrainingPanel::updateButtons() {
+  const bool idle = state_ == State::Idle;
+  start_->setEnabled(idle && blockers_.isEmpty());
+  start_->setToolTip(blockers_.isEmpty() ? tr("Train the graph with these settings")
+                                         : tr("Cannot train yet:\n• ") + blockers_.join("\n• "));
+  pause_->setEnabled(state_ == State::Running || state_ == State::Paused);
+  pause_->setText(state_ == State::Paused ? tr("Resume") : tr("Pause"));
+  stop_->setEnabled(state_ == State::Running || state_ == State::Paused);
+  for (QWidget* w : std::initializer_list<QWidget*>{optimizer_, lr_, weightDecay_, scheduler_, epochs_, batchSize_, seed_, device_})
+    w->setEnabled(idle);
+  momentum_->setEnabled(idle && (optimizer_->currentData() == "sgd" || optimizer_->currentData() == "rmsprop"));
+  if (idle && !blockers_.isEmpty()) status_->setText(tr("Cannot train yet: ") + blockers_.join("; "));
+}
+
+void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond,
+                                double etaSeconds) {
+  progress_->setValue(totalSteps > 0 ? static_cast<int>(1000 * step / totalSteps) : 0);
+  progress_->setFormat(QString("%p% · ETA %1").arg(formatDuration(etaSeconds)));
+  status_->setText(tr("Epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
+                       .arg(epoch)
+                       .arg(epochs)
+                       .arg(step)
+                       .arg(totalSteps)
+                       .arg(QLocale().toString(imagesPerSecond, 'f', 0))
+                       .arg(formatDuration(etaSeconds)));
+}
+
+void TrainingPanel::setStatusText(const QString& text) { status_->setText(text); }
+QString TrainingPanel::statusText() const { return status_->text(); }
+
+}  // namespace kiln::studio

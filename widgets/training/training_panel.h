@@ -1,0 +1,67 @@
+// TrainingPanel: the training settings form (validated widgets), Start / Pause / Stop,
+// and a progress bar with ETA and images/s. It only edits and shows; the
+// TrainingSession (app/studio) runs the training.
+#pragma once
+#include <QStringList>
+#include <QWidget>
+
+#include "widgets/training/training_config.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace kiln::studio {
+
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+ public:
+  enum class State { Idle, Running, Paused, Stopping };
+  explicit TrainingPanel(QWidget* parent = nullptr);
+
+  TrainingConfig config() const;
+  void setConfig(const TrainingConfig&);  // unknown device names are added to the combo
+  // Fills the device combo from kiln::list_devices() (best first; "auto" on top).
+  void refreshDevices();
+
+  // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them.
+  void setStartBlockers(const QStringList& reasons);
+  void setState(State);
+  State state() const { return state_; }
+  // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, ETA (s).
+  void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds);
+  void setStatusText(const QString&);
+  QString statusText() const;
+
+  QPushButton* startButton() const { return start_; }
+  QPushButton* pauseButton() const { return pause_; }
+  QPushButton* stopButton() const { return stop_; }
+  QComboBox* deviceCombo() const { return device_; }
+
+ signals:
+  void startRequested();
+  void pauseRequested(bool pause);  // true: pause, false: resume
+  void stopRequested();
+  void configChanged();
+
+ private:
+  void updateButtons();
+  void updateOptimizerFields();
+
+  QComboBox *optimizer_, *scheduler_, *device_;
+  QDoubleSpinBox *lr_, *momentum_, *weightDecay_;
+  QSpinBox *epochs_, *batchSize_, *seed_;
+  QPushButton *start_, *pause_, *stop_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QStringList blockers_;
+  State state_ = State::Idle;
+};
+
+// "1:05:03" / "4:07" for a duration in seconds; "—" when not finite.
+QString formatDuration(double seconds);
+
+}  // namespace kiln::studio
