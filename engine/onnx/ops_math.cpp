@@ -160,6 +160,13 @@ void add_activations(OpTable& t) {
   t["PRelu"] = [](OpContext& c) -> std::vector<Tensor> {
     const Tensor& x = c.input(0);
     Tensor slope = as(c.input(1), x.dtype());
+    // PRelu-1..6 exports (PyTorch's older converter) give one slope per channel, [C], for
+    // [N, C, ...]; shape it to broadcast along dim 1 when NumPy broadcasting would not fit.
+    if (slope.dim() == 1 && x.dim() >= 2 && slope.size(0) == x.size(1) && slope.size(0) != x.size(-1)) {
+      Shape s(static_cast<size_t>(x.dim() - 1), 1);
+      s[0] = slope.size(0);
+      slope = slope.reshape(s);
+    }
     return {where(lt(x, scalar(0, x)), mul(x, slope), x)};
   };
   t["Gelu"] = [](OpContext& c) -> std::vector<Tensor> {

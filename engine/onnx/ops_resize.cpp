@@ -16,17 +16,19 @@ struct ResizeSpec {
   bool exclude_outside = false;
 };
 
-double source_coord(const ResizeSpec& s, double x, double scale, int64_t in, int64_t out, double roi_start,
+// x: output coordinate; `out` is the output length as ONNX's reference uses it: scale * in
+// (not rounded), which for given sizes equals the size.
+double source_coord(const ResizeSpec& s, double x, double scale, int64_t in, double out, double roi_start,
                     double roi_end) {
   const std::string& m = s.coord;
   if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (m == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (m == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (out - 1);
   if (m == "asymmetric") return x / scale;
   if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   if (m == "tf_crop_and_resize")
     return out > 1 ? roi_start * static_cast<double>(in - 1) +
-                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / (out - 1)
                    : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
   if (m == "half_pixel_symmetric") {
     double adj = static_cast<double>(out) / (scale * static_cast<double>(in));
@@ -45,7 +47,7 @@ Tensor apply_axis(const Tensor& x, int64_t axis, int64_t in, int64_t out, double
   std::vector<uint8_t> outside(static_cast<size_t>(out), 0);
   auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
   for (int64_t o = 0; o < out; ++o) {
-    double xs = source_coord(s, static_cast<double>(o), scale, in, out, roi_start, roi_end);
+    double xs = source_coord(s, static_cast<double>(o), scale, in, scale * static_cast<double>(in), roi_start, roi_end);
     if (s.coord == "tf_crop_and_resize" && (xs < 0 || xs > static_cast<double>(in - 1))) outside[size_t(o)] = 1;
     if (s.mode == "nearest") {
       double f = std::floor(xs), frac = xs - f;

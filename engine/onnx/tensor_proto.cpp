@@ -113,7 +113,7 @@ void copy_field(const Field& field, std::vector<Dst>& out, size_t n, const std::
 }  // namespace
 
 Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir) {
-  std::string what = "initializer '" + p.name() + "'";
+  std::string what = "tensor '" + p.name() + "'";
   if (p.name().empty()) what = "tensor";
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape) KILN_CHECK(d >= 0, ValueError, what, ": negative dimension in ", shape_str(shape));
