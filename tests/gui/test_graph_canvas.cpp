@@ -1,0 +1,288 @@
+// GraphCanvas, LayerPalette and ProblemsPanel driven by simulated mouse and keyboard.
+#include <QDropEvent>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QTest>
+
+#include "engine/graph/op_schema.h"
+#include "test_graph_util.h"
+#include "widgets/graph/layer_palette.h"
+#include "widgets/graph/problems_panel.h"
+
+using namespace kiln;
+using namespace kiln::studio;
+using namespace kiln::studio::testing;
+
+class TestGraphCanvas : public QObject {
+  Q_OBJECT
+
+  // A shown canvas of 900 x 700 on a document holding `g`, at 100% zoom.
+  struct Fixture {
+    GraphDocument doc;
+    GraphCanvas canvas{&doc};
+    explicit Fixture(const graph::Graph& g = {}) {
+      doc.setGraph(g);
+      canvas.resize(900, 700);
+      canvas.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&canvas));
+      canvas.centerOn(0, 200);
+    }
+    NodeItem* item(graph::NodeId id) { return canvas.nodeItem(id); }
+  };
+
+ private slots:
+  void paletteListsEveryOpByCategoryWithTooltips() {
+    LayerPalette palette;
+    const auto all = graph::OpRegistry::global().all();
+    int ops = 0;
+    for (int c = 0; c < palette.tree()->topLevelItemCount(); ++c) ops += palette.tree()->topLevelItem(c)->childCount();
+    QCOMPARE(ops, int(all.size()));
+    QTreeWidgetItem* conv = palette.itemForOp("Conv2d");
+    QVERIFY(conv);
+    QCOMPARE(conv->parent()->text(0), QString::fromStdString(graph::OpRegistry::global().get("Conv2d").category));
+    QVERIFY(conv->toolTip(0).contains(QString::fromStdString(graph::OpRegistry::global().get("Conv2d").description).toHtmlEscaped()));
+    // Dragging an op carries its name as application/x-kiln-op.
+    const QModelIndex index = palette.tree()->indexFromItem(conv);
+    std::unique_ptr<QMimeData> mime(palette.tree()->model()->mimeData({index}));
+    QVERIFY(mime);
+    QCOMPARE(QString::fromUtf8(mime->data(kOpMimeType)), QString("Conv2d"));
+  }
+
+  void paletteSearchFiltersByNameAndDescription() {
+    LayerPalette palette;
+    QTest::keyClicks(palette.searchBox(), "conv");
+    QVERIFY(!palette.itemForOp("Conv2d")->isHidden());
+    QVERIFY(palette.itemForOp("Linear")->isHidden());
+    QVERIFY(palette.itemForOp("Linear")->parent()->isHidden() || !palette.itemForOp("Conv2d")->parent()->isHidden());
+    palette.setFilter("sigmoid(x)");  // only in SiLU's description besides Sigmoid's name
+    QVERIFY(!palette.itemForOp("SiLU")->isHidden());
+    QVERIFY(palette.itemForOp("Conv2d")->isHidden());
+    palette.setFilter("");
+    QVERIFY(!palette.itemForOp("Linear")->isHidden());
+  }
+
+  void paletteDoubleClickAddsALayer() {
+    Fixture f;
+    LayerPalette palette;
+    palette.resize(250, 600);
+    palette.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&palette));
+    QObject::connect(&palette, &LayerPalette::layerActivated, &f.canvas, &GraphCanvas::addLayer);
+    QSignalSpy activated(&palette, &LayerPalette::layerActivated);
+    QTreeWidgetItem* item = palette.itemForOp("Linear");
+    palette.tree()->scrollToItem(item);
+    const QPoint at = palette.tree()->visualItemRect(item).center();
+    // A real double click: press/release, then the double-click press and its release.
+    QTest::mouseClick(palette.tree()->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+    QTest::mouseDClick(palette.tree()->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+    QCOMPARE(activated.count(), 1);
+    QCOMPARE(f.doc.graph().nodes().size(), size_t(1));
+    const graph::Node n = f.doc.graph().nodes().front();
+    QCOMPARE(n.op, std::string("Linear"));
+    QVERIFY(f.item(n.id));
+    QCOMPARE(f.canvas.selectedNodes(), QList<graph::NodeId>{n.id});
+    // A second one does not land on the first.
+    const graph::NodeId second = f.canvas.addLayer("Linear");
+    QVERIFY(!f.item(second)->sceneBoundingRect().intersects(
+        f.item(n.id)->sceneBoundingRect().adjusted(2, 2, -2, -2)));
+  }
+
+  void droppingAnOpAddsItWhereItIsDropped() {
+    Fixture f;
+    QMimeData mime;
+    mime.setData(kOpMimeType, "ReLU");
+    const QPoint at = f.canvas.mapFromScene(QPointF(120, 80));
+    QDragEnterEvent enter(at, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(f.canvas.viewport(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(f.canvas.viewport(), &drop);
+    QCOMPARE(f.doc.graph().nodes().size(), size_t(1));
+    const graph::Node& n = f.doc.graph().nodes().front();
+    QCOMPARE(n.op, std::string("ReLU"));
+    QVERIFY(std::abs(n.x - 120) <= 2 && std::abs(n.y - 80) <= 2);
+  }
+
+  void dragFromOutputToInputConnectsAndLabelsTheEdge() {
+    std::vector<graph::NodeId> ids;
+    graph::Graph g = mlp(784, &ids);
+    g.disconnect({ids[1], 0});  // Input -/-> Flatten
+    Fixture f(g);
+    QSignalSpy messages(&f.canvas, &GraphCanvas::message);
+    drag(&f.canvas, f.item(ids[0])->outputPos(0), f.item(ids[1])->inputPos(0));
+    QCOMPARE(f.doc.graph().source_of({ids[1], 0}), std::optional<graph::PortRef>(graph::PortRef{ids[0], 0}));
+    EdgeItem* edge = f.canvas.edgeItem({ids[1], 0});
+    QVERIFY(edge);
+    QCOMPARE(edge->label(), QString("f32[N, 1, 28, 28]"));
+    QCOMPARE(f.canvas.edgeItem({ids[2], 0})->label(), QString("f32[N, 784]"));
+    QVERIFY(f.doc.analysis().ok());
+    QVERIFY(!messages.isEmpty());
+    // Ctrl+Z on the canvas takes the connection back.
+    QTest::keyClick(&f.canvas, Qt::Key_Z, Qt::ControlModifier);
+    QVERIFY(!f.doc.graph().source_of({ids[1], 0}));
+    QVERIFY(!f.canvas.edgeItem({ids[1], 0}));
+    QTest::keyClick(&f.canvas, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QVERIFY(f.doc.graph().source_of({ids[1], 0}));
+  }
+
+  void refusedConnectionReportsTheReason() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    const std::string before = json(f.doc);
+    QSignalSpy messages(&f.canvas, &GraphCanvas::message);
+    // fc -> flatten would close a cycle.
+    drag(&f.canvas, f.item(ids[2])->outputPos(0), f.item(ids[1])->inputPos(0));
+    QCOMPARE(messages.count(), 1);
+    const QString text = messages.takeFirst().at(0).toString();
+    QVERIFY2(text.contains("cycle"), qPrintable(text));
+    // Output port to output port.
+    drag(&f.canvas, f.item(ids[0])->outputPos(0), f.item(ids[1])->outputPos(0));
+    QCOMPARE(messages.count(), 1);
+    QVERIFY(messages.takeFirst().at(0).toString().contains("input port"));
+    QCOMPARE(json(f.doc), before);
+    QCOMPARE(f.doc.undoStack()->count(), 0);
+  }
+
+  void deleteKeyRemovesTheSelectionAndUndoBringsItBack() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    const std::string before = json(f.doc);
+    QTest::mouseClick(f.canvas.viewport(), Qt::LeftButton, Qt::NoModifier,
+                      f.canvas.mapFromScene(f.item(ids[1])->scenePos()));
+    QCOMPARE(f.canvas.selectedNodes(), QList<graph::NodeId>{ids[1]});
+    QTest::keyClick(&f.canvas, Qt::Key_Delete);
+    QVERIFY(!f.doc.graph().contains(ids[1]));
+    QVERIFY(!f.item(ids[1]));
+    QCOMPARE(f.doc.graph().edges().size(), size_t(1));  // fc -> output is left
+    QTest::keyClick(&f.canvas, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(json(f.doc), before);
+    QVERIFY(f.item(ids[1]));
+    // Selecting an edge and deleting removes just that edge.
+    EdgeItem* edge = f.canvas.edgeItem({ids[3], 0});
+    f.canvas.scene()->clearSelection();
+    edge->setSelected(true);
+    QTest::keyClick(&f.canvas, Qt::Key_Delete);
+    QVERIFY(!f.doc.graph().source_of({ids[3], 0}));
+    QCOMPARE(f.doc.graph().nodes().size(), size_t(4));
+  }
+
+  void rubberBandSelectsAndDragMovesInOneUndoStep() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    // Rubber band around the first two nodes (they sit at y = 0 and 150).
+    drag(&f.canvas, QPointF(-120, -60), QPointF(120, 200));
+    QCOMPARE(f.canvas.selectedNodes(), (QList<graph::NodeId>{ids[0], ids[1]}));
+    const int steps = f.doc.undoStack()->count();
+    drag(&f.canvas, f.item(ids[0])->scenePos() + QPointF(0, 10), f.item(ids[0])->scenePos() + QPointF(80, 40), 6);
+    QCOMPARE(f.doc.undoStack()->count(), steps + 1);
+    QCOMPARE(f.doc.graph().node(ids[0]).x, 80.0);
+    QCOMPARE(f.doc.graph().node(ids[1]).y, 180.0);
+    QCOMPARE(f.doc.graph().node(ids[2]).x, 0.0);  // not selected, not moved
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.doc.graph().node(ids[0]).x, 0.0);
+    QCOMPARE(f.item(ids[1])->pos(), QPointF(0, 150));
+  }
+
+  void copyPasteWithKeys() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    f.canvas.selectNode(ids[2]);
+    QTest::keyClick(&f.canvas, Qt::Key_C, Qt::ControlModifier);
+    QTest::keyClick(&f.canvas, Qt::Key_V, Qt::ControlModifier);
+    QCOMPARE(f.doc.graph().nodes().size(), size_t(5));
+    const QList<graph::NodeId> selected = f.canvas.selectedNodes();
+    QCOMPARE(selected.size(), 1);
+    QVERIFY(selected[0] != ids[2]);
+    QCOMPARE(f.doc.graph().node(selected[0]).op, std::string("Linear"));
+  }
+
+  void shapeErrorShowsOnTheNodeAndInProblemsPanel() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(100, &ids));
+    ProblemsPanel problems(&f.doc);
+    QObject::connect(&problems, &ProblemsPanel::nodeActivated, &f.canvas, &GraphCanvas::selectNode);
+    problems.resize(500, 200);
+    problems.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&problems));
+    QVERIFY(f.item(ids[2])->hasProblems());
+    QVERIFY(f.item(ids[2])->toolTip().contains("784"));
+    for (int i : {0, 1, 3}) QVERIFY(!f.item(ids[size_t(i)])->hasProblems());
+    QCOMPARE(problems.count(), 1);
+    QTreeWidgetItem* row = problems.list()->topLevelItem(0);
+    QCOMPARE(row->text(0), QString("fc"));
+    QVERIFY(row->text(1).contains("784"));
+    // The edge out of the failed node has no type.
+    QCOMPARE(f.canvas.edgeItem({ids[3], 0})->label(), QString("?"));
+    QSignalSpy activated(&problems, &ProblemsPanel::nodeActivated);
+    QTest::mouseClick(problems.list()->viewport(), Qt::LeftButton, Qt::NoModifier,
+                      problems.list()->visualItemRect(row).center());
+    QCOMPARE(activated.count(), 1);
+    QCOMPARE(f.canvas.selectedNodes(), QList<graph::NodeId>{ids[2]});
+    // Fixing the attribute clears the error on the node and in the panel.
+    QVERIFY(f.doc.setAttribute(ids[2], "in_features", int64_t(784)));
+    QVERIFY(!f.item(ids[2])->hasProblems());
+    QCOMPARE(problems.count(), 0);
+    QCOMPARE(f.canvas.edgeItem({ids[3], 0})->label(), QString("f32[N, 10]"));
+  }
+
+  void syncKeepsItemsOfUnchangedNodes() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    NodeItem* input = f.item(ids[0]);
+    EdgeItem* edge = f.canvas.edgeItem({ids[1], 0});
+    QVERIFY(f.doc.setAttribute(ids[2], "out_features", int64_t(12)));
+    QCOMPARE(f.item(ids[0]), input);  // updated in place, not rebuilt
+    QCOMPARE(f.canvas.edgeItem({ids[1], 0}), edge);
+    QVERIFY(f.item(ids[2])->badgeText().contains("9.4K params"));  // 784*12 + 12 = 9420
+  }
+
+  void zoomAndFit() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    const double z0 = f.canvas.zoom();
+    QTest::keyClick(&f.canvas, Qt::Key_Plus);
+    QVERIFY(f.canvas.zoom() > z0);
+    QTest::keyClick(&f.canvas, Qt::Key_Minus);
+    QTest::keyClick(&f.canvas, Qt::Key_Minus);
+    QVERIFY(f.canvas.zoom() < z0);
+    const double z1 = f.canvas.zoom();
+    QWheelEvent wheel(QPointF(400, 300), f.canvas.viewport()->mapToGlobal(QPointF(400, 300)), QPoint(),
+                      QPoint(0, 120), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(f.canvas.viewport(), &wheel);
+    QVERIFY(f.canvas.zoom() > z1);
+    for (int i = 0; i < 30; ++i) f.canvas.zoomIn();
+    QCOMPARE(f.canvas.zoom(), 4.0);  // clamped
+    f.canvas.fitAll();
+    const QRect visible = f.canvas.viewport()->rect();
+    for (graph::NodeId id : ids) {
+      const QRect r = f.canvas.mapFromScene(f.item(id)->sceneBoundingRect()).boundingRect();
+      QVERIFY2(visible.contains(r), qPrintable(QString("node %1 outside the view after fitAll").arg(id)));
+    }
+  }
+
+  void editsThroughMouseAndKeysUndoBackToTheStart() {
+    std::vector<graph::NodeId> ids;
+    graph::Graph g = mlp(784, &ids);
+    g.disconnect({ids[3], 0});
+    Fixture f(g);
+    const std::string start = json(f.doc);
+    const graph::NodeId relu = f.canvas.addLayer("ReLU");
+    f.doc.moveNodes({{relu, QPointF(250, 380)}});
+    f.doc.finishMove();
+    drag(&f.canvas, f.item(ids[2])->outputPos(0), f.item(relu)->inputPos(0));
+    drag(&f.canvas, f.item(relu)->outputPos(0), f.item(ids[3])->inputPos(0));
+    QVERIFY(f.doc.analysis().ok());
+    f.canvas.selectNode(ids[1]);
+    QTest::keyClick(&f.canvas, Qt::Key_Delete);
+    const std::string end = json(f.doc);
+    const int steps = f.doc.undoStack()->count();
+    QCOMPARE(steps, 5);
+    for (int i = 0; i < steps; ++i) QTest::keyClick(&f.canvas, Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(json(f.doc), start);
+    for (int i = 0; i < steps; ++i) QTest::keyClick(&f.canvas, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(json(f.doc), end);
+  }
+};
+
+QTEST_MAIN(TestGraphCanvas)
+#include "test_graph_canvas.moc"

@@ -1,0 +1,189 @@
+#include "widgets/graph/graph_canvas.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QKeyEvent>
+#include <QMimeData>
+#include <QScrollBar>
+#include <QToolTip>
+#include <QUndoStack>
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace kiln::studio {
+
+namespace {
+constexpr double kMinZoom = 0.05, kMaxZoom = 4.0;
+}
+
+GraphCanvas::GraphCanvas(GraphDocument* document, QWidget* parent)
+    : QGraphicsView(parent), doc_(document) {
+  setScene(&scene_);
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setDragMode(RubberBandDrag);
+  setTransformationAnchor(AnchorUnderMouse);
+  setResizeAnchor(AnchorViewCenter);
+  setAcceptDrops(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setBackgroundBrush(QColor(0x1e, 0x21, 0x26));
+  connect(doc_, &GraphDocument::changed, this, &GraphCanvas::sync);
+  connect(&scene_, &QGraphicsScene::selectionChanged, this, [this] {
+    if (!syncing_) emit selectionChanged(selectedNodes());
+  });
+  sync();
+}
+
+// Note [Incremental sync]: after every document change the scene is brought in line
+// with the graph by id: edges that vanished or changed source are deleted, node items
+// are updated in place (NodeItem::setState repaints only on a difference), new nodes
+// and edges get items, and edge curves are recomputed only when an end moved. A
+// 200-node graph therefore costs a few map look-ups per node, not a scene rebuild.
+void GraphCanvas::sync() {
+  syncing_ = true;
+  const QList<graph::NodeId> selectedBefore = selectedNodes();
+  const graph::Graph& g = doc_->graph();
+  const graph::Analysis& a = doc_->analysis();
+  for (auto& [id, item] : nodes_) item->edges().clear();
+
+  std::map<graph::PortRef, graph::PortRef> want;  // to -> from
+  for (const graph::Edge& e : g.edges()) want.emplace(e.to, e.from);
+  for (auto it = edges_.begin(); it != edges_.end();) {
+    auto w = want.find(it->first);
+    if (w == want.end() || w->second != it->second->edge().from) {
+      delete it->second;
+      it = edges_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  std::set<graph::NodeId> present;
+  for (const graph::Node& n : g.nodes()) {
+    present.insert(n.id);
+    auto found = a.nodes.find(n.id);
+    const graph::NodeInfo* info = found == a.nodes.end() ? nullptr : &found->second;
+    NodeItem*& item = nodes_[n.id];
+    if (!item) {
+      item = new NodeItem(n);
+      scene_.addItem(item);
+    }
+    item->setState(n, info, a.problems_of(n.id));
+  }
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    if (!present.count(it->first)) {
+      delete it->second;
+      it = nodes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  for (const auto& [to, from] : want) {
+    EdgeItem*& item = edges_[to];
+    if (!item) {
+      item = new EdgeItem({from, to});
+      scene_.addItem(item);
+    }
+    NodeItem* a1 = nodes_.at(from.node);
+    NodeItem* a2 = nodes_.at(to.node);
+    a1->edges().push_back(item);
+    a2->edges().push_back(item);
+    const std::optional<graph::TensorType> type = a.type_of(from);
+    item->setLabel(type ? toQString(type->str()) : QStringLiteral("?"));
+    item->attach(a1, a2);
+  }
+  syncing_ = false;
+  const QList<graph::NodeId> selectedAfter = selectedNodes();
+  if (selectedAfter != selectedBefore) emit selectionChanged(selectedAfter);
+}
+
+NodeItem* GraphCanvas::nodeItem(graph::NodeId id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+EdgeItem* GraphCanvas::edgeItem(graph::PortRef to) const {
+  auto it = edges_.find(to);
+  return it == edges_.end() ? nullptr : it->second;
+}
+
+QList<graph::NodeId> GraphCanvas::selectedNodes() const {
+  QList<graph::NodeId> ids;
+  for (QGraphicsItem* item : scene_.selectedItems())
+    if (item->type() == NodeItem::Type) ids.push_back(static_cast<NodeItem*>(item)->id());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void GraphCanvas::selectNode(graph::NodeId id) {
+  NodeItem* item = nodeItem(id);
+  scene_.clearSelection();
+  if (!item) return;
+  item->setSelected(true);
+  centerOn(item);
+}
+
+void GraphCanvas::fitAll() {
+  QRectF rect = scene_.itemsBoundingRect();
+  if (rect.isEmpty()) {
+    resetTransform();
+    centerOn(0, 0);
+    return;
+  }
+  rect.adjust(-40, -40, 40, 40);
+  fitInView(rect, Qt::KeepAspectRatio);
+  if (zoom() > 1.5) setZoom(1.5);
+  if (zoom() < kMinZoom) setZoom(kMinZoom);
+  centerOn(rect.center());
+}
+
+void GraphCanvas::setZoom(double factor) {
+  factor = std::clamp(factor, kMinZoom, kMaxZoom);
+  const double s = factor / zoom();
+  scale(s, s);
+}
+
+void GraphCanvas::zoomIn() { setZoom(zoom() * 1.25); }
+void GraphCanvas::zoomOut() { setZoom(zoom() / 1.25); }
+
+QPointF GraphCanvas::freeSpotNear(QPointF centre) const {
+  QPointF p = centre;
+  for (int i = 0; i < 50; ++i) {
+    const QRectF box(p.x() - kNodeWidth / 2, p.y() - kNodeHeight / 2, kNodeWidth, kNodeHeight);
+    bool taken = false;
+    for (const auto& [id, item] : nodes_) taken = taken || item->sceneBoundingRect().intersects(box);
+    if (!taken) return p;
+    p += QPointF(28, 28);
+  }
+  return p;
+}
+
+graph::NodeId GraphCanvas::addLayer(const QString& op) {
+  const QPointF centre = mapToScene(viewport()->rect().center());
+  QString reason;
+  const graph::NodeId id = doc_->addNode(op, freeSpotNear(centre), &reason);
+  if (id < 0) {
+    say(reason);
+    return -1;
+  }
+  scene_.clearSelection();
+  if (NodeItem* item = nodeItem(id)) item->setSelected(true);
+  return id;
+}
+
+void GraphCanvas::say(const QString& text, QPoint globalPos) {
+  emit message(text);
+  if (!globalPos.isNull()) QToolTip::showText(globalPos, text, this);
+}
+
+std::optional<std::pair<NodeItem*, PortHit>> GraphCanvas::portUnder(QPointF scenePos) const {
+  const QRectF area(scenePos - QPointF(10, 10), QSizeF(20, 20));
+  for (QGraphicsItem* item : scene_.items(area)) {
+    if (item->type() != NodeItem::Type) continue;
+    auto* node = static_cast<NodeItem*>(item);
+    if (auto hit = node->portAt(scenePos)) return std::make_pair(node, *hit);
+  }
+  return std::nullopt;
+}
+}  // namespace kiln::studio

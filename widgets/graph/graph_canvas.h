@@ -1,0 +1,91 @@
+// GraphCanvas: the visual editor of a GraphDocument on QGraphicsView.
+//   - drop a layer from the palette (mime "application/x-kiln-op") or call addLayer();
+//   - drag from an output port to an input port to connect (or from an input port to an
+//     output port); a refused connection reports Graph::can_connect's reason through
+//     message() and a tooltip; dragging a connected input port off into empty space
+//     disconnects it;
+//   - rubber-band / Ctrl-click selection, drag to move (one undo step per drag),
+//     Delete removes the selected nodes and edges, Ctrl+C / Ctrl+V copy and paste,
+//     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
+//     action has taken the shortcut);
+//   - Ctrl+wheel and +/- zoom (10% .. 400%), middle-button or Space+drag pans, fitAll().
+// Items are synced to the graph by node id after every change (no rebuild).
+#pragma once
+#include <QGraphicsView>
+#include <QList>
+#include <map>
+#include <optional>
+
+#include "widgets/graph/graph_document.h"
+#include "widgets/graph/graph_items.h"
+
+namespace kiln::studio {
+
+inline constexpr const char* kOpMimeType = "application/x-kiln-op";
+inline constexpr const char* kGraphMimeType = "application/x-kiln-graph";
+
+class GraphCanvas : public QGraphicsView {
+  Q_OBJECT
+ public:
+  explicit GraphCanvas(GraphDocument* document, QWidget* parent = nullptr);
+
+  GraphDocument* document() const { return doc_; }
+  void fitAll();
+  void selectNode(graph::NodeId id);  // selects only it and centres the view on it
+  QList<graph::NodeId> selectedNodes() const;
+  NodeItem* nodeItem(graph::NodeId id) const;              // nullptr when none
+  EdgeItem* edgeItem(graph::PortRef to) const;             // the edge into `to`, nullptr when none
+  double zoom() const { return transform().m11(); }        // 1 = 100%
+
+ public slots:
+  // Adds a node of `op` at the centre of the visible area (shifted so it does not land
+  // on an existing node) and selects it. Returns its id, -1 (and message()) if unknown.
+  graph::NodeId addLayer(const QString& op);
+  void zoomIn();
+  void zoomOut();
+  void copySelection();
+  void pasteClipboard();
+  void deleteSelection();
+
+ signals:
+  void selectionChanged(QList<kiln::graph::NodeId> nodes);
+  void message(QString text);  // status-bar text: refused connections and the like
+
+ protected:
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
+  void keyPressEvent(QKeyEvent*) override;
+  void keyReleaseEvent(QKeyEvent*) override;
+  void wheelEvent(QWheelEvent*) override;
+  void dragEnterEvent(QDragEnterEvent*) override;
+  void dragMoveEvent(QDragMoveEvent*) override;
+  void dropEvent(QDropEvent*) override;
+
+ private:
+  struct PortDrag {
+    graph::PortRef port;
+    bool fromOutput = true;
+  };
+  void sync();
+  void setZoom(double factor);
+  std::optional<std::pair<NodeItem*, PortHit>> portUnder(QPointF scenePos) const;
+  void finishPortDrag(QPointF scenePos, QPoint globalPos);
+  void say(const QString& text, QPoint globalPos = {});
+  QPointF freeSpotNear(QPointF centre) const;
+
+  GraphDocument* doc_;
+  QGraphicsScene scene_;
+  std::map<graph::NodeId, NodeItem*> nodes_;
+  std::map<graph::PortRef, EdgeItem*> edges_;  // keyed by the input port each edge feeds
+  std::optional<PortDrag> portDrag_;
+  QGraphicsPathItem* dragLine_ = nullptr;
+  bool movingNodes_ = false;
+  bool panning_ = false;
+  bool spaceHeld_ = false;
+  QPoint panStart_;
+  int pasteCount_ = 0;
+  bool syncing_ = false;
+};
+
+}  // namespace kiln::studio

@@ -1,0 +1,259 @@
+// GraphCanvas: mouse, keyboard, wheel, clipboard and drag-and-drop handling.
+#include <QApplication>
+#include <QClipboard>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QKeyEvent>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QScrollBar>
+#include <QUndoStack>
+#include <QWheelEvent>
+#include <cmath>
+
+#include "widgets/graph/graph_canvas.h"
+
+namespace kiln::studio {
+
+void GraphCanvas::mousePressEvent(QMouseEvent* e) {
+  if (e->button() == Qt::MiddleButton || (e->button() == Qt::LeftButton && spaceHeld_)) {
+    panning_ = true;
+    panStart_ = e->pos();
+    viewport()->setCursor(Qt::ClosedHandCursor);
+    e->accept();
+    return;
+  }
+  if (e->button() == Qt::LeftButton) {
+    const QPointF sp = mapToScene(e->pos());
+    if (auto hit = portUnder(sp)) {
+      const auto [item, port] = *hit;
+      portDrag_ = PortDrag{{item->id(), port.port}, port.output};
+      dragLine_ = new QGraphicsPathItem;
+      dragLine_->setPen(QPen(QColor(0x4f, 0xa3, 0xff), 2, Qt::DashLine));
+      dragLine_->setZValue(5);
+      scene_.addItem(dragLine_);
+      e->accept();
+      return;
+    }
+    QGraphicsItem* under = itemAt(e->pos());
+    movingNodes_ = under && under->type() == NodeItem::Type;
+  }
+  QGraphicsView::mousePressEvent(e);
+}
+
+void GraphCanvas::mouseMoveEvent(QMouseEvent* e) {
+  if (panning_) {
+    const QPoint delta = e->pos() - panStart_;
+    panStart_ = e->pos();
+    horizontalScrollBar()->setValue(horizontalScrollBar()->value() - delta.x());
+    verticalScrollBar()->setValue(verticalScrollBar()->value() - delta.y());
+    e->accept();
+    return;
+  }
+  if (portDrag_) {
+    NodeItem* item = nodeItem(portDrag_->port.node);
+    if (item && dragLine_) {
+      const QPointF p1 = portDrag_->fromOutput ? item->outputPos(portDrag_->port.port)
+                                               : item->inputPos(portDrag_->port.port);
+      QPainterPath path(p1);
+      path.lineTo(mapToScene(e->pos()));
+      dragLine_->setPath(path);
+    }
+    e->accept();
+    return;
+  }
+  QGraphicsView::mouseMoveEvent(e);
+  if (movingNodes_ && (e->buttons() & Qt::LeftButton)) {
+    // Live update; GraphDocument merges the moves of one drag into one undo step.
+    QMap<graph::NodeId, QPointF> moved;
+    for (QGraphicsItem* item : scene_.selectedItems()) {
+      if (item->type() != NodeItem::Type) continue;
+      auto* node = static_cast<NodeItem*>(item);
+      if (node->pos() != QPointF(node->node().x, node->node().y)) moved.insert(node->id(), node->pos());
+    }
+    if (!moved.isEmpty()) doc_->moveNodes(moved);
+  }
+}
+
+void GraphCanvas::mouseReleaseEvent(QMouseEvent* e) {
+  if (panning_ && (e->button() == Qt::MiddleButton || e->button() == Qt::LeftButton)) {
+    panning_ = false;
+    viewport()->setCursor(spaceHeld_ ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    e->accept();
+    return;
+  }
+  if (portDrag_ && e->button() == Qt::LeftButton) {
+    finishPortDrag(mapToScene(e->pos()), e->globalPosition().toPoint());
+    e->accept();
+    return;
+  }
+  QGraphicsView::mouseReleaseEvent(e);
+  if (movingNodes_ && e->button() == Qt::LeftButton) {
+    movingNodes_ = false;
+    doc_->finishMove();
+  }
+}
+
+void GraphCanvas::finishPortDrag(QPointF scenePos, QPoint globalPos) {
+  delete dragLine_;
+  dragLine_ = nullptr;
+  const PortDrag drag = *portDrag_;
+  portDrag_.reset();
+  const graph::Graph& g = doc_->graph();
+  if (!g.contains(drag.port.node)) return;
+  const auto hit = portUnder(scenePos);
+  if (!hit) {
+    if (!drag.fromOutput && g.source_of(drag.port)) {
+      doc_->disconnectPort(drag.port);
+      say(tr("Disconnected %1").arg(toQString(g.node(drag.port.node).name)));
+    } else {
+      say(drag.fromOutput ? tr("Drop on an input port to connect")
+                          : tr("Drop on an output port to connect"));
+    }
+    return;
+  }
+  const auto [item, port] = *hit;
+  if (port.output == drag.fromOutput) {
+    say(tr("Cannot connect: an output port connects to an input port"), globalPos);
+    return;
+  }
+  const graph::PortRef other{item->id(), port.port};
+  const graph::PortRef from = drag.fromOutput ? drag.port : other;
+  const graph::PortRef to = drag.fromOutput ? other : drag.port;
+  QString reason;
+  if (doc_->connectPorts(from, to, &reason))
+    say(tr("Connected %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name)));
+  else
+    say(tr("Cannot connect: %1").arg(reason), globalPos);
+}
+
+void GraphCanvas::deleteSelection() {
+  const QList<graph::NodeId> nodes = selectedNodes();
+  std::vector<graph::PortRef> inputs;  // edges to remove, by the input they feed
+  for (QGraphicsItem* item : scene_.selectedItems()) {
+    if (item->type() != EdgeItem::Type) continue;
+    const graph::Edge& e = static_cast<EdgeItem*>(item)->edge();
+    if (!nodes.contains(e.from.node) && !nodes.contains(e.to.node)) inputs.push_back(e.to);
+  }
+  if (nodes.isEmpty() && inputs.empty()) return;
+  const bool macro = inputs.size() + (nodes.isEmpty() ? 0 : 1) > 1;
+  if (macro) doc_->undoStack()->beginMacro(tr("Delete selection"));
+  doc_->removeNodes(nodes);
+  for (const graph::PortRef& to : inputs) doc_->disconnectPort(to);
+  if (macro) doc_->undoStack()->endMacro();
+}
+
+void GraphCanvas::copySelection() {
+  const QList<graph::NodeId> nodes = selectedNodes();
+  if (nodes.isEmpty()) return;
+  const QString json = doc_->copy(nodes);
+  auto* mime = new QMimeData;
+  mime->setData(kGraphMimeType, json.toUtf8());
+  mime->setText(json);
+  QApplication::clipboard()->setMimeData(mime);
+  pasteCount_ = 0;
+  say(tr("Copied %n node(s)", nullptr, int(nodes.size())));
+}
+
+void GraphCanvas::pasteClipboard() {
+  const QMimeData* mime = QApplication::clipboard()->mimeData();
+  if (!mime) return;
+  const QString json = mime->hasFormat(kGraphMimeType) ? QString::fromUtf8(mime->data(kGraphMimeType))
+                                                       : mime->text();
+  if (json.trimmed().isEmpty()) return;
+  ++pasteCount_;
+  QString reason;
+  const QList<graph::NodeId> ids = doc_->paste(json, QPointF(40, 40) * pasteCount_, &reason);
+  if (ids.isEmpty()) {
+    if (!reason.isEmpty()) say(reason);
+    return;
+  }
+  scene_.clearSelection();
+  for (graph::NodeId id : ids)
+    if (NodeItem* item = nodeItem(id)) item->setSelected(true);
+  say(tr("Pasted %n node(s)", nullptr, int(ids.size())));
+}
+
+void GraphCanvas::keyPressEvent(QKeyEvent* e) {
+  const bool shiftCtrlZ = e->key() == Qt::Key_Z &&
+                          e->modifiers() == (Qt::ControlModifier | Qt::ShiftModifier);
+  if (e->matches(QKeySequence::Delete) || e->key() == Qt::Key_Delete || e->key() == Qt::Key_Backspace) {
+    deleteSelection();
+  } else if (e->matches(QKeySequence::Copy)) {
+    copySelection();
+  } else if (e->matches(QKeySequence::Paste)) {
+    pasteClipboard();
+  } else if (e->matches(QKeySequence::Undo) && !shiftCtrlZ) {
+    doc_->undoStack()->undo();
+  } else if (e->matches(QKeySequence::Redo) || shiftCtrlZ) {
+    doc_->undoStack()->redo();
+  } else if (e->matches(QKeySequence::SelectAll)) {
+    for (auto& [id, item] : nodes_) item->setSelected(true);
+  } else if (e->key() == Qt::Key_Plus || e->key() == Qt::Key_Equal) {
+    zoomIn();
+  } else if (e->key() == Qt::Key_Minus) {
+    zoomOut();
+  } else if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
+    spaceHeld_ = true;
+    setDragMode(NoDrag);
+    viewport()->setCursor(Qt::OpenHandCursor);
+  } else {
+    QGraphicsView::keyPressEvent(e);
+    return;
+  }
+  e->accept();
+}
+
+void GraphCanvas::keyReleaseEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
+    spaceHeld_ = false;
+    setDragMode(RubberBandDrag);
+    viewport()->setCursor(Qt::ArrowCursor);
+    e->accept();
+    return;
+  }
+  QGraphicsView::keyReleaseEvent(e);
+}
+
+void GraphCanvas::wheelEvent(QWheelEvent* e) {
+  if (e->modifiers() & Qt::ControlModifier) {
+    setZoom(zoom() * std::pow(1.0015, e->angleDelta().y()));
+    e->accept();
+    return;
+  }
+  QGraphicsView::wheelEvent(e);
+}
+
+void GraphCanvas::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasFormat(kOpMimeType))
+    e->acceptProposedAction();
+  else
+    QGraphicsView::dragEnterEvent(e);
+}
+
+void GraphCanvas::dragMoveEvent(QDragMoveEvent* e) {
+  if (e->mimeData()->hasFormat(kOpMimeType))
+    e->acceptProposedAction();
+  else
+    QGraphicsView::dragMoveEvent(e);
+}
+
+void GraphCanvas::dropEvent(QDropEvent* e) {
+  if (!e->mimeData()->hasFormat(kOpMimeType)) {
+    QGraphicsView::dropEvent(e);
+    return;
+  }
+  const QString op = QString::fromUtf8(e->mimeData()->data(kOpMimeType));
+  QString reason;
+  const graph::NodeId id = doc_->addNode(op, mapToScene(e->position().toPoint()), &reason);
+  if (id < 0) {
+    say(reason);
+    return;
+  }
+  e->acceptProposedAction();
+  scene_.clearSelection();
+  if (NodeItem* item = nodeItem(id)) item->setSelected(true);
+  setFocus();
+}
+
+}  // namespace kiln::studio

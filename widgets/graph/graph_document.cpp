@@ -1,0 +1,205 @@
+#include "widgets/graph/graph_document.h"
+
+#include <set>
+
+#include "engine/graph/json.h"
+#include "engine/graph/layout.h"
+#include "engine/graph/op_schema.h"
+#include "widgets/graph/graph_commands.h"
+
+namespace kiln::studio {
+
+QString toQString(const std::string& s) { return QString::fromStdString(s); }
+std::string toStd(const QString& s) { return s.toStdString(); }
+
+namespace {
+void setReason(QString* reason, const QString& text) {
+  if (reason) *reason = text;
+}
+}  // namespace
+
+GraphDocument::GraphDocument(QObject* parent) : QObject(parent) {
+  analysis_ = graph::analyze(graph_);
+}
+
+void GraphDocument::setGraph(const graph::Graph& g) {
+  stack_.clear();
+  graph_ = g;
+  stack_.setClean();
+  notifyChanged();
+}
+
+void GraphDocument::notifyChanged(bool reanalyze) {
+  if (reanalyze) analysis_ = graph::analyze(graph_);
+  emit changed();
+}
+
+graph::NodeId GraphDocument::addNode(const QString& op, QPointF pos, QString* reason) {
+  graph::Node node;
+  try {
+    // Let the graph pick the id and the name, then hand the node to the command.
+    const graph::NodeId id = graph_.add_node(toStd(op));
+    graph_.set_position(id, pos.x(), pos.y());
+    node = graph_.node(id);
+    graph_.remove_node(id);
+  } catch (const Error& e) {
+    setReason(reason, toQString(e.what()));
+    return -1;
+  }
+  stack_.push(new InsertNodesCommand(this, tr("Add %1").arg(op), {node}, {}));
+  return node.id;
+}
+
+void GraphDocument::removeNodes(const QList<graph::NodeId>& ids) {
+  std::vector<graph::NodeId> present;
+  for (graph::NodeId id : ids)
+    if (graph_.contains(id)) present.push_back(id);
+  if (present.empty()) return;
+  stack_.push(new RemoveNodesCommand(this, present));
+}
+
+bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString* reason) {
+  std::optional<graph::PortRef> replaced;
+  std::optional<std::string> why;
+  if (graph_.contains(to.node)) replaced = graph_.source_of(to);
+  if (replaced && *replaced == from) {
+    setReason(reason, tr("%1 is already connected to %2")
+                          .arg(toQString(graph_.node(from.node).name),
+                               toQString(graph_.node(to.node).name)));
+    return false;
+  }
+  if (replaced) {
+    // Replacing an edge: check the new one against the graph without the old one.
+    graph::Graph trial = graph_;
+    trial.disconnect(to);
+    why = trial.can_connect(from, to);
+  } else {
+    why = graph_.can_connect(from, to);
+  }
+  if (why) {
+    setReason(reason, toQString(*why));
+    return false;
+  }
+  stack_.push(new ConnectCommand(this, from, to, replaced));
+  return true;
+}
+
+void GraphDocument::disconnectPort(graph::PortRef to) {
+  if (!graph_.contains(to.node)) return;
+  const std::optional<graph::PortRef> from = graph_.source_of(to);
+  if (from) stack_.push(new DisconnectCommand(this, *from, to));
+}
+
+bool GraphDocument::setAttribute(graph::NodeId id, const QString& name,
+                                 const graph::AttrValue& value, QString* reason) {
+  if (!graph_.contains(id)) {
+    setReason(reason, tr("no node with id %1").arg(id));
+    return false;
+  }
+  const std::string key = toStd(name);
+  if (auto why = graph_.check_attr(id, key, value)) {
+    setReason(reason, toQString(*why));
+    return false;
+  }
+  const graph::Node& n = graph_.node(id);
+  auto it = n.attrs.find(key);
+  if (it != n.attrs.end() && it->second == value) return true;  // nothing to do
+  stack_.push(new SetAttributeCommand(this, id, key, value));
+  return true;
+}
+
+bool GraphDocument::renameNode(graph::NodeId id, const QString& name, QString* reason) {
+  if (!graph_.contains(id)) {
+    setReason(reason, tr("no node with id %1").arg(id));
+    return false;
+  }
+  if (graph_.node(id).name == toStd(name)) return true;
+  graph::Graph trial = graph_;  // rename validates; try it on a copy first
+  try {
+    trial.rename(id, toStd(name));
+  } catch (const Error& e) {
+    setReason(reason, toQString(e.what()));
+    return false;
+  }
+  stack_.push(new RenameCommand(this, id, toStd(name)));
+  return true;
+}
+
+void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) {
+  MoveCommand::Positions positions;
+  for (auto it = newPositions.begin(); it != newPositions.end(); ++it) {
+    if (!graph_.contains(it.key())) continue;
+    const graph::Node& n = graph_.node(it.key());
+    const QPointF old(n.x, n.y);
+    if (old != it.value()) positions.emplace(it.key(), std::make_pair(old, it.value()));
+  }
+  if (positions.empty()) return;
+  const QString text = positions.size() == 1
+                           ? tr("Move %1").arg(toQString(graph_.node(positions.begin()->first).name))
+                           : tr("Move %n node(s)", nullptr, int(positions.size()));
+  stack_.push(new MoveCommand(this, text, std::move(positions), moveGroup_));
+}
+
+void GraphDocument::autoLayout() {
+  graph::Graph laid = graph_;
+  graph::auto_layout(laid);
+  MoveCommand::Positions positions;
+  for (const graph::Node& n : laid.nodes()) {
+    const graph::Node& old = graph_.node(n.id);
+    if (old.x != n.x || old.y != n.y)
+      positions.emplace(n.id, std::make_pair(QPointF(old.x, old.y), QPointF(n.x, n.y)));
+  }
+  if (positions.empty()) return;
+  stack_.push(new MoveCommand(this, tr("Auto layout"), std::move(positions), -1));
+}
+
+QString GraphDocument::copy(const QList<graph::NodeId>& ids) const {
+  graph::Graph fragment;
+  fragment.name = graph_.name;
+  std::set<graph::NodeId> chosen;
+  for (graph::NodeId id : ids)
+    if (graph_.contains(id) && chosen.insert(id).second) fragment.insert_node(graph_.node(id));
+  for (const graph::Edge& e : graph_.edges())
+    if (chosen.count(e.from.node) && chosen.count(e.to.node)) fragment.connect(e.from, e.to);
+  return toQString(graph::to_json(fragment));
+}
+
+QList<graph::NodeId> GraphDocument::paste(const QString& json, QPointF offset, QString* reason) {
+  graph::Graph fragment;
+  try {
+    fragment = graph::from_json(toStd(json));
+  } catch (const Error& e) {
+    setReason(reason, toQString(e.what()));
+    return {};
+  }
+  if (fragment.nodes().empty()) return {};
+  // Add the nodes to learn their new ids and names, record them, and take them out
+  // again: the command re-inserts exactly these nodes on every redo.
+  std::map<graph::NodeId, graph::NodeId> newId;
+  std::vector<graph::Node> nodes;
+  std::vector<graph::Edge> edges;
+  try {
+    for (const graph::Node& n : fragment.nodes()) {
+      bool taken = false;
+      for (const graph::Node& m : graph_.nodes()) taken = taken || m.name == n.name;
+      const graph::NodeId id = graph_.add_node(n.op, taken ? "" : n.name, n.attrs);
+      graph_.set_position(id, n.x + offset.x(), n.y + offset.y());
+      newId[n.id] = id;
+      nodes.push_back(graph_.node(id));
+    }
+    for (const graph::Edge& e : fragment.edges())
+      edges.push_back({{newId.at(e.from.node), e.from.port}, {newId.at(e.to.node), e.to.port}});
+  } catch (const Error& e) {
+    setReason(reason, tr("cannot paste: %1").arg(toQString(e.what())));
+    nodes.clear();
+  }
+  for (const auto& [from, to] : newId) graph_.remove_node(to);
+  if (nodes.empty()) return {};
+  QList<graph::NodeId> ids;
+  for (const graph::Node& n : nodes) ids.push_back(n.id);
+  stack_.push(new InsertNodesCommand(this, tr("Paste %n node(s)", nullptr, int(nodes.size())),
+                                     std::move(nodes), std::move(edges)));
+  return ids;
+}
+
+}  // namespace kiln::studio

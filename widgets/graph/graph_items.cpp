@@ -1,0 +1,219 @@
+#include "widgets/graph/graph_items.h"
+
+#include <QPainter>
+#include <QStyleOptionGraphicsItem>
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/graph/graph_document.h"
+
+namespace kiln::studio {
+
+namespace {
+constexpr double kHeader = 20;
+
+QColor categoryColor(const std::string& category) {
+  if (category == "Input/Output") return QColor(0x3f, 0x7f, 0x5f);
+  if (category == "Layers") return QColor(0x3b, 0x63, 0x9b);
+  if (category == "Activations") return QColor(0x8a, 0x5a, 0x2b);
+  if (category == "Normalization") return QColor(0x6a, 0x4c, 0x93);
+  if (category == "Pooling") return QColor(0x2f, 0x7d, 0x86);
+  if (category == "Regularization") return QColor(0x80, 0x70, 0x30);
+  return QColor(0x5a, 0x5f, 0x6a);  // Tensor and anything new
+}
+}  // namespace
+
+QString shortCount(int64_t n) {
+  const double v = double(n);
+  if (n < 1000) return QString::number(n);
+  if (n < 1000000) return QString::number(v / 1e3, 'f', v < 1e4 ? 1 : 0) + "K";
+  if (n < 1000000000) return QString::number(v / 1e6, 'f', v < 1e7 ? 1 : 0) + "M";
+  return QString::number(v / 1e9, 'f', 1) + "G";
+}
+
+// ---- NodeItem ----
+NodeItem::NodeItem(const graph::Node& node) {
+  setFlags(ItemIsSelectable | ItemIsMovable | ItemSendsGeometryChanges);
+  setCacheMode(DeviceCoordinateCache);
+  setZValue(1);
+  setState(node, nullptr, {});
+}
+
+void NodeItem::setState(const graph::Node& node, const graph::NodeInfo* info,
+                        const std::vector<std::string>& problems) {
+  QStringList list;
+  for (const std::string& p : problems) list << toQString(p);
+  const bool sameInfo =
+      (info == nullptr) == !info_.has_value() &&
+      (!info || (info->parameters == info_->parameters && info->macs == info_->macs &&
+                 info->inputs == info_->inputs && info->outputs == info_->outputs));
+  const bool samePorts = schema_ && node.attrs == node_.attrs && node.op == node_.op;
+  if (node == node_ && sameInfo && list == problems_ && schema_) return;
+  const bool geometryChanges = !samePorts;
+  if (geometryChanges) prepareGeometryChange();
+  node_ = node;
+  schema_ = graph::OpRegistry::global().find(node.op);
+  inputs_ = schema_ ? schema_->input_count(node.attrs) : 0;
+  outputs_ = schema_ ? int(schema_->outputs.size()) : 0;
+  info_ = info ? std::optional<graph::NodeInfo>(*info) : std::nullopt;
+  problems_ = list;
+  setPos(node.x, node.y);
+  QString tip = QStringLiteral("<b>%1</b> (%2)").arg(toQString(node.name), toQString(node.op));
+  if (!problems_.isEmpty()) {
+    tip += "<br><span style='color:#e05252'>" + problems_.join("<br>").toHtmlEscaped() + "</span>";
+  } else if (info_) {
+    for (size_t i = 0; i < info_->outputs.size(); ++i)
+      tip += "<br>out: " + toQString(info_->outputs[i].str());
+    tip += "<br>" + badgeText();
+  }
+  setToolTip(tip);
+  update();
+}
+
+QString NodeItem::badgeText() const {
+  if (!info_) return QStringLiteral("? params · ? MACs");
+  return QStringLiteral("%1 params · %2 MACs").arg(shortCount(info_->parameters), shortCount(info_->macs));
+}
+
+QPointF NodeItem::portOffset(bool output, int port) const {
+  const int count = output ? outputs_ : inputs_;
+  const double step = kNodeWidth / (count + 1);
+  return {-kNodeWidth / 2 + step * (port + 1), output ? kNodeHeight / 2 : -kNodeHeight / 2};
+}
+
+QPointF NodeItem::inputPos(int port) const { return mapToScene(portOffset(false, port)); }
+QPointF NodeItem::outputPos(int port) const { return mapToScene(portOffset(true, port)); }
+
+std::optional<PortHit> NodeItem::portAt(QPointF scenePos, double tolerance) const {
+  const QPointF local = mapFromScene(scenePos);
+  std::optional<PortHit> best;
+  double bestDist = tolerance;
+  for (int output = 0; output < 2; ++output) {
+    const int count = output ? outputs_ : inputs_;
+    for (int i = 0; i < count; ++i) {
+      const double d = QLineF(local, portOffset(output != 0, i)).length();
+      if (d <= bestDist) {
+        bestDist = d;
+        best = PortHit{output != 0, i};
+      }
+    }
+  }
+  return best;
+}
+
+QRectF NodeItem::boundingRect() const {
+  const double m = kPortRadius + 2;
+  return QRectF(-kNodeWidth / 2 - m, -kNodeHeight / 2 - m, kNodeWidth + 2 * m, kNodeHeight + 2 * m);
+}
+
+void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
+  const QRectF r(-kNodeWidth / 2, -kNodeHeight / 2, kNodeWidth, kNodeHeight);
+  const bool error = !problems_.isEmpty();
+  p->setRenderHint(QPainter::Antialiasing);
+  QColor border = error ? QColor(0xe0, 0x52, 0x52) : QColor(0x70, 0x76, 0x80);
+  if (isSelected()) border = QColor(0x4f, 0xa3, 0xff);
+  p->setPen(QPen(border, isSelected() || error ? 2.5 : 1.2));
+  p->setBrush(error ? QColor(0x4a, 0x28, 0x2a) : QColor(0x2b, 0x2f, 0x36));
+  p->drawRoundedRect(r, 6, 6);
+  // Header band with the op name.
+  QPainterPath header;
+  header.addRoundedRect(QRectF(r.left(), r.top(), r.width(), kHeader + 6), 6, 6);
+  QPainterPath cut;
+  cut.addRect(QRectF(r.left(), r.top() + kHeader, r.width(), 6));
+  p->setPen(Qt::NoPen);
+  p->setBrush(error ? QColor(0xb0, 0x3a, 0x3a) : categoryColor(schema_ ? schema_->category : ""));
+  p->drawPath(header.subtracted(cut));
+  QFont font = p->font();
+  font.setPointSizeF(9);
+  font.setBold(true);
+  p->setFont(font);
+  p->setPen(Qt::white);
+  p->drawText(QRectF(r.left() + 8, r.top(), r.width() - 16, kHeader), Qt::AlignVCenter | Qt::AlignLeft,
+              toQString(node_.op));
+  font.setBold(false);
+  p->setFont(font);
+  p->setPen(QColor(0xe6, 0xe6, 0xe6));
+  p->drawText(QRectF(r.left() + 8, r.top() + kHeader + 2, r.width() - 16, 18),
+              Qt::AlignVCenter | Qt::AlignLeft, toQString(node_.name));
+  font.setPointSizeF(7.5);
+  p->setFont(font);
+  p->setPen(QColor(0xa8, 0xb0, 0xbc));
+  p->drawText(QRectF(r.left() + 8, r.top() + kHeader + 20, r.width() - 16, 16),
+              Qt::AlignVCenter | Qt::AlignLeft, error ? QObject::tr("⚠ %1").arg(problems_.first()) : badgeText());
+  // Ports: inputs on the top edge, outputs on the bottom edge.
+  p->setPen(QPen(QColor(0x20, 0x20, 0x20), 1));
+  for (int output = 0; output < 2; ++output) {
+    const int count = output ? outputs_ : inputs_;
+    p->setBrush(output ? QColor(0xff, 0xd4, 0x79) : QColor(0x9e, 0xcb, 0xff));
+    for (int i = 0; i < count; ++i)
+      p->drawEllipse(portOffset(output != 0, i), kPortRadius, kPortRadius);
+  }
+  if (inputs_ > 1) {  // name counted ports: in0, in1 ...
+    p->setPen(QColor(0xa8, 0xb0, 0xbc));
+    for (int i = 0; i < inputs_; ++i) {
+      const QPointF c = portOffset(false, i);
+      p->drawText(QRectF(c.x() + 6, c.y() - 1, 30, 10), Qt::AlignLeft | Qt::AlignTop,
+                  toQString(schema_->input_name(i)));
+    }
+  }
+}
+
+QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
+  if (change == ItemPositionHasChanged)
+    for (EdgeItem* e : edges_) e->updatePath();
+  return QGraphicsItem::itemChange(change, value);
+}
+
+// ---- EdgeItem ----
+EdgeItem::EdgeItem(const graph::Edge& edge) : edge_(edge), label_(new QGraphicsSimpleTextItem(this)) {
+  setFlags(ItemIsSelectable);
+  setZValue(0);
+  QFont font = label_->font();
+  font.setPointSizeF(7.5);
+  label_->setFont(font);
+  label_->setBrush(QColor(0xb8, 0xc4, 0xd0));
+}
+
+void EdgeItem::setLabel(const QString& text) {
+  if (label_->text() == text) return;
+  label_->setText(text);
+  setToolTip(text);
+  updatePath();
+}
+
+void EdgeItem::attach(NodeItem* from, NodeItem* to) {
+  from_ = from;
+  to_ = to;
+  updatePath();
+}
+
+void EdgeItem::updatePath() {
+  if (!from_ || !to_) return;
+  const QPointF p1 = from_->outputPos(edge_.from.port);
+  const QPointF p2 = to_->inputPos(edge_.to.port);
+  if (p1 == p1_ && p2 == p2_ && !path().isEmpty()) return;
+  p1_ = p1;
+  p2_ = p2;
+  const double bend = std::max(40.0, std::abs(p2.y() - p1.y()) / 2);
+  QPainterPath path(p1);
+  path.cubicTo(p1 + QPointF(0, bend), p2 - QPointF(0, bend), p2);
+  setPath(path);
+  const QPointF mid = path.pointAtPercent(0.5);
+  const QRectF text = label_->boundingRect();
+  label_->setPos(mid.x() + 6, mid.y() - text.height() / 2);
+}
+
+QPainterPath EdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(10);
+  return stroker.createStroke(path());
+}
+
+void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
+  p->setRenderHint(QPainter::Antialiasing);
+  p->setPen(QPen(isSelected() ? QColor(0x4f, 0xa3, 0xff) : QColor(0x9a, 0xa4, 0xb0), isSelected() ? 2.5 : 1.6));
+  p->setBrush(Qt::NoBrush);
+  p->drawPath(path());
+}
+
+}  // namespace kiln::studio

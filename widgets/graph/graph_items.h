@@ -1,0 +1,98 @@
+// Scene items of the graph canvas. They mirror the document (the canvas syncs them
+// by node id after every change); they never edit the graph themselves.
+//
+// Geometry (scene units): a node is a kNodeWidth x kNodeHeight box centred on the
+// node's (x, y); layers run down the page, so input ports sit on the top edge and
+// output ports on the bottom edge, spread evenly.
+#pragma once
+#include <QGraphicsItem>
+#include <QGraphicsPathItem>
+#include <QGraphicsSimpleTextItem>
+#include <QList>
+#include <QStringList>
+#include <optional>
+
+#include "engine/graph/analysis.h"
+#include "engine/graph/op_schema.h"
+
+namespace kiln::studio {
+
+class EdgeItem;
+
+inline constexpr double kNodeWidth = 168;
+inline constexpr double kNodeHeight = 64;
+inline constexpr double kPortRadius = 5;
+
+struct PortHit {
+  bool output = false;
+  int port = 0;
+};
+
+class NodeItem : public QGraphicsItem {
+ public:
+  enum { Type = UserType + 1 };
+  explicit NodeItem(const graph::Node& node);
+  int type() const override { return Type; }
+
+  graph::NodeId id() const { return node_.id; }
+  const graph::Node& node() const { return node_; }
+  // Updates what the item shows; repaints only when something differs.
+  void setState(const graph::Node& node, const graph::NodeInfo* info,
+                const std::vector<std::string>& problems);
+  bool hasProblems() const { return !problems_.isEmpty(); }
+  int inputCount() const { return inputs_; }
+  int outputCount() const { return outputs_; }
+  // Port centres in scene coordinates.
+  QPointF inputPos(int port) const;
+  QPointF outputPos(int port) const;
+  // The port within `tolerance` of a scene point, if any.
+  std::optional<PortHit> portAt(QPointF scenePos, double tolerance = 9) const;
+  // The short badge text: "1.2K params · 50.2K MACs".
+  QString badgeText() const;
+  QList<EdgeItem*>& edges() { return edges_; }
+
+  QRectF boundingRect() const override;
+  void paint(QPainter*, const QStyleOptionGraphicsItem*, QWidget*) override;
+
+ protected:
+  QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
+
+ private:
+  QPointF portOffset(bool output, int port) const;
+  graph::Node node_;
+  const graph::OpSchema* schema_ = nullptr;
+  int inputs_ = 0, outputs_ = 0;
+  std::optional<graph::NodeInfo> info_;
+  QStringList problems_;
+  QList<EdgeItem*> edges_;
+};
+
+class EdgeItem : public QGraphicsPathItem {
+ public:
+  enum { Type = UserType + 2 };
+  explicit EdgeItem(const graph::Edge& edge);
+  int type() const override { return Type; }
+  const graph::Edge& edge() const { return edge_; }
+  void setEdge(const graph::Edge& e) { edge_ = e; }
+  // "f32[N, 10]", or "?" when the source's type is unknown.
+  void setLabel(const QString& text);
+  QString label() const { return label_->text(); }
+  // The nodes it joins (set by the canvas whenever the edge set changes).
+  void attach(NodeItem* from, NodeItem* to);
+  // Recomputes the curve from the current port positions.
+  void updatePath();
+  QPainterPath shape() const override;
+  void paint(QPainter*, const QStyleOptionGraphicsItem*, QWidget*) override;
+
+ private:
+  graph::Edge edge_;
+  QGraphicsSimpleTextItem* label_;
+  NodeItem* from_ = nullptr;
+  NodeItem* to_ = nullptr;
+  QPointF p1_, p2_;
+};
+
+// Compact counts for badges: 950, 12.5K, 3.4M, 1.2G.
+QString shortCount(int64_t n);
+
+}  // namespace kiln::studio

@@ -1,0 +1,71 @@
+// PropertyEditor: the selected node's name (editable), op, inferred input/output
+// types, parameter count and multiply-adds, problems, and one widget per attribute
+// generated from its AttrSpec:
+//   Int -> QSpinBox (range from min/max), Float -> QDoubleSpinBox, Bool -> QCheckBox,
+//   Choice -> QComboBox, String -> QLineEdit, Ints -> QLineEdit ("3, 3");
+// the unit is the suffix, the description the tooltip. Edits go through
+// GraphDocument::setAttribute / renameNode (undoable); a rejected value shows the
+// reason in the editor and the widget reverts to the graph's value.
+#pragma once
+#include <QLabel>
+#include <QLineEdit>
+#include <QList>
+#include <QWidget>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/graph/op_schema.h"
+#include "widgets/graph/graph_document.h"
+
+class QFormLayout;
+
+namespace kiln::studio {
+
+class PropertyEditor : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PropertyEditor(GraphDocument* document, QWidget* parent = nullptr);
+  graph::NodeId node() const { return node_; }
+  // The editor widget of an attribute (nullptr when none), the name field and the
+  // message line (for tests).
+  QWidget* editor(const QString& attribute) const;
+  QLineEdit* nameEdit() const { return nameEdit_; }
+  QString errorText() const { return error_ ? error_->text() : QString(); }
+  QString outputsText() const { return outputs_ ? outputs_->text() : QString(); }
+
+ public slots:
+  void setNode(graph::NodeId id);  // -1: nothing selected
+  // Shows the node when exactly one is selected, nothing otherwise.
+  void setSelection(const QList<kiln::graph::NodeId>& nodes);
+
+ private:
+  void rebuild();
+  void refresh();
+  void commit(const std::string& name, const graph::AttrValue& value);
+  void showError(const QString& text);
+  QWidget* makeEditor(const graph::AttrSpec& spec);
+  void setEditorValue(const graph::AttrSpec& spec, QWidget* editor, const graph::AttrValue& v);
+
+  GraphDocument* doc_;
+  graph::NodeId node_ = -1;
+  std::string builtOp_;
+  QWidget* content_ = nullptr;
+  QLabel* placeholder_ = nullptr;
+  QLineEdit* nameEdit_ = nullptr;
+  QLabel* op_ = nullptr;
+  QLabel* inputs_ = nullptr;
+  QLabel* outputs_ = nullptr;
+  QLabel* params_ = nullptr;
+  QLabel* problems_ = nullptr;
+  QLabel* error_ = nullptr;
+  std::map<std::string, QWidget*> editors_;
+};
+
+// "3, 3" -> {3, 3} (brackets and spaces allowed); nullopt when not a list of integers.
+std::optional<std::vector<int64_t>> parseInts(const QString& text);
+// {3, 3} -> "3, 3"
+QString formatInts(const std::vector<int64_t>& values);
+
+}  // namespace kiln::studio
