@@ -1,0 +1,133 @@
+// RunsView: the table shows each run's config and final metrics; selecting runs
+// overlays one curve per run in both plots; Export CSV writes the selected runs.
+#include <qcustomplot.h>
+
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "project_test_util.h"
+#include "widgets/project/runs_view.h"
+
+using namespace kiln::projects;
+using kiln::studio::RunsView;
+
+class TestRunsView : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString file(const QString& name) const { return dir_.filePath(name); }
+
+  // Three runs: two finished with metrics, one still running with epochs only.
+  std::vector<int64_t> fill(Project& p) {
+    std::vector<int64_t> ids;
+    for (int r = 0; r < 3; ++r) {
+      const std::string config = r == 1 ? "{\"optimizer\":\"sgd\",\"lr\":0.1,\"epochs\":4}"
+                                        : "{\"optimizer\":\"adam\",\"lr\":0.001,\"epochs\":4}";
+      const int64_t id = p.begin_run({"run " + std::to_string(r + 1), config, r == 2 ? "cuda:0" : "cpu", 0});
+      ids.push_back(id);
+      MetricsWriter w(p.path(), id);
+      if (r < 2)
+        for (int s = 1; s <= 50 * (r + 1); ++s) w.step({s, 1, 2.0 / s + r, 0.01, 1000, 0.1 * s});
+      for (int e = 1; e <= 2 + r; ++e) w.epoch({e, 1.0 / e, 0.5 + 0.1 * e, 1.1 / e, 0.6 + 0.05 * e + 0.01 * r, 0.01, 3});
+    }
+    p.end_run(ids[0], RunStatus::finished, "",
+              R"({"train_loss":0.25,"train_accuracy":0.9,"val_loss":0.3,"val_accuracy":0.8765})");
+    p.end_run(ids[1], RunStatus::stopped, "stopped by the user", "");
+    return ids;
+  }
+
+ private slots:
+  void tableShowsRuns() {
+    Project p = Project::create(file("table.kiln").toStdString());
+    const auto ids = fill(p);
+    RunsView view(&p);
+    QTableWidget* t = view.table();
+    QCOMPARE(t->rowCount(), 3);
+    QCOMPARE(t->item(0, RunsView::Name)->text(), QString("run 1"));
+    QCOMPARE(t->item(0, RunsView::Status)->text(), QString("finished"));
+    QCOMPARE(t->item(0, RunsView::Device)->text(), QString("cpu"));
+    QCOMPARE(t->item(2, RunsView::Device)->text(), QString("cuda:0"));
+    QCOMPARE(t->item(0, RunsView::Epochs)->text(), QString("2 / 4"));
+    QCOMPARE(t->item(0, RunsView::ValAccuracy)->text(), QString("87.65 %"));  // from final_metrics_json
+    QCOMPARE(t->item(0, RunsView::TrainLoss)->text(), QString("0.2500"));
+    QCOMPARE(t->item(1, RunsView::Optimizer)->text(), QString("sgd"));
+    QCOMPARE(t->item(1, RunsView::LearningRate)->text(), QString("0.1"));
+    QCOMPARE(t->item(1, RunsView::Status)->toolTip(), QString("stopped by the user"));
+    QCOMPARE(t->item(1, RunsView::ValAccuracy)->text(), QString("76.00 %"));  // last epoch row: 0.6 + 0.05 * 3 + 0.01
+    QCOMPARE(t->item(2, RunsView::Status)->text(), QString("running"));
+    QVERIFY(!t->item(0, RunsView::Duration)->text().isEmpty());
+    QVERIFY(!t->item(0, RunsView::Started)->text().isEmpty());
+
+    // refresh() picks up a new run and keeps the selection.
+    view.selectRuns({ids[1]});
+    p.begin_run({"run 4", "{}", "cpu", 0});
+    view.refresh();
+    QCOMPARE(t->rowCount(), 4);
+    QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[1]});
+  }
+
+  void selectionOverlaysOneCurvePerRun() {
+    Project p = Project::create(file("overlay.kiln").toStdString());
+    const auto ids = fill(p);
+    RunsView view(&p);
+    view.resize(900, 600);
+    QCOMPARE(view.lossPlot()->graphCount(), 0);
+    view.selectRuns({ids[0], ids[1]});
+    QCOMPARE(view.lossPlot()->graphCount(), 2);
+    QCOMPARE(view.accuracyPlot()->graphCount(), 2);
+    QCOMPARE(view.lossPlot()->graph(0)->data()->size(), 50);
+    QCOMPARE(view.lossPlot()->graph(1)->data()->size(), 100);
+    QCOMPARE(view.accuracyPlot()->graph(1)->data()->size(), 3);
+    QCOMPARE(view.accuracyPlot()->graph(0)->data()->at(1)->value, 100 * (0.6 + 0.05 * 2));
+    QVERIFY(view.lossPlot()->graph(0)->pen().color() != view.lossPlot()->graph(1)->pen().color());
+    QCOMPARE(view.lossPlot()->graph(0)->pen().color(), view.accuracyPlot()->graph(0)->pen().color());
+    QVERIFY(view.lossPlot()->legend->visible());
+    QCOMPARE(view.lossPlot()->legend->itemCount(), 2);
+    QVERIFY(view.lossPlot()->graph(1)->name().contains("run 2"));
+
+    // Selecting through the table (as a user's Ctrl-click would) overlays all three.
+    view.table()->selectAll();
+    QCOMPARE(view.selectedRuns().size(), 3);
+    QCOMPARE(view.lossPlot()->graphCount(), 3);
+    QCOMPARE(view.accuracyPlot()->graphCount(), 3);
+    QCOMPARE(view.lossPlot()->graph(2)->data()->size(), 0);  // the running run has no steps
+    view.table()->clearSelection();
+    QCOMPARE(view.lossPlot()->graphCount(), 0);
+  }
+
+  void exportSelectedToCsv() {
+    Project p = Project::create(file("export.kiln").toStdString());
+    const auto ids = fill(p);
+    RunsView view(&p);
+    QString error;
+    QVERIFY(!view.exportCsv(file("none.csv"), &error));
+    QVERIFY2(error.contains("no run is selected"), qPrintable(error));
+    view.selectRuns({ids[0], ids[2]});
+    QSignalSpy messages(&view, &RunsView::message);
+    QVERIFY2(view.exportCsv(file("runs.csv"), &error), qPrintable(error));
+    QCOMPARE(messages.size(), 1);
+    const QStringList lines = QString::fromUtf8(kiln_test::read_file(file("runs.csv"))).split("\r\n", Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 50 + 2 + 4);  // header, run 1's steps and epochs, run 3's epochs
+    QVERIFY(lines[1].startsWith(QString("%1,run 1,step,1,1,2,").arg(ids[0])));
+    QVERIFY(lines.last().startsWith(QString("%1,run 3,epoch,,4,").arg(ids[2])));
+    QCOMPARE(kiln_test::raw_int(QString::fromStdString(p.path()), "SELECT count(*) FROM exports WHERE kind = 'csv'"),
+             int64_t(1));
+    QVERIFY(!view.exportCsv(file("missing/dir/runs.csv"), &error));
+    QVERIFY2(error.contains("runs.csv"), qPrintable(error));
+  }
+
+  void emptyAndNoProject() {
+    RunsView none;
+    QCOMPARE(none.table()->rowCount(), 0);
+    QString error;
+    QVERIFY(!none.exportCsv(file("x.csv"), &error));
+    QVERIFY2(error.contains("no project"), qPrintable(error));
+    Project p = Project::create(file("empty.kiln").toStdString());
+    none.setProject(&p);
+    QCOMPARE(none.table()->rowCount(), 0);
+    none.setProject(nullptr);
+  }
+};
+
+QTEST_MAIN(TestRunsView)
+#include "test_runs_view.moc"

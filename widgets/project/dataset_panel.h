@@ -1,0 +1,104 @@
+// DatasetPanel: Fashion-MNIST as shipped by the Debian package dataset-fashion-mnist
+// (engine/data/fashion_mnist.h): the split sizes a run uses, a grid of sample
+// training images with their class names, and the images per class of the training
+// and test splits. The files are read on a worker thread (QtConcurrent); when they
+// are missing or malformed the panel shows the engine's message (which names the
+// package to install) instead of the samples.
+#pragma once
+#include <QFutureWatcher>
+#include <QImage>
+#include <QMetaType>
+#include <QStringList>
+#include <QWidget>
+#include <array>
+#include <vector>
+
+#include "widgets/project/dataset_settings.h"
+
+class QLabel;
+class QSpinBox;
+class QTableWidget;
+
+namespace kiln::studio {
+
+// What the panel shows of a data set, computed off the UI thread.
+struct DatasetSummary {
+  QString error;                       // non-empty: the data set could not be read
+  std::vector<QImage> samples;         // Format_Grayscale8, 28 x 28, from the training split
+  std::vector<int> sample_labels;      // class index of each sample
+  std::array<int64_t, 10> train_counts{}, test_counts{};  // images per class
+  int64_t train_images = 0, test_images = 0;
+};
+// Reads both splits from dir (kiln::data::FashionMNIST) and takes `samples` training
+// images, evenly spaced. Never throws: errors go into DatasetSummary::error.
+DatasetSummary summarize_fashion_mnist(const QString& dir, int samples);
+
+// Paints sample images (scaled by an integer factor, nearest neighbour) in a grid,
+// each with its class name underneath.
+class SampleGrid : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SampleGrid(QWidget* parent = nullptr);
+  void setSamples(std::vector<QImage> images, QStringList labels);
+  int count() const { return static_cast<int>(images_.size()); }
+  const QImage& image(int i) const { return images_.at(static_cast<size_t>(i)); }
+  QString label(int i) const { return labels_.at(i); }
+  int columns() const;
+  QSize sizeHint() const override;
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override;
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+
+ private:
+  QSize cellSize() const;
+  std::vector<QImage> images_;
+  QStringList labels_;
+};
+
+class DatasetPanel : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr int kSamples = 40;
+  // Starts reading settings.dir in the background.
+  explicit DatasetPanel(QWidget* parent = nullptr, const DatasetSettings& settings = {});
+  ~DatasetPanel() override;
+
+  DatasetSettings settings() const;
+  // Shows s (ValueError from s.validate() when invalid; the panel keeps its values);
+  // reloads the samples when s.dir differs. Emits settingsChanged.
+  void setSettings(const DatasetSettings& s);
+
+  bool isLoaded() const { return loaded_; }           // samples and counts are shown
+  QString errorText() const { return error_; }         // "" unless the data set could not be read
+  const SampleGrid* sampleGrid() const { return grid_; }
+  const QTableWidget* classTable() const { return counts_; }
+  QSpinBox* validationSpin() const { return validation_; }
+  QSpinBox* trainSpin() const { return train_; }
+
+ signals:
+  void settingsChanged(const kiln::studio::DatasetSettings& settings);
+  void loaded();  // after a load finished, successfully or with errorText()
+
+ private:
+  void load(const QString& dir);
+  void showSummary(const DatasetSummary& summary);
+  void onSpinChanged();
+  void updateSummaryText();
+
+  DatasetSettings settings_;
+  QFutureWatcher<DatasetSummary> watcher_;
+  bool loaded_ = false, updating_ = false;
+  QString error_;
+  QLabel* status_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QSpinBox* validation_ = nullptr;
+  QSpinBox* train_ = nullptr;
+  SampleGrid* grid_ = nullptr;
+  QTableWidget* counts_ = nullptr;
+};
+
+}  // namespace kiln::studio
+
+Q_DECLARE_METATYPE(kiln::studio::DatasetSettings)

@@ -1,0 +1,72 @@
+#include "widgets/project/dataset_settings.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <cmath>
+
+#include "engine/core/error.h"
+
+namespace kiln::studio {
+
+namespace {
+constexpr const char* kWhat = "dataset settings";
+
+std::string describe(const QJsonValue& v) {
+  if (v.isString()) return ('"' + v.toString() + '"').toStdString();
+  if (v.isBool()) return v.toBool() ? "true" : "false";
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 17).toStdString();
+  if (v.isArray()) return "an array";
+  if (v.isObject()) return "an object";
+  return "null";
+}
+
+int64_t read_int(const QJsonObject& o, const char* key, int64_t fallback) {
+  if (!o.contains(key)) return fallback;
+  const QJsonValue v = o.value(key);
+  const double d = v.toDouble();
+  KILN_CHECK(v.isDouble() && std::floor(d) == d && std::abs(d) < 9e15, ValueError, kWhat, ": '", key,
+             "' must be an integer, got ", describe(v));
+  return static_cast<int64_t>(d);
+}
+
+std::string read_string(const QJsonObject& o, const char* key, const std::string& fallback) {
+  if (!o.contains(key)) return fallback;
+  const QJsonValue v = o.value(key);
+  KILN_CHECK(v.isString(), ValueError, kWhat, ": '", key, "' must be a string, got ", describe(v));
+  return v.toString().toStdString();
+}
+}  // namespace
+
+void DatasetSettings::validate() const {
+  KILN_CHECK(name == "fashion-mnist", ValueError, kWhat, ": 'name' must be fashion-mnist, got '", name, "'");
+  KILN_CHECK(train_size >= 1, ValueError, kWhat, ": 'train_size' must be >= 1, got ", train_size);
+  KILN_CHECK(validation_size >= 0, ValueError, kWhat, ": 'validation_size' must be >= 0, got ", validation_size);
+  KILN_CHECK(train_size + validation_size <= kTrainImages, ValueError, kWhat, ": train_size + validation_size = ",
+             train_size + validation_size, " exceeds the ", kTrainImages, " Fashion-MNIST training images");
+}
+
+std::string DatasetSettings::to_json() const {
+  QJsonObject o{{"name", QString::fromStdString(name)},
+                {"dir", QString::fromStdString(dir)},
+                {"train_size", static_cast<double>(train_size)},
+                {"validation_size", static_cast<double>(validation_size)}};
+  return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();  // QJsonObject keeps keys sorted
+}
+
+DatasetSettings DatasetSettings::from_json(const std::string& json) {
+  QJsonParseError err{};
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &err);
+  KILN_CHECK(err.error == QJsonParseError::NoError, ValueError, kWhat, ": not JSON (", err.errorString().toStdString(),
+             " at offset ", err.offset, ")");
+  KILN_CHECK(doc.isObject(), ValueError, kWhat, ": expected a JSON object");
+  const QJsonObject o = doc.object();
+  DatasetSettings s;
+  s.name = read_string(o, "name", s.name);
+  s.dir = read_string(o, "dir", s.dir);
+  s.train_size = read_int(o, "train_size", s.train_size);
+  s.validation_size = read_int(o, "validation_size", s.validation_size);
+  s.validate();
+  return s;
+}
+
+}  // namespace kiln::studio
