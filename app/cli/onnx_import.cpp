@@ -1,6 +1,7 @@
 // `kiln import model.onnx`: reads an ONNX model and prints a summary — opsets, inputs
 // and outputs with their (symbolic) shapes, op types with counts, the parameter count
-// and every op Kiln cannot run (op type, node name, opset).
+// and every op Kiln cannot run (op type, node name, opset); then the model as a graph
+// (engine/graph) with its output types and parameter count.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -8,7 +9,9 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "engine/graph/analysis.h"
 #include "engine/onnx/executor.h"
+#include "engine/onnx/graph_import.h"
 #include "engine/onnx/model.h"
 
 namespace kiln::cli {
@@ -47,7 +50,20 @@ int onnx_import_command(const std::vector<std::string>& argv) {
   std::vector<onnx::UnsupportedOp> bad = onnx::find_unsupported(m);
   std::printf("unsupported ops: %zu\n", bad.size());
   for (const auto& u : bad) std::printf("  %s\n", u.str().c_str());
-  return bad.empty() ? kExitOk : kExitError;
+  if (!bad.empty()) return kExitError;
+  // The graph IR view: what the Studio shows (types on edges, N = the batch).
+  onnx::ImportedGraph ig = onnx::import_graph(m);
+  graph::Analysis an = graph::analyze(ig.graph);
+  std::printf("graph: %zu nodes, %zu edges, %lld trainable parameters, %lld multiply-adds per sample\n",
+              ig.graph.nodes().size(), ig.graph.edges().size(), static_cast<long long>(an.total_parameters),
+              static_cast<long long>(an.total_macs));
+  for (graph::NodeId id : ig.graph.output_nodes()) {
+    const graph::Node& n = ig.graph.node(id);
+    if (auto src = ig.graph.source_of({id, 0}))
+      if (auto t = an.type_of(*src)) std::printf("  output %s: %s\n", n.name.c_str(), t->str().c_str());
+  }
+  for (const auto& p : an.problems) std::printf("  problem: %s\n", p.message.c_str());
+  return an.ok() ? kExitOk : kExitError;
 }
 
 }  // namespace kiln::cli

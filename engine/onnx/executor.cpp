@@ -79,7 +79,8 @@ struct Scope {
 
 class Runner {
  public:
-  Runner(const Model& m, Device d) : model_(m), device_(d), opset_(m.opset()) {}
+  Runner(const Model& m, Device d, const Session::NodeObserver* observer = nullptr)
+      : model_(m), device_(d), opset_(m.opset()), observer_(observer) {}
 
   std::vector<Tensor> run_graph(const Graph& g, Scope& scope) const {
     for (const auto& [name, t] : g.initializers)
@@ -100,6 +101,8 @@ class Runner {
       auto it = ops.find(n.op_type);
       KILN_CHECK(n.domain.empty() && it != ops.end(), ValueError, "node '", n.name, "': unsupported op ",
                  n.op_type);
+      std::vector<Tensor> observed_in;
+      if (observer_ && &g == &model_.graph) observed_in = in;
       OpContext ctx(n, opset_, std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Tensor>& v) {
         Scope inner;
         inner.parent = &scope;
@@ -122,6 +125,7 @@ class Runner {
                    "' is not computed by Kiln's ", n.op_type);
         scope.values[n.outputs[i]] = out[i];
       }
+      if (observer_ && &g == &model_.graph) (*observer_)(n, observed_in, out);
     }
     std::vector<Tensor> outs;
     for (const auto& v : g.outputs) {
@@ -136,6 +140,7 @@ class Runner {
   const Model& model_;
   Device device_;
   int64_t opset_;
+  const Session::NodeObserver* observer_;
 };
 
 }  // namespace
@@ -170,7 +175,9 @@ std::vector<std::string> Session::output_names() const {
   return v;
 }
 
-std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const { return run(inputs, nullptr); }
+
+std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const NodeObserver& observer) const {
   NoGradGuard no_grad;
   Scope scope;
   std::string names;
@@ -190,7 +197,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) co
       KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(t.shape()));
     }
   }
-  Runner runner(model_, device_);
+  Runner runner(model_, device_, observer ? &observer : nullptr);
   return runner.run_graph(model_.graph, scope);
 }
 

@@ -2,6 +2,7 @@
 // Shapes may change from run to run (dynamic dimensions are resolved when the inputs
 // arrive). Ops of the ai.onnx domain are implemented in ops_*.cpp (see op_context.h).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ class Session {
   // ValueError when a name is not a graph input or an input is missing; errors of an op
   // name the node ("node 'conv1' (Conv): ...").
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // The same, calling `observer` after each node of the main graph with its inputs
+  // (undefined for omitted ones) and outputs (graph_import.cpp records types this way).
+  using NodeObserver = std::function<void(const Node&, const std::vector<Tensor>&, const std::vector<Tensor>&)>;
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const NodeObserver& observer) const;
 
   const Model& model() const { return model_; }
   std::vector<std::string> input_names() const;

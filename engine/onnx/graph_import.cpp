@@ -1,0 +1,344 @@
+#include "engine/onnx/graph_import.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "engine/onnx/op_context.h"
+
+namespace kiln::onnx {
+
+using graph::AttrSpec;
+using graph::AttrType;
+using graph::Attributes;
+using graph::kBatch;
+using graph::OpSchema;
+using graph::SymShape;
+using graph::TensorType;
+using json = nlohmann::json;
+
+namespace {
+
+// ---- ONNX attributes <-> JSON ----
+json tensor_json(const Tensor& t) {
+  return json{{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data", t.to_vector<double>()}};
+}
+Tensor tensor_of_json(const json& j) {
+  return from_doubles(j.at("data").get<std::vector<double>>(), j.at("shape").get<Shape>(),
+                      dtype_from_name(j.at("dtype").get<std::string>()), Device());
+}
+
+json attributes_json(const Node& n) {
+  json j = json::object();
+  for (const auto& [name, a] : n.attributes) {
+    switch (a.type) {
+      case Attribute::Type::Int: j[name] = {{"int", a.i}}; break;
+      case Attribute::Type::Float: j[name] = {{"float", a.f}}; break;
+      case Attribute::Type::String: j[name] = {{"string", a.s}}; break;
+      case Attribute::Type::Ints: j[name] = {{"ints", a.ints}}; break;
+      case Attribute::Type::Floats: j[name] = {{"floats", a.floats}}; break;
+      case Attribute::Type::Strings: j[name] = {{"strings", a.strings}}; break;
+      case Attribute::Type::Tensor: j[name] = {{"tensor", tensor_json(a.t)}}; break;
+      default:
+        throw ValueError("node '" + n.name + "' (" + n.op_type + "): attribute '" + name + "' of type " +
+                         attribute_type_name(a.type) + " does not map to the graph IR yet");
+    }
+  }
+  return j;
+}
+
+std::map<std::string, Attribute> attributes_of_json(const std::string& text) {
+  std::map<std::string, Attribute> out;
+  json j = json::parse(text);
+  for (const auto& [name, v] : j.items()) {
+    Attribute a;
+    a.name = name;
+    if (v.contains("int")) a.type = Attribute::Type::Int, a.i = v["int"].get<int64_t>();
+    else if (v.contains("float")) a.type = Attribute::Type::Float, a.f = v["float"].get<double>();
+    else if (v.contains("string")) a.type = Attribute::Type::String, a.s = v["string"].get<std::string>();
+    else if (v.contains("ints")) a.type = Attribute::Type::Ints, a.ints = v["ints"].get<std::vector<int64_t>>();
+    else if (v.contains("floats")) a.type = Attribute::Type::Floats, a.floats = v["floats"].get<std::vector<double>>();
+    else if (v.contains("strings")) a.type = Attribute::Type::Strings, a.strings = v["strings"].get<std::vector<std::string>>();
+    else if (v.contains("tensor")) a.type = Attribute::Type::Tensor, a.t = tensor_of_json(v["tensor"]);
+    else throw ValueError("onnx_attributes: attribute '" + name + "' has no value");
+    out[name] = std::move(a);
+  }
+  return out;
+}
+
+// ---- recorded types: "f32[N, 3];i64[2] -> f32[N, 10]" ----
+std::string types_str(const std::vector<TensorType>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ";" : "") + v[i].str();
+  return s;
+}
+std::vector<TensorType> parse_types(const std::string& s) {
+  std::vector<TensorType> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    auto lb = item.find('[');
+    KILN_CHECK(lb != std::string::npos && item.back() == ']', ValueError, "onnx_types: malformed type '", item, "'");
+    TensorType t;
+    t.dtype = dtype_from_name(item.substr(0, lb));
+    std::string dims = item.substr(lb + 1, item.size() - lb - 2);
+    std::stringstream ds(dims);
+    std::string d;
+    while (std::getline(ds, d, ',')) {
+      d.erase(0, d.find_first_not_of(' '));
+      t.shape.push_back(d == "N" ? kBatch : std::stoll(d));
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+void split_types(const std::string& s, std::vector<TensorType>& in, std::vector<TensorType>& out) {
+  auto arrow = s.find(" -> ");
+  KILN_CHECK(arrow != std::string::npos, ValueError, "onnx_types: missing ' -> ' in '", s, "'");
+  in = parse_types(s.substr(0, arrow));
+  out = parse_types(s.substr(arrow + 4));
+}
+bool fits(const TensorType& want, const TensorType& got) {
+  if (want.dtype != got.dtype || want.shape.size() != got.shape.size()) return false;
+  for (size_t i = 0; i < want.shape.size(); ++i)
+    if (want.shape[i] != kBatch && got.shape[i] != kBatch && want.shape[i] != got.shape[i]) return false;
+  return true;
+}
+
+AttrSpec spec(std::string name, AttrType type, graph::AttrValue def, std::string desc) {
+  AttrSpec a;
+  a.name = std::move(name);
+  a.type = type;
+  a.default_value = std::move(def);
+  a.description = std::move(desc);
+  return a;
+}
+
+// The module of an onnx.Initializer node: the tensor as parameter (or buffer) "value".
+class InitializerModule : public nn::Module {
+ public:
+  InitializerModule(const Shape& shape, DType dtype, bool trainable) {
+    Tensor t = Tensor::zeros(shape, dtype);
+    value_ = trainable && is_floating(dtype) ? register_parameter("value", t) : register_buffer("value", t);
+  }
+  Tensor forward(const Tensor&) override { return value_; }
+  std::string type_name() const override { return "Initializer"; }
+  Tensor value_;
+};
+
+OpSchema initializer_schema() {
+  OpSchema s;
+  s.name = "onnx.Initializer";
+  s.category = "ONNX";
+  s.description = "A constant tensor of an imported ONNX model (an initializer or a Constant node).";
+  s.outputs = {{"out", "the tensor"}};
+  s.attributes = {spec("shape", AttrType::Ints, std::vector<int64_t>{}, "Shape of the tensor (no batch dimension)."),
+                  spec("dtype", AttrType::String, std::string("f32"), "Element type (f32, f16, i64, ...)."),
+                  spec("trainable", AttrType::Bool, true, "Whether training updates it (floating tensors only).")};
+  s.infer = [](const std::vector<TensorType>&, const Attributes& a) {
+    return std::vector<TensorType>{{dtype_from_name(graph::attr_string(a, "dtype")), graph::attr_ints(a, "shape")}};
+  };
+  s.parameters = [](const std::vector<TensorType>&, const Attributes& a) {
+    std::vector<graph::ParamSpec> p;
+    if (graph::attr_bool(a, "trainable") && is_floating(dtype_from_name(graph::attr_string(a, "dtype"))))
+      p.push_back({"value", graph::attr_ints(a, "shape")});
+    return p;
+  };
+  s.build = [](const std::vector<TensorType>&, const Attributes& a) -> std::shared_ptr<nn::Module> {
+    return std::make_shared<InitializerModule>(graph::attr_ints(a, "shape"),
+                                               dtype_from_name(graph::attr_string(a, "dtype")),
+                                               graph::attr_bool(a, "trainable"));
+  };
+  s.forward = [](nn::Module* m, const std::vector<Tensor>&, const Attributes&) {
+    return std::vector<Tensor>{static_cast<InitializerModule*>(m)->value_};
+  };
+  return s;
+}
+
+// Output ports of an op's schema: the most outputs an ONNX node of that type may have
+// (Split: up to 16 parts); unused ports stay unconnected.
+size_t output_ports(const std::string& op) {
+  static const std::map<std::string, size_t> multi{{"TopK", 2}, {"Dropout", 2}, {"BatchNormalization", 3},
+                                                   {"LayerNormalization", 3}, {"SoftmaxCrossEntropyLoss", 2},
+                                                   {"MaxPool", 2}, {"Split", 16}};
+  auto it = multi.find(op);
+  return it == multi.end() ? 1 : it->second;
+}
+
+OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
+  OpSchema s;
+  size_t ports = output_ports(op_type);
+  s.name = "onnx." + op_type;
+  s.category = "ONNX";
+  s.description = "ONNX " + op_type + " (onnx.ai Operators.md), run by Kiln's ONNX executor.";
+  s.inputs = {{"in", "ONNX input"}};
+  for (size_t i = 0; i < ports; ++i) s.outputs.push_back({ports == 1 ? "out" : "out" + std::to_string(i), "ONNX output"});
+  s.count_attribute = "num_inputs";
+  s.attributes = {spec("num_inputs", AttrType::Int, int64_t{1}, "Number of connected inputs."),
+                  spec("onnx_input_slots", AttrType::Ints, std::vector<int64_t>{0}, "ONNX input index of each port."),
+                  spec("onnx_outputs", AttrType::Int, int64_t{1}, "Number of ONNX outputs."),
+                  spec("onnx_attributes", AttrType::String, std::string("{}"), "The node's ONNX attributes (JSON)."),
+                  spec("opset", AttrType::Int, int64_t{17}, "The ai.onnx opset of the model."),
+                  spec("onnx_types", AttrType::String, std::string(""), "Input and output types seen at import.")};
+  s.attributes[0].min = 0;
+  s.attributes[2].min = 1;
+  s.infer = [op_type](const std::vector<TensorType>& in, const Attributes& a) {
+    std::vector<TensorType> want, out;
+    split_types(graph::attr_string(a, "onnx_types"), want, out);
+    KILN_CHECK(want.size() == in.size(), ShapeError, "onnx.", op_type, ": ", in.size(), " inputs, imported with ",
+               want.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      KILN_CHECK(fits(want[i], in[i]), ShapeError, "onnx.", op_type, ": input ", i, " is ", in[i].str(),
+                 " but the model was imported with ", want[i].str(), " (re-import it for other shapes)");
+    out.resize(output_ports(op_type), TensorType{DType::f32, {}});
+    return out;
+  };
+  s.forward = [op_type, fn](nn::Module*, const std::vector<Tensor>& in, const Attributes& a) {
+    Node node;
+    node.op_type = op_type;
+    node.name = "onnx." + op_type;
+    node.attributes = attributes_of_json(graph::attr_string(a, "onnx_attributes"));
+    const std::vector<int64_t>& slots = graph::attr_ints(a, "onnx_input_slots");
+    std::vector<Tensor> inputs;
+    for (size_t p = 0; p < in.size() && p < slots.size(); ++p) {
+      if (inputs.size() <= static_cast<size_t>(slots[p])) inputs.resize(static_cast<size_t>(slots[p]) + 1);
+      inputs[static_cast<size_t>(slots[p])] = in[p];
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) node.inputs.push_back(inputs[i].defined() ? "x" : "");
+    for (int64_t i = 0; i < graph::attr_int(a, "onnx_outputs"); ++i) node.outputs.push_back("y" + std::to_string(i));
+    Device device = in.empty() ? Device() : in[0].device();
+    OpContext ctx(node, graph::attr_int(a, "opset"), std::move(inputs), device,
+                  [](const Graph&, const std::vector<Tensor>&) -> std::vector<Tensor> {
+                    throw ValueError("subgraphs do not run inside the graph IR yet");
+                  });
+    std::vector<Tensor> out = fn(ctx);
+    out.resize(output_ports(op_type));
+    return out;
+  };
+  return s;
+}
+
+std::string identifier(const std::string& raw, std::set<std::string>& taken) {
+  std::string s;
+  for (char c : raw) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    s += ok ? c : '_';
+  }
+  size_t first = s.find_first_not_of('_');
+  s = first == std::string::npos ? "node" : s.substr(first);
+  if (s[0] >= '0' && s[0] <= '9') s = "n" + s;
+  std::string name = s;
+  for (int i = 1; taken.count(name); ++i) name = s + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
+}
+
+}  // namespace
+
+void register_onnx_schemas(graph::OpRegistry& r) {
+  if (!r.find("onnx.Initializer")) r.add(initializer_schema());
+  for (const auto& [op, fn] : onnx_ops())
+    if (!r.find("onnx." + op)) r.add(onnx_schema(op, fn));
+}
+
+ImportedGraph import_graph(const Model& model) {
+  register_onnx_schemas();
+  Session session(model);  // UnsupportedError lists every op Kiln cannot run
+  const Graph& g = session.model().graph;
+  for (const Node& n : g.nodes)
+    KILN_CHECK(n.op_type != "If" && n.op_type != "Loop", ValueError, "node '", n.name, "' (", n.op_type,
+               "): subgraphs do not map to the graph IR yet");
+  // Run twice, symbolic dims at 1 then 2, recording every value's type.
+  std::map<std::string, TensorType> types;
+  std::map<std::string, Tensor> constants;  // Constant nodes' values
+  for (int64_t sym : {1, 2}) {
+    std::map<std::string, Tensor> feed;
+    for (const ValueInfo& v : g.inputs) {
+      KILN_CHECK(v.has_shape, ValueError, "graph input '", v.name, "' has no shape; Kiln needs its rank to import");
+      Shape s;
+      for (const Dim& d : v.shape) s.push_back(d.known() ? d.value : sym);
+      DType dt = dtype_of_onnx(v.elem_type, "graph input '" + v.name + "'");
+      feed[v.name] = Tensor::ones(s, dt);
+    }
+    auto record = [&](const std::string& name, const Tensor& t) {
+      TensorType tt{t.dtype(), SymShape(t.shape().begin(), t.shape().end())};
+      if (sym == 1) {
+        types[name] = tt;
+        return;
+      }
+      TensorType& first = types[name];
+      for (size_t i = 0; i < tt.shape.size() && i < first.shape.size(); ++i)
+        if (first.shape[i] != tt.shape[i]) first.shape[i] = kBatch;
+    };
+    for (const auto& [name, t] : feed) record(name, t);
+    for (const auto& [name, t] : g.initializers) record(name, t);
+    session.run(feed, [&](const Node& n, const std::vector<Tensor>&, const std::vector<Tensor>& out) {
+      for (size_t i = 0; i < n.outputs.size() && i < out.size(); ++i)
+        if (!n.outputs[i].empty() && out[i].defined()) record(n.outputs[i], out[i]);
+      if (n.op_type == "Constant" && sym == 1) constants[n.outputs[0]] = out[0];
+    });
+  }
+  ImportedGraph result;
+  graph::Graph& out = result.graph;
+  out.name = g.name;
+  std::set<std::string> taken;
+  std::map<std::string, graph::PortRef> producer;
+  for (const ValueInfo& v : g.inputs) {
+    const TensorType& t = types.at(v.name);
+    KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64, ValueError, "graph input '", v.name, "' is ",
+               onnx_type_name(v.elem_type), "; the graph IR's Input takes FLOAT or INT64");
+    KILN_CHECK(!t.shape.empty(), ValueError, "graph input '", v.name, "' is a scalar; the graph IR's Input needs a batch dimension");
+    Attributes a{{"shape", std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())},
+                 {"dtype", std::string(dtype_name(t.dtype))}};
+    producer[v.name] = {out.add_node("Input", identifier(v.name, taken), a), 0};
+  }
+  auto add_initializer = [&](const std::string& name, const Tensor& t, bool trainable) {
+    Attributes a{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
+                 {"dtype", std::string(dtype_name(t.dtype()))},
+                 {"trainable", trainable}};
+    std::string node = identifier(name, taken);
+    producer[name] = {out.add_node("onnx.Initializer", node, a), 0};
+    result.state_dict.emplace_back(node + ".value", t);
+  };
+  for (const auto& [name, t] : g.initializers) add_initializer(name, t, true);
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Constant") {
+      add_initializer(n.outputs[0], constants.at(n.outputs[0]), false);
+      continue;
+    }
+    KILN_CHECK(n.outputs.size() <= output_ports(n.op_type), ValueError, "node '", n.name, "' (", n.op_type, ") has ",
+               n.outputs.size(), " outputs; the graph IR maps at most ", output_ports(n.op_type));
+    std::vector<int64_t> slots;
+    std::vector<TensorType> in_types, out_types;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!n.inputs[i].empty()) {
+        slots.push_back(static_cast<int64_t>(i));
+        in_types.push_back(types.at(n.inputs[i]));
+      }
+    for (const std::string& o : n.outputs) {
+      KILN_CHECK(o.empty() || types.count(o), ValueError, "node '", n.name, "': output '", o, "' was not computed");
+      out_types.push_back(o.empty() ? TensorType{} : types.at(o));
+    }
+    Attributes a{{"num_inputs", static_cast<int64_t>(slots.size())},
+                 {"onnx_input_slots", slots},
+                 {"onnx_outputs", static_cast<int64_t>(n.outputs.size())},
+                 {"onnx_attributes", attributes_json(n).dump()},
+                 {"opset", model.opset()},
+                 {"onnx_types", types_str(in_types) + " -> " + types_str(out_types)}};
+    graph::NodeId id = out.add_node("onnx." + n.op_type, identifier(n.name, taken), a);
+    for (size_t p = 0; p < slots.size(); ++p)
+      out.connect(producer.at(n.inputs[static_cast<size_t>(slots[p])]), {id, static_cast<int>(p)});
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (!n.outputs[i].empty()) producer[n.outputs[i]] = {id, static_cast<int>(i)};
+  }
+  for (const ValueInfo& v : g.outputs) {
+    graph::NodeId id = out.add_node("Output", identifier(v.name, taken));
+    out.connect(producer.at(v.name), {id, 0});
+  }
+  return result;
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,46 @@
+// ONNX model -> graph::Graph (engine/graph), the one graph type of the workbench.
+//
+// Every ONNX op Kiln runs is an op schema "onnx.<OpType>" (category "ONNX") in the
+// OpRegistry, registered by register_onnx_schemas(). An imported node keeps its ONNX form:
+//   num_inputs        connected input ports (the ONNX inputs that are given)
+//   onnx_input_slots  the ONNX input index of each port (optional inputs may be omitted)
+//   onnx_outputs      number of ONNX outputs
+//   onnx_attributes   the node's ONNX attributes as JSON ({"perm": {"ints": [0, 2, 1]}, ...})
+//   opset             the ai.onnx opset the model imports
+//   onnx_types        the input and output types seen at import ("f32[N, 64];i64[2] -> f32[N, 10]")
+// Shape inference of these nodes returns the output types recorded at import, after checking
+// that the inputs still have the recorded types (the batch dimension N and any dimension the
+// import saw as symbolic match anything); Kiln's shapes come from running the model once at
+// import with every symbolic dimension 1 and once with 2 (dimensions that follow are N).
+// Initializers and Constant nodes become "onnx.Initializer" nodes (attributes shape, dtype,
+// trainable) whose module holds the tensor as parameter "value" (a buffer when not
+// trainable): GraphModule's state_dict key "<node>.value"; ImportedGraph::state_dict holds
+// the model's values under those keys.
+// Graph inputs become Input nodes (the first dimension is the batch N), outputs Output nodes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/graph/graph.h"
+#include "engine/graph/op_schema.h"
+#include "engine/nn/module.h"
+#include "engine/onnx/executor.h"
+
+namespace kiln::onnx {
+
+// Adds the "onnx.*" schemas (every op of onnx_ops(), and onnx.Initializer) to `registry`;
+// does nothing for names already there, so calling it twice is fine.
+void register_onnx_schemas(graph::OpRegistry& registry = graph::OpRegistry::global());
+
+struct ImportedGraph {
+  graph::Graph graph;
+  nn::StateDict state_dict;  // "<initializer node>.value" -> tensor (for GraphModule::load_state_dict)
+};
+
+// Maps the model's nodes to graph nodes (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
+// Throws UnsupportedError listing every op Kiln cannot run, ValueError for graph inputs whose
+// dtype the Input op cannot take (f32, i64) or for If/Loop nodes (subgraphs do not map yet),
+// and what running the model once on example inputs throws (naming the node).
+ImportedGraph import_graph(const Model& model);
+
+}  // namespace kiln::onnx
