@@ -88,7 +88,7 @@ NodeId Graph::add_node(const std::string& op, const std::string& node_name, Attr
 }
 
 void Graph::insert_node(const Node& n) {
-  KILN_CHECK(n.id >= 0, ValueError, "node id must be non-negative, got ", n.id);
+  KILN_CHECK(n.id >= 0 && n.id <= kMaxNodeId, ValueError, "node id must be in [0, ", kMaxNodeId, "], got ", n.id);
   KILN_CHECK(!contains(n.id), ValueError, "node id ", n.id, " is already taken");
   const OpSchema& schema = OpRegistry::global().get(n.op);
   if (auto why = schema.check_attrs(n.attrs)) throw ValueError(n.op + " '" + n.name + "': " + *why);

@@ -38,6 +38,8 @@ struct Node {
   bool operator==(const Node&) const = default;
 };
 
+inline constexpr NodeId kMaxNodeId = (NodeId{1} << 53) - 1;  // exact as a JSON (double) number too
+
 class Graph {
  public:
   std::string name;  // "Fashion-MNIST CNN"
@@ -47,8 +49,8 @@ class Graph {
   // (one more than the largest id ever used). ValueError on unknown op, bad attribute,
   // invalid or duplicate name.
   NodeId add_node(const std::string& op, const std::string& name = "", Attributes attrs = {});
-  // Restores a node with its id (undo of remove_node). ValueError when the id is taken, the
-  // name is taken or invalid, the op unknown or an attribute bad.
+  // Restores a node with its id (undo of remove_node). ValueError when the id is taken or
+  // outside [0, kMaxNodeId], the name is taken or invalid, the op unknown or an attribute bad.
   void insert_node(const Node& node);
   // Removes the node and its edges. IndexError for an unknown id.
   void remove_node(NodeId id);

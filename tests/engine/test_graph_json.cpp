@@ -130,6 +130,10 @@ TEST(GraphJson, Malformed) {
   EXPECT_EQ(json_error(head + "{\"id\": 1, \"name\": \"a b\", \"op\": \"ReLU\"}]}"),
             "graph JSON: name 'a b' is not an identifier (letters, digits and _, not starting with a digit) (node 'a b')");
   EXPECT_EQ(json_error(head + "{\"id\": 1, \"op\": \"ReLU\"}]}"), "graph JSON: missing \"name\" (nodes[0])");
+  EXPECT_EQ(json_error(head + "{\"id\": 9223372036854775807, \"name\": \"a\", \"op\": \"ReLU\"}]}"),
+            "graph JSON: node id must be in [0, 9007199254740991], got 9223372036854775807 (node 'a')");
+  EXPECT_EQ(json_error(head + "{\"id\": -1, \"name\": \"a\", \"op\": \"ReLU\"}]}"),
+            "graph JSON: node id must be in [0, 9007199254740991], got -1 (node 'a')");
   EXPECT_EQ(json_error(head + "{\"id\": 1, \"name\": \"a\", \"op\": \"ReLU\", \"x\": \"left\"}]}"),
             "graph JSON: \"x\" must be a number (node 'a')");
   const std::string two = head + "{\"id\": 1, \"name\": \"a\", \"op\": \"Input\"}, {\"id\": 2, \"name\": \"b\", \"op\": \"ReLU\"}],";
