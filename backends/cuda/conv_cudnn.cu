@@ -1,0 +1,211 @@
+// conv2d through cuDNN's convolution API (cudnnConvolutionForward, BackwardData,
+// BackwardFilter; bias through cudnnAddTensor). One plan per shape, dtype and TF32
+// setting: descriptors and the algorithms cuDNN's heuristics rank first
+// (cudnnGet*Algorithm_v7, as PyTorch with benchmark off) among those whose workspace fits
+// 1 GiB; f32 runs with CUDNN_FMA_MATH (no TF32) unless TF32 is allowed, f16/bf16 on tensor
+// cores. Errors carry cuDNN's string, the op and the shapes.
+#include <cudnn.h>
+
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/conv.h"
+
+namespace kiln::cuda {
+
+namespace {
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+std::string geom_str(const ConvGeom& g) {
+  return detail::str_cat("input [", g.N, ", ", g.C, ", ", g.H, ", ", g.W, "], weight [", g.K, ", ", g.C / g.p.groups,
+                         ", ", g.kH, ", ", g.kW, "]");
+}
+
+void check_dnn(cudnnStatus_t st, const char* what, const ConvGeom& g) {
+  if (st == CUDNN_STATUS_SUCCESS) return;
+  throw DeviceError(detail::str_cat("cuda: conv2d ", geom_str(g), ": ", what, " failed: ", cudnnGetErrorString(st)));
+}
+
+cudnnDataType_t dnn_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case DType::f64: return CUDNN_DATA_DOUBLE;
+    default: break;
+  }
+  throw DTypeError(detail::str_cat("conv2d: dtype ", dtype_name(t), " is not supported on the CUDA backend"));
+}
+
+struct Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  bool have_fwd = false, have_bd = false, have_bf = false;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bd{};
+  cudnnConvolutionBwdFilterAlgo_t bf{};
+  size_t fwd_ws = 0, bd_ws = 0, bf_ws = 0;
+};
+
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, int, bool>;
+
+// The first ranked algorithm that ran in the heuristics and whose workspace fits.
+template <class Perf>
+const Perf* pick(const Perf* perf, int n, bool fma_only) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace &&
+        (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+      return &perf[i];
+  return nullptr;
+}
+}  // namespace
+
+struct ConvState {
+  cudnnHandle_t handle = nullptr;
+  std::map<Key, Plan> plans;
+};
+void ConvStateDeleter::operator()(ConvState* s) const { delete s; }
+
+ConvState& conv_state(CudaBackend& be) {
+  if (!be.conv_) {
+    auto s = std::unique_ptr<ConvState, ConvStateDeleter>(new ConvState);
+    cudnnStatus_t st = cudnnCreate(&s->handle);
+    if (st != CUDNN_STATUS_SUCCESS)
+      throw DeviceError(be.name() + ": cudnnCreate failed: " + cudnnGetErrorString(st));
+    cudnnSetStream(s->handle, be.stream());
+    be.conv_ = std::move(s);
+  }
+  return *be.conv_;
+}
+
+namespace {
+Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
+  ConvState& s = conv_state(be);
+  const bool tf32 = be.allow_tf32() && t == DType::f32;
+  const Key key{g.N, g.C, g.H, g.W, g.K, g.kH, g.kW, g.p.stride[0], g.p.stride[1], g.p.padding[0], g.p.padding[1],
+                g.p.dilation[0], g.p.dilation[1], g.p.groups, static_cast<int>(t), tf32};
+  auto it = s.plans.find(key);
+  if (it != s.plans.end()) return it->second;
+  Plan p;
+  const cudnnDataType_t dt = dnn_type(t);
+  auto to_i = [&](int64_t v) {
+    KILN_CHECK(v <= 0x7fffffff, ShapeError, "conv2d ", geom_str(g), ": size ", v, " exceeds cuDNN's 32-bit limit");
+    return static_cast<int>(v);
+  };
+  check_dnn(cudnnCreateTensorDescriptor(&p.x), "cudnnCreateTensorDescriptor", g);
+  check_dnn(cudnnCreateTensorDescriptor(&p.y), "cudnnCreateTensorDescriptor", g);
+  check_dnn(cudnnCreateTensorDescriptor(&p.b), "cudnnCreateTensorDescriptor", g);
+  check_dnn(cudnnCreateFilterDescriptor(&p.w), "cudnnCreateFilterDescriptor", g);
+  check_dnn(cudnnCreateConvolutionDescriptor(&p.conv), "cudnnCreateConvolutionDescriptor", g);
+  check_dnn(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, dt, to_i(g.N), to_i(g.C), to_i(g.H), to_i(g.W)),
+            "input descriptor", g);
+  check_dnn(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, dt, to_i(g.N), to_i(g.K), to_i(g.Ho), to_i(g.Wo)),
+            "output descriptor", g);
+  check_dnn(cudnnSetTensor4dDescriptor(p.b, CUDNN_TENSOR_NCHW, dt, 1, to_i(g.K), 1, 1), "bias descriptor", g);
+  check_dnn(cudnnSetFilter4dDescriptor(p.w, dt, CUDNN_TENSOR_NCHW, to_i(g.K), to_i(g.C / g.p.groups), to_i(g.kH),
+                                       to_i(g.kW)),
+            "weight descriptor", g);
+  check_dnn(cudnnSetConvolution2dDescriptor(p.conv, to_i(g.p.padding[0]), to_i(g.p.padding[1]), to_i(g.p.stride[0]),
+                                            to_i(g.p.stride[1]), to_i(g.p.dilation[0]), to_i(g.p.dilation[1]),
+                                            CUDNN_CROSS_CORRELATION,
+                                            t == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
+            "convolution descriptor", g);
+  check_dnn(cudnnSetConvolutionGroupCount(p.conv, to_i(g.p.groups)), "group count", g);
+  const bool fma_only = t == DType::f32 && !tf32;
+  check_dnn(cudnnSetConvolutionMathType(p.conv, fma_only ? CUDNN_FMA_MATH
+                                                 : t == DType::f32 ? CUDNN_DEFAULT_MATH
+                                                                   : CUDNN_TENSOR_OP_MATH),
+            "math type", g);
+  int n = 0;
+  cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                                   fp),
+            "forward algorithm", g);
+  const auto* f = pick(fp, n, fma_only);
+  if (!f && fma_only) f = pick(fp, n, false);
+  if (f) p.have_fwd = true, p.fwd = f->algo, p.fwd_ws = f->memory;
+  cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, p.w, p.y, p.conv, p.x,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp),
+            "backward-data algorithm", g);
+  const auto* d = pick(dp, n, fma_only);
+  if (!d && fma_only) d = pick(dp, n, false);
+  if (d) p.have_bd = true, p.bd = d->algo, p.bd_ws = d->memory;
+  cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, p.x, p.y, p.conv, p.w,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp),
+            "backward-filter algorithm", g);
+  const auto* w = pick(wp, n, fma_only);
+  if (!w && fma_only) w = pick(wp, n, false);
+  if (w) p.have_bf = true, p.bf = w->algo, p.bf_ws = w->memory;
+  return s.plans.emplace(key, p).first->second;
+}
+
+struct Scalars {
+  float f1 = 1, f0 = 0;
+  double d1 = 1, d0 = 0;
+  bool dbl;
+  const void* one() const { return dbl ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
+};
+}  // namespace
+
+void cudnn_conv_forward(CudaBackend& be, const ConvGeom& g, const TensorArg& out, const TensorArg& in,
+                        const TensorArg& w, const TensorArg& bias) {
+  Plan& p = plan_for(be, g, in.dtype);
+  if (!p.have_fwd) return im2col_conv_forward(be, g, out, in, w, bias);
+  cudnnHandle_t h = conv_state(be).handle;
+  const Scalars s{.dbl = in.dtype == DType::f64};
+  Scratch ws(be, p.fwd_ws);
+  const size_t es = dtype_size(in.dtype);
+  check_dnn(cudnnConvolutionForward(h, s.one(), p.x, static_cast<const char*>(in.data) + in.offset * es, p.w,
+                                    static_cast<const char*>(w.data) + w.offset * es, p.conv, p.fwd, ws.get(),
+                                    p.fwd_ws, s.zero(), p.y, static_cast<char*>(out.data) + out.offset * es),
+            "cudnnConvolutionForward", g);
+  if (bias.data) {
+    std::optional<Scratch> bb;
+    TensorArg b = bias;
+    if (!bias.is_contiguous()) {
+      bb.emplace(be, g.K * dtype_size(bias.dtype));
+      b = scratch_arg(*bb, bias.dtype, bias.shape);
+      be.copy(b, bias);
+    }
+    check_dnn(cudnnAddTensor(h, s.one(), p.b, static_cast<const char*>(b.data) + b.offset * dtype_size(b.dtype),
+                             s.one(), p.y, static_cast<char*>(out.data) + out.offset * dtype_size(out.dtype)),
+              "cudnnAddTensor (bias)", g);
+  }
+}
+
+void cudnn_conv_backward_input(CudaBackend& be, const ConvGeom& g, const TensorArg& gx, const TensorArg& gy,
+                               const TensorArg& w) {
+  Plan& p = plan_for(be, g, gx.dtype);
+  if (!p.have_bd) return im2col_conv_backward_input(be, g, gx, gy, w);
+  const Scalars s{.dbl = gx.dtype == DType::f64};
+  Scratch ws(be, p.bd_ws);
+  const size_t es = dtype_size(gx.dtype);
+  check_dnn(cudnnConvolutionBackwardData(conv_state(be).handle, s.one(), p.w,
+                                         static_cast<const char*>(w.data) + w.offset * es, p.y,
+                                         static_cast<const char*>(gy.data) + gy.offset * es, p.conv, p.bd, ws.get(),
+                                         p.bd_ws, s.zero(), p.x, static_cast<char*>(gx.data) + gx.offset * es),
+            "cudnnConvolutionBackwardData", g);
+}
+
+void cudnn_conv_backward_weight(CudaBackend& be, const ConvGeom& g, const TensorArg& gw, const TensorArg& gy,
+                                const TensorArg& in) {
+  Plan& p = plan_for(be, g, gw.dtype);
+  if (!p.have_bf) return im2col_conv_backward_weight(be, g, gw, gy, in);
+  const Scalars s{.dbl = gw.dtype == DType::f64};
+  Scratch ws(be, p.bf_ws);
+  const size_t es = dtype_size(gw.dtype);
+  check_dnn(cudnnConvolutionBackwardFilter(conv_state(be).handle, s.one(), p.x,
+                                           static_cast<const char*>(in.data) + in.offset * es, p.y,
+                                           static_cast<const char*>(gy.data) + gy.offset * es, p.conv, p.bf, ws.get(),
+                                           p.bf_ws, s.zero(), p.w, static_cast<char*>(gw.data) + gw.offset * es),
+            "cudnnConvolutionBackwardFilter", g);
+}
+
+}  // namespace kiln::cuda

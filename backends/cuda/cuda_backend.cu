@@ -1,0 +1,175 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backends/cuda/common.cuh"
+#include "engine/core/registry.h"
+
+namespace kiln::cuda {
+
+void check_cuda(cudaError_t err, const char* op, const std::string& what) {
+  if (err == cudaSuccess) return;
+  cudaGetLastError();  // clears a sticky launch error so that the next op reports its own
+  throw DeviceError(detail::str_cat(KILN_GPU_NAME, ": ", op, what.empty() ? "" : " ", what, ": ",
+                                    cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
+}
+
+std::string args_str(std::initializer_list<const TensorArg*> args) {
+  std::string s;
+  for (const TensorArg* a : args) {
+    if (!a->data && a->shape.empty()) continue;
+    s += (s.empty() ? "" : ", ") + shape_str(a->shape) + " " + dtype_name(a->dtype);
+  }
+  return s;
+}
+
+TensorArg scratch_arg(const Scratch& s, DType dtype, const Shape& shape) {
+  return TensorArg{s.get(), 0, dtype, shape, contiguous_strides(shape)};
+}
+
+CudaBackend::CudaBackend(int index, const cudaDeviceProp& prop)
+    : Backend(Device(KILN_DEVICE_TYPE, index)), index_(index), prop_(prop), alloc_(Device(KILN_DEVICE_TYPE, index).str()) {
+  make_current();
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create", name());
+  check_cuda(cudaMalloc(&index_check_, 2 * sizeof(int64_t)), "index check buffer", name());
+  check_cuda(cudaMallocHost(&index_check_host_, 2 * sizeof(int64_t)), "index check buffer", name());
+  const char* tf32 = std::getenv("KILN_ALLOW_TF32");
+  allow_tf32_ = tf32 && std::strcmp(tf32, "1") == 0;
+}
+
+CudaBackend::~CudaBackend() = default;  // the registry keeps backends until exit
+
+std::string CudaBackend::name() const { return device().str(); }
+
+void CudaBackend::make_current() const {
+  thread_local int current = -1;
+  if (current == index_) return;
+  check_cuda(cudaSetDevice(index_), "cudaSetDevice", name());
+  current = index_;
+}
+
+DeviceInfo CudaBackend::info() const {
+  DeviceInfo d;
+  d.device = device();
+  d.name = std::string(prop_.name) + " (" + KILN_ARCH_PREFIX + std::to_string(prop_.major) +
+           std::to_string(prop_.minor) + ")";
+  d.kind = prop_.integrated ? "integrated GPU" : "discrete GPU";
+  d.memory_bytes = prop_.totalGlobalMem;
+  d.compute_units = prop_.multiProcessorCount;
+  // Above every CPU (threads) and above Vulkan on the same GPU (the native backend first).
+  d.score = 10000.0 + 10.0 * prop_.multiProcessorCount;
+  return d;
+}
+
+bool CudaBackend::supports(OpId op, DType dtype) const {
+  const bool flt = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f64;
+  switch (op) {
+    case OpId::copy: case OpId::fill: case OpId::unary: case OpId::binary: case OpId::where: case OpId::reduce:
+    case OpId::gather: case OpId::scatter_add: case OpId::index_select: case OpId::index_add:
+      return true;
+    case OpId::matmul: case OpId::max_pool2d_forward: case OpId::max_pool2d_backward:
+    case OpId::avg_pool2d_forward: case OpId::avg_pool2d_backward: case OpId::softmax_forward:
+    case OpId::softmax_backward:
+      return flt;
+    case OpId::conv2d_forward: case OpId::conv2d_backward_input: case OpId::conv2d_backward_weight:
+      return flt;
+    case OpId::adam_step:
+      return dtype == DType::f32 || dtype == DType::f64;
+    case OpId::count:
+      break;
+  }
+  return false;
+}
+
+void* CudaBackend::allocate(size_t nbytes) {
+  make_current();
+  return alloc_.allocate(nbytes);
+}
+void CudaBackend::deallocate(void* data, size_t nbytes) { alloc_.deallocate(data, nbytes); }
+MemoryStats CudaBackend::memory_stats() const { return alloc_.stats(); }
+void CudaBackend::empty_cache() {
+  make_current();
+  synchronize();
+  alloc_.empty_cache();
+}
+
+// Host memory is pageable here: cudaMemcpyAsync returns once the bytes are staged, so the
+// caller may free them at once, and the copy stays in stream order.
+void CudaBackend::upload(void* dst, size_t off, const void* host, size_t nbytes) {
+  if (!nbytes) return;
+  make_current();
+  check_cuda(cudaMemcpyAsync(static_cast<char*>(dst) + off, host, nbytes, cudaMemcpyHostToDevice, stream_), "upload",
+             std::to_string(nbytes) + " bytes to " + name());
+}
+
+void CudaBackend::download(void* host, const void* src, size_t off, size_t nbytes) {
+  if (!nbytes) return;
+  make_current();
+  check_cuda(cudaMemcpyAsync(host, static_cast<const char*>(src) + off, nbytes, cudaMemcpyDeviceToHost, stream_),
+             "download", std::to_string(nbytes) + " bytes from " + name());
+  check_cuda(cudaStreamSynchronize(stream_), "download", std::to_string(nbytes) + " bytes from " + name());
+}
+
+void CudaBackend::synchronize() {
+  make_current();
+  check_cuda(cudaStreamSynchronize(stream_), "synchronize", name());
+}
+
+int64_t* CudaBackend::check_buffer() {
+  check_cuda(cudaMemsetAsync(index_check_, 0, 2 * sizeof(int64_t), stream_), "check buffer", name());
+  return index_check_;
+}
+
+std::array<int64_t, 2> CudaBackend::read_check() {
+  check_cuda(cudaMemcpyAsync(index_check_host_, index_check_, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, stream_),
+             "check buffer", name());
+  check_cuda(cudaStreamSynchronize(stream_), "check buffer", name());
+  return {index_check_host_[0], index_check_host_[1]};
+}
+
+bool CudaBackend::capturing() const {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(stream_, &status);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+namespace {
+std::vector<std::unique_ptr<Backend>> enumerate(std::string& why) {
+  std::vector<std::unique_ptr<Backend>> found;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    why = driver == 0 ? detail::str_cat("no ", KILN_GPU_LABEL, " driver on this machine (", cudaGetErrorName(err), ": ",
+                                        cudaGetErrorString(err), ")")
+                      : detail::str_cat("no usable ", KILN_GPU_LABEL, " device (", cudaGetErrorName(err), ": ",
+                                        cudaGetErrorString(err), ")");
+    if (driver > 0 && driver < runtime)
+      why += detail::str_cat("; the driver supports version ", driver / 1000, ".", driver % 1000 / 10,
+                             ", this build needs ", runtime / 1000, ".", runtime % 1000 / 10);
+    cudaGetLastError();
+    return found;
+  }
+  if (count == 0) {
+    why = detail::str_cat("no ", KILN_GPU_LABEL, " device");
+    return found;
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+    found.push_back(std::make_unique<CudaBackend>(i, prop));
+  }
+  return found;
+}
+}  // namespace
+
+}  // namespace kiln::cuda
+
+extern "C" __attribute__((visibility("default"))) kiln::BackendFactory* kiln_backend_factory() {
+  static kiln::BackendFactory factory{KILN_DEVICE_TYPE, kiln::cuda::enumerate};
+  return &factory;
+}

@@ -1,0 +1,153 @@
+// The CUDA backend: one CudaBackend per device, all work on one stream per device, in
+// stream order (so the caching allocator may hand a freed block to the next op at once).
+// Kernels are ours (one .cu file per op family, common.cuh); matmul runs through cuBLAS
+// (tensor cores for f16/bf16; TF32 for f32 only when KILN_ALLOW_TF32=1 or
+// set_allow_tf32(true)); conv2d through cuDNN when the build found it (KILN_HAVE_CUDNN),
+// else im2col/col2im kernels + cuBLAS. Errors are DeviceError with the CUDA, cuBLAS or
+// cuDNN error string, the op and the shapes; out-of-memory names the bytes asked for and
+// the bytes free. Index ops check every index and throw IndexError (this waits for the
+// device). The HIP backend compiles these sources too (gpu_runtime.h).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cuda/gpu_runtime.h"
+#include "engine/core/backend.h"
+
+namespace kiln::cuda {
+
+// Caching device allocator: blocks are rounded to size classes (512 B .. 1 MiB in powers
+// of two, then whole 2 MiB granules), freed blocks are kept per class and reused;
+// cudaMalloc runs only when no cached block fits. On cudaMalloc failure the cache is
+// released and the call retried once; then DeviceError says how many bytes were asked
+// for and how many are free.
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(std::string device_name) : name_(std::move(device_name)) {}
+  void* allocate(size_t nbytes);
+  void deallocate(void* p, size_t nbytes);
+  void empty_cache();  // frees cached blocks (waits for the device)
+  MemoryStats stats() const;
+  static size_t round(size_t nbytes);
+
+ private:
+  std::string name_;
+  mutable std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  MemoryStats stats_;
+};
+
+struct ConvState;  // conv_cudnn.cu or conv_im2col.cu
+struct ConvStateDeleter {
+  void operator()(ConvState* s) const;  // defined beside ConvState
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int index, const cudaDeviceProp& prop);
+  ~CudaBackend() override;
+  DeviceInfo info() const override;
+  bool supports(OpId op, DType dtype) const override;
+
+  void* allocate(size_t nbytes) override;
+  void deallocate(void* data, size_t nbytes) override;
+  void upload(void* dst, size_t dst_byte_offset, const void* host, size_t nbytes) override;
+  void download(void* host, const void* src, size_t src_byte_offset, size_t nbytes) override;
+  void synchronize() override;
+  MemoryStats memory_stats() const override;
+  void empty_cache() override;
+
+  // elementwise.cu
+  void copy(const TensorArg& out, const TensorArg& in) override;
+  void fill(const TensorArg& out, double value) override;
+  void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
+  void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
+                 const TensorArg& exp_avg_sq, const AdamParams& p) override;
+  // unary.cu, binary.cu
+  void unary(UnaryOp op, const TensorArg& out, const TensorArg& in, double p0, double p1) override;
+  void binary(BinaryOp op, const TensorArg& out, const TensorArg& a, const TensorArg& b) override;
+  // reduce.cu
+  void reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, double p0) override;
+  // matmul.cu (cuBLAS)
+  void matmul(const TensorArg& out, const TensorArg& a, const TensorArg& b) override;
+  // conv_cudnn.cu or conv_im2col.cu
+  void conv2d_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,
+                      const Conv2dParams& p) override;
+  void conv2d_backward_input(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& weight,
+                             const Conv2dParams& p) override;
+  void conv2d_backward_weight(const TensorArg& grad_weight, const TensorArg& grad_bias, const TensorArg& grad_out,
+                              const TensorArg& in, const Conv2dParams& p) override;
+  // pool.cu
+  void max_pool2d_forward(const TensorArg& out, const TensorArg& indices, const TensorArg& in,
+                          const Pool2dParams& p) override;
+  void max_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) override;
+  void avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) override;
+  void avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) override;
+  // softmax.cu
+  void softmax_forward(const TensorArg& out, const TensorArg& in, int64_t dim, bool log) override;
+  void softmax_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out, int64_t dim,
+                        bool log) override;
+  // index.cu
+  void gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) override;
+  void scatter_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
+  void index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) override;
+  void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
+
+  // ---- for the kernels' files ----
+  cudaStream_t stream() const { return stream_; }
+  int index() const { return index_; }
+  std::string name() const;  // "cuda:0"
+  void make_current() const;  // cudaSetDevice when another device is current on this thread
+  // TF32 tensor cores for f32 matmul/conv (off by default; PyTorch's allow_tf32).
+  bool allow_tf32() const { return allow_tf32_; }
+  void set_allow_tf32(bool on) { allow_tf32_ = on; }
+  // Throws IndexError naming op, dim and size unless every value of the i64 `index`
+  // lies in [0, size) (one small kernel and a wait for the device).
+  void check_indices(const char* op, const TensorArg& index, int64_t dim, int64_t size);
+  // The [flag, value] device buffer of bad-input checks: check_buffer() zeroes it (in
+  // stream order); read_check() waits for the device and returns it.
+  int64_t* check_buffer();
+  std::array<int64_t, 2> read_check();
+  // True while a CUDA graph is being captured on this backend's stream (no waits then).
+  bool capturing() const;
+  void* blas_handle();  // cublasHandle_t, made on first use (matmul.cu)
+
+ private:
+  int index_;
+  cudaDeviceProp prop_;
+  cudaStream_t stream_ = nullptr;
+  CachingAllocator alloc_;
+  bool allow_tf32_ = false;
+  void* cublas_ = nullptr;        // cublasHandle_t
+  void* blas_workspace_ = nullptr;
+  int64_t* index_check_ = nullptr;  // device: [bad flag, first bad value]
+  int64_t* index_check_host_ = nullptr;  // pinned
+  std::unique_ptr<ConvState, ConvStateDeleter> conv_;
+  friend struct ConvState;
+  friend ConvState& conv_state(CudaBackend& be);
+};
+
+// A temporary device buffer of this backend, returned to its cache at scope end.
+class Scratch {
+ public:
+  Scratch(CudaBackend& be, size_t nbytes) : be_(be), n_(nbytes), p_(nbytes ? be.allocate(nbytes) : nullptr) {}
+  ~Scratch() { if (p_) be_.deallocate(p_, n_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  CudaBackend& be_;
+  size_t n_;
+  void* p_;
+};
+
+// A contiguous TensorArg over a scratch buffer of the given shape and dtype.
+TensorArg scratch_arg(const Scratch& s, DType dtype, const Shape& shape);
+
+}  // namespace kiln::cuda

@@ -1,0 +1,108 @@
+// CudaBackend::copy (with dtype conversion), fill, where and adam_step.
+#include <cmath>
+
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/cuda_backend.h"
+
+namespace kiln::cuda {
+namespace {
+
+void check_shape(const char* op, const char* what, const TensorArg& t, const Shape& shape) {
+  KILN_CHECK(t.shape == shape && t.strides.size() == shape.size(), ShapeError, op, ": ", what, " has shape ",
+             shape_str(t.shape), ", expected ", shape_str(shape));
+}
+
+template <class T>
+__global__ void adam_kernel(int64_t n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
+                            T* __restrict__ v, T decay, T wd, T w1, T b2, T c2, T neg_step, T bc2_sqrt, T eps,
+                            bool decoupled) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    T pi = p[i], gi = g[i], mi = m[i];
+    if (decoupled) pi = pi * decay;
+    else gi = gi + wd * pi;
+    mi = w1 < T(0.5) ? mi + w1 * (gi - mi) : gi - (gi - mi) * (T(1) - w1);
+    const T vi = v[i] * b2 + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi + neg_step * mi / (sqrt(vi) / bc2_sqrt + eps);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::copy(const TensorArg& out, const TensorArg& in) {
+  check_shape("copy", "input", in, out.shape);
+  if (out.numel() == 0) return;
+  make_current();
+  KILN_CUDA_DISPATCH_ALL(out.dtype, "copy", {
+    using O = T;
+    O* o = ptr<O>(out);
+    KILN_CUDA_DISPATCH_ALL(in.dtype, "copy", {
+      const T* a = ptr<const T>(in);
+      launch_elementwise<2>("copy", stream_, out.shape, {&out.strides, &in.strides},
+                            [=] __device__(const int64_t(&off)[2]) { o[off[0]] = convert<O>(a[off[1]]); });
+    });
+  });
+}
+
+void CudaBackend::fill(const TensorArg& out, double value) {
+  if (out.numel() == 0) return;
+  make_current();
+  KILN_CUDA_DISPATCH_ALL(out.dtype, "fill", {
+    T* o = ptr<T>(out);
+    const T v = convert<T>(value);
+    launch_elementwise<1>("fill", stream_, out.shape, {&out.strides},
+                          [=] __device__(const int64_t(&off)[1]) { o[off[0]] = v; });
+  });
+}
+
+void CudaBackend::where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) {
+  check_shape("where", "condition", cond, out.shape);
+  check_shape("where", "first input", a, out.shape);
+  check_shape("where", "second input", b, out.shape);
+  KILN_CHECK(cond.dtype == DType::bool_, DTypeError, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  KILN_CHECK(a.dtype == out.dtype && b.dtype == out.dtype, DTypeError, "where: inputs ", dtype_name(a.dtype), " and ",
+             dtype_name(b.dtype), " must have the output's dtype ", dtype_name(out.dtype));
+  if (out.numel() == 0) return;
+  make_current();
+  const bool* c = ptr<const bool>(cond);
+  KILN_CUDA_DISPATCH_ALL(out.dtype, "where", {
+    T* o = ptr<T>(out);
+    const T* x = ptr<const T>(a);
+    const T* y = ptr<const T>(b);
+    launch_elementwise<4>("where", stream_, out.shape, {&out.strides, &cond.strides, &a.strides, &b.strides},
+                          [=] __device__(const int64_t(&off)[4]) { o[off[0]] = c[off[1]] ? x[off[2]] : y[off[3]]; });
+  });
+}
+
+void CudaBackend::adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
+                            const TensorArg& exp_avg_sq, const AdamParams& ap) {
+  for (const TensorArg* t : {&grad, &exp_avg, &exp_avg_sq}) {
+    check_shape("adam_step", "state", *t, param.shape);
+    KILN_CHECK(t->dtype == param.dtype, DTypeError, "adam_step: param is ", dtype_name(param.dtype), ", state is ",
+               dtype_name(t->dtype));
+  }
+  for (const TensorArg* t : {&param, &grad, &exp_avg, &exp_avg_sq})
+    KILN_CHECK(t->is_contiguous(), ValueError, "adam_step: tensors must be contiguous (shape ",
+               shape_str(param.shape), ")");
+  KILN_CHECK(ap.step >= 1, ValueError, "adam_step: step must be >= 1, got ", ap.step);
+  const int64_t n = param.numel();
+  if (n == 0) return;
+  make_current();
+  const double bc1 = 1 - std::pow(ap.beta1, static_cast<double>(ap.step));
+  const double bc2 = 1 - std::pow(ap.beta2, static_cast<double>(ap.step));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    adam_kernel<T><<<grid_for(n), kThreads, 0, stream_>>>(
+        n, ptr<T>(param), ptr<const T>(grad), ptr<T>(exp_avg), ptr<T>(exp_avg_sq), T(1 - ap.lr * ap.weight_decay),
+        T(ap.weight_decay), T(1 - ap.beta1), T(ap.beta2), T(1 - ap.beta2), T(-(ap.lr / bc1)), T(std::sqrt(bc2)),
+        T(ap.eps), ap.decoupled);
+    check_launch("adam_step", param.shape);
+  };
+  if (param.dtype == DType::f32) run(float{});
+  else if (param.dtype == DType::f64) run(double{});
+  else throw DTypeError(detail::str_cat("adam_step: ", dtype_name(param.dtype), " is not supported on ", name()));
+}
+
+}  // namespace kiln::cuda

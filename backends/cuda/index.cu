@@ -1,0 +1,149 @@
+// CudaBackend::gather, scatter_add, index_select, index_add and check_indices. Each op
+// walks its iteration shape with the strided indexer (common.cuh), the indexed dim's
+// stride set to 0, and adds index * stride; the adds of scatter_add and index_add are
+// atomic (so the order of float sums is not fixed). Every index is checked first
+// (IndexError names the op, the index, the dim and its size).
+#include "backends/cuda/atomic.cuh"
+#include "backends/cuda/common.cuh"
+#include "backends/cuda/cuda_backend.h"
+
+namespace kiln::cuda {
+namespace {
+
+void check_index_arg(const char* op, const TensorArg& index, int64_t dim, size_t rank) {
+  KILN_CHECK(index.dtype == DType::i64, DTypeError, op, ": index must be i64, got ", dtype_name(index.dtype));
+  KILN_CHECK(dim >= 0 && static_cast<size_t>(dim) < std::max<size_t>(rank, 1), IndexError, op, ": dim ", dim,
+             " is out of range for a tensor of rank ", rank);
+}
+
+// Every dim but `dim` of small must not exceed big's (torch.gather / scatter_add).
+void check_fits(const char* op, const char* what, const Shape& small, const char* bigname, const Shape& big,
+                int64_t dim) {
+  bool ok = small.size() == big.size();
+  for (size_t d = 0; ok && d < small.size(); ++d)
+    if (static_cast<int64_t>(d) != dim && small[d] > big[d]) ok = false;
+  KILN_CHECK(ok, ShapeError, op, ": ", what, " shape ", shape_str(small), " does not fit ", bigname, " shape ",
+             shape_str(big), " outside dim ", dim);
+}
+
+Strides with_zero(Strides s, int64_t dim) {
+  if (!s.empty()) s[static_cast<size_t>(dim)] = 0;
+  return s;
+}
+
+// The 1-d index's stride at `dim`, 0 elsewhere (index_select / index_add).
+Strides along(const TensorArg& index, size_t rank, int64_t dim) {
+  Strides s(rank, 0);
+  if (rank) s[static_cast<size_t>(dim)] = index.strides.empty() ? 0 : index.strides[0];
+  return s;
+}
+
+}  // namespace
+
+void CudaBackend::check_indices(const char* op, const TensorArg& index, int64_t dim, int64_t size) {
+  if (index.numel() == 0 || capturing()) return;  // a captured step re-runs checked indices
+  int64_t* flag = check_buffer();
+  const int64_t* ix = ptr<const int64_t>(index);
+  launch_elementwise<1>(op, stream_, index.shape, {&index.strides}, [=] __device__(const int64_t(&off)[1]) {
+    const int64_t v = ix[off[0]];
+    if (v < 0 || v >= size) {
+      flag[0] = 1;
+      flag[1] = v;
+    }
+  });
+  const auto r = read_check();
+  KILN_CHECK(r[0] == 0, IndexError, op, ": index ", r[1], " is out of range for dimension ", dim, " of size ", size);
+}
+
+void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
+  const char* op = "gather";
+  check_index_arg(op, index, dim, in.shape.size());
+  KILN_CHECK(out.shape == index.shape && out.dtype == in.dtype, ShapeError, op, ": output ", args_str({&out}),
+             " must have the index's shape ", shape_str(index.shape), " and the input's dtype");
+  check_fits(op, "index", index.shape, "input", in.shape, dim);
+  if (out.numel() == 0) return;
+  make_current();
+  check_indices(op, index, dim, in.shape.empty() ? 1 : in.shape[dim]);
+  const Strides in_s = with_zero(in.strides, dim);
+  const int64_t step = in.strides.empty() ? 0 : in.strides[dim];
+  const int64_t* ix = ptr<const int64_t>(index);
+  KILN_CUDA_DISPATCH_ALL(in.dtype, op, {
+    T* o = ptr<T>(out);
+    const T* x = ptr<const T>(in);
+    launch_elementwise<3>(op, stream_, index.shape, {&out.strides, &index.strides, &in_s},
+                          [=] __device__(const int64_t(&off)[3]) { o[off[0]] = x[off[2] + ix[off[1]] * step]; });
+  });
+}
+
+void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) {
+  const char* op = "scatter_add";
+  check_index_arg(op, index, dim, out.shape.size());
+  KILN_CHECK(src.dtype == out.dtype, DTypeError, op, ": source ", dtype_name(src.dtype), " and output ",
+             dtype_name(out.dtype), " differ");
+  check_fits(op, "index", index.shape, "source", src.shape, -1);
+  check_fits(op, "index", index.shape, "output", out.shape, dim);
+  if (index.numel() == 0) return;
+  make_current();
+  check_indices(op, index, dim, out.shape.empty() ? 1 : out.shape[dim]);
+  const Strides out_s = with_zero(out.strides, dim);
+  const int64_t step = out.strides.empty() ? 0 : out.strides[dim];
+  const int64_t* ix = ptr<const int64_t>(index);
+  KILN_CUDA_DISPATCH_ALL(out.dtype, op, {
+    T* o = ptr<T>(out);
+    const T* s = ptr<const T>(src);
+    launch_elementwise<3>(op, stream_, index.shape, {&index.strides, &src.strides, &out_s},
+                          [=] __device__(const int64_t(&off)[3]) {
+                            atomic_add(o + off[2] + ix[off[0]] * step, s[off[1]]);
+                          });
+  });
+}
+
+void CudaBackend::index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
+  const char* op = "index_select";
+  const size_t rank = in.shape.size();
+  check_index_arg(op, index, dim, rank);
+  KILN_CHECK(index.shape.size() <= 1, ShapeError, op, ": index must be 1-d, got ", shape_str(index.shape));
+  Shape want = in.shape;
+  if (rank) want[dim] = index.numel();
+  KILN_CHECK(out.shape == want && out.dtype == in.dtype, ShapeError, op, ": output ", args_str({&out}),
+             " must be ", shape_str(want), " ", dtype_name(in.dtype));
+  if (out.numel() == 0) return;
+  make_current();
+  check_indices(op, index, dim, rank ? in.shape[dim] : 1);
+  const Strides in_s = with_zero(in.strides, dim), ix_s = along(index, rank, dim);
+  const int64_t step = rank ? in.strides[dim] : 0;
+  const int64_t* ix = ptr<const int64_t>(index);
+  KILN_CUDA_DISPATCH_ALL(in.dtype, op, {
+    T* o = ptr<T>(out);
+    const T* x = ptr<const T>(in);
+    launch_elementwise<3>(op, stream_, out.shape, {&out.strides, &in_s, &ix_s},
+                          [=] __device__(const int64_t(&off)[3]) { o[off[0]] = x[off[1] + ix[off[2]] * step]; });
+  });
+}
+
+void CudaBackend::index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) {
+  const char* op = "index_add";
+  const size_t rank = out.shape.size();
+  check_index_arg(op, index, dim, rank);
+  KILN_CHECK(index.shape.size() <= 1, ShapeError, op, ": index must be 1-d, got ", shape_str(index.shape));
+  Shape want = out.shape;
+  if (rank) want[dim] = index.numel();
+  KILN_CHECK(src.shape == want && src.dtype == out.dtype, ShapeError, op, ": source ", args_str({&src}), " must be ",
+             shape_str(want), " ", dtype_name(out.dtype));
+  if (src.numel() == 0) return;
+  make_current();
+  check_indices(op, index, dim, rank ? out.shape[dim] : 1);
+  const Strides out_s = with_zero(out.strides, dim), ix_s = along(index, rank, dim);
+  const int64_t step = rank ? out.strides[dim] : 0;
+  const int64_t* ix = ptr<const int64_t>(index);
+  KILN_CUDA_DISPATCH_ALL(out.dtype, op, {
+    T* o = ptr<T>(out);
+    const T* s = ptr<const T>(src);
+    launch_elementwise<3>(op, stream_, src.shape, {&src.strides, &out_s, &ix_s},
+                          [=] __device__(const int64_t(&off)[3]) {
+                            atomic_add(o + off[1] + ix[off[2]] * step, s[off[0]]);
+                          });
+  });
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,114 @@
+// Training throughput and matmul speed of a device (default cuda:0), printed as one JSON
+// line per figure for tests/bench/cuda_vs_pytorch.sh, which runs PyTorch on the same GPU
+// beside it (tests/bench/pytorch_cuda_bench.py). A benchmark, not a test.
+//
+//   bench_cuda_train train  [--device D] [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30]
+//   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
+//
+// train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
+// images and labels held on the device (Fashion-MNIST shapes, 60,000 of them, taken in order
+// batch by batch); each step is forward, cross-entropy, backward, Adam, and reading the loss
+// (as the Trainer does), so the figure includes one device round trip per step.
+// matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "engine/core/ops.h"
+#include "engine/core/random.h"
+#include "engine/core/registry.h"
+#include "engine/nn/functional.h"
+#include "engine/optim/adam.h"
+#include "engine/train/reference_models.h"
+
+using namespace kiln;
+
+namespace {
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& def) {
+  for (int i = 2; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  return def;
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+int train_bench(int argc, char** argv) {
+  const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
+  const std::string model_name = flag(argc, argv, "model", "cnn");
+  const int64_t batch = std::stoll(flag(argc, argv, "batch", "128"));
+  const int steps = std::stoi(flag(argc, argv, "steps", "400")), warmup = std::stoi(flag(argc, argv, "warmup", "30"));
+  const int64_t n = 60000;
+  manual_seed(0);
+  Tensor images = normal({n, 1, 28, 28}, 0, 1, DType::f32, dev);
+  Tensor labels = floor(uniform({n}, 0, 9.999, DType::f32, dev)).to(DType::i64);
+  auto model = train::make_model(model_name);
+  model->to(dev);
+  optim::AdamOptions o;
+  o.lr = 1e-3;
+  optim::Adam opt(model->parameters(), o);
+  int64_t pos = 0;
+  double loss_sum = 0;
+  auto step = [&] {
+    if (pos + batch > n) pos = 0;
+    Tensor x = images.slice(0, pos, pos + batch), y = labels.slice(0, pos, pos + batch);
+    pos += batch;
+    opt.zero_grad();
+    Tensor loss = nn::F::cross_entropy((*model)(x), y);
+    loss.backward();
+    opt.step();
+    loss_sum += loss.item<float>();
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  Backend* be = backend_for(dev);
+  be->synchronize();
+  loss_sum = 0;
+  const double t0 = now();
+  for (int i = 0; i < steps; ++i) step();
+  be->synchronize();
+  const double dt = now() - t0;
+  const MemoryStats m = be->memory_stats();
+  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"device\": \"%s\", \"batch_size\": %lld, \"steps\": %d, "
+              "\"images_per_second\": %.1f, \"mean_loss\": %.4f, \"peak_allocated_bytes\": %llu, "
+              "\"reserved_bytes\": %llu}\n",
+              model_name.c_str(), dev.str().c_str(), static_cast<long long>(batch), steps,
+              static_cast<double>(steps * batch) / dt, loss_sum / steps,
+              static_cast<unsigned long long>(m.peak_allocated), static_cast<unsigned long long>(m.reserved));
+  return 0;
+}
+
+int matmul_bench(int argc, char** argv) {
+  const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
+  const int64_t size = std::stoll(flag(argc, argv, "size", "8192"));
+  const DType t = dtype_from_name(flag(argc, argv, "dtype", "bf16"));
+  const int iters = std::stoi(flag(argc, argv, "iters", "20"));
+  Tensor a = normal({size, size}, 0, 1, DType::f32, dev).to(t), b = normal({size, size}, 0, 1, DType::f32, dev).to(t);
+  Backend* be = backend_for(dev);
+  for (int i = 0; i < 3; ++i) matmul(a, b);
+  be->synchronize();
+  const double t0 = now();
+  for (int i = 0; i < iters; ++i) matmul(a, b);
+  be->synchronize();
+  const double dt = (now() - t0) / iters;
+  std::printf("{\"bench\": \"matmul\", \"device\": \"%s\", \"size\": %lld, \"dtype\": \"%s\", \"ms\": %.3f, "
+              "\"tflops\": %.1f}\n",
+              dev.str().c_str(), static_cast<long long>(size), dtype_name(t), dt * 1e3,
+              2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) / dt / 1e12);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  try {
+    if (cmd == "train") return train_bench(argc, argv);
+    if (cmd == "matmul") return matmul_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_train: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "usage: bench_cuda_train train|matmul [--device D] ... (see the source's header)\n");
+  return 2;
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""PyTorch side of tests/bench/cuda_vs_pytorch.sh: the same figures as bench_cuda_train.
+
+  pytorch_cuda_bench.py train  [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30] [--amp bf16|f16]
+  pytorch_cuda_bench.py matmul [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
+
+train: the reference model, Adam lr 1e-3, random images/labels held on the GPU (60,000,
+taken in order), loss.item() every step; prints {"images_per_second", ...} as JSON.
+PyTorch's defaults are kept (cuDNN TF32 on, matmul TF32 off, benchmark off).
+"""
+import argparse
+import json
+import time
+
+import torch
+from torch import nn
+
+
+def make_model(name):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                             nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def train(a):
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    n = 60000
+    x = torch.randn(n, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (n,), device=dev)
+    model = make_model(a.model).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    amp = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
+    scaler = torch.amp.GradScaler("cuda", enabled=a.amp == "f16")
+    pos = 0
+
+    def step():
+        nonlocal pos
+        if pos + a.batch > n:
+            pos = 0
+        xb, yb = x[pos:pos + a.batch], y[pos:pos + a.batch]
+        pos += a.batch
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=amp or torch.float32, enabled=amp is not None):
+            loss = loss_fn(model(xb), yb)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss.item()
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    total = sum(step() for _ in range(a.steps))
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print(json.dumps({"bench": "train", "model": a.model, "framework": "pytorch " + torch.__version__,
+                      "batch_size": a.batch, "steps": a.steps, "amp": a.amp or "off",
+                      "images_per_second": a.steps * a.batch / dt, "mean_loss": total / a.steps}))
+
+
+def matmul(a):
+    t = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[a.dtype]
+    x = torch.randn(a.size, a.size, device="cuda").to(t)
+    y = torch.randn(a.size, a.size, device="cuda").to(t)
+    for _ in range(3):
+        x @ y
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.iters):
+        x @ y
+    torch.cuda.synchronize()
+    dt = (time.perf_counter() - t0) / a.iters
+    print(json.dumps({"bench": "matmul", "framework": "pytorch " + torch.__version__, "size": a.size,
+                      "dtype": a.dtype, "ms": dt * 1e3, "tflops": 2 * a.size ** 3 / dt / 1e12}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=["train", "matmul"])
+    p.add_argument("--model", default="cnn", choices=["cnn", "mlp"])
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--amp", choices=["bf16", "f16"])
+    p.add_argument("--size", type=int, default=8192)
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
+    p.add_argument("--iters", type=int, default=20)
+    a = p.parse_args()
+    train(a) if a.what == "train" else matmul(a)
+
+
+if __name__ == "__main__":
+    main()
