@@ -260,6 +260,49 @@ class TestGraphCanvas : public QObject {
     }
   }
 
+  void panWithMiddleButtonAndSpaceDrag() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    f.canvas.setSceneRect(-3000, -3000, 6000, 6000);  // room to pan
+    const QPointF c0 = f.canvas.mapToScene(f.canvas.viewport()->rect().center());
+    const QPoint a(400, 300), b(300, 200);
+    QTest::mousePress(f.canvas.viewport(), Qt::MiddleButton, Qt::NoModifier, a);
+    sendMouse(&f.canvas, QEvent::MouseMove, f.canvas.mapToScene(b), Qt::NoButton, Qt::MiddleButton);
+    QTest::mouseRelease(f.canvas.viewport(), Qt::MiddleButton, Qt::NoModifier, b);
+    const QPointF c1 = f.canvas.mapToScene(f.canvas.viewport()->rect().center());
+    QVERIFY2(std::abs((c1 - c0).x() - 100) < 2 && std::abs((c1 - c0).y() - 100) < 2,
+             qPrintable(QString("view centre moved by %1, %2").arg((c1 - c0).x()).arg((c1 - c0).y())));
+    // Space + left drag pans too, and moves no node.
+    QTest::keyPress(&f.canvas, Qt::Key_Space);
+    const QPoint start = f.canvas.mapFromScene(f.item(ids[1])->scenePos());
+    QTest::mousePress(f.canvas.viewport(), Qt::LeftButton, Qt::NoModifier, start);
+    for (int dx = 10; dx <= 50; dx += 10)  // view coordinates: the scene moves under the mouse
+      sendMouse(&f.canvas, QEvent::MouseMove, f.canvas.mapToScene(start - QPoint(dx, 0)), Qt::NoButton, Qt::LeftButton);
+    QTest::mouseRelease(f.canvas.viewport(), Qt::LeftButton, Qt::NoModifier, start - QPoint(50, 0));
+    QTest::keyRelease(&f.canvas, Qt::Key_Space);
+    const QPointF c2 = f.canvas.mapToScene(f.canvas.viewport()->rect().center());
+    QVERIFY(std::abs((c2 - c1).x() - 50) < 2);
+    QCOMPARE(f.doc.undoStack()->count(), 0);
+    QCOMPARE(f.canvas.dragMode(), QGraphicsView::RubberBandDrag);
+  }
+
+  void draggingAConnectedInputOffDisconnectsIt() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    drag(&f.canvas, f.item(ids[2])->inputPos(0), f.item(ids[2])->inputPos(0) + QPointF(-250, -30));
+    QVERIFY(!f.doc.graph().source_of({ids[2], 0}));
+    // And from an input port back to an output port connects.
+    drag(&f.canvas, f.item(ids[2])->inputPos(0), f.item(ids[1])->outputPos(0));
+    QCOMPARE(f.doc.graph().source_of({ids[2], 0}), std::optional<graph::PortRef>(graph::PortRef{ids[1], 0}));
+  }
+
+  void portToolTipsNameThePortAndItsType() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    QCOMPARE(f.canvas.portToolTip(ids[1], PortHit{true, 0}), QString("out (output) of flatten: f32[N, 784]"));
+    QCOMPARE(f.canvas.portToolTip(ids[2], PortHit{false, 0}), QString("in (input) of fc: f32[N, 784]"));
+  }
+
   void editsThroughMouseAndKeysUndoBackToTheStart() {
     std::vector<graph::NodeId> ids;
     graph::Graph g = mlp(784, &ids);

@@ -8,7 +8,8 @@
 //     Delete removes the selected nodes and edges, Ctrl+C / Ctrl+V copy and paste,
 //     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
 //     action has taken the shortcut);
-//   - Ctrl+wheel and +/- zoom (10% .. 400%), middle-button or Space+drag pans, fitAll().
+//   - Ctrl+wheel and +/- zoom (5% .. 400%), middle-button or Space+drag pans, fitAll();
+//   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips.
 // Items are synced to the graph by node id after every change (no rebuild).
 #pragma once
 #include <QGraphicsView>
@@ -36,6 +37,8 @@ class GraphCanvas : public QGraphicsView {
   NodeItem* nodeItem(graph::NodeId id) const;              // nullptr when none
   EdgeItem* edgeItem(graph::PortRef to) const;             // the edge into `to`, nullptr when none
   double zoom() const { return transform().m11(); }        // 1 = 100%
+  // "in0 (input) of add_1: f32[N, 16, 28, 28]": the tooltip of a port.
+  QString portToolTip(graph::NodeId node, PortHit port) const;
 
  public slots:
   // Adds a node of `op` at the centre of the visible area (shifted so it does not land
@@ -61,6 +64,8 @@ class GraphCanvas : public QGraphicsView {
   void dragEnterEvent(QDragEnterEvent*) override;
   void dragMoveEvent(QDragMoveEvent*) override;
   void dropEvent(QDropEvent*) override;
+  void contextMenuEvent(QContextMenuEvent*) override;
+  bool viewportEvent(QEvent*) override;  // port tooltips
 
  private:
   struct PortDrag {

@@ -3,7 +3,11 @@
 #include <QClipboard>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QContextMenuEvent>
+#include <QHelpEvent>
 #include <QKeyEvent>
+#include <QMenu>
+#include <QToolTip>
 #include <QMimeData>
 #include <QMouseEvent>
 #include <QScrollBar>
@@ -11,6 +15,7 @@
 #include <QWheelEvent>
 #include <cmath>
 
+#include "engine/graph/op_schema.h"
 #include "widgets/graph/graph_canvas.h"
 
 namespace kiln::studio {
@@ -254,6 +259,60 @@ void GraphCanvas::dropEvent(QDropEvent* e) {
   scene_.clearSelection();
   if (NodeItem* item = nodeItem(id)) item->setSelected(true);
   setFocus();
+}
+
+}  // namespace kiln::studio
+
+namespace kiln::studio {
+
+QString GraphCanvas::portToolTip(graph::NodeId id, PortHit port) const {
+  const graph::Graph& g = doc_->graph();
+  if (!g.contains(id)) return {};
+  const graph::Node& n = g.node(id);
+  const graph::OpSchema& schema = graph::OpRegistry::global().get(n.op);
+  const QString name = toQString(port.output ? schema.output_name(port.port) : schema.input_name(port.port));
+  QString type = tr("type unknown");
+  auto info = doc_->analysis().nodes.find(id);
+  if (info != doc_->analysis().nodes.end()) {
+    const auto& types = port.output ? info->second.outputs : info->second.inputs;
+    if (size_t(port.port) < types.size()) type = toQString(types[size_t(port.port)].str());
+  } else if (!port.output) {
+    if (auto from = g.source_of({id, port.port}))
+      if (auto t = doc_->analysis().type_of(*from)) type = toQString(t->str());
+  }
+  return tr("%1 (%2) of %3: %4")
+      .arg(name, port.output ? tr("output") : tr("input"), toQString(n.name), type);
+}
+
+bool GraphCanvas::viewportEvent(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    if (auto hit = portUnder(mapToScene(help->pos()))) {
+      QToolTip::showText(help->globalPos(), portToolTip(hit->first->id(), hit->second), viewport());
+      return true;
+    }
+  }
+  return QGraphicsView::viewportEvent(e);
+}
+
+void GraphCanvas::contextMenuEvent(QContextMenuEvent* e) {
+  QGraphicsItem* under = itemAt(e->pos());
+  if (under && !under->isSelected() && (under->type() == NodeItem::Type || under->type() == EdgeItem::Type)) {
+    scene_.clearSelection();
+    under->setSelected(true);
+  }
+  const bool selection = !scene_.selectedItems().isEmpty();
+  QMenu menu(this);
+  menu.addAction(tr("Delete"), this, &GraphCanvas::deleteSelection)->setEnabled(selection);
+  menu.addAction(tr("Copy"), this, &GraphCanvas::copySelection)->setEnabled(!selectedNodes().isEmpty());
+  menu.addAction(tr("Paste"), this, &GraphCanvas::pasteClipboard);
+  menu.addSeparator();
+  menu.addAction(tr("Auto layout"), this, [this] {
+    doc_->autoLayout();
+    fitAll();
+  });
+  menu.addAction(tr("Fit all"), this, &GraphCanvas::fitAll);
+  menu.exec(e->globalPos());
 }
 
 }  // namespace kiln::studio

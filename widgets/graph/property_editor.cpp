@@ -112,6 +112,7 @@ void PropertyEditor::rebuild() {
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* inner = new QWidget(scroll);
   auto* form = new QFormLayout(inner);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -137,7 +138,10 @@ void PropertyEditor::rebuild() {
   inputs_ = new QLabel(inner);
   outputs_ = new QLabel(inner);
   params_ = new QLabel(inner);
-  for (QLabel* l : {inputs_, outputs_, params_}) l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  for (QLabel* l : {inputs_, outputs_, params_}) {
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setWordWrap(true);
+  }
   form->addRow(tr("Inputs"), inputs_);
   form->addRow(tr("Outputs"), outputs_);
   form->addRow(tr("Parameters"), params_);
