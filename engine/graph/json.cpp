@@ -1,5 +1,6 @@
 #include "engine/graph/json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -80,24 +81,27 @@ PortRef parse_port(const json& e, const char* key, const std::string& context) {
 // indented by two spaces. Scalars print as nlohmann does (doubles: shortest exact form).
 constexpr size_t kLineWidth = 100;
 
-std::string one_line(const json& j) {
-  if (j.is_object()) {
-    std::string s = "{";
-    for (auto it = j.begin(); it != j.end(); ++it)
-      s.append(it == j.begin() ? "" : ", ").append(json(it.key()).dump()).append(": ").append(one_line(it.value()));
-    return s + "}";
+// Appends j's one-line form to s; false as soon as s is longer than `limit` (s is then
+// cut short), so deciding whether a large value fits costs O(limit), not O(size).
+bool one_line(const json& j, size_t limit, std::string& s) {
+  if (j.is_object() || j.is_array()) {
+    s += j.is_object() ? "{" : "[";
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it != j.begin()) s += ", ";
+      if (j.is_object()) s.append(json(it.key()).dump()).append(": ");
+      if (!one_line(it.value(), limit, s)) return false;
+    }
+    s += j.is_object() ? "}" : "]";
+  } else {
+    s += j.dump();
   }
-  if (j.is_array()) {
-    std::string s = "[";
-    for (size_t i = 0; i < j.size(); ++i) s.append(i ? ", " : "").append(one_line(j[i]));
-    return s + "]";
-  }
-  return j.dump();
+  return s.size() <= limit;
 }
 
 void pretty(const json& j, size_t indent, std::string& out) {
-  std::string flat = one_line(j);
-  if (indent + flat.size() <= kLineWidth || !(j.is_object() || j.is_array()) || j.empty()) {
+  std::string flat;
+  const bool fits = one_line(j, kLineWidth - std::min(indent, kLineWidth), flat);
+  if (fits || !(j.is_object() || j.is_array()) || j.empty()) {  // scalars and {} / [] are complete
     out += flat;
     return;
   }
