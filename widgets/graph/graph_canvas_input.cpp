@@ -230,17 +230,21 @@ void GraphCanvas::wheelEvent(QWheelEvent* e) {
 }
 
 void GraphCanvas::dragEnterEvent(QDragEnterEvent* e) {
-  if (e->mimeData()->hasFormat(kOpMimeType))
-    e->acceptProposedAction();
-  else
+  if (e->mimeData()->hasFormat(kOpMimeType)) {
+    e->setDropAction(Qt::CopyAction);
+    e->accept();
+  } else {
     QGraphicsView::dragEnterEvent(e);
+  }
 }
 
 void GraphCanvas::dragMoveEvent(QDragMoveEvent* e) {
-  if (e->mimeData()->hasFormat(kOpMimeType))
-    e->acceptProposedAction();
-  else
+  if (e->mimeData()->hasFormat(kOpMimeType)) {
+    e->setDropAction(Qt::CopyAction);
+    e->accept();
+  } else {
     QGraphicsView::dragMoveEvent(e);
+  }
 }
 
 void GraphCanvas::dropEvent(QDropEvent* e) {
@@ -255,7 +259,8 @@ void GraphCanvas::dropEvent(QDropEvent* e) {
     say(reason);
     return;
   }
-  e->acceptProposedAction();
+  e->setDropAction(Qt::CopyAction);
+  e->accept();
   scene_.clearSelection();
   if (NodeItem* item = nodeItem(id)) item->setSelected(true);
   setFocus();

@@ -41,6 +41,7 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
   tree_->setHeaderHidden(true);
   tree_->setDragEnabled(true);
   tree_->setDragDropMode(QAbstractItemView::DragOnly);
+  tree_->setDefaultDropAction(Qt::CopyAction);  // never a move: the palette keeps its items
   tree_->setSelectionMode(QAbstractItemView::SingleSelection);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
