@@ -66,6 +66,8 @@ const OpTable& onnx_ops() {
     register_host_ops(t);
     register_control_ops(t);
     register_resize_ops(t);
+    register_quant_ops(t);
+    register_rnn_ops(t);
     return t;
   }();
   return table;

@@ -76,6 +76,8 @@ void register_reduce_ops(OpTable& t);     // ops_reduce.cpp: reductions, softmax
 void register_host_ops(OpTable& t);       // ops_host.cpp: host fallbacks (TopK, Resize, NMS ...)
 void register_control_ops(OpTable& t);    // ops_control.cpp: If, Loop
 void register_resize_ops(OpTable& t);     // ops_resize.cpp: Resize, Upsample
+void register_quant_ops(OpTable& t);      // ops_quant.cpp: quantization, window functions
+void register_rnn_ops(OpTable& t);        // ops_rnn.cpp: RNN, GRU, LSTM
 
 // ---- helpers shared by the op files ----
 int64_t wrap_axis(const OpContext& c, int64_t axis, int64_t rank);  // ValueError naming the node
