@@ -107,6 +107,7 @@ class Project {
 
   // Copies the project (VACUUM INTO, replacing new_path and its -wal/-shm if present) and
   // continues on the copy. ProjectError when new_path is this file or cannot be written.
+  // MetricsWriters opened on the old path keep writing to the old file.
   void save_as(const std::string& new_path);
   // CSV (RFC 4180) of the runs' metrics, one row per step and per epoch:
   // run_id,run_name,kind,step,epoch,loss,lr,images_per_second,time_s,train_loss,

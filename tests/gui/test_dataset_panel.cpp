@@ -54,6 +54,8 @@ class TestDatasetPanel : public QObject {
     QVERIFY(grid->heightForWidth(grid->width()) > 56);
     const QImage shot = panel.grab().toImage();
     QVERIFY(!shot.isNull());
+    if (qEnvironmentVariableIsSet("KILN_TEST_SHOTS"))  // a folder to look at the panel in
+      shot.save(qEnvironmentVariable("KILN_TEST_SHOTS") + "/dataset_panel.png");
 
     const QTableWidget* t = panel.classTable();
     QCOMPARE(t->rowCount(), 10);

@@ -85,6 +85,9 @@ class TestRunsView : public QObject {
     QCOMPARE(view.lossPlot()->legend->itemCount(), 2);
     QVERIFY(view.lossPlot()->graph(1)->name().contains("run 2"));
 
+    if (qEnvironmentVariableIsSet("KILN_TEST_SHOTS"))  // a folder to look at the view in
+      view.grab().save(qEnvironmentVariable("KILN_TEST_SHOTS") + "/runs_view.png");
+
     // Selecting through the table (as a user's Ctrl-click would) overlays all three.
     view.table()->selectAll();
     QCOMPARE(view.selectedRuns().size(), 3);

@@ -139,7 +139,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   scroll->setWidget(grid_);
   scroll->setWidgetResizable(true);
   scroll->setMinimumHeight(160);
-  layout->addWidget(scroll, 2);
+  layout->addWidget(scroll, 3);
 
   counts_ = new QTableWidget(kNumClasses, 4);
   counts_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test"), tr("Share of training")});
@@ -147,14 +147,16 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   counts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   counts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   counts_->horizontalHeader()->setStretchLastSection(true);
+  counts_->verticalHeader()->setDefaultSectionSize(22);
   for (int c = 0; c < kNumClasses; ++c) {
     counts_->setItem(c, 0, new QTableWidgetItem(class_name(c)));
     auto* bar = new QProgressBar;
     bar->setTextVisible(true);
+    bar->setMaximumHeight(18);
     bar->setValue(0);
     counts_->setCellWidget(c, 3, bar);
   }
-  layout->addWidget(counts_, 1);
+  layout->addWidget(counts_, 2);
 
   connect(validation_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(train_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);

@@ -77,7 +77,11 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_->horizontalHeader()->setStretchLastSection(true);
 
   lossPlot_ = make_plot(tr("step"), tr("training loss"));
-  accuracyPlot_ = make_plot(tr("epoch"), tr("validation accuracy (%)"));
+  accuracyPlot_ = make_plot(tr("epoch"), tr("val. accuracy (%)"));
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();  // whole epochs
+  ticker->setTickStep(1.0);
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  accuracyPlot_->xAxis->setTicker(ticker);
 
   export_ = new QPushButton(tr("Export CSV…"));
   export_->setToolTip(tr("Write the selected runs' per-step and per-epoch metrics to a CSV file"));
@@ -100,6 +104,8 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(top);
   split->addWidget(plots);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(split);
 
@@ -231,6 +237,7 @@ void RunsView::updatePlots() {
   for (QCustomPlot* plot : {lossPlot_, accuracyPlot_}) {
     plot->legend->setVisible(plot->graphCount() > 0);
     plot->rescaleAxes();
+    plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());  // points off the frame
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
 }
