@@ -19,6 +19,7 @@ int eval_command(const std::vector<std::string>& args);     // eval.cpp
 #ifdef KILN_HAVE_ONNX
 int onnx_suite_command(const std::vector<std::string>& args);   // onnx_suite.cpp
 int onnx_import_command(const std::vector<std::string>& args);  // onnx_import.cpp
+int onnx_run_command(const std::vector<std::string>& args);     // onnx_run.cpp
 #endif
 
 // Exit statuses.

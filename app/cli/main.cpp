@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},
     {"onnx-suite", "run the ONNX backend test cases of a folder and compare the outputs", onnx_suite_command},
+    {"run", "run an ONNX model on .npy inputs and write its outputs as .npy", onnx_run_command},
 #endif
 };
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln import`, `kiln run` and `kiln onnx-suite` from the command line, on models of the
+# ONNX backend test data (libonnx-testdata) and on bad files. Usage: test_cli_onnx.sh KILN CASE
+set -u
+KILN=$1
+CASE=$2
+DATA=/usr/share/libonnx-testdata/data
+[ -d "$DATA/node" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $CASE in
+  import_summary)
+    out=$("$KILN" import "$DATA/pytorch-converted/test_Conv2d/model.onnx") || fail "exit status $?: $out"
+    grep -q "ops: Conv x1" <<<"$out" || fail "no op list: $out"
+    grep -q "parameters: 76 in 2 initializers" <<<"$out" || fail "no parameter count: $out"
+    grep -q "graph: 5 nodes" <<<"$out" || fail "no graph summary: $out"
+    ;;
+  import_unsupported)
+    out=$("$KILN" import "$DATA/simple/test_sequence_model1/model.onnx") && fail "exit status 0"
+    grep -q "unsupported ops: 5" <<<"$out" || fail "$out"
+    grep -q "SequenceEmpty (node 'SequenceEmpty_0', opset 12)" <<<"$out" || fail "$out"
+    ;;
+  import_garbage)
+    head -c 3000 /dev/urandom > "$TMP/bad.onnx"
+    out=$("$KILN" import "$TMP/bad.onnx" 2>&1) && fail "exit status 0"
+    grep -q "kiln: error: .*bad.onnx" <<<"$out" || fail "$out"
+    head -c 100 "$DATA/pytorch-converted/test_Conv2d/model.onnx" > "$TMP/cut.onnx"
+    out=$("$KILN" import "$TMP/cut.onnx" 2>&1) && fail "exit status 0"
+    grep -q "truncated or corrupt" <<<"$out" || fail "$out"
+    ;;
+  run_npy)
+    python3 - "$TMP/x.npy" <<'PY'
+import struct, sys
+vals = [(-1) ** i * i * 0.5 for i in range(60)]
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 5), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<60f", *vals))
+PY
+    out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$TMP/x.npy" --out-dir "$TMP/out" --device cpu) || fail "$out"
+    grep -q "y: f32\[3, 4, 5\]" <<<"$out" || fail "$out"
+    python3 - "$TMP/out/y.npy" <<'PY' || fail "wrong values"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<H", b[8:10])[0]
+assert "'shape': (3, 4, 5)" in b[10:10 + n].decode()
+y = struct.unpack("<60f", b[10 + n:])
+assert all(abs(v - max(0.0, (-1) ** i * i * 0.5)) < 1e-6 for i, v in enumerate(y)), y
+PY
+    out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "z=$TMP/x.npy" --device cpu 2>&1) && fail "exit status 0"
+    grep -q "'z' is not an input of the model (inputs: x)" <<<"$out" || fail "$out"
+    ;;
+  suite_summary)
+    out=$("$KILN" onnx-suite "$DATA/node" --filter test_abs --json "$TMP/r.json" --device cpu) || fail "$out"
+    grep -q "^passed: 1 failed: 0 unsupported: 0 total: 1$" <<<"$out" || fail "$out"
+    grep -q '"status": "passed"' "$TMP/r.json" || fail "json: $(cat "$TMP/r.json")"
+    mkdir "$TMP/suite" && ln -s "$DATA/node/test_abs" "$DATA/node/test_tfidfvectorizer_tf_only_bigrams_skip0" "$TMP/suite/"
+    printf 'test_abs\n' > "$TMP/expect.txt"
+    out=$("$KILN" onnx-suite "$TMP/suite" --expect "$TMP/expect.txt" --device cpu) || fail "regression reported: $out"
+    grep -q "^UNSUPPORTED test_tfidfvectorizer_tf_only_bigrams_skip0: TfIdfVectorizer" <<<"$out" || fail "$out"
+    grep -q "^passed: 1 failed: 0 unsupported: 1 total: 2$" <<<"$out" || fail "$out"
+    printf 'test_abs\ntest_no_such_case\n' > "$TMP/expect.txt"
+    out=$("$KILN" onnx-suite "$TMP/suite" --expect "$TMP/expect.txt" --device cpu) && fail "a listed case that does not exist passed"
+    grep -q "REGRESSION test_no_such_case" <<<"$out" || fail "$out"
+    out=$("$KILN" onnx-suite "$TMP/missing" 2>&1) && fail "exit status 0"
+    grep -q "no such folder" <<<"$out" || fail "$out"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo ok
