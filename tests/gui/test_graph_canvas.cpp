@@ -252,6 +252,14 @@ class TestGraphCanvas : public QObject {
     QVERIFY(f.canvas.zoom() > z1);
     for (int i = 0; i < 30; ++i) f.canvas.zoomIn();
     QCOMPARE(f.canvas.zoom(), 4.0);  // clamped
+    EdgeItem* edge = f.canvas.edgeItem({ids[1], 0});
+    QVERIFY(edge->childItems().front()->isVisible());
+    for (int i = 0; i < 10; ++i) f.canvas.zoomOut();  // 4 / 1.25^10 = 0.43
+    QVERIFY(edge->childItems().front()->isVisible());
+    f.canvas.zoomOut();  // 0.34: labels would be unreadable
+    QVERIFY(!edge->childItems().front()->isVisible());
+    f.canvas.zoomIn();
+    QVERIFY(edge->childItems().front()->isVisible());
     f.canvas.fitAll();
     const QRect visible = f.canvas.viewport()->rect();
     for (graph::NodeId id : ids) {

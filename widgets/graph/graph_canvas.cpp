@@ -83,6 +83,7 @@ void GraphCanvas::sync() {
     EdgeItem*& item = edges_[to];
     if (!item) {
       item = new EdgeItem({from, to});
+      item->setLabelVisible(labelsShown_);
       scene_.addItem(item);
     }
     NodeItem* a1 = nodes_.at(from.node);
@@ -128,11 +129,13 @@ void GraphCanvas::fitAll() {
   QRectF rect = scene_.itemsBoundingRect();
   if (rect.isEmpty()) {
     resetTransform();
+    updateDetail();
     centerOn(0, 0);
     return;
   }
   rect.adjust(-40, -40, 40, 40);
   fitInView(rect, Qt::KeepAspectRatio);
+  updateDetail();
   if (zoom() > 1.5) setZoom(1.5);
   if (zoom() < kMinZoom) setZoom(kMinZoom);
   centerOn(rect.center());
@@ -142,6 +145,14 @@ void GraphCanvas::setZoom(double factor) {
   factor = std::clamp(factor, kMinZoom, kMaxZoom);
   const double s = factor / zoom();
   scale(s, s);
+  updateDetail();
+}
+
+void GraphCanvas::updateDetail() {
+  const bool labels = zoom() >= kLabelMinZoom;
+  if (labels == labelsShown_) return;
+  labelsShown_ = labels;
+  for (auto& [to, edge] : edges_) edge->setLabelVisible(labels);
 }
 
 void GraphCanvas::zoomIn() { setZoom(zoom() * 1.25); }

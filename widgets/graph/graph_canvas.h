@@ -74,6 +74,7 @@ class GraphCanvas : public QGraphicsView {
   };
   void sync();
   void setZoom(double factor);
+  void updateDetail();  // edge labels only where readable
   std::optional<std::pair<NodeItem*, PortHit>> portUnder(QPointF scenePos) const;
   void finishPortDrag(QPointF scenePos, QPoint globalPos);
   void say(const QString& text, QPoint globalPos = {});
@@ -91,6 +92,7 @@ class GraphCanvas : public QGraphicsView {
   QPoint panStart_;
   int pasteCount_ = 0;
   bool syncing_ = false;
+  bool labelsShown_ = true;
 };
 
 }  // namespace kiln::studio

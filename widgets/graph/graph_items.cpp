@@ -11,6 +11,7 @@ namespace kiln::studio {
 
 namespace {
 constexpr double kHeader = 20;
+constexpr double kTextDetail = 0.3;  // below this scale nodes are drawn without text
 
 QColor categoryColor(const std::string& category) {
   if (category == "Input/Output") return QColor(0x3f, 0x7f, 0x5f);
@@ -106,7 +107,7 @@ QRectF NodeItem::boundingRect() const {
   return QRectF(-kNodeWidth / 2 - m, -kNodeHeight / 2 - m, kNodeWidth + 2 * m, kNodeHeight + 2 * m);
 }
 
-void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
+void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   const QRectF r(-kNodeWidth / 2, -kNodeHeight / 2, kNodeWidth, kNodeHeight);
   const bool error = !problems_.isEmpty();
   p->setRenderHint(QPainter::Antialiasing);
@@ -123,6 +124,8 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*) {
   p->setPen(Qt::NoPen);
   p->setBrush(error ? QColor(0xb0, 0x3a, 0x3a) : categoryColor(schema_ ? schema_->category : ""));
   p->drawPath(header.subtracted(cut));
+  // Zoomed far out the text is unreadable: the box and its colours are enough.
+  if (option->levelOfDetailFromTransform(p->worldTransform()) < kTextDetail) return;
   QFont font = p->font();
   font.setPointSizeF(9);
   font.setBold(true);
@@ -173,6 +176,8 @@ EdgeItem::EdgeItem(const graph::Edge& edge) : edge_(edge), label_(new QGraphicsS
   label_->setFont(font);
   label_->setBrush(QColor(0xb8, 0xc4, 0xd0));
 }
+
+void EdgeItem::setLabelVisible(bool visible) { label_->setVisible(visible); }
 
 void EdgeItem::setLabel(const QString& text) {
   if (label_->text() == text) return;

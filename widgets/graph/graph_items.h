@@ -22,6 +22,7 @@ class EdgeItem;
 inline constexpr double kNodeWidth = 168;
 inline constexpr double kNodeHeight = 64;
 inline constexpr double kPortRadius = 5;
+inline constexpr double kLabelMinZoom = 0.4;  // edge labels are hidden below this zoom
 
 struct PortHit {
   bool output = false;
@@ -77,6 +78,7 @@ class EdgeItem : public QGraphicsPathItem {
   // "f32[N, 10]", or "?" when the source's type is unknown.
   void setLabel(const QString& text);
   QString label() const { return label_->text(); }
+  void setLabelVisible(bool visible);  // hidden when zoomed far out
   // The nodes it joins (set by the canvas whenever the edge set changes).
   void attach(NodeItem* from, NodeItem* to);
   // Recomputes the curve from the current port positions.
