@@ -114,11 +114,8 @@ bool GraphDocument::renameNode(graph::NodeId id, const QString& name, QString* r
     return false;
   }
   if (graph_.node(id).name == toStd(name)) return true;
-  graph::Graph trial = graph_;  // rename validates; try it on a copy first
-  try {
-    trial.rename(id, toStd(name));
-  } catch (const Error& e) {
-    setReason(reason, toQString(e.what()));
+  if (auto why = graph_.check_name(id, toStd(name))) {
+    setReason(reason, toQString(*why));
     return false;
   }
   stack_.push(new RenameCommand(this, id, toStd(name)));
