@@ -18,6 +18,7 @@
 #include "app/cli/run_files.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_loop.h"
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
@@ -132,7 +133,12 @@ int train_command(const std::vector<std::string>& argv) {
       net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net)) : train::make_model(c.model);
   model->to(device);
   auto optimizer = make_optimizer(c, model->parameters());
+  const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
+  if (!precision.note.empty())
+    std::fprintf(stderr, "kiln: --precision %s: %s\n", c.precision.c_str(), precision.note.c_str());
+  AutocastGuard autocast_scope(precision.autocast);
   train::TrainerOptions options;
+  if (precision.loss_scaling) options.grad_scaler = std::make_shared<train::GradScaler>();
   options.epochs = c.epochs;
   options.num_classes = static_cast<int64_t>(class_names(c.dataset).size());
   options.device = device;
@@ -142,7 +148,7 @@ int train_command(const std::vector<std::string>& argv) {
                           {"optimizer", c.optimizer}, {"lr", text(c.lr)}, {"momentum", text(c.momentum)},
                           {"weight_decay", text(c.weight_decay)}, {"scheduler", c.scheduler},
                           {"seed", std::to_string(c.seed)}, {"val_fraction", text(c.val_fraction)},
-                          {"limit_batches", std::to_string(c.limit_batches)}};
+                          {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision}};
   auto scheduler = make_scheduler(c, *optimizer, loaders.train->size(), options.scheduler_per_batch);
   train::Trainer trainer(
       model, optimizer, scheduler,
@@ -198,7 +204,14 @@ int train_command(const std::vector<std::string>& argv) {
       {"seconds", seconds},
       {"parameters", model->num_parameters()},
       {"peak_memory_bytes", backend_for(device)->memory_stats().peak_allocated},
+      {"reserved_memory_bytes", backend_for(device)->memory_stats().reserved},
+      {"precision", precision.autocast ? dtype_name(*precision.autocast) : "f32"},
+      {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
   };
+  if (options.grad_scaler)
+    std::fprintf(stderr, "f16 loss scaling: %lld of %lld steps skipped (non-finite gradients), final scale %g\n",
+                 static_cast<long long>(options.grad_scaler->skipped_steps()),
+                 static_cast<long long>(options.grad_scaler->steps()), options.grad_scaler->get_scale());
   write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
 
   std::printf("test accuracy %.2f%% (loss %.4f), %.0f images/s training, %s total; files in %s/: "

@@ -31,6 +31,10 @@ ArgParser train_parser() {
       .flag("step-size", "N", "", "step: epochs between decays (default: max(1, epochs / 3))")
       .flag("gamma", "X", "0.1", "step: decay factor")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
+      .flag("precision", "P", "f32",
+            "bf16 / f16: matmul and conv in that type with f32 weights (mixed precision); f16 adds\n"
+            "dynamic loss scaling; on a CPU without bf16 dot products training runs in f32 (a note says so)",
+            {"f32", "bf16", "f16"})
       .flag("seed", "S", "0", "seed of the weights, the shuffle order and the validation split")
       .flag("val-fraction", "F", "0", "fraction of the training set held out for validation (0: none)")
       .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
@@ -66,6 +70,7 @@ TrainConfig train_config(const Args& args) {
                                         : std::max(1, c.epochs / 3);
   c.gamma = args.number("gamma", 0, 1);
   c.device = args.str("device");
+  c.precision = args.str("precision");
   c.seed = static_cast<uint64_t>(args.integer("seed", 0));
   c.val_fraction = args.number("val-fraction", 0, 0.99);
   c.data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(c.dataset);

@@ -21,6 +21,7 @@ struct TrainConfig {
   int step_size = 1;               // step: epochs between decays
   double gamma = 0.1;              // step: decay factor
   std::string device = "auto";
+  std::string precision = "f32";   // f32 | bf16 | f16 (engine/train/mixed_precision.h)
   uint64_t seed = 0;
   double val_fraction = 0;         // of the training set held out for validation
   std::string data_dir;

@@ -105,9 +105,21 @@ struct Indexer {
   int64_t size[kMaxDims] = {};
   int64_t stride[N][kMaxDims] = {};
 
+  // 32-bit division while the index fits (every size does then), 64-bit otherwise.
   __device__ __forceinline__ void offsets(int64_t linear, int64_t (&off)[N]) const {
 #pragma unroll
     for (int k = 0; k < N; ++k) off[k] = 0;
+    if (linear <= 0xffffffffll) {
+      uint32_t l = static_cast<uint32_t>(linear);
+      for (int d = ndim - 1; d >= 0; --d) {
+        const uint32_t sz = static_cast<uint32_t>(size[d] <= 0xffffffffll ? size[d] : 0xffffffffll);
+        const uint32_t i = l % sz;
+        l /= sz;
+#pragma unroll
+        for (int k = 0; k < N; ++k) off[k] += static_cast<int64_t>(i) * stride[k][d];
+      }
+      return;
+    }
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t i = linear % size[d];
       linear /= size[d];

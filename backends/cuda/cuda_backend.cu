@@ -35,6 +35,9 @@ CudaBackend::CudaBackend(int index, const cudaDeviceProp& prop)
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create", name());
   check_cuda(cudaMalloc(&index_check_, 2 * sizeof(int64_t)), "index check buffer", name());
   check_cuda(cudaMallocHost(&index_check_host_, 2 * sizeof(int64_t)), "index check buffer", name());
+  check_cuda(cudaMalloc(&deferred_, 2 * sizeof(int64_t)), "index check buffer", name());
+  check_cuda(cudaMemset(deferred_, 0, 2 * sizeof(int64_t)), "index check buffer", name());
+  check_cuda(cudaMallocHost(&deferred_host_, 2 * sizeof(int64_t)), "index check buffer", name());
   const char* tf32 = std::getenv("KILN_ALLOW_TF32");
   allow_tf32_ = tf32 && std::strcmp(tf32, "1") == 0;
 }
@@ -110,11 +113,47 @@ void CudaBackend::download(void* host, const void* src, size_t off, size_t nbyte
   check_cuda(cudaMemcpyAsync(host, static_cast<const char*>(src) + off, nbytes, cudaMemcpyDeviceToHost, stream_),
              "download", std::to_string(nbytes) + " bytes from " + name());
   check_cuda(cudaStreamSynchronize(stream_), "download", std::to_string(nbytes) + " bytes from " + name());
+  flush_deferred_checks();
 }
 
 void CudaBackend::synchronize() {
   make_current();
   check_cuda(cudaStreamSynchronize(stream_), "synchronize", name());
+  flush_deferred_checks();
+}
+
+int64_t* CudaBackend::deferred_check(const char* op, int64_t dim, int64_t size, int64_t* id) {
+  if (pending_.size() >= 4096 && !capturing()) flush_deferred_checks();  // bounded bookkeeping
+  if (capturing()) {  // a replayed graph checks too; its failures are reported without the op
+    graph_checks_ = true;
+    *id = -1;
+    return deferred_;
+  }
+  pending_.push_back({op, dim, size});
+  *id = static_cast<int64_t>(pending_.size());
+  return deferred_;
+}
+
+void CudaBackend::flush_deferred_checks() {
+  if ((pending_.empty() && !graph_checks_) || capturing()) return;
+  check_cuda(cudaMemcpyAsync(deferred_host_, deferred_, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, stream_),
+             "index check", name());
+  check_cuda(cudaStreamSynchronize(stream_), "index check", name());
+  std::vector<Pending> pending;
+  pending.swap(pending_);
+  const int64_t id = deferred_host_[0], value = deferred_host_[1];
+  if (id == 0) return;
+  check_cuda(cudaMemsetAsync(deferred_, 0, 2 * sizeof(int64_t), stream_), "index check", name());
+  if (id > 0 && id <= static_cast<int64_t>(pending.size())) {
+    const Pending& p = pending[static_cast<size_t>(id - 1)];
+    if (p.dim < 0)
+      throw IndexError(detail::str_cat(p.op, ": index ", value, " lies outside the plane of ", p.size, " positions (",
+                                       name(), "; the op skipped it)"));
+    throw IndexError(detail::str_cat(p.op, ": index ", value, " is out of range for dimension ", p.dim, " of size ",
+                                     p.size, " (", name(), "; the op skipped it)"));
+  }
+  throw IndexError(detail::str_cat(name(), ": an index op met an out-of-range index ", value,
+                                   " (in a replayed CUDA graph)"));
 }
 
 int64_t* CudaBackend::check_buffer() {
@@ -126,7 +165,9 @@ std::array<int64_t, 2> CudaBackend::read_check() {
   check_cuda(cudaMemcpyAsync(index_check_host_, index_check_, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost, stream_),
              "check buffer", name());
   check_cuda(cudaStreamSynchronize(stream_), "check buffer", name());
-  return {index_check_host_[0], index_check_host_[1]};
+  std::array<int64_t, 2> r{index_check_host_[0], index_check_host_[1]};
+  flush_deferred_checks();
+  return r;
 }
 
 bool CudaBackend::capturing() const {

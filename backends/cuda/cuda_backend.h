@@ -106,9 +106,14 @@ class CudaBackend final : public Backend {
   // TF32 tensor cores for f32 matmul/conv (off by default; PyTorch's allow_tf32).
   bool allow_tf32() const { return allow_tf32_; }
   void set_allow_tf32(bool on) { allow_tf32_ = on; }
-  // Throws IndexError naming op, dim and size unless every value of the i64 `index`
-  // lies in [0, size) (one small kernel and a wait for the device).
-  void check_indices(const char* op, const TensorArg& index, int64_t dim, int64_t size);
+  // Index checks run inside the index kernels, without waiting for the device: a kernel
+  // that meets an index outside [0, size) skips it and records it in the buffer that
+  // deferred_check() returns (write flag with atomicCAS(flag, 0, id), then flag[1] = the
+  // index); the next wait for the device (download, synchronize) throws IndexError naming
+  // the op, the index, the dim and its size, as CUDA's device-side asserts but recoverable.
+  int64_t* deferred_check(const char* op, int64_t dim, int64_t size, int64_t* id);
+  // Throws the IndexError of a recorded bad index, if any (waits for the device).
+  void flush_deferred_checks();
   // The [flag, value] device buffer of bad-input checks: check_buffer() zeroes it (in
   // stream order); read_check() waits for the device and returns it.
   int64_t* check_buffer();
@@ -127,6 +132,14 @@ class CudaBackend final : public Backend {
   void* blas_workspace_ = nullptr;
   int64_t* index_check_ = nullptr;  // device: [bad flag, first bad value]
   int64_t* index_check_host_ = nullptr;  // pinned
+  int64_t* deferred_ = nullptr;       // device: [id of the first failed check, its index]
+  int64_t* deferred_host_ = nullptr;  // pinned
+  struct Pending {
+    std::string op;
+    int64_t dim, size;
+  };
+  std::vector<Pending> pending_;  // checks since the last flush; id = position + 1
+  bool graph_checks_ = false;     // a captured graph holds index checks (id -1)
   std::unique_ptr<ConvState, ConvStateDeleter> conv_;
   friend struct ConvState;
   friend ConvState& conv_state(CudaBackend& be);

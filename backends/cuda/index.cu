@@ -1,8 +1,9 @@
 // CudaBackend::gather, scatter_add, index_select, index_add and check_indices. Each op
 // walks its iteration shape with the strided indexer (common.cuh), the indexed dim's
 // stride set to 0, and adds index * stride; the adds of scatter_add and index_add are
-// atomic (so the order of float sums is not fixed). Every index is checked first
-// (IndexError names the op, the index, the dim and its size).
+// atomic (so the order of float sums is not fixed). The kernels check every index and
+// skip those out of range; the IndexError (naming the op, the index, the dim and its
+// size) comes at the next wait for the device (CudaBackend::deferred_check).
 #include "backends/cuda/atomic.cuh"
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
@@ -26,6 +27,14 @@ void check_fits(const char* op, const char* what, const Shape& small, const char
              shape_str(big), " outside dim ", dim);
 }
 
+// False (and the first failure recorded, see CudaBackend::deferred_check) when v is outside [0, size).
+__device__ __forceinline__ bool in_range(int64_t v, int64_t size, int64_t* bad, int64_t id) {
+  if (v >= 0 && v < size) return true;
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(bad), 0ull, static_cast<unsigned long long>(id)) == 0ull)
+    bad[1] = v;
+  return false;
+}
+
 Strides with_zero(Strides s, int64_t dim) {
   if (!s.empty()) s[static_cast<size_t>(dim)] = 0;
   return s;
@@ -40,21 +49,6 @@ Strides along(const TensorArg& index, size_t rank, int64_t dim) {
 
 }  // namespace
 
-void CudaBackend::check_indices(const char* op, const TensorArg& index, int64_t dim, int64_t size) {
-  if (index.numel() == 0 || capturing()) return;  // a captured step re-runs checked indices
-  int64_t* flag = check_buffer();
-  const int64_t* ix = ptr<const int64_t>(index);
-  launch_elementwise<1>(op, stream_, index.shape, {&index.strides}, [=] __device__(const int64_t(&off)[1]) {
-    const int64_t v = ix[off[0]];
-    if (v < 0 || v >= size) {
-      flag[0] = 1;
-      flag[1] = v;
-    }
-  });
-  const auto r = read_check();
-  KILN_CHECK(r[0] == 0, IndexError, op, ": index ", r[1], " is out of range for dimension ", dim, " of size ", size);
-}
-
 void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
   const char* op = "gather";
   check_index_arg(op, index, dim, in.shape.size());
@@ -63,7 +57,9 @@ void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim,
   check_fits(op, "index", index.shape, "input", in.shape, dim);
   if (out.numel() == 0) return;
   make_current();
-  check_indices(op, index, dim, in.shape.empty() ? 1 : in.shape[dim]);
+  const int64_t size = in.shape.empty() ? 1 : in.shape[dim];
+  int64_t id = 0;
+  int64_t* bad = deferred_check(op, dim, size, &id);
   const Strides in_s = with_zero(in.strides, dim);
   const int64_t step = in.strides.empty() ? 0 : in.strides[dim];
   const int64_t* ix = ptr<const int64_t>(index);
@@ -71,7 +67,11 @@ void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim,
     T* o = ptr<T>(out);
     const T* x = ptr<const T>(in);
     launch_elementwise<3>(op, stream_, index.shape, {&out.strides, &index.strides, &in_s},
-                          [=] __device__(const int64_t(&off)[3]) { o[off[0]] = x[off[2] + ix[off[1]] * step]; });
+                          [=] __device__(const int64_t(&off)[3]) {
+                            const int64_t v = ix[off[1]];
+                            if (!in_range(v, size, bad, id)) return void(o[off[0]] = T());
+                            o[off[0]] = x[off[2] + v * step];
+                          });
   });
 }
 
@@ -84,7 +84,9 @@ void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg
   check_fits(op, "index", index.shape, "output", out.shape, dim);
   if (index.numel() == 0) return;
   make_current();
-  check_indices(op, index, dim, out.shape.empty() ? 1 : out.shape[dim]);
+  const int64_t size = out.shape.empty() ? 1 : out.shape[dim];
+  int64_t id = 0;
+  int64_t* bad = deferred_check(op, dim, size, &id);
   const Strides out_s = with_zero(out.strides, dim);
   const int64_t step = out.strides.empty() ? 0 : out.strides[dim];
   const int64_t* ix = ptr<const int64_t>(index);
@@ -93,7 +95,8 @@ void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg
     const T* s = ptr<const T>(src);
     launch_elementwise<3>(op, stream_, index.shape, {&index.strides, &src.strides, &out_s},
                           [=] __device__(const int64_t(&off)[3]) {
-                            atomic_add(o + off[2] + ix[off[0]] * step, s[off[1]]);
+                            const int64_t v = ix[off[0]];
+                            if (in_range(v, size, bad, id)) atomic_add(o + off[2] + v * step, s[off[1]]);
                           });
   });
 }
@@ -109,7 +112,9 @@ void CudaBackend::index_select(const TensorArg& out, const TensorArg& in, int64_
              " must be ", shape_str(want), " ", dtype_name(in.dtype));
   if (out.numel() == 0) return;
   make_current();
-  check_indices(op, index, dim, rank ? in.shape[dim] : 1);
+  const int64_t size = rank ? in.shape[dim] : 1;
+  int64_t id = 0;
+  int64_t* bad = deferred_check(op, dim, size, &id);
   const Strides in_s = with_zero(in.strides, dim), ix_s = along(index, rank, dim);
   const int64_t step = rank ? in.strides[dim] : 0;
   const int64_t* ix = ptr<const int64_t>(index);
@@ -117,7 +122,11 @@ void CudaBackend::index_select(const TensorArg& out, const TensorArg& in, int64_
     T* o = ptr<T>(out);
     const T* x = ptr<const T>(in);
     launch_elementwise<3>(op, stream_, out.shape, {&out.strides, &in_s, &ix_s},
-                          [=] __device__(const int64_t(&off)[3]) { o[off[0]] = x[off[1] + ix[off[2]] * step]; });
+                          [=] __device__(const int64_t(&off)[3]) {
+                            const int64_t v = ix[off[2]];
+                            if (!in_range(v, size, bad, id)) return void(o[off[0]] = T());
+                            o[off[0]] = x[off[1] + v * step];
+                          });
   });
 }
 
@@ -132,7 +141,9 @@ void CudaBackend::index_add(const TensorArg& out, int64_t dim, const TensorArg& 
              shape_str(want), " ", dtype_name(out.dtype));
   if (src.numel() == 0) return;
   make_current();
-  check_indices(op, index, dim, rank ? out.shape[dim] : 1);
+  const int64_t size = rank ? out.shape[dim] : 1;
+  int64_t id = 0;
+  int64_t* bad = deferred_check(op, dim, size, &id);
   const Strides out_s = with_zero(out.strides, dim), ix_s = along(index, rank, dim);
   const int64_t step = rank ? out.strides[dim] : 0;
   const int64_t* ix = ptr<const int64_t>(index);
@@ -141,7 +152,8 @@ void CudaBackend::index_add(const TensorArg& out, int64_t dim, const TensorArg& 
     const T* s = ptr<const T>(src);
     launch_elementwise<3>(op, stream_, src.shape, {&src.strides, &out_s, &ix_s},
                           [=] __device__(const int64_t(&off)[3]) {
-                            atomic_add(o + off[1] + ix[off[2]] * step, s[off[0]]);
+                            const int64_t v = ix[off[2]];
+                            if (in_range(v, size, bad, id)) atomic_add(o + off[1] + v * step, s[off[0]]);
                           });
   });
 }

@@ -2,7 +2,8 @@
 // propagation and index of the maximum (as backends/cpu/cpu_pool.cpp). Tensors are
 // [N, C, H, W] or [C, H, W] with any strides; f32, f64, f16, bf16, accumulating in float
 // (double for f64). Forward: one thread per output; backward: grad_in is zeroed, then
-// each output adds into its window (max: its argmax) atomically.
+// each output adds into its window (max: its argmax) atomically; an argmax outside the
+// plane is skipped and reported as IndexError at the next wait for the device.
 #include <cmath>
 
 #include "backends/cuda/atomic.cuh"
@@ -100,15 +101,15 @@ __global__ void max_fwd(Geom g, Win k, View<const T> x, View<T> y, View<int64_t>
 }
 
 template <class T>
-__global__ void max_bwd(Geom g, View<T> gx, View<const T> gy, View<const int64_t> ix, int64_t* bad) {
+__global__ void max_bwd(Geom g, View<T> gx, View<const T> gy, View<const int64_t> ix, int64_t* bad, int64_t id) {
   const int64_t n = g.planes * g.Ho * g.Wo;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ow = i % g.Wo, oh = i / g.Wo % g.Ho, pl = i / (g.Wo * g.Ho);
     const int64_t k = ix.at(pl, oh, ow);
-    if (k < 0 || k >= g.H * g.W) {
-      bad[0] = 1;
-      bad[1] = k;
+    if (k < 0 || k >= g.H * g.W) {  // reported by the next wait (CudaBackend::deferred_check)
+      if (atomicCAS(reinterpret_cast<unsigned long long*>(bad), 0ull, static_cast<unsigned long long>(id)) == 0ull)
+        bad[1] = k;
       continue;
     }
     atomic_add(&gx.at(pl, k / g.W, k % g.W), gy.at(pl, oh, ow));
@@ -194,15 +195,13 @@ void CudaBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg&
   make_current();
   fill(grad_in, 0.0);
   if (grad_out.numel() == 0) return;
-  const bool check = !capturing();
-  int64_t* bad = check ? check_buffer() : index_check_;
+  int64_t id = 0;
+  int64_t* bad = deferred_check(op, -1, g.H * g.W, &id);
   KILN_CUDA_DISPATCH_FLOAT(grad_in.dtype, op, {
     max_bwd<T><<<grid_for(grad_out.numel()), kThreads, 0, stream_>>>(g, view<T>(grad_in), view<const T>(grad_out),
-                                                                      view<const int64_t>(indices), bad);
+                                                                      view<const int64_t>(indices), bad, id);
   });
   check_launch(op, grad_in.shape);
-  if (check)
-    KILN_CHECK(read_check()[0] == 0, IndexError, op, ": an index lies outside the ", g.H, "x", g.W, " plane");
 }
 
 void CudaBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {

@@ -2,7 +2,7 @@
 //
 // The input's dims split into kept and reduced ones, each coalesced (common.cuh). A group
 // of G threads makes one output: G = 32 (a warp) or 256 (a block, for few long rows) when
-// the reduced elements are contiguous, G = 1 otherwise (neighbouring threads make
+// the reduced elements are contiguous or the outputs few and long, G = 1 otherwise (neighbouring threads make
 // neighbouring outputs, so reads coalesce along the kept dims). Floats accumulate in
 // double, integers in wrapping i64; var is two-pass with the mean correction term (Chan,
 // Golub & LeVeque), as the CPU backend. NaN propagates through max/min; argmax/argmin
@@ -146,7 +146,7 @@ void launch_reduce(cudaStream_t s, int64_t M, int64_t R, const Indexer<2>& kept,
   const T* x = ptr<const T>(in);
   O* y = ptr<O>(out);
   const bool inner = red.ndim == 1 && red.stride[0][0] == 1;
-  if (inner && R >= 2048 && M < 8 * sms) {
+  if (R >= 2048 && M < 8 * sms) {  // few long reductions (a bias gradient): a block each
     reduce_kernel<T, O, OP, 256><<<static_cast<unsigned>(M), 256, 0, s>>>(M, R, kept, red, x, y, p0);
   } else if (inner || M < 1024) {
     reduce_kernel<T, O, OP, 32><<<grid_for(M * 32), kThreads, 0, s>>>(M, R, kept, red, x, y, p0);

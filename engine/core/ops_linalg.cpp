@@ -1,4 +1,5 @@
 // matmul, linear, cat, stack.
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/ops_internal.h"
 
@@ -6,6 +7,7 @@ namespace kiln {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_same_device(a, b, "matmul");
+  if (autocast_wants(a) || autocast_wants(b)) return matmul(autocast(a), autocast(b));  // engine/core/autocast.h
   KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, ShapeError, "matmul: both arguments need at least 1 dimension, got ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
   DType t = promote_types(a.dtype(), b.dtype());

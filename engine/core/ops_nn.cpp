@@ -1,6 +1,7 @@
 // Neural-network functions: conv2d, pooling, softmax, index ops (torch.nn.functional).
 #include <cmath>
 
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/ops_internal.h"
 
@@ -56,6 +57,8 @@ Shape pool_output(const Tensor& x, const Pool2dParams& p, const char* op) {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
   check_nchw(x, "conv2d");
   check_same_device(x, weight, "conv2d");
+  if (autocast_wants(x) || autocast_wants(weight))  // engine/core/autocast.h
+    return conv2d(autocast(x), autocast(weight), autocast(bias), p);
   KILN_CHECK(weight.dim() == 4, ShapeError, "conv2d: weight must be [out_channels, in_channels/groups, kH, kW], got ",
              shape_str(weight.shape()));
   KILN_CHECK(p.groups > 0 && x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0, ShapeError,

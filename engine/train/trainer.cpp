@@ -83,8 +83,13 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
              << "; try a lower learning rate (e.g. " << lr / 10 << ")";
           throw NonFiniteLossError(os.str());
         }
-        loss.backward();
-        optimizer_->step();
+        if (options_.grad_scaler) {
+          options_.grad_scaler->scale(loss).backward();
+          options_.grad_scaler->step(*optimizer_);
+        } else {
+          loss.backward();
+          optimizer_->step();
+        }
         ++step_;
         if (scheduler_ && options_.scheduler_per_batch) scheduler_->step();
         const int64_t count_before = metrics.count(), correct_before = metrics.correct();

@@ -22,6 +22,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/train/events.h"
 #include "engine/train/metrics.h"
+#include "engine/train/mixed_precision.h"
 
 namespace kiln::train {
 
@@ -39,6 +40,9 @@ struct TrainerOptions {
   // (e.g. {"optimizer": "adam", "batch_size": "128"}); saved in every checkpoint and
   // compared by load_checkpoint, which throws ValueError naming the first that differs.
   std::map<std::string, std::string> run_settings;
+  // f16 mixed precision: backward runs on the scaled loss and the step goes through the
+  // scaler (engine/train/mixed_precision.h), which skips steps with non-finite gradients.
+  std::shared_ptr<GradScaler> grad_scaler;
 };
 
 // Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr).

@@ -3,23 +3,27 @@
 // beside it (tests/bench/pytorch_cuda_bench.py). A benchmark, not a test.
 //
 //   bench_cuda_train train  [--device D] [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30]
+//                           [--precision f32|bf16|f16]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
 // train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
 // images and labels held on the device (Fashion-MNIST shapes, 60,000 of them, taken in order
 // batch by batch); each step is forward, cross-entropy, backward, Adam, and reading the loss
 // (as the Trainer does), so the figure includes one device round trip per step.
+// --precision bf16|f16: mixed precision (engine/train/mixed_precision.h), f16 with loss scaling.
 // matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "engine/core/autocast.h"
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/adam.h"
+#include "engine/train/mixed_precision.h"
 #include "engine/train/reference_models.h"
 
 using namespace kiln;
@@ -48,6 +52,10 @@ int train_bench(int argc, char** argv) {
   optim::AdamOptions o;
   o.lr = 1e-3;
   optim::Adam opt(model->parameters(), o);
+  const std::string precision = flag(argc, argv, "precision", "f32");
+  const train::PrecisionPlan plan = train::plan_precision(precision, dev);
+  AutocastGuard autocast_scope(plan.autocast);
+  train::GradScaler scaler;
   int64_t pos = 0;
   double loss_sum = 0;
   auto step = [&] {
@@ -56,8 +64,13 @@ int train_bench(int argc, char** argv) {
     pos += batch;
     opt.zero_grad();
     Tensor loss = nn::F::cross_entropy((*model)(x), y);
-    loss.backward();
-    opt.step();
+    if (plan.loss_scaling) {
+      scaler.scale(loss).backward();
+      scaler.step(opt);
+    } else {
+      loss.backward();
+      opt.step();
+    }
     loss_sum += loss.item<float>();
   };
   for (int i = 0; i < warmup; ++i) step();
@@ -69,10 +82,10 @@ int train_bench(int argc, char** argv) {
   be->synchronize();
   const double dt = now() - t0;
   const MemoryStats m = be->memory_stats();
-  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"device\": \"%s\", \"batch_size\": %lld, \"steps\": %d, "
+  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %lld, \"steps\": %d, "
               "\"images_per_second\": %.1f, \"mean_loss\": %.4f, \"peak_allocated_bytes\": %llu, "
               "\"reserved_bytes\": %llu}\n",
-              model_name.c_str(), dev.str().c_str(), static_cast<long long>(batch), steps,
+              model_name.c_str(), precision.c_str(), dev.str().c_str(), static_cast<long long>(batch), steps,
               static_cast<double>(steps * batch) / dt, loss_sum / steps,
               static_cast<unsigned long long>(m.peak_allocated), static_cast<unsigned long long>(m.reserved));
   return 0;
