@@ -8,6 +8,7 @@
 #include "test_graph_util.h"
 #include "widgets/graph/layer_palette.h"
 #include "widgets/graph/problems_panel.h"
+#include "widgets/graph/property_editor.h"
 
 using namespace kiln;
 using namespace kiln::studio;
@@ -309,6 +310,20 @@ class TestGraphCanvas : public QObject {
     Fixture f(mlp(784, &ids));
     QCOMPARE(f.canvas.portToolTip(ids[1], PortHit{true, 0}), QString("out (output) of flatten: f32[N, 784]"));
     QCOMPARE(f.canvas.portToolTip(ids[2], PortHit{false, 0}), QString("in (input) of fc: f32[N, 784]"));
+  }
+
+  void windowDeletesTheDocumentBeforeTheViews() {
+    // A main window creates the document first, so deletes it first; the canvas's
+    // scene then clears its selection while a property editor still listens.
+    auto* window = new QWidget;
+    auto* doc = new GraphDocument(window);
+    auto* canvas = new GraphCanvas(doc, window);
+    auto* editor = new PropertyEditor(doc, window);
+    QObject::connect(canvas, &GraphCanvas::selectionChanged, editor, &PropertyEditor::setSelection);
+    doc->setGraph(mlp(784));
+    canvas->selectNode(doc->graph().nodes()[1].id);
+    QCOMPARE(editor->node(), doc->graph().nodes()[1].id);
+    delete window;  // must not touch the deleted document (run under valgrind to see)
   }
 
   void editsThroughMouseAndKeysUndoBackToTheStart() {

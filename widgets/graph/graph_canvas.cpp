@@ -34,6 +34,12 @@ GraphCanvas::GraphCanvas(GraphDocument* document, QWidget* parent)
   sync();
 }
 
+GraphCanvas::~GraphCanvas() {
+  // The scene dies with this view; its item removal must not reach our listeners (the
+  // document may already be gone when a main window deletes its children).
+  disconnect(&scene_, nullptr, this, nullptr);
+}
+
 // Note [Incremental sync]: after every document change the scene is brought in line
 // with the graph by id: edges that vanished or changed source are deleted, node items
 // are updated in place (NodeItem::setState repaints only on a difference), new nodes

@@ -29,6 +29,7 @@ class GraphCanvas : public QGraphicsView {
   Q_OBJECT
  public:
   explicit GraphCanvas(GraphDocument* document, QWidget* parent = nullptr);
+  ~GraphCanvas() override;
 
   GraphDocument* document() const { return doc_; }
   void fitAll();
