@@ -21,8 +21,9 @@ int64_t opset_of(const Model& m, const std::string& domain) {
 
 void collect_unsupported(const Model& m, const Graph& g, std::vector<UnsupportedOp>& out) {
   const OpTable& ops = onnx_ops();
+  const SequenceOpTable& seq = sequence_ops();
   for (const Node& n : g.nodes) {
-    if (!n.domain.empty() || !ops.count(n.op_type))
+    if (!n.domain.empty() || (!ops.count(n.op_type) && !seq.count(n.op_type)))
       out.push_back({n.op_type, n.name, n.domain, opset_of(m, n.domain)});
     for (const auto& [name, a] : n.attributes) {
       if (a.g) collect_unsupported(m, *a.g, out);
@@ -67,8 +68,8 @@ void check_defined(const Graph& g, std::set<std::string> scope) {
 
 struct Scope {
   const Scope* parent = nullptr;
-  std::map<std::string, Tensor> values;
-  const Tensor* find(const std::string& name) const {
+  std::map<std::string, Value> values;
+  const Value* find(const std::string& name) const {
     for (const Scope* s = this; s; s = s->parent) {
       auto it = s->values.find(name);
       if (it != s->values.end()) return &it->second;
@@ -82,54 +83,13 @@ class Runner {
   Runner(const Model& m, Device d, const Session::NodeObserver* observer = nullptr)
       : model_(m), device_(d), opset_(m.opset()), observer_(observer) {}
 
-  std::vector<Tensor> run_graph(const Graph& g, Scope& scope) const {
+  std::vector<Value> run_graph(const Graph& g, Scope& scope) const {
     for (const auto& [name, t] : g.initializers)
       if (!scope.values.count(name)) scope.values[name] = t.to(device_);
-    const OpTable& ops = onnx_ops();
-    for (const Node& n : g.nodes) {
-      std::vector<Tensor> in;
-      in.reserve(n.inputs.size());
-      for (const std::string& name : n.inputs) {
-        if (name.empty()) {
-          in.emplace_back();
-          continue;
-        }
-        const Tensor* t = scope.find(name);
-        KILN_CHECK(t, ValueError, "node '", n.name, "' (", n.op_type, "): input '", name, "' has no value");
-        in.push_back(*t);
-      }
-      auto it = ops.find(n.op_type);
-      KILN_CHECK(n.domain.empty() && it != ops.end(), ValueError, "node '", n.name, "': unsupported op ",
-                 n.op_type);
-      std::vector<Tensor> observed_in;
-      if (observer_ && &g == &model_.graph) observed_in = in;
-      OpContext ctx(n, opset_, std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Tensor>& v) {
-        Scope inner;
-        inner.parent = &scope;
-        KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
-                   " inputs, got ", v.size());
-        for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
-        return run_graph(sub, inner);
-      });
-      std::vector<Tensor> out;
-      try {
-        out = it->second(ctx);
-      } catch (const std::exception& e) {
-        std::string where = ctx.where();
-        if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
-        rethrow_with(where, e);
-      }
-      for (size_t i = 0; i < n.outputs.size(); ++i) {
-        if (n.outputs[i].empty()) continue;
-        KILN_CHECK(i < out.size() && out[i].defined(), ValueError, ctx.where(), ": output ", i, " '", n.outputs[i],
-                   "' is not computed by Kiln's ", n.op_type);
-        scope.values[n.outputs[i]] = out[i];
-      }
-      if (observer_ && &g == &model_.graph) (*observer_)(n, observed_in, out);
-    }
-    std::vector<Tensor> outs;
+    for (const Node& n : g.nodes) run_node(g, n, scope);
+    std::vector<Value> outs;
     for (const auto& v : g.outputs) {
-      const Tensor* t = scope.find(v.name);
+      const Value* t = scope.find(v.name);
       KILN_CHECK(t, ValueError, "graph output '", v.name, "' has no value");
       outs.push_back(*t);
     }
@@ -137,6 +97,61 @@ class Runner {
   }
 
  private:
+  void run_node(const Graph& g, const Node& n, Scope& scope) const {
+    std::vector<Value> in;
+    in.reserve(n.inputs.size());
+    for (const std::string& name : n.inputs) {
+      if (name.empty()) {
+        in.emplace_back();
+        continue;
+      }
+      const Value* t = scope.find(name);
+      KILN_CHECK(t, ValueError, "node '", n.name, "' (", n.op_type, "): input '", name, "' has no value");
+      in.push_back(*t);
+    }
+    const OpTable& ops = onnx_ops();
+    const SequenceOpTable& seq_ops = sequence_ops();
+    auto it = ops.find(n.op_type);
+    auto sit = seq_ops.find(n.op_type);
+    KILN_CHECK(n.domain.empty() && (it != ops.end() || sit != seq_ops.end()), ValueError, "node '", n.name,
+               "': unsupported op ", n.op_type);
+    bool observe = observer_ && &g == &model_.graph;
+    std::vector<Tensor> observed_in;
+    if (observe)
+      for (const Value& v : in) observed_in.push_back(v.tensor);
+    OpContext ctx(n, opset_, std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Value>& v) {
+      Scope inner;
+      inner.parent = &scope;
+      KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
+                 " inputs, got ", v.size());
+      for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
+      return run_graph(sub, inner);
+    });
+    std::vector<Value> out;
+    try {
+      if (sit != seq_ops.end()) {  // ops on values of any kind take precedence
+        out = sit->second(ctx);
+      } else {
+        std::vector<Tensor> t = it->second(ctx);
+        out.assign(t.begin(), t.end());
+      }
+    } catch (const std::exception& e) {
+      if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
+      rethrow_with(ctx.where(), e);
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i].empty()) continue;
+      KILN_CHECK(i < out.size() && out[i].defined(), ValueError, ctx.where(), ": output ", i, " '", n.outputs[i],
+                 "' is not computed by Kiln's ", n.op_type);
+      scope.values[n.outputs[i]] = out[i];
+    }
+    if (observe) {
+      std::vector<Tensor> observed_out;
+      for (const Value& v : out) observed_out.push_back(v.tensor);
+      (*observer_)(n, observed_in, observed_out);
+    }
+  }
+
   const Model& model_;
   Device device_;
   int64_t opset_;
@@ -178,6 +193,18 @@ std::vector<std::string> Session::output_names() const {
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const { return run(inputs, nullptr); }
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, const NodeObserver& observer) const {
+  std::map<std::string, Value> values(inputs.begin(), inputs.end());
+  std::vector<Value> out = run_values(values, observer);
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < out.size(); ++i) {
+    KILN_CHECK(!out[i].is_sequence(), ValueError, "model output '", model_.graph.outputs[i].name,
+               "' is a sequence; use Session::run_values");
+    tensors.push_back(out[i].tensor);
+  }
+  return tensors;
+}
+
+std::vector<Value> Session::run_values(const std::map<std::string, Value>& inputs, const NodeObserver& observer) const {
   NoGradGuard no_grad;
   Scope scope;
   std::string names;
@@ -186,12 +213,21 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
     bool known = false;
     for (const auto& v : model_.graph.inputs) known |= v.name == name;
     KILN_CHECK(known, ValueError, "'", name, "' is not an input of the model (inputs: ", names, ")");
-    scope.values[name] = t.to(device_);
+    if (t.is_sequence()) {
+      std::vector<Tensor> items;
+      for (const Tensor& e : *t.sequence) items.push_back(e.to(device_));
+      scope.values[name] = Value::of_sequence(std::move(items));
+    } else {
+      scope.values[name] = t.tensor.to(device_);
+    }
   }
   for (const auto& v : model_.graph.inputs) {
     KILN_CHECK(inputs.count(v.name), ValueError, "model input '", v.name, "' (", v.type_str(), ") is not given");
-    const Tensor& t = inputs.at(v.name);
-    if (v.has_shape) {
+    const Value& val = inputs.at(v.name);
+    KILN_CHECK(val.is_sequence() == v.is_sequence, ValueError, "model input '", v.name, "' expects ",
+               v.is_sequence ? "a sequence" : "a tensor", ", got ", val.is_sequence() ? "a sequence" : "a tensor");
+    if (v.has_shape && !v.is_sequence) {
+      const Tensor& t = val.tensor;
       bool ok = static_cast<size_t>(t.dim()) == v.shape.size();
       for (size_t i = 0; ok && i < v.shape.size(); ++i) ok = !v.shape[i].known() || v.shape[i].value == t.size(i);
       KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(t.shape()));

@@ -10,6 +10,7 @@
 #include "engine/core/tensor.h"
 #include "engine/core/error.h"
 #include "engine/onnx/model.h"
+#include "engine/onnx/op_context.h"
 
 namespace kiln::onnx {
 
@@ -44,6 +45,8 @@ class Session {
   // (undefined for omitted ones) and outputs (graph_import.cpp records types this way).
   using NodeObserver = std::function<void(const Node&, const std::vector<Tensor>&, const std::vector<Tensor>&)>;
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, const NodeObserver& observer) const;
+  // Inputs and outputs that may be sequences (ONNX seq(tensor)); run() refuses sequence outputs.
+  std::vector<Value> run_values(const std::map<std::string, Value>& inputs, const NodeObserver& observer = {}) const;
 
   const Model& model() const { return model_; }
   std::vector<std::string> input_names() const;

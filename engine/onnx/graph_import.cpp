@@ -211,7 +211,7 @@ OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
     for (int64_t i = 0; i < graph::attr_int(a, "onnx_outputs"); ++i) node.outputs.push_back("y" + std::to_string(i));
     Device device = in.empty() ? Device() : in[0].device();
     OpContext ctx(node, graph::attr_int(a, "opset"), std::move(inputs), device,
-                  [](const Graph&, const std::vector<Tensor>&) -> std::vector<Tensor> {
+                  [](const Graph&, const std::vector<Value>&) -> std::vector<Value> {
                     throw ValueError("subgraphs do not run inside the graph IR yet");
                   });
     std::vector<Tensor> out = fn(ctx);

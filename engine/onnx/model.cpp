@@ -19,13 +19,14 @@ namespace fs = std::filesystem;
 
 std::string ValueInfo::type_str() const {
   std::string s = elem_type ? onnx_type_name(elem_type) : "?";
-  if (!has_shape) return s + "[?]";
+  if (is_sequence) s = "seq(" + s;
+  if (!has_shape) return s + (is_sequence ? "[?])" : "[?]");
   s += "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
     s += shape[i].known() ? std::to_string(shape[i].value) : (shape[i].param.empty() ? "?" : shape[i].param);
   }
-  return s + "]";
+  return s + (is_sequence ? "])" : "]");
 }
 
 const char* attribute_type_name(Attribute::Type t) {
@@ -63,8 +64,13 @@ namespace {
 ValueInfo convert_value_info(const ::onnx::ValueInfoProto& v) {
   ValueInfo info;
   info.name = v.name();
-  if (v.type().has_tensor_type()) {
-    const auto& tt = v.type().tensor_type();
+  const ::onnx::TypeProto* type = &v.type();
+  if (type->has_sequence_type()) {
+    info.is_sequence = true;
+    type = &type->sequence_type().elem_type();
+  }
+  if (type->has_tensor_type()) {
+    const auto& tt = type->tensor_type();
     info.elem_type = tt.elem_type();
     if (tt.has_shape()) {
       info.has_shape = true;

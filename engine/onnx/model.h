@@ -24,10 +24,11 @@ struct Dim {
   bool known() const { return value >= 0; }
 };
 
-// A graph input or output (onnx::ValueInfoProto) with a tensor type.
+// A graph input or output (onnx::ValueInfoProto): a tensor or a sequence of tensors.
 struct ValueInfo {
   std::string name;
   int32_t elem_type = 0;      // onnx::TensorProto::DataType (1 = FLOAT ...); 0 = not given
+  bool is_sequence = false;   // seq(tensor): elem_type and shape describe the elements
   bool has_shape = false;     // false: rank unknown
   std::vector<Dim> shape;
   std::string type_str() const;  // "FLOAT[N, 3, 224, 224]"

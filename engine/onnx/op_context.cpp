@@ -4,7 +4,13 @@ namespace kiln::onnx {
 
 void OpContext::fail(const std::string& message) const { throw ValueError(where() + ": " + message); }
 
+const std::vector<Tensor>& OpContext::sequence_input(size_t i) const {
+  if (!is_sequence(i)) fail("input " + std::to_string(i) + " must be a sequence");
+  return *values_[i].sequence;
+}
+
 const Tensor& OpContext::input(size_t i) const {
+  if (is_sequence(i)) fail("input " + std::to_string(i) + " is a sequence; the op expects a tensor");
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but not given");
   return inputs_[i];
 }
@@ -64,7 +70,6 @@ const OpTable& onnx_ops() {
     register_nn_ops(t);
     register_reduce_ops(t);
     register_host_ops(t);
-    register_control_ops(t);
     register_resize_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,16 +17,40 @@
 
 namespace kiln::onnx {
 
+// A value flowing between ONNX nodes: a tensor, or a sequence of tensors (ONNX's
+// seq(tensor) type, made by SequenceConstruct, SplitToSequence ...).
+struct Value {
+  Tensor tensor;
+  std::shared_ptr<const std::vector<Tensor>> sequence;  // set for a sequence (may be empty)
+  Value() = default;
+  Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
+  static Value of_sequence(std::vector<Tensor> items) {
+    Value v;
+    v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
+    return v;
+  }
+  bool is_sequence() const { return sequence != nullptr; }
+  bool defined() const { return tensor.defined() || sequence; }
+};
+
 class OpContext;
 using OpFn = std::function<std::vector<Tensor>(OpContext&)>;
+// Ops that take or give sequences.
+using SequenceOpFn = std::function<std::vector<Value>(OpContext&)>;
 // Runs a subgraph (If/Loop/Scan bodies) with the given values bound to its inputs, in
 // order; outer-scope names resolve through the calling graph. Returns its outputs.
-using SubgraphRunner = std::function<std::vector<Tensor>(const Graph&, const std::vector<Tensor>&)>;
+using SubgraphRunner = std::function<std::vector<Value>(const Graph&, const std::vector<Value>&)>;
 
 class OpContext {
  public:
   OpContext(const Node& node, int64_t opset, std::vector<Tensor> inputs, Device device, SubgraphRunner runner)
-      : node_(node), opset_(opset), inputs_(std::move(inputs)), device_(device), runner_(std::move(runner)) {}
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), device_(device), runner_(std::move(runner)) {
+    values_.assign(inputs_.begin(), inputs_.end());
+  }
+  OpContext(const Node& node, int64_t opset, std::vector<Value> values, Device device, SubgraphRunner runner)
+      : node_(node), opset_(opset), device_(device), runner_(std::move(runner)), values_(std::move(values)) {
+    for (const Value& v : values_) inputs_.push_back(v.tensor);
+  }
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }  // of the node's domain
@@ -39,6 +64,11 @@ class OpContext {
   const Tensor& input(size_t i) const;   // ValueError when absent
   Tensor optional_input(size_t i) const;  // undefined when absent
   const std::vector<Tensor>& inputs() const { return inputs_; }
+  // Sequence inputs (ValueError naming the node when input i is not a sequence).
+  bool has_value(size_t i) const { return i < values_.size() && values_[i].defined(); }
+  bool is_sequence(size_t i) const { return i < values_.size() && values_[i].is_sequence(); }
+  const std::vector<Tensor>& sequence_input(size_t i) const;
+  const std::vector<Value>& values() const { return values_; }
   // A 1-d (or 0-d) integer input read to the host (shapes, axes, pads ...).
   std::vector<int64_t> ints_input(size_t i) const;
   double scalar_input(size_t i) const;  // a one-element input
@@ -55,7 +85,7 @@ class OpContext {
   std::vector<std::string> attr_strings(const std::string& name) const;
   const Tensor& attr_tensor(const std::string& name) const;
   const Graph& attr_graph(const std::string& name) const;
-  std::vector<Tensor> run_subgraph(const Graph& g, const std::vector<Tensor>& inputs) const { return runner_(g, inputs); }
+  std::vector<Value> run_subgraph(const Graph& g, const std::vector<Value>& inputs) const { return runner_(g, inputs); }
 
  private:
   const Attribute& attr(const std::string& name, Attribute::Type type) const;
@@ -64,17 +94,19 @@ class OpContext {
   std::vector<Tensor> inputs_;
   Device device_;
   SubgraphRunner runner_;
+  std::vector<Value> values_;
 };
 
 using OpTable = std::map<std::string, OpFn>;
 // All ops of the ai.onnx domain that Kiln runs (built once from the register_* below).
 const OpTable& onnx_ops();
+using SequenceOpTable = std::map<std::string, SequenceOpFn>;
+const SequenceOpTable& sequence_ops();  // ops_sequence.cpp
 void register_math_ops(OpTable& t);       // ops_math.cpp: elementwise, activations, logic
 void register_shape_ops(OpTable& t);      // ops_shape.cpp: reshape, slice, gather, pad ...
 void register_nn_ops(OpTable& t);         // ops_nn.cpp: conv, pooling, normalization
 void register_reduce_ops(OpTable& t);     // ops_reduce.cpp: reductions, softmax, argmax, losses
 void register_host_ops(OpTable& t);       // ops_host.cpp: host fallbacks (TopK, Resize, NMS ...)
-void register_control_ops(OpTable& t);    // ops_control.cpp: If, Loop
 void register_resize_ops(OpTable& t);     // ops_resize.cpp: Resize, Upsample
 void register_quant_ops(OpTable& t);      // ops_quant.cpp: quantization, window functions
 void register_rnn_ops(OpTable& t);        // ops_rnn.cpp: RNN, GRU, LSTM

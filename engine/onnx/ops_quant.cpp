@@ -78,8 +78,8 @@ std::vector<Tensor> matmul_integer_op(OpContext& c) {
 
 // Runs the table's Conv on (already shifted) f64 inputs with this node's attributes.
 Tensor conv_f64(OpContext& c, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  OpContext inner(c.node(), c.opset(), {x, w, bias}, c.device(),
-                  [](const Graph&, const std::vector<Tensor>&) -> std::vector<Tensor> { return {}; });
+  OpContext inner(c.node(), c.opset(), std::vector<Tensor>{x, w, bias}, c.device(),
+                  [](const Graph&, const std::vector<Value>&) -> std::vector<Value> { return {}; });
   return onnx_ops().at("Conv")(inner).at(0);
 }
 

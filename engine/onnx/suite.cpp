@@ -110,14 +110,32 @@ CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
       if (inputs.size() > names.size())
         throw ValueError(set.string() + ": " + std::to_string(inputs.size()) + " input files for " +
                          std::to_string(names.size()) + " model inputs");
-      std::map<std::string, Tensor> feed;
-      for (size_t i = 0; i < inputs.size(); ++i) feed[names[i]] = load_tensor_file(inputs[i]);
-      std::vector<Tensor> got = session.run(feed);
+      const std::vector<ValueInfo>& in_info = session.model().graph.inputs;
+      const std::vector<ValueInfo>& out_info = session.model().graph.outputs;
+      std::map<std::string, Value> feed;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        feed[names[i]] = in_info[i].is_sequence ? Value::of_sequence(load_sequence_file(inputs[i]))
+                                                : Value(load_tensor_file(inputs[i]));
+      std::vector<Value> got = session.run_values(feed);
       if (got.size() != outputs.size())
         throw ValueError(std::to_string(got.size()) + " outputs for " + std::to_string(outputs.size()) + " expected");
       for (size_t i = 0; i < outputs.size(); ++i) {
-        Tensor expected = load_tensor_file(outputs[i]);
-        std::string why = compare_tensors(expected, got[i], opt.rtol, opt.atol, r.max_error);
+        std::string why;
+        if (out_info[i].is_sequence) {
+          std::vector<Tensor> expected = load_sequence_file(outputs[i]);
+          if (!got[i].is_sequence()) why = "a tensor where a sequence is expected";
+          else if (got[i].sequence->size() != expected.size())
+            why = "a sequence of " + std::to_string(got[i].sequence->size()) + " tensors where " +
+                  std::to_string(expected.size()) + " are expected";
+          for (size_t k = 0; why.empty() && k < expected.size(); ++k) {
+            why = compare_tensors(expected[k], (*got[i].sequence)[k], opt.rtol, opt.atol, r.max_error);
+            if (!why.empty()) why = "element " + std::to_string(k) + ": " + why;
+          }
+        } else if (got[i].is_sequence()) {
+          why = "a sequence where a tensor is expected";
+        } else {
+          why = compare_tensors(load_tensor_file(outputs[i]), got[i].tensor, opt.rtol, opt.atol, r.max_error);
+        }
         if (!why.empty()) {
           r.reason = set.filename().string() + " output " + std::to_string(i) + " '" + session.output_names()[i] +
                      "': " + why;

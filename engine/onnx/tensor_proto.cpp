@@ -1,6 +1,7 @@
 #include "engine/onnx/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/onnx-data_pb.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -208,6 +209,25 @@ Tensor load_tensor_file(const std::string& path) {
   } catch (const Error& e) {
     throw IoError(path + ": " + e.what());
   }
+}
+
+std::vector<Tensor> load_sequence_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in, IoError, "cannot open ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ::onnx::SequenceProto p;
+  KILN_CHECK(p.ParseFromString(ss.str()), IoError, path, ": not a valid ONNX SequenceProto (truncated or corrupt)");
+  KILN_CHECK(p.elem_type() == ::onnx::SequenceProto::TENSOR || p.tensor_values_size() > 0 ||
+                 p.elem_type() == ::onnx::SequenceProto::UNDEFINED,
+             IoError, path, ": only sequences of tensors are supported");
+  std::vector<Tensor> out;
+  try {
+    for (const auto& t : p.tensor_values()) out.push_back(tensor_from_proto(t, fs::path(path).parent_path().string()));
+  } catch (const Error& e) {
+    throw IoError(path + ": " + e.what());
+  }
+  return out;
 }
 
 void save_tensor_file(const Tensor& t, const std::string& path, const std::string& name) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/core/tensor.h"
 
@@ -26,6 +27,8 @@ void tensor_to_proto(const Tensor& tensor, ::onnx::TensorProto& proto);  // raw_
 
 // A serialized TensorProto file (test_data_set_*/input_0.pb); IoError when unreadable.
 Tensor load_tensor_file(const std::string& path);
+// A serialized onnx::SequenceProto of tensors (test data of sequence inputs and outputs).
+std::vector<Tensor> load_sequence_file(const std::string& path);
 void save_tensor_file(const Tensor& tensor, const std::string& path, const std::string& name = "");
 
 }  // namespace kiln::onnx
