@@ -326,6 +326,30 @@ class TestGraphCanvas : public QObject {
     delete window;  // must not touch the deleted document (run under valgrind to see)
   }
 
+  void graphLevelProblemsAndWideNodes() {
+    Fixture f;
+    ProblemsPanel problems(&f.doc);
+    const graph::NodeId add = f.canvas.addLayer("Add");
+    // Unconnected inputs on the node, and no Input / no Output for the graph.
+    bool graphLevel = false;
+    for (int i = 0; i < problems.count(); ++i) {
+      QTreeWidgetItem* row = problems.list()->topLevelItem(i);
+      if (row->text(0) == "(graph)") graphLevel = true;
+      else QCOMPARE(row->text(0), QString("add_1"));
+    }
+    QVERIFY(graphLevel);
+    QSignalSpy activated(&problems, &ProblemsPanel::nodeActivated);
+    for (int i = 0; i < problems.count(); ++i) emit problems.list()->itemClicked(problems.list()->topLevelItem(i), 0);
+    QCOMPARE(activated.count(), int(f.doc.analysis().problems_of(add).size()));  // graph rows emit nothing
+    // Eight input ports still sit apart.
+    QVERIFY(f.doc.setAttribute(add, "num_inputs", int64_t(8)));
+    NodeItem* item = f.item(add);
+    QCOMPARE(item->inputCount(), 8);
+    for (int i = 0; i + 1 < 8; ++i)
+      QVERIFY(QLineF(item->inputPos(i), item->inputPos(i + 1)).length() >= 2 * kPortRadius + 4);
+    QCOMPARE(item->portAt(item->inputPos(7))->port, 7);
+  }
+
   void editsThroughMouseAndKeysUndoBackToTheStart() {
     std::vector<graph::NodeId> ids;
     graph::Graph g = mlp(784, &ids);

@@ -78,8 +78,13 @@ QString NodeItem::badgeText() const {
 
 QPointF NodeItem::portOffset(bool output, int port) const {
   const int count = output ? outputs_ : inputs_;
-  const double step = kNodeWidth / (count + 1);
-  return {-kNodeWidth / 2 + step * (port + 1), output ? kNodeHeight / 2 : -kNodeHeight / 2};
+  const double w = width();
+  const double step = w / (count + 1);
+  return {-w / 2 + step * (port + 1), output ? kNodeHeight / 2 : -kNodeHeight / 2};
+}
+
+double NodeItem::width() const {
+  return std::max(kNodeWidth, kPortSpacing * (std::max(inputs_, outputs_) + 1));
 }
 
 QPointF NodeItem::inputPos(int port) const { return mapToScene(portOffset(false, port)); }
@@ -104,11 +109,12 @@ std::optional<PortHit> NodeItem::portAt(QPointF scenePos, double tolerance) cons
 
 QRectF NodeItem::boundingRect() const {
   const double m = kPortRadius + 2;
-  return QRectF(-kNodeWidth / 2 - m, -kNodeHeight / 2 - m, kNodeWidth + 2 * m, kNodeHeight + 2 * m);
+  const double w = width();
+  return QRectF(-w / 2 - m, -kNodeHeight / 2 - m, w + 2 * m, kNodeHeight + 2 * m);
 }
 
 void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
-  const QRectF r(-kNodeWidth / 2, -kNodeHeight / 2, kNodeWidth, kNodeHeight);
+  const QRectF r(-width() / 2, -kNodeHeight / 2, width(), kNodeHeight);
   const bool error = !problems_.isEmpty();
   p->setRenderHint(QPainter::Antialiasing);
   QColor border = error ? QColor(0xe0, 0x52, 0x52) : QColor(0x70, 0x76, 0x80);

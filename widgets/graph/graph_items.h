@@ -2,7 +2,7 @@
 // by node id after every change); they never edit the graph themselves.
 //
 // Geometry (scene units): a node is a kNodeWidth x kNodeHeight box centred on the
-// node's (x, y); layers run down the page, so input ports sit on the top edge and
+// node's (x, y) (wider when it has many ports: kPortSpacing apart at least); layers run down the page, so input ports sit on the top edge and
 // output ports on the bottom edge, spread evenly.
 #pragma once
 #include <QGraphicsItem>
@@ -22,6 +22,7 @@ class EdgeItem;
 inline constexpr double kNodeWidth = 168;
 inline constexpr double kNodeHeight = 64;
 inline constexpr double kPortRadius = 5;
+inline constexpr double kPortSpacing = 20;
 inline constexpr double kLabelMinZoom = 0.4;  // edge labels are hidden below this zoom
 
 struct PortHit {
@@ -43,6 +44,7 @@ class NodeItem : public QGraphicsItem {
   bool hasProblems() const { return !problems_.isEmpty(); }
   int inputCount() const { return inputs_; }
   int outputCount() const { return outputs_; }
+  double width() const;  // kNodeWidth, or more for many ports
   // Port centres in scene coordinates.
   QPointF inputPos(int port) const;
   QPointF outputPos(int port) const;
