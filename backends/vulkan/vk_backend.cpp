@@ -32,7 +32,7 @@ DeviceInfo VulkanBackend::info() const {
 }
 
 bool VulkanBackend::supports(OpId op, DType dtype) const {
-  if (dtype == DType::f64) return false;
+  if (dtype == DType::f64) return op == OpId::copy || op == OpId::fill;  // conversions only
   const bool fp = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::binary: case OpId::where: case OpId::reduce:

@@ -5,8 +5,9 @@
 // Supported (supports()): f32 for every op; f16/bf16 for copy, fill, unary, binary,
 // where, reduce, pooling (not max_pool2d_backward), softmax and the data-moving index
 // ops; integer and bool dtypes for copy, fill, binary, where, reduce, gather,
-// index_select, and i32 (i64 with 64-bit atomics) scatter_add / index_add. f64 is not
-// supported (most GPUs run it slowly or not at all). Errors: DeviceError names the op,
+// index_select, and i32 (i64 with 64-bit atomics) scatter_add / index_add. f64 only for
+// copy and fill (conversions, e.g. Tensor::item<double>; most GPUs run f64 slowly or not
+// at all). Errors: DeviceError names the op,
 // shape and device; out-of-range indices and integer division by zero are detected on
 // the device and thrown (IndexError / ValueError) at the next synchronization.
 #pragma once

@@ -67,7 +67,9 @@ void VulkanBackend::fill(const TensorArg& out, double value) {
   require(OpId::fill, out.dtype, "fill");
   if (out.numel() == 0) return;
   int64_t iv = 0;
-  if (is_integral(out.dtype) || out.dtype == DType::bool_) {
+  if (out.dtype == DType::f64) {
+    std::memcpy(&iv, &value, 8);
+  } else if (is_integral(out.dtype) || out.dtype == DType::bool_) {
     KILN_CHECK(std::isfinite(value), ValueError, "fill: cannot fill ", dtype_name(out.dtype), " with ", value);
     iv = out.dtype == DType::bool_ ? (value != 0) : static_cast<int64_t>(value);
   }

@@ -36,10 +36,14 @@ void main() {
   }
   uint64_t dst = p.ptr[0];
   if (KIND == 1) {  // fill
-    if (dt_is_int(DT_OUT)) store_i(dst, DT_OUT, o0, int64_t(uint64_t(uint(p.i[42])) | (uint64_t(uint(p.i[43])) << 32)));
+    int64_t bits = int64_t(uint64_t(uint(p.i[42])) | (uint64_t(uint(p.i[43])) << 32));
+    if (DT_OUT == DT_F64) B64(dst).v[o0] = uint64_t(bits);  // the double's bits
+    else if (dt_is_int(DT_OUT)) store_i(dst, DT_OUT, o0, bits);
     else store_f(dst, DT_OUT, o0, p.f[0]);
   } else if (KIND == 0) {  // copy
-    if (dt_is_int(DT_OUT) && dt_is_int(DT_A)) store_i(dst, DT_OUT, o0, load_i(p.ptr[1], DT_A, o1));
+    if (DT_OUT == DT_A) copy_raw(dst, o0, p.ptr[1], o1, DT_A);
+    else if (DT_OUT == DT_BOOL) store_f(dst, DT_OUT, o0, load_f(p.ptr[1], DT_A, o1));
+    else if ((dt_is_int(DT_OUT) || DT_OUT == DT_F64) && (dt_is_int(DT_A) || DT_A == DT_F64)) store_i(dst, DT_OUT, o0, load_i(p.ptr[1], DT_A, o1));
     else store_f(dst, DT_OUT, o0, load_f(p.ptr[1], DT_A, o1));
   } else if (KIND == 2) {  // unary (floating types; logical_not of anything)
     float x = load_f(p.ptr[1], DT_A, o1);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The Vulkan backend against PyTorch CUDA on the same GPU, in one run (a benchmark: it
+# prints figures and ratios, it asserts nothing):
+#  1. f32 matmul 4096^3: Kiln's Vulkan backend (bench_vulkan_matmul) vs torch.matmul on
+#     CUDA with TF32 off; prints both GFLOP/s and the ratio (target >= 0.5).
+#  2. Fashion-MNIST CNN training (batch 128, Adam): `kiln train` on vulkan:0 vs the CPU
+#     backend on 2 threads (the development machine's cores) and on all cores; images/s
+#     and the ratio vulkan / cpu-2-threads (target >= 5).
+#   tests/bench/vulkan_vs_torch.sh [-b BUILD_DIR] [-d DATA_DIR] [-n BATCHES]
+set -uo pipefail
+cd "$(dirname "$(readlink -f "$0")")/../.."
+build=build data=/usr/share/datasets/fashion-mnist batches=200
+while getopts "b:d:n:h" opt; do
+  case $opt in
+    b) build=$OPTARG ;; d) data=$OPTARG ;; n) batches=$OPTARG ;;
+    *) sed -n '3,12s/^# \{0,1\}//p' "$0"; exit 2 ;;
+  esac
+done
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+echo "== matmul f32 4096^3 =="
+"$build/bin/bench_vulkan_matmul" 4096 vulkan:0 20 | tee "$work/vk.txt"
+vk=$(sed -n 's/^RESULT vulkan_matmul_gflops=//p' "$work/vk.txt")
+torch=$(python3 - <<'PY'
+import time, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+n = 4096
+a = torch.rand(n, n, device="cuda") * 2 - 1
+b = torch.rand(n, n, device="cuda") * 2 - 1
+for _ in range(3): c = a @ b
+torch.cuda.synchronize()
+runs = 20
+t = time.perf_counter()
+for _ in range(runs): c = a @ b
+torch.cuda.synchronize()
+s = (time.perf_counter() - t) / runs
+print(f"{2 * n**3 / s / 1e9:.1f}")
+PY
+)
+echo "pytorch cuda matmul f32 (TF32 off): $torch GFLOP/s"
+[[ -n $vk && -n $torch ]] && python3 -c "print(f'ratio vulkan / pytorch: {$vk / $torch:.3f} (target >= 0.5)')"
+
+echo "== Fashion-MNIST CNN training, batch 128, Adam, $batches batches =="
+train() { # device threads -> images/s
+  OMP_NUM_THREADS=$2 "$build/bin/kiln" train --model cnn --epochs 1 --batch-size 128 --device "$1" --data-dir "$data" \
+      --limit-batches "$3" --threads "$2" --out "$work/run-$1-$2" >"$work/log-$1-$2" 2>&1 \
+    && field "$work/run-$1-$2/summary.json" images_per_second || { tail -5 "$work/log-$1-$2" >&2; echo n/a; }
+}
+ips_vk=$(train vulkan:0 "$(nproc)" "$batches")
+ips_cpu2=$(train cpu 2 $((batches / 4)))
+ips_cpu=$(train cpu "$(nproc)" $((batches / 2)))
+echo "vulkan:0: $ips_vk images/s"
+echo "cpu, 2 threads: $ips_cpu2 images/s"
+echo "cpu, $(nproc) threads: $ips_cpu images/s"
+python3 -c "print(f'ratio vulkan / cpu-2-threads: {float(\"$ips_vk\") / float(\"$ips_cpu2\"):.2f} (target >= 5); vulkan / cpu-all: {float(\"$ips_vk\") / float(\"$ips_cpu\"):.2f}')" 2>/dev/null || true
