@@ -7,7 +7,7 @@
 #   tests/engine/test_cli.sh path/to/kiln CASE
 #
 # Cases: help usage bad_model bad_device devices eval_missing eval_wrong_shapes
-#        missing_data train_smoke interrupt
+#        missing_data train_smoke interrupt graph_bad graph_train
 set -uo pipefail
 kiln=$1 case=$2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -48,7 +48,7 @@ write_wrong_shapes() {
 }
 
 # Cases that train need the real data set; without it they are skipped (exit 77), naming the package.
-if [[ $case == train_smoke || $case == interrupt ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
+if [[ $case == train_smoke || $case == interrupt || $case == graph_train ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
   echo "SKIP: the Debian package dataset-fashion-mnist is not installed"; exit 77
 fi
 
@@ -164,6 +164,34 @@ interrupt)
   [[ $status == 130 ]] || fail "after SIGINT kiln exited $status, expected 130; stderr: $(cat "$work/err")"
   contains "$(cat "$work/err")" "cancelled" "stderr after SIGINT"
   [[ -e $work/run/checkpoint/trainer.json ]] || fail "the checkpoint is gone after SIGINT"
+  ;;
+graph_bad)  # kiln train --graph refuses a graph that cannot run, before reading any data
+  templates=$(dirname "$0")/../../projects/templates
+  run 1 train --graph "$work/none.json"
+  contains "$err" "cannot open graph file '$work/none.json'" "missing graph"
+  printf '{"format": "kiln-graph", "version": 1,' >"$work/cut.json"
+  run 1 train --graph "$work/cut.json"
+  contains "$err" "graph JSON: not valid JSON" "truncated graph"; contains "$err" "cut.json" "truncated graph"
+  # the MLP template without its Flatten: fc1 gets images
+  sed -e 's/"node": 2, "port": 0}, "to": {"node": 3/"node": 1, "port": 0}, "to": {"node": 3/' \
+      -e 's/{"from": {"node": 1, "port": 0}, "to": {"node": 2, "port": 0}},//' "$templates/fashion_mnist_mlp.json" >"$work/noflat.json"
+  run 1 train --graph "$work/noflat.json" --data-dir /nonexistent
+  contains "$err" "the graph cannot be trained:" "invalid graph"
+  contains "$err" "'fc1': Linear expects input features 784, got [N, 1, 28, 28] (flatten first?)" "invalid graph"
+  contains "$err" "'flatten': input 'in' is not connected" "invalid graph"
+  run 2 train --graph "$templates/fashion_mnist_cnn.json" --model cnn
+  contains "$err" "--graph and --model are exclusive" "graph and model"
+  ;;
+graph_train)
+  templates=$(dirname "$0")/../../projects/templates
+  run 0 train --graph "$templates/residual_cnn.json" --epochs 1 --batch-size 32 --limit-batches 2 --out "$work/run"
+  summary=$(cat "$work/run/summary.json" 2>/dev/null)
+  contains "$summary" '"model": "graph-residual_cnn"' "summary.json"; contains "$summary" '"parameters": 19706' "summary.json"
+  contains "$out" "test accuracy" "the final line"
+  sed -e 's/"shape": \[1, 28, 28\]/"shape": [784]/' \
+      "$templates/fashion_mnist_mlp.json" >"$work/flat_input.json"
+  run 1 train --graph "$work/flat_input.json" --epochs 1 --limit-batches 1 --out "$work/run2"
+  contains "$err" "the graph's input is [N, 784] but fashion-mnist images are [N, 1, 28, 28]" "input that does not fit"
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;
