@@ -9,6 +9,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "engine/core/error.h"
 #include "engine/graph/analysis.h"
 #include "engine/onnx/executor.h"
 #include "engine/onnx/graph_import.h"
@@ -52,7 +53,13 @@ int onnx_import_command(const std::vector<std::string>& argv) {
   for (const auto& u : bad) std::printf("  %s\n", u.str().c_str());
   if (!bad.empty()) return kExitError;
   // The graph IR view: what the Studio shows (types on edges, N = the batch).
-  onnx::ImportedGraph ig = onnx::import_graph(m);
+  onnx::ImportedGraph ig;
+  try {
+    ig = onnx::import_graph(m);
+  } catch (const Error& e) {
+    std::printf("graph: cannot map the model to the graph IR: %s\n", e.what());
+    return kExitError;
+  }
   graph::Analysis an = graph::analyze(ig.graph);
   std::printf("graph: %zu nodes, %zu edges, %lld trainable parameters, %lld multiply-adds per sample\n",
               ig.graph.nodes().size(), ig.graph.edges().size(), static_cast<long long>(an.total_parameters),

@@ -249,8 +249,10 @@ ImportedGraph import_graph(const Model& model) {
   Session session(model);  // UnsupportedError lists every op Kiln cannot run
   const Graph& g = session.model().graph;
   for (const Node& n : g.nodes)
-    KILN_CHECK(n.op_type != "If" && n.op_type != "Loop", ValueError, "node '", n.name, "' (", n.op_type,
-               "): subgraphs do not map to the graph IR yet");
+    KILN_CHECK(onnx_ops().count(n.op_type), ValueError, "node '", n.name, "' (", n.op_type,
+               "): control flow and sequence ops do not map to the graph IR yet");
+  for (const ValueInfo& v : g.inputs)
+    KILN_CHECK(!v.is_sequence, ValueError, "graph input '", v.name, "' is a sequence; the graph IR takes tensors");
   // Run twice, symbolic dims at 1 then 2, recording every value's type.
   std::map<std::string, TensorType> types;
   std::map<std::string, Tensor> constants;  // Constant nodes' values

@@ -39,7 +39,8 @@ struct ImportedGraph {
 
 // Maps the model's nodes to graph nodes (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
 // Throws UnsupportedError listing every op Kiln cannot run, ValueError for graph inputs whose
-// dtype the Input op cannot take (f32, i64) or for If/Loop nodes (subgraphs do not map yet),
+// dtype the Input op cannot take (f32, i64), for sequence inputs and for control-flow and
+// sequence ops (If, Loop, Sequence*: they do not map yet),
 // and what running the model once on example inputs throws (naming the node).
 ImportedGraph import_graph(const Model& model);
 
