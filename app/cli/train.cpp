@@ -1,4 +1,4 @@
-// `kiln train`: builds a reference model, its optimizer, scheduler and data loaders
+// `kiln train`: builds a reference model (or the graph of --graph), its optimizer, scheduler and data loaders
 // from the flags (train_config.h), trains it with a live progress bar (train_loop.h),
 // evaluates it on the test set and writes the run directory (run_files.h).
 #include <algorithm>

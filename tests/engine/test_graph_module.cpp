@@ -2,12 +2,14 @@
 // trained a few steps with the loss going down; residual forward/backward; errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
+#include "engine/core/registry.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/nn/functional.h"
@@ -108,6 +110,32 @@ TEST(GraphModule, ResidualForwardBackward) {
   Tensor one = m.forward(x.slice(0, 0, 1));
   std::vector<float> a = one.to_vector<float>(), b = m.forward(x).slice(0, 0, 1).contiguous().to_vector<float>();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4);
+}
+
+// Module::to moves a GraphModule to every detected device (the CPU everywhere; GPUs
+// where a backend loads); its outputs and gradients there match the CPU's.
+TEST(GraphModule, RunsOnEveryDevice) {
+  manual_seed(4);
+  GraphModule cpu(load_template("residual_cnn.json"));
+  cpu.eval();
+  Tensor x = normal({2, 1, 28, 28}, 0, 1);
+  std::vector<float> want = cpu.forward(x).to_vector<float>();
+  for (const DeviceInfo& d : list_devices()) {
+    SCOPED_TRACE(d.device.str());
+    GraphModule m(load_template("residual_cnn.json"));
+    m.load_state_dict(cpu.state_dict());
+    m.to(d.device);
+    m.eval();
+    for (const auto& [name, p] : m.named_parameters()) EXPECT_EQ(p.device(), d.device) << name;
+    Tensor y = m.forward(x.to(d.device));
+    EXPECT_EQ(y.device(), d.device);
+    std::vector<float> got = y.to(Device()).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 + 1e-3 * std::abs(want[i]));
+    m.train();
+    nn::F::cross_entropy(m.forward(x.to(d.device)), Tensor::from_vector<int64_t>({3, 7}, {2}).to(d.device)).backward();
+    for (const auto& [name, p] : m.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+  }
 }
 
 TEST(GraphModule, Errors) {
