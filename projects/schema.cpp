@@ -184,6 +184,14 @@ int check_project_file(const std::string& path, int supported) {
         reject(path, "the file is corrupt: meta.schema_version '" + schema + "' differs from user_version " +
                          std::to_string(version));
     }
+    if (version == kCurrentSchema) {
+      for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
+                                "checkpoints", "checkpoint_files", "exports"}) {
+        Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+        t.bind(1, table);
+        if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");
+      }
+    }
   } catch (const ProjectError& e) {
     std::string msg = e.what();
     if (msg.rfind("cannot open project ", 0) == 0) throw;

@@ -91,6 +91,12 @@ class TestProjectOpen : public QObject {
     expect_refused(fake, "not a Kiln project");
   }
 
+  void missingTable() {
+    const QString path = make_project("dropped.kiln");
+    kiln_test::raw_sql(path, "DROP TABLE checkpoint_files;");
+    expect_refused(path, "table 'checkpoint_files' is missing");
+  }
+
   void futureVersion() {
     const QString path = make_project("future.kiln");
     kiln_test::raw_sql(path, "PRAGMA user_version = 7; UPDATE meta SET value = '7' WHERE key = 'schema_version';");

@@ -61,7 +61,7 @@ class DatasetPanel : public QWidget {
   Q_OBJECT
  public:
   static constexpr int kSamples = 40;
-  // Starts reading settings.dir in the background.
+  // Starts reading settings.dir in the background; ValueError when settings are invalid.
   explicit DatasetPanel(QWidget* parent = nullptr, const DatasetSettings& settings = {});
   ~DatasetPanel() override;
 
