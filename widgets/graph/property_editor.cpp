@@ -138,10 +138,7 @@ void PropertyEditor::rebuild() {
   inputs_ = new QLabel(inner);
   outputs_ = new QLabel(inner);
   params_ = new QLabel(inner);
-  for (QLabel* l : {inputs_, outputs_, params_}) {
-    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    l->setWordWrap(true);
-  }
+  for (QLabel* l : {inputs_, outputs_, params_}) l->setTextInteractionFlags(Qt::TextSelectableByMouse);
   form->addRow(tr("Inputs"), inputs_);
   form->addRow(tr("Outputs"), outputs_);
   form->addRow(tr("Parameters"), params_);
@@ -276,7 +273,7 @@ void PropertyEditor::refresh() {
   if (info != infos.end()) {
     inputs_->setText(typesText(schema, info->second.inputs, true));
     outputs_->setText(typesText(schema, info->second.outputs, false));
-    params_->setText(tr("%1 parameters · %2 MACs per sample")
+    params_->setText(tr("%1 parameters\n%2 MACs per sample")
                          .arg(QLocale().toString(qlonglong(info->second.parameters)),
                               QLocale().toString(qlonglong(info->second.macs))));
   } else {
