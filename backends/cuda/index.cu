@@ -47,6 +47,72 @@ Strides along(const TensorArg& index, size_t rank, int64_t dim) {
   return s;
 }
 
+
+// f16/bf16 scatter_add and index_add add in index order, one thread per output element,
+// rounding after each add as the CPU backend does, so both give the same bits (atomics
+// would add in any order). Work is numel(out) * (extent of the indexed dim).
+constexpr int kMaxRank = 8;
+struct Dims {
+  int rank;
+  int64_t shape[kMaxRank], out_st[kMaxRank], src_st[kMaxRank], idx_st[kMaxRank], idx_shape[kMaxRank];
+};
+
+Dims make_dims(const char* op, const TensorArg& out, const TensorArg& src, const TensorArg& index, bool one_d_index,
+               int64_t dim) {
+  Dims d{};
+  d.rank = static_cast<int>(out.shape.size());
+  KILN_CHECK(d.rank <= kMaxRank, ShapeError, op, ": at most ", kMaxRank, " dims for f16/bf16 on the CUDA backend");
+  for (int i = 0; i < d.rank; ++i) {
+    d.shape[i] = out.shape[i];
+    d.out_st[i] = out.strides[i];
+    d.src_st[i] = src.strides[i];
+    d.idx_st[i] = one_d_index ? (i == dim ? index.strides[0] : 0) : index.strides[i];
+    d.idx_shape[i] = one_d_index ? (i == dim ? index.shape[0] : out.shape[i]) : index.shape[i];
+  }
+  return d;
+}
+
+template <class T>
+__global__ void ordered_add_kernel(int64_t n, Dims d, int dim, T* __restrict__ out, const T* __restrict__ src,
+                                   const int64_t* __restrict__ index) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t rest = i, o = 0, s = 0, x = 0, r = 0;
+    bool inside = true;
+    for (int k = d.rank - 1; k >= 0; --k) {
+      const int64_t c = rest % d.shape[k];
+      rest /= d.shape[k];
+      o += c * d.out_st[k];
+      if (k == dim) {
+        r = c;
+      } else {
+        inside = inside && c < d.idx_shape[k];
+        s += c * d.src_st[k];
+        x += c * d.idx_st[k];
+      }
+    }
+    if (!inside) continue;
+    float acc = static_cast<float>(out[o]);
+    for (int64_t j = 0; j < d.idx_shape[dim]; ++j)
+      if (index[x + j * d.idx_st[dim]] == r)
+        acc = static_cast<float>(convert<T>(acc + static_cast<float>(src[s + j * d.src_st[dim]])));
+    out[o] = convert<T>(acc);
+  }
+}
+
+template <class T>
+void ordered_add(CudaBackend& be, const char* op, const TensorArg& out, const TensorArg& src, const TensorArg& index,
+                 bool one_d_index, int64_t dim, int64_t size, int64_t* bad, int64_t id) {
+  const Dims d = make_dims(op, out, src, index, one_d_index, dim);
+  const int64_t* ix = ptr<const int64_t>(index);
+  launch_elementwise<1>(op, be.stream(), index.shape, {&index.strides},  // out-of-range indices match no output
+                        [=] __device__(const int64_t(&off)[1]) { in_range(ix[off[0]], size, bad, id); });
+  const int64_t n = out.numel();
+  ordered_add_kernel<T><<<grid_for(n), kThreads, 0, be.stream()>>>(n, d, static_cast<int>(dim), ptr<T>(out),
+                                                                     ptr<const T>(src), ix);
+  check_launch(op, out.shape);
+}
+
 }  // namespace
 
 void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
@@ -87,6 +153,8 @@ void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg
   const int64_t size = out.shape.empty() ? 1 : out.shape[dim];
   int64_t id = 0;
   int64_t* bad = deferred_check(op, dim, size, &id);
+  if (out.dtype == DType::f16) return ordered_add<f16_t>(*this, op, out, src, index, false, dim, size, bad, id);
+  if (out.dtype == DType::bf16) return ordered_add<bf16_t>(*this, op, out, src, index, false, dim, size, bad, id);
   const Strides out_s = with_zero(out.strides, dim);
   const int64_t step = out.strides.empty() ? 0 : out.strides[dim];
   const int64_t* ix = ptr<const int64_t>(index);
@@ -144,6 +212,9 @@ void CudaBackend::index_add(const TensorArg& out, int64_t dim, const TensorArg& 
   const int64_t size = rank ? out.shape[dim] : 1;
   int64_t id = 0;
   int64_t* bad = deferred_check(op, dim, size, &id);
+  if (rank && out.dtype == DType::f16) return ordered_add<f16_t>(*this, op, out, src, index, true, dim, size, bad, id);
+  if (rank && out.dtype == DType::bf16)
+    return ordered_add<bf16_t>(*this, op, out, src, index, true, dim, size, bad, id);
   const Strides out_s = with_zero(out.strides, dim), ix_s = along(index, rank, dim);
   const int64_t step = rank ? out.strides[dim] : 0;
   const int64_t* ix = ptr<const int64_t>(index);

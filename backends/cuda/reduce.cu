@@ -169,11 +169,11 @@ void CudaBackend::reduce(ReduceOp op, const TensorArg& out, const TensorArg& in,
   KILN_CHECK(!arg || out.dtype == DType::i64, DTypeError, name, ": output must be i64, got ", dtype_name(out.dtype));
   if (out.numel() == 0) return;
   make_current();
-  if (!arg && out.dtype != in.dtype) {  // reduce in the input's dtype, then convert
-    Scratch buf(*this, static_cast<size_t>(out.numel()) * dtype_size(in.dtype));
-    TensorArg tmp = scratch_arg(buf, in.dtype, out.shape);
-    reduce(op, tmp, in, p0);
-    return copy(out, tmp);
+  if (!arg && out.dtype != in.dtype) {  // (sum of u8 into i64 &c.) reduce a copy in the output's dtype
+    Scratch buf(*this, static_cast<size_t>(in.numel()) * dtype_size(out.dtype));
+    TensorArg tmp = scratch_arg(buf, out.dtype, in.shape);
+    copy(tmp, in);
+    return reduce(op, out, tmp, p0);
   }
   KILN_CHECK(!(op == ReduceOp::mean || op == ReduceOp::var) || is_floating(in.dtype), DTypeError, name,
              ": input must be floating point on ", this->name(), ", got ", dtype_name(in.dtype));

@@ -98,6 +98,7 @@ struct Geometry {
 
 Geometry geometry(const char* op, const TensorArg& t, int64_t dim) {
   const int64_t rank = static_cast<int64_t>(t.shape.size());
+  if (dim < 0) dim += std::max<int64_t>(rank, 1);  // -1 is the last dim
   KILN_CHECK(dim >= 0 && dim < std::max<int64_t>(rank, 1), IndexError, op, ": dim ", dim, " is out of range for shape ",
              shape_str(t.shape));
   KILN_CHECK(t.is_contiguous(), ValueError, op, ": tensor must be contiguous (shape ", shape_str(t.shape), ")");

@@ -104,7 +104,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
   Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::f32);
   Tensor m = amax(xf.detach(), dims, true);
   // An all -inf slice has max -inf; subtracting it would give NaN, so use 0 there (as PyTorch).
-  m = where(eq(abs(m), Tensor::scalar(INFINITY, m.dtype())), Tensor::scalar(0, m.dtype()), m);
+  m = where(eq(abs(m), Tensor::scalar(INFINITY, m.dtype(), m.device())), Tensor::scalar(0, m.dtype(), m.device()), m);
   Tensor out = add(log(sum(exp(sub(xf, m)), dims, true)), m);
   if (!keepdim) {
     std::vector<int64_t> nd = detail::normalize_dims(dims, x.dim(), "logsumexp");

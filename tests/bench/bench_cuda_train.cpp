@@ -3,7 +3,7 @@
 // beside it (tests/bench/pytorch_cuda_bench.py). A benchmark, not a test.
 //
 //   bench_cuda_train train  [--device D] [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30]
-//                           [--precision f32|bf16|f16]
+//                           [--precision f32|bf16|f16] [--epochs E]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
 // train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
@@ -11,6 +11,8 @@
 // batch by batch); each step is forward, cross-entropy, backward, Adam, and reading the loss
 // (as the Trainer does), so the figure includes one device round trip per step.
 // --precision bf16|f16: mixed precision (engine/train/mixed_precision.h), f16 with loss scaling.
+// --epochs E: E passes over the 60,000 images instead of --steps; the device's reserved bytes
+// after each pass are listed (the caching allocator should stop growing after the first).
 // matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
 #include <chrono>
 #include <cstdio>
@@ -42,7 +44,8 @@ int train_bench(int argc, char** argv) {
   const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
   const std::string model_name = flag(argc, argv, "model", "cnn");
   const int64_t batch = std::stoll(flag(argc, argv, "batch", "128"));
-  const int steps = std::stoi(flag(argc, argv, "steps", "400")), warmup = std::stoi(flag(argc, argv, "warmup", "30"));
+  int steps = std::stoi(flag(argc, argv, "steps", "400"));
+  const int warmup = std::stoi(flag(argc, argv, "warmup", "30"));
   const int64_t n = 60000;
   manual_seed(0);
   Tensor images = normal({n, 1, 28, 28}, 0, 1, DType::f32, dev);
@@ -77,17 +80,27 @@ int train_bench(int argc, char** argv) {
   Backend* be = backend_for(dev);
   be->synchronize();
   loss_sum = 0;
+  const int epochs = std::stoi(flag(argc, argv, "epochs", "0"));
+  const int per_epoch = static_cast<int>(n / batch);
+  if (epochs > 0) steps = epochs * per_epoch;
+  std::string reserved = "[";
   const double t0 = now();
-  for (int i = 0; i < steps; ++i) step();
+  for (int i = 0; i < steps; ++i) {
+    step();
+    if (epochs > 0 && (i + 1) % per_epoch == 0)
+      reserved += (reserved.size() > 1 ? ", " : "") + std::to_string(be->memory_stats().reserved);
+  }
+  reserved += "]";
   be->synchronize();
   const double dt = now() - t0;
   const MemoryStats m = be->memory_stats();
   std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %lld, \"steps\": %d, "
               "\"images_per_second\": %.1f, \"mean_loss\": %.4f, \"peak_allocated_bytes\": %llu, "
-              "\"reserved_bytes\": %llu}\n",
+              "\"reserved_bytes\": %llu, \"reserved_after_each_epoch\": %s}\n",
               model_name.c_str(), precision.c_str(), dev.str().c_str(), static_cast<long long>(batch), steps,
               static_cast<double>(steps * batch) / dt, loss_sum / steps,
-              static_cast<unsigned long long>(m.peak_allocated), static_cast<unsigned long long>(m.reserved));
+              static_cast<unsigned long long>(m.peak_allocated), static_cast<unsigned long long>(m.reserved),
+              reserved.c_str());
   return 0;
 }
 
