@@ -65,6 +65,20 @@ class TestProjectStore : public QObject {
     QCOMPARE(p.graph_versions().size(), size_t(3));
   }
 
+  void largeUnicodeGraphIsByteIdentical() {
+    std::string json = "{\"name\":\"Réseau \u00e9 — 網絡 🧵\",\"nodes\":[";
+    for (int i = 0; i < 20000; ++i) {
+      json += i ? ",{\"id\":" : "{\"id\":";
+      json += std::to_string(i);
+      json += ",\"op\":\"Conv2d\"}";
+    }
+    json += "]}";
+    QVERIFY(json.size() > 400000);
+    const std::string path = file("large.kiln").toStdString();
+    Project::create(path).save_graph(json, "big");
+    QVERIFY(Project::open(path).latest_graph()->graph_json == json);
+  }
+
   void settings() {
     Project p = Project::create(file("settings.kiln").toStdString());
     QVERIFY(!p.setting("dataset"));
