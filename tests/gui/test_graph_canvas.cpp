@@ -88,6 +88,29 @@ class TestGraphCanvas : public QObject {
         f.item(n.id)->sceneBoundingRect().adjusted(2, 2, -2, -2)));
   }
 
+  void paletteBuildsAChainAfterTheSelectedNode() {
+    Fixture f;
+    const graph::NodeId input = f.canvas.addLayer("Input");
+    const graph::NodeId flatten = f.canvas.addLayer("Flatten");  // Input selected: appended
+    QCOMPARE(f.doc.graph().source_of({flatten, 0}), std::optional<graph::PortRef>(graph::PortRef{input, 0}));
+    QVERIFY(f.doc.graph().node(flatten).y > f.doc.graph().node(input).y);
+    const graph::NodeId fc = f.canvas.addLayer("Linear");
+    QVERIFY(f.doc.setAttribute(fc, "in_features", int64_t(784)));
+    f.canvas.selectNode(fc);
+    const graph::NodeId out = f.canvas.addLayer("Output");
+    QVERIFY2(f.doc.analysis().ok(), f.doc.analysis().problems.empty() ? "" : f.doc.analysis().problems[0].message.c_str());
+    QCOMPARE(f.canvas.selectedNodes(), QList<graph::NodeId>{out});
+    // Each append is one undo step; an Output has no output to append to.
+    QCOMPARE(f.doc.undoStack()->count(), 5);
+    const graph::NodeId lone = f.canvas.addLayer("ReLU");
+    QVERIFY(!f.doc.graph().source_of({lone, 0}));
+    f.doc.undoStack()->undo();
+    f.doc.undoStack()->undo();
+    QVERIFY(!f.doc.graph().contains(out));
+    QVERIFY(f.doc.graph().consumers_of({fc, 0}).empty());
+    QCOMPARE(f.canvas.addLayer("NoSuchOp"), graph::NodeId(-1));
+  }
+
   void droppingAnOpAddsItWhereItIsDropped() {
     Fixture f;
     QMimeData mime;

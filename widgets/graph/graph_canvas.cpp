@@ -1,5 +1,7 @@
 #include "widgets/graph/graph_canvas.h"
 
+#include "engine/graph/op_schema.h"
+
 #include <QApplication>
 #include <QClipboard>
 #include <QKeyEvent>
@@ -177,15 +179,38 @@ QPointF GraphCanvas::freeSpotNear(QPointF centre) const {
 }
 
 graph::NodeId GraphCanvas::addLayer(const QString& op) {
-  const QPointF centre = mapToScene(viewport()->rect().center());
-  QString reason;
-  const graph::NodeId id = doc_->addNode(op, freeSpotNear(centre), &reason);
-  if (id < 0) {
+  const graph::OpSchema* schema = graph::OpRegistry::global().find(toStd(op));
+  if (!schema) {
+    QString reason;
+    doc_->addNode(op, QPointF(), &reason);  // refused: gives the registry's message
     say(reason);
     return -1;
   }
+  // Note [Append after the selection]: with one node selected whose first output feeds
+  // nothing yet, the new layer goes below it and is connected to it, so double-clicking
+  // Input, Conv2d, ReLU ... in the palette builds a chain. One undo step.
+  const QList<graph::NodeId> selected = selectedNodes();
+  const graph::Graph& g = doc_->graph();
+  std::optional<graph::NodeId> after;
+  if (selected.size() == 1 && schema->input_count(schema->with_defaults({})) > 0) {
+    const NodeItem* prev = nodeItem(selected.front());
+    if (prev && prev->outputCount() > 0 && g.consumers_of({prev->id(), 0}).empty()) after = prev->id();
+  }
+  graph::NodeId id = -1;
+  if (after) {
+    const NodeItem* prev = nodeItem(*after);
+    doc_->undoStack()->beginMacro(tr("Add %1 after %2").arg(op, toQString(g.node(*after).name)));
+    id = doc_->addNode(op, freeSpotNear(prev->pos() + QPointF(0, kNodeHeight + 56)));
+    doc_->connectPorts({*after, 0}, {id, 0});
+    doc_->undoStack()->endMacro();
+  } else {
+    id = doc_->addNode(op, freeSpotNear(mapToScene(viewport()->rect().center())));
+  }
   scene_.clearSelection();
-  if (NodeItem* item = nodeItem(id)) item->setSelected(true);
+  if (NodeItem* item = nodeItem(id)) {
+    item->setSelected(true);
+    ensureVisible(item, 40, 40);
+  }
   return id;
 }
 

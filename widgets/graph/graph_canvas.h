@@ -42,8 +42,10 @@ class GraphCanvas : public QGraphicsView {
   QString portToolTip(graph::NodeId node, PortHit port) const;
 
  public slots:
-  // Adds a node of `op` at the centre of the visible area (shifted so it does not land
-  // on an existing node) and selects it. Returns its id, -1 (and message()) if unknown.
+  // Adds a node of `op` and selects it: below the selected node and connected to it when
+  // exactly one is selected and its first output is free (one undo step), otherwise at
+  // the centre of the visible area; shifted so it does not land on an existing node.
+  // Returns its id, -1 (and message()) if the op is unknown.
   graph::NodeId addLayer(const QString& op);
   void zoomIn();
   void zoomOut();
