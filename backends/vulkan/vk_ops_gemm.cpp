@@ -1,6 +1,8 @@
 // VulkanBackend: matmul and conv2d forward/backward, all through shaders/gemm.comp
 // (conv2d as an implicit GEMM).
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "backends/vulkan/vk_backend.h"
 #include "engine/core/error.h"
@@ -87,6 +89,25 @@ void VulkanBackend::matmul(const TensorArg& out, const TensorArg& a, const Tenso
     p.i[14 + d] = static_cast<int32_t>(c.stride[0][d]);
     p.i[18 + d] = static_cast<int32_t>(c.stride[1][d]);
     p.i[22 + d] = static_cast<int32_t>(c.stride[2][d]);
+  }
+  // The fast kernel (shaders/gemm_fast.glsl): dense row-major C, A and B row-major or
+  // transposed, contiguous dims multiples of 4, 16-byte aligned bases and batch strides.
+  const bool ta = a.strides[r - 2] == 1 && a.strides[r - 1] == M && M % 4 == 0;
+  const bool na = a.strides[r - 1] == 1 && a.strides[r - 2] == K && K % 4 == 0;
+  const bool tb = b.strides[r - 2] == 1 && b.strides[r - 1] == K && K % 4 == 0;
+  const bool nb = b.strides[r - 1] == 1 && b.strides[r - 2] == N && N % 4 == 0;
+  bool fast = (ta || na) && (tb || nb) && out.strides[r - 1] == 1 && out.strides[r - 2] == N && N % 4 == 0 &&
+              M * N >= 4096 && p.ptr[0] % 16 == 0 && p.ptr[1] % 16 == 0 && p.ptr[2] % 16 == 0;
+  for (int d = 0; d < c.ndim && fast; ++d)
+    fast = c.stride[0][d] % 4 == 0 && c.stride[1][d] % 4 == 0 && c.stride[2][d] % 4 == 0;
+  if (fast) {
+    static const bool deep = [] {
+      const char* e = std::getenv("KILN_VK_GEMM_BK");
+      return e && std::string(e) == "16";
+    }();
+    ctx_->dispatch(deep ? ShaderId::gemm_fast16 : ShaderId::gemm_fast, {256, ta ? 1 : 0, tb ? 1 : 0}, p,
+                   groups(N, 128), groups(M, 128), static_cast<uint32_t>(nbatch));
+    return;
   }
   Tile t = pick_tile(*ctx_, M, N);
   ctx_->dispatch(ShaderId::gemm, spec(0, t), p, groups(N, t.bn), groups(M, t.bm), static_cast<uint32_t>(nbatch));

@@ -1,4 +1,6 @@
 // VulkanBackend: reduce (shaders/reduce.comp) and softmax (shaders/softmax.comp).
+#include <algorithm>
+
 #include "backends/vulkan/vk_backend.h"
 #include "engine/core/error.h"
 
@@ -75,14 +77,45 @@ void VulkanBackend::reduce_into(ReduceOp op, const TensorArg& out, const TensorA
   const int64_t outs = out.numel();
   // Long reductions, or few of them: a work group per output; else a thread per output.
   const bool group = n_red > 256 || (n_red > 16 && outs < 4096);
-  std::vector<int32_t> spec{256, static_cast<int>(op), static_cast<int>(out.dtype), static_cast<int>(in.dtype),
-                            group ? 1 : 0};
-  if (group) {
-    uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(outs, 65535));
-    ctx_->dispatch(ShaderId::reduce, spec, p, gx, static_cast<uint32_t>((outs + gx - 1) / gx));
-  } else {
-    ctx_->dispatch_1d(ShaderId::reduce, spec, p, static_cast<uint64_t>(outs));
+  auto launch = [&](Params& q, ReduceOp rop, DType od, DType id, int64_t work_groups) {
+    std::vector<int32_t> spec{256, static_cast<int>(rop), static_cast<int>(od), static_cast<int>(id), group ? 1 : 0};
+    if (group) {
+      uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(work_groups, 65535));
+      ctx_->dispatch(ShaderId::reduce, spec, q, gx, static_cast<uint32_t>((work_groups + gx - 1) / gx));
+    } else {
+      ctx_->dispatch_1d(ShaderId::reduce, spec, q, static_cast<uint64_t>(outs));
+    }
+  };
+  // Few outputs of very long reductions: split each into chunks (work groups) writing
+  // partial results, then reduce the partials (sum, mean, prod, max, min).
+  const bool splittable = op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod ||
+                          op == ReduceOp::max || op == ReduceOp::min;
+  const int64_t chunks = std::min<int64_t>({1024, 4096 / outs, n_red / 8192});
+  if (!group || !splittable || outs > 1024 || chunks < 2) return launch(p, op, out.dtype, in.dtype, outs);
+  const bool integer = !is_floating(in.dtype);
+  const DType pd = integer ? DType::i64 : DType::f32;
+  const ReduceOp first = op == ReduceOp::mean ? ReduceOp::sum : op;
+  Allocation* partial = ctx_->allocate(static_cast<size_t>(outs * chunks) * dtype_size(pd));
+  Params q = p;
+  q.ptr[0] = partial->address;
+  q.i[44] = static_cast<int32_t>(chunks);
+  q.i[45] = static_cast<int32_t>((n_red + chunks - 1) / chunks);
+  launch(q, first, pd, in.dtype, outs * chunks);
+  // second pass: partials [outputs, chunks], contiguous, kept dims in row-major order
+  Params r = p;
+  r.ptr[1] = partial->address;
+  r.i[1] = static_cast<int32_t>(chunks);
+  int64_t stride = chunks;
+  for (size_t d = kept.size.size(); d-- > 0;) {
+    r.i[11 + d] = static_cast<int32_t>(stride);
+    stride *= kept.size[d];
   }
+  r.i[27] = 1;
+  r.i[28] = static_cast<int32_t>(chunks);
+  r.i[36] = 1;
+  if (op == ReduceOp::mean) r.f[1] = static_cast<float>(1.0 / static_cast<double>(n_red));
+  launch(r, op == ReduceOp::mean ? ReduceOp::sum : op, out.dtype, pd, outs);
+  ctx_->deallocate(partial);  // reuse is ordered after the second pass (one queue)
 }
 
 namespace {

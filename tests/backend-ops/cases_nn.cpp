@@ -36,6 +36,12 @@ void add_matmul(std::vector<Case>& out) {
       {{3}, 17, 9, 11, Layout::contiguous, Layout::contiguous},
       {{4}, 10, 6, 7, Layout::expanded, Layout::transposed},
       {{2, 3}, 8, 5, 9, Layout::contiguous, Layout::expanded},
+      // the fast kernel: dense operands, contiguous dims multiples of 4
+      {{}, 256, 128, 192, Layout::transposed, Layout::contiguous},
+      {{}, 200, 96, 132, Layout::contiguous, Layout::transposed},
+      {{}, 132, 36, 260, Layout::transposed, Layout::transposed},
+      {{3}, 96, 64, 128, Layout::contiguous, Layout::contiguous},
+      {{2}, 130, 300, 68, Layout::contiguous, Layout::transposed},
   };
   for (const M& m : ms) {
     Shape sa = m.batch, sb = m.batch, so = m.batch;

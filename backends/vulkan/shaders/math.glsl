@@ -83,7 +83,7 @@ float unary_f(int op, float x, float p0, float p1) {
     case 11: return cos(x);
     case 12: return k_tanh(x);
     case 13: return k_sigmoid(x);
-    case 14: return x < 0.0 ? 0.0 : x;
+    case 14: return isnan(x) ? x : (x < 0.0 ? 0.0 : x);  // spelled out: a compiler's max() may drop NaN
     case 15: return 0.5 * x * (1.0 + k_erf(x * 0.70710678118654752));
     case 16: return x * k_sigmoid(x);
     case 17: return k_erf(x);
@@ -92,7 +92,7 @@ float unary_f(int op, float x, float p0, float p1) {
     case 20: return roundEven(x);
     case 21: return x == 0.0 ? 1.0 : 0.0;
     case 22: return x > 0.0 ? x : x * p0;
-    case 23: { float r = x < p0 ? p0 : x; return r > p1 ? p1 : r; }
+    case 23: { if (isnan(x)) return x; float r = x < p0 ? p0 : x; return r > p1 ? p1 : r; }
     case 24: return p0 == 0.0 ? 1.0 : k_pow(x, p0);
   }
   return k_nan();

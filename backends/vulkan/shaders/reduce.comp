@@ -2,7 +2,11 @@
 // The host splits dims into kept ("outer") and reduced ("inner") groups, each collapsed.
 // Params: ptr[0] = out, ptr[1] = in; i[0] = outputs, i[1] = reduced count, i[2] = outer
 // rank, i[3..10] outer sizes, i[11..18] outer in-strides, i[19..26] outer out-strides,
-// i[27] = inner rank, i[28..35] inner sizes, i[36..43] inner in-strides; f[0] = correction.
+// i[27] = inner rank, i[28..35] inner sizes, i[36..43] inner in-strides; f[0] = correction;
+// i[44] = chunks: with more than 1 (MODE 1 only), work group w reduces elements
+// [c * i[45], (c + 1) * i[45]) of output w / chunks (c = w % chunks) and writes its partial
+// result to element w of out (a contiguous [outputs, chunks] buffer; the host reduces it
+// again); f[1] = a factor applied to sums at the store (0: none).
 #version 460
 #include "common.glsl"
 
@@ -47,11 +51,18 @@ bool better_i(int64_t v, uint vi, int64_t cur, uint ci) {
 
 void main() {
   p = P;
-  uint out_id = MODE == 1 ? gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x : linear_id();
+  uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  uint chunks = MODE == 1 ? uint(max(p.i[44], 1)) : 1u;
+  uint out_id = MODE == 1 ? wg / chunks : linear_id();
   uint tid = MODE == 1 ? gl_LocalInvocationID.x : 0;
   uint nthreads = MODE == 1 ? gl_WorkGroupSize.x : 1;
   bool live = out_id < uint(p.i[0]);
   uint n = uint(p.i[1]);
+  uint j0 = 0, j1 = n;
+  if (chunks > 1u) {
+    j0 = (wg % chunks) * uint(p.i[45]);
+    j1 = min(n, j0 + uint(p.i[45]));
+  }
   uint in_base = 0, out_off = 0;
   if (live) {
     uint rem = out_id;
@@ -69,7 +80,7 @@ void main() {
   uint ax = 0xffffffffu;
   bool have = false;
   if (live) {
-    for (uint j = tid; j < n; j += nthreads) {
+    for (uint j = j0 + tid; j < j1; j += nthreads) {
       uint o = in_base + inner_off(j);
       if (INT) {
         int64_t x = load_i(src, DT_IN, o);
@@ -126,6 +137,8 @@ void main() {
   }
   if (!live || tid != 0) return;
   uint64_t dst = p.ptr[0];
+  if (chunks > 1u) out_off = wg;
+  if (p.f[1] != 0.0) af *= p.f[1];
   if (OP == R_ARGMAX || OP == R_ARGMIN) store_i(dst, DT_OUT, out_off, int64_t(ax == 0xffffffffu ? 0u : ax));
   else if (OP == R_MEAN) store_f(dst, DT_OUT, out_off, af / float(n));
   else if (INT) store_i(dst, DT_OUT, out_off, ai);

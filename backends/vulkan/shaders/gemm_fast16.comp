@@ -1,0 +1,4 @@
+// gemm_fast.glsl with 16-deep K slices.
+#version 460
+#define BK 16
+#include "gemm_fast.glsl"
