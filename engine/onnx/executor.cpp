@@ -16,6 +16,7 @@ namespace {
 
 int64_t opset_of(const Model& m, const std::string& domain) {
   auto it = m.opsets.find(domain);
+  if (it == m.opsets.end() && domain.empty()) it = m.opsets.find("ai.onnx");
   return it == m.opsets.end() ? 0 : it->second;
 }
 
@@ -23,7 +24,7 @@ void collect_unsupported(const Model& m, const Graph& g, std::vector<Unsupported
   const OpTable& ops = onnx_ops();
   const SequenceOpTable& seq = sequence_ops();
   for (const Node& n : g.nodes) {
-    if (!n.domain.empty() || (!ops.count(n.op_type) && !seq.count(n.op_type)))
+    if (!ops.count(op_key(n)) && !(n.domain.empty() && seq.count(n.op_type)))
       out.push_back({n.op_type, n.name, n.domain, opset_of(m, n.domain)});
     for (const auto& [name, a] : n.attributes) {
       if (a.g) collect_unsupported(m, *a.g, out);
@@ -81,7 +82,7 @@ struct Scope {
 class Runner {
  public:
   Runner(const Model& m, Device d, const Session::NodeObserver* observer = nullptr)
-      : model_(m), device_(d), opset_(m.opset()), observer_(observer) {}
+      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer) {}
 
   std::vector<Value> run_graph(const Graph& g, Scope& scope) const {
     for (const auto& [name, t] : g.initializers)
@@ -111,15 +112,15 @@ class Runner {
     }
     const OpTable& ops = onnx_ops();
     const SequenceOpTable& seq_ops = sequence_ops();
-    auto it = ops.find(n.op_type);
-    auto sit = seq_ops.find(n.op_type);
-    KILN_CHECK(n.domain.empty() && (it != ops.end() || sit != seq_ops.end()), ValueError, "node '", n.name,
-               "': unsupported op ", n.op_type);
+    auto it = ops.find(op_key(n));
+    auto sit = n.domain.empty() ? seq_ops.find(n.op_type) : seq_ops.end();
+    KILN_CHECK(it != ops.end() || sit != seq_ops.end(), ValueError, "node '", n.name, "': unsupported op ",
+               op_key(n));
     bool observe = observer_ && &g == &model_.graph;
     std::vector<Tensor> observed_in;
     if (observe)
       for (const Value& v : in) observed_in.push_back(v.tensor);
-    OpContext ctx(n, opset_, std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Value>& v) {
+    OpContext ctx(n, n.domain.empty() ? opset_ : opset_of(model_, n.domain), std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Value>& v) {
       Scope inner;
       inner.parent = &scope;
       KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
@@ -173,7 +174,11 @@ Session::Session(Model model, Device device) : model_(std::move(model)), device_
     for (size_t i = 0; i < bad.size(); ++i) msg += (i ? ", " : "") + bad[i].str();
     throw UnsupportedError(msg, std::move(bad));
   }
-  model_.opset();  // imports ai.onnx
+  for (const Node& n : model_.graph.nodes)
+    if (n.domain.empty()) {
+      model_.opset();  // ValueError when the model uses ai.onnx ops but imports no ai.onnx opset
+      break;
+    }
   check_defined(model_.graph, {});
   for (auto& [name, t] : model_.graph.initializers) t = t.to(device_);
 }

@@ -249,7 +249,7 @@ ImportedGraph import_graph(const Model& model) {
   Session session(model);  // UnsupportedError lists every op Kiln cannot run
   const Graph& g = session.model().graph;
   for (const Node& n : g.nodes)
-    KILN_CHECK(onnx_ops().count(n.op_type), ValueError, "node '", n.name, "' (", n.op_type,
+    KILN_CHECK(onnx_ops().count(op_key(n)), ValueError, "node '", n.name, "' (", n.op_type,
                "): control flow and sequence ops do not map to the graph IR yet");
   for (const ValueInfo& v : g.inputs)
     KILN_CHECK(!v.is_sequence, ValueError, "graph input '", v.name, "' is a sequence; the graph IR takes tensors");
@@ -330,7 +330,7 @@ ImportedGraph import_graph(const Model& model) {
                  {"onnx_attributes", attributes_json(n).dump()},
                  {"opset", model.opset()},
                  {"onnx_types", types_str(in_types) + " -> " + types_str(out_types)}};
-    graph::NodeId id = out.add_node("onnx." + n.op_type, identifier(n.name, taken), a);
+    graph::NodeId id = out.add_node("onnx." + op_key(n), identifier(n.name, taken), a);
     for (size_t p = 0; p < slots.size(); ++p)
       out.connect(producer.at(n.inputs[static_cast<size_t>(slots[p])]), {id, static_cast<int>(p)});
     for (size_t i = 0; i < n.outputs.size(); ++i)

@@ -73,10 +73,13 @@ const OpTable& onnx_ops() {
     register_resize_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);
+    register_extra_ops(t);
     return t;
   }();
   return table;
 }
+
+std::string op_key(const Node& node) { return node.domain.empty() ? node.op_type : node.domain + "." + node.op_type; }
 
 int64_t wrap_axis(const OpContext& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
