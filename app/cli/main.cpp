@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"devices", "list the compute devices, their scores and the default one", devices_command},
     {"train", "train a reference model on a dataset, with a live progress bar", train_command},
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
+    {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},
     {"onnx-suite", "run the ONNX backend test cases of a folder and compare the outputs", onnx_suite_command},
