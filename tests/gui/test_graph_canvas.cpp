@@ -95,13 +95,13 @@ class TestGraphCanvas : public QObject {
     QCOMPARE(f.doc.graph().source_of({flatten, 0}), std::optional<graph::PortRef>(graph::PortRef{input, 0}));
     QVERIFY(f.doc.graph().node(flatten).y > f.doc.graph().node(input).y);
     const graph::NodeId fc = f.canvas.addLayer("Linear");
-    QVERIFY(f.doc.setAttribute(fc, "in_features", int64_t(784)));
-    f.canvas.selectNode(fc);
+    // in_features taken from the input: 784, not the default.
+    QCOMPARE(std::get<int64_t>(f.doc.graph().node(fc).attrs.at("in_features")), int64_t(784));
     const graph::NodeId out = f.canvas.addLayer("Output");
     QVERIFY2(f.doc.analysis().ok(), f.doc.analysis().problems.empty() ? "" : f.doc.analysis().problems[0].message.c_str());
     QCOMPARE(f.canvas.selectedNodes(), QList<graph::NodeId>{out});
     // Each append is one undo step; an Output has no output to append to.
-    QCOMPARE(f.doc.undoStack()->count(), 5);
+    QCOMPARE(f.doc.undoStack()->count(), 4);
     const graph::NodeId lone = f.canvas.addLayer("ReLU");
     QVERIFY(!f.doc.graph().source_of({lone, 0}));
     f.doc.undoStack()->undo();
@@ -109,6 +109,26 @@ class TestGraphCanvas : public QObject {
     QVERIFY(!f.doc.graph().contains(out));
     QVERIFY(f.doc.graph().consumers_of({fc, 0}).empty());
     QCOMPARE(f.canvas.addLayer("NoSuchOp"), graph::NodeId(-1));
+  }
+
+  void paletteChainOfConvolutionsFitsChannels() {
+    Fixture f;
+    f.canvas.addLayer("Input");
+    const graph::NodeId c1 = f.canvas.addLayer("Conv2d");
+    const graph::NodeId bn = f.canvas.addLayer("BatchNorm2d");
+    f.canvas.addLayer("ReLU");
+    const graph::NodeId c2 = f.canvas.addLayer("Conv2d");
+    auto attr = [&](graph::NodeId id, const char* name) { return std::get<int64_t>(f.doc.graph().node(id).attrs.at(name)); };
+    QCOMPARE(attr(c1, "in_channels"), int64_t(1));
+    QCOMPARE(attr(bn, "num_features"), attr(c1, "out_channels"));
+    QCOMPARE(attr(c2, "in_channels"), attr(c1, "out_channels"));
+    f.canvas.addLayer("Flatten");
+    f.canvas.addLayer("Linear");
+    f.canvas.addLayer("Output");
+    QVERIFY2(f.doc.analysis().ok(), f.doc.analysis().problems.empty() ? "" : f.doc.analysis().problems[0].message.c_str());
+    QCOMPARE(f.doc.undoStack()->count(), 8);  // one step per palette double-click
+    for (int i = 0; i < 8; ++i) f.doc.undoStack()->undo();
+    QVERIFY(f.doc.graph().nodes().empty());
   }
 
   void droppingAnOpAddsItWhereItIsDropped() {

@@ -43,7 +43,8 @@ class GraphCanvas : public QGraphicsView {
 
  public slots:
   // Adds a node of `op` and selects it: below the selected node and connected to it when
-  // exactly one is selected and its first output is free (one undo step), otherwise at
+  // exactly one is selected and its first output is free (one undo step; in_channels,
+  // in_features, num_features are set from the input's shape), otherwise at
   // the centre of the visible area; shifted so it does not land on an existing node.
   // Returns its id, -1 (and message()) if the op is unknown.
   graph::NodeId addLayer(const QString& op);
@@ -81,6 +82,7 @@ class GraphCanvas : public QGraphicsView {
   std::optional<std::pair<NodeItem*, PortHit>> portUnder(QPointF scenePos) const;
   void finishPortDrag(QPointF scenePos, QPoint globalPos);
   void say(const QString& text, QPoint globalPos = {});
+  void fitToInput(graph::NodeId id);
   QPointF freeSpotNear(QPointF centre) const;
 
   GraphDocument* doc_;
