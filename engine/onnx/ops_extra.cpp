@@ -1,5 +1,5 @@
 // More ONNX ops on the host (clearly named host fallbacks: the engine has no kernel for
-// them): Unique, Det, BitShift, GridSample, MaxPool with its Indices output; and the
+// them): Unique, Det, BitShift, GridSample, MaxUnpool; and the
 // ai.onnx.preview.training optimizers Adagrad, Momentum and Adam (one update step, composed
 // of engine ops; formulas from ONNX Operators.md, ai.onnx.preview.training).
 #include <algorithm>
@@ -240,9 +240,41 @@ std::vector<Tensor> grid_sample_op(OpContext& c) {
   return {from_doubles(out, {n, ch, ho, wo}, x.dtype(), x.device())};
 }
 
+// MaxUnpool: X values scattered to the flat positions I of a zero output [N, C, spatial...];
+// spatial size (in - 1) * stride + kernel - pads, or output_shape (input 2).
+std::vector<Tensor> max_unpool_op(OpContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> idx = c.input(1).to_vector<int64_t>();
+  size_t r = static_cast<size_t>(x.dim() - 2);
+  std::vector<int64_t> k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
+  if (k.size() != r || st.size() != r || pads.size() != 2 * r) c.fail("kernel_shape, strides and pads do not fit the input");
+  Shape def{x.size(0), x.size(1)};
+  for (size_t i = 0; i < r; ++i) def.push_back((x.size(static_cast<int64_t>(i) + 2) - 1) * st[i] + k[i] - pads[i] - pads[i + r]);
+  // Indices address the default output; with output_shape the same coordinates land in
+  // the larger tensor (ONNX MaxUnpool, "output_shape").
+  Shape out = c.has_input(2) ? Shape(c.ints_input(2)) : def;
+  if (out.size() != def.size()) c.fail("output_shape " + shape_str(out) + " does not fit the input's rank");
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] < def[i]) c.fail("output_shape " + shape_str(out) + " is smaller than " + shape_str(def));
+  Strides ds = contiguous_strides(def), os = contiguous_strides(out);
+  std::vector<double> v = host_doubles(x), y(static_cast<size_t>(numel(out)), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (idx[i] < 0 || idx[i] >= numel(def)) throw IndexError(c.where() + ": index " + std::to_string(idx[i]) + " is outside " + shape_str(def));
+    int64_t rem = idx[i], at = 0;
+    for (size_t d = 0; d < def.size(); ++d) {
+      at += rem / ds[d] * os[d];
+      rem %= ds[d];
+    }
+    y[size_t(at)] = v[i];
+  }
+  return {from_doubles(y, out, x.dtype(), x.device())};
+}
+
 }  // namespace
 
 void register_extra_ops(OpTable& t) {
+  t["MaxUnpool"] = max_unpool_op;
   t["Unique"] = unique_op;
   t["Det"] = det_op;
   t["BitShift"] = bitshift_op;

@@ -245,12 +245,43 @@ void extend_for_ceil(Window& w, const std::vector<int64_t>& in, std::vector<int6
   }
 }
 
+// MaxPool with its Indices output (host fallback, 2-d): the flat index of each maximum in
+// the input [N, C, H, W], row-major (storage_order 0) or column-major within the plane (1).
+std::vector<Tensor> host_max_pool_with_indices(OpContext& c, const Tensor& x, const Window& w) {
+  if (x.dim() != 4) c.fail("the Indices output is supported for 2-d pooling only, got " + shape_str(x.shape()));
+  bool column_major = c.attr_int("storage_order", 0) != 0;
+  int64_t n = x.size(0), ch = x.size(1), h = x.size(2), wd = x.size(3), oh = w.out[0], ow = w.out[1];
+  std::vector<double> v = host_doubles(x), out(static_cast<size_t>(n * ch * oh * ow));
+  std::vector<int64_t> idx(out.size());
+  for (int64_t p = 0; p < n * ch; ++p)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double best = -std::numeric_limits<double>::infinity();
+        int64_t at = -1;
+        for (int64_t ki = 0; ki < w.kernel[0]; ++ki)
+          for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
+            int64_t y = i * w.strides[0] + ki * w.dilations[0] - w.pad_begin[0];
+            int64_t xx = j * w.strides[1] + kj * w.dilations[1] - w.pad_begin[1];
+            if (y < 0 || y >= h || xx < 0 || xx >= wd) continue;
+            double e = v[size_t((p * h + y) * wd + xx)];
+            if (at < 0 || e > best) {
+              best = e;
+              at = p * h * wd + (column_major ? xx * h + y : y * wd + xx);
+            }
+          }
+        size_t o = size_t((p * oh + i) * ow + j);
+        out[o] = best;
+        idx[o] = at;
+      }
+  return {from_doubles(out, {n, ch, oh, ow}, x.dtype(), x.device()), Tensor::from_vector(idx, {n, ch, oh, ow}, x.device())};
+}
+
 template <bool Max>
 std::vector<Tensor> pool_op(OpContext& c) {
   const Tensor& x = c.input(0);
   if (x.dim() < 3 || x.dim() > 5) c.fail("Kiln pools 1-, 2- and 3-d inputs; got " + shape_str(x.shape()));
   if (Max && c.node().outputs.size() > 1 && !c.node().outputs[1].empty())
-    c.fail("the Indices output of MaxPool is not supported");
+    return host_max_pool_with_indices(c, x, window_of(c, spatial(x), c.attr_ints("kernel_shape"), c.attr_int("ceil_mode", 0) != 0));
   if (!Max && c.has_attr("dilations")) {
     for (int64_t d : c.attr_ints("dilations"))
       if (d != 1) c.fail("dilated AveragePool is not supported");
