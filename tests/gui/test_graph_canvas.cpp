@@ -169,6 +169,24 @@ class TestGraphCanvas : public QObject {
     QVERIFY(f.doc.graph().source_of({ids[1], 0}));
   }
 
+  void connectingByMouseFitsTheChannelCount() {
+    Fixture f;
+    const graph::NodeId input = f.doc.addNode("Input", QPointF(0, 0));
+    QVERIFY(f.doc.setAttribute(input, "shape", std::vector<int64_t>{3, 32, 32}));
+    const graph::NodeId conv = f.doc.addNode("Conv2d", QPointF(0, 200));
+    const int steps = f.doc.undoStack()->count();
+    drag(&f.canvas, f.item(input)->outputPos(0), f.item(conv)->inputPos(0));
+    QCOMPARE(std::get<int64_t>(f.doc.graph().node(conv).attrs.at("in_channels")), int64_t(3));
+    QVERIFY(f.doc.analysis().problems_of(conv).empty());
+    QCOMPARE(f.doc.undoStack()->count(), steps + 1);  // connect + fit: one step
+    f.doc.undoStack()->undo();
+    QCOMPARE(std::get<int64_t>(f.doc.graph().node(conv).attrs.at("in_channels")), int64_t(1));
+    QVERIFY(!f.doc.graph().source_of({conv, 0}));
+    // A refused drag leaves the redo history alone.
+    drag(&f.canvas, f.item(conv)->outputPos(0), f.item(conv)->inputPos(0));  // self-loop
+    QVERIFY(f.doc.undoStack()->canRedo());
+  }
+
   void refusedConnectionReportsTheReason() {
     std::vector<graph::NodeId> ids;
     Fixture f(mlp(784, &ids));

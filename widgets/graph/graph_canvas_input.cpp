@@ -126,10 +126,18 @@ void GraphCanvas::finishPortDrag(QPointF scenePos, QPoint globalPos) {
   const graph::PortRef from = drag.fromOutput ? drag.port : other;
   const graph::PortRef to = drag.fromOutput ? other : drag.port;
   QString reason;
-  if (doc_->connectPorts(from, to, &reason))
-    say(tr("Connected %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name)));
-  else
+  const QString text = tr("Connect %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name));
+  if (!doc_->canConnect(from, to, &reason)) {
     say(tr("Cannot connect: %1").arg(reason), globalPos);
+    return;
+  }
+  doc_->undoStack()->beginMacro(text);
+  doc_->connectPorts(from, to);
+  // A layer whose channel / feature count does not match its new input takes it from
+  // the input (same undo step), as when appended from the palette.
+  if (to.port == 0 && !doc_->analysis().problems_of(to.node).empty()) fitToInput(to.node);
+  doc_->undoStack()->endMacro();
+  say(tr("Connected %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name)));
 }
 
 void GraphCanvas::deleteSelection() {

@@ -58,16 +58,15 @@ void GraphDocument::removeNodes(const QList<graph::NodeId>& ids) {
   stack_.push(new RemoveNodesCommand(this, present));
 }
 
-bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString* reason) {
+bool GraphDocument::canConnect(graph::PortRef from, graph::PortRef to, QString* reason) const {
   std::optional<graph::PortRef> replaced;
-  std::optional<std::string> why;
   if (graph_.contains(to.node)) replaced = graph_.source_of(to);
   if (replaced && *replaced == from) {
     setReason(reason, tr("%1 is already connected to %2")
-                          .arg(toQString(graph_.node(from.node).name),
-                               toQString(graph_.node(to.node).name)));
+                          .arg(toQString(graph_.node(from.node).name), toQString(graph_.node(to.node).name)));
     return false;
   }
+  std::optional<std::string> why;
   if (replaced) {
     // Replacing an edge: check the new one against the graph without the old one.
     graph::Graph trial = graph_;
@@ -76,10 +75,13 @@ bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString
   } else {
     why = graph_.can_connect(from, to);
   }
-  if (why) {
-    setReason(reason, toQString(*why));
-    return false;
-  }
+  if (why) setReason(reason, toQString(*why));
+  return !why;
+}
+
+bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString* reason) {
+  if (!canConnect(from, to, reason)) return false;
+  std::optional<graph::PortRef> replaced = graph_.source_of(to);
   stack_.push(new ConnectCommand(this, from, to, replaced));
   return true;
 }

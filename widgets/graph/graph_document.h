@@ -42,6 +42,8 @@ class GraphDocument : public QObject {
   // output, that edge is replaced. Returns false and the reason from
   // Graph::can_connect (self-loop, cycle, no such port ...) when refused.
   bool connectPorts(graph::PortRef from, graph::PortRef to, QString* reason = nullptr);
+  // Whether connectPorts would accept the edge (no command; `reason` as there).
+  bool canConnect(graph::PortRef from, graph::PortRef to, QString* reason = nullptr) const;
   // Removes the edge into input port `to` (no command when there is none).
   void disconnectPort(graph::PortRef to);
   // Sets one attribute; false and Graph::check_attr's reason when the value is rejected.
