@@ -2,7 +2,7 @@
 // line per figure for tests/bench/cuda_vs_pytorch.sh, which runs PyTorch on the same GPU
 // beside it (tests/bench/pytorch_cuda_bench.py). A benchmark, not a test.
 //
-//   bench_cuda_train train  [--device D] [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30]
+//   bench_cuda_train train  [--device D] [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30]
 //                           [--precision f32|bf16|f16] [--epochs E]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
@@ -11,6 +11,8 @@
 // batch by batch); each step is forward, cross-entropy, backward, Adam, and reading the loss
 // (as the Trainer does), so the figure includes one device round trip per step.
 // --precision bf16|f16: mixed precision (engine/train/mixed_precision.h), f16 with loss scaling.
+// resnet18: the CIFAR form of ResNet-18 (He et al. 2016; 3x3 stem, no max pool, BasicBlocks
+// [2, 2, 2, 2] of 64..512 channels, BatchNorm) on 3x32x32 images, 10 classes.
 // --epochs E: E passes over the 60,000 images instead of --steps; the device's reserved bytes
 // after each pass are listed (the caching allocator should stop growing after the first).
 // matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
@@ -21,6 +23,7 @@
 
 #include "engine/core/autocast.h"
 #include "engine/core/ops.h"
+#include "engine/nn/nn.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/nn/functional.h"
@@ -38,6 +41,45 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
   return def;
 }
 
+// ResNet-18's BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
+class BasicBlock : public nn::Module {
+ public:
+  BasicBlock(int64_t in, int64_t out, int64_t stride) {
+    conv1_ = register_module("conv1", std::make_shared<nn::Conv2d>(in, out, 3, stride, 1, 1, 1, false));
+    bn1_ = register_module("bn1", std::make_shared<nn::BatchNorm2d>(out));
+    conv2_ = register_module("conv2", std::make_shared<nn::Conv2d>(out, out, 3, 1, 1, 1, 1, false));
+    bn2_ = register_module("bn2", std::make_shared<nn::BatchNorm2d>(out));
+    if (stride != 1 || in != out)
+      shortcut_ = register_module("shortcut", std::make_shared<nn::Sequential>(
+                                                  std::make_shared<nn::Conv2d>(in, out, 1, stride, 0, 1, 1, false),
+                                                  std::make_shared<nn::BatchNorm2d>(out)));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = (*bn2_)((*conv2_)(relu((*bn1_)((*conv1_)(x)))));
+    return relu(add(y, shortcut_ ? (*shortcut_)(x) : x));
+  }
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv1_, conv2_;
+  std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_;
+  std::shared_ptr<nn::Sequential> shortcut_;
+};
+
+std::shared_ptr<nn::Module> resnet18() {
+  auto net = std::make_shared<nn::Sequential>(std::make_shared<nn::Conv2d>(3, 64, 3, 1, 1, 1, 1, false),
+                                              std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::ReLU>());
+  int64_t in = 64;
+  for (int64_t out : {64, 128, 256, 512})
+    for (int b = 0; b < 2; ++b) {
+      net->push_back(std::make_shared<BasicBlock>(in, out, b == 0 && out != 64 ? 2 : 1));
+      in = out;
+    }
+  net->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
+  net->push_back(std::make_shared<nn::Flatten>());
+  net->push_back(std::make_shared<nn::Linear>(512, 10));
+  return net;
+}
+
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int train_bench(int argc, char** argv) {
@@ -46,11 +88,12 @@ int train_bench(int argc, char** argv) {
   const int64_t batch = std::stoll(flag(argc, argv, "batch", "128"));
   int steps = std::stoi(flag(argc, argv, "steps", "400"));
   const int warmup = std::stoi(flag(argc, argv, "warmup", "30"));
-  const int64_t n = 60000;
+  const bool resnet = model_name == "resnet18";
+  const int64_t n = resnet ? 50000 : 60000;
   manual_seed(0);
-  Tensor images = normal({n, 1, 28, 28}, 0, 1, DType::f32, dev);
+  Tensor images = resnet ? normal({n, 3, 32, 32}, 0, 1, DType::f32, dev) : normal({n, 1, 28, 28}, 0, 1, DType::f32, dev);
   Tensor labels = floor(uniform({n}, 0, 9.999, DType::f32, dev)).to(DType::i64);
-  auto model = train::make_model(model_name);
+  auto model = resnet ? resnet18() : train::make_model(model_name);
   model->to(dev);
   optim::AdamOptions o;
   o.lr = 1e-3;

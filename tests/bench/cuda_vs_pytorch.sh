@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Kiln's CUDA backend vs PyTorch eager on the same GPU, side by side in one run:
 # Fashion-MNIST-shaped CNN and MLP training (batch 128, Adam, f32, random data on the GPU)
-# (and the CNN with bf16 mixed precision vs torch.autocast) and matmul 8192^3 (bf16, and f32 without TF32). Prints each figure and Kiln / PyTorch.
+# (and the CNN and the CIFAR ResNet-18 at batch 256 with bf16 mixed precision vs torch.autocast) and matmul 8192^3 (bf16, and f32 without TF32). Prints each figure and Kiln / PyTorch.
 # A benchmark, not a test.
 #
 #   tests/bench/cuda_vs_pytorch.sh [-b build-dir] [-d cuda:0]
@@ -32,6 +32,8 @@ run() { # label, unit field, kiln args, pytorch args
 }
 run "cnn train f32 (img/s)" images_per_second "train --model cnn" "train --model cnn"
 run "cnn train bf16 (img/s)" images_per_second "train --model cnn --precision bf16" "train --model cnn --amp bf16"
+run "resnet18 bf16 b256 (img/s)" images_per_second "train --model resnet18 --batch 256 --steps 60 --warmup 10 --precision bf16" \
+    "train --model resnet18 --batch 256 --steps 60 --warmup 10 --amp bf16"
 run "mlp train f32 (img/s)" images_per_second "train --model mlp" "train --model mlp"
 run "matmul bf16 8192 (TFLOP/s)" tflops "matmul --dtype bf16" "matmul --dtype bf16"
 run "matmul f32 8192 (TFLOP/s)" tflops "matmul --dtype f32 --iters 5" "matmul --dtype f32 --iters 5"

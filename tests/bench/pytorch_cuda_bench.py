@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch side of tests/bench/cuda_vs_pytorch.sh: the same figures as bench_cuda_train.
 
-  pytorch_cuda_bench.py train  [--model cnn|mlp] [--batch 128] [--steps 400] [--warmup 30] [--amp bf16|f16]
+  pytorch_cuda_bench.py train  [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30] [--amp bf16|f16]
   pytorch_cuda_bench.py matmul [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 
 train: the reference model, Adam lr 1e-3, random images/labels held on the GPU (60,000,
@@ -17,7 +17,37 @@ import torch
 from torch import nn
 
 
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + self.shortcut(x))
+
+
+def resnet18():
+    """The CIFAR form of ResNet-18, as bench_cuda_train's."""
+    layers = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()]
+    cin = 64
+    for cout in (64, 128, 256, 512):
+        for b in range(2):
+            layers.append(BasicBlock(cin, cout, 2 if b == 0 and cout != 64 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
 def make_model(name):
+    if name == "resnet18":
+        return resnet18()
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
                              nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -29,8 +59,8 @@ def make_model(name):
 def train(a):
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    n = 60000
-    x = torch.randn(n, 1, 28, 28, device=dev)
+    n = 50000 if a.model == "resnet18" else 60000
+    x = torch.randn(n, 3, 32, 32, device=dev) if a.model == "resnet18" else torch.randn(n, 1, 28, 28, device=dev)
     y = torch.randint(0, 10, (n,), device=dev)
     model = make_model(a.model).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -84,7 +114,7 @@ def matmul(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["train", "matmul"])
-    p.add_argument("--model", default="cnn", choices=["cnn", "mlp"])
+    p.add_argument("--model", default="cnn", choices=["cnn", "mlp", "resnet18"])
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--warmup", type=int, default=30)
