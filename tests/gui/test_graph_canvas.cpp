@@ -245,6 +245,19 @@ class TestGraphCanvas : public QObject {
     QCOMPARE(f.item(ids[1])->pos(), QPointF(0, 150));
   }
 
+  void arrowKeysNudgeTheSelection() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    f.canvas.selectNode(ids[1]);
+    QTest::keyClick(&f.canvas, Qt::Key_Right);
+    QTest::keyClick(&f.canvas, Qt::Key_Down, Qt::ShiftModifier);
+    QCOMPARE(f.doc.graph().node(ids[1]).x, 10.0);
+    QCOMPARE(f.doc.graph().node(ids[1]).y, 200.0);
+    QCOMPARE(f.doc.undoStack()->count(), 2);  // one step per key press
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.doc.graph().node(ids[1]).y, 150.0);
+  }
+
   void copyPasteWithKeys() {
     std::vector<graph::NodeId> ids;
     Fixture f(mlp(784, &ids));

@@ -4,7 +4,8 @@
 //     output port); a refused connection reports Graph::can_connect's reason through
 //     message() and a tooltip; dragging a connected input port off into empty space
 //     disconnects it;
-//   - rubber-band / Ctrl-click selection, drag to move (one undo step per drag),
+//   - rubber-band / Ctrl-click selection, drag to move (one undo step per drag), arrow
+//     keys nudge the selection by 10 (Shift: 50) scene units,
 //     Delete removes the selected nodes and edges, Ctrl+C / Ctrl+V copy and paste,
 //     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
 //     action has taken the shortcut);

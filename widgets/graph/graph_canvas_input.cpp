@@ -202,6 +202,18 @@ void GraphCanvas::keyPressEvent(QKeyEvent* e) {
     doc_->undoStack()->redo();
   } else if (e->matches(QKeySequence::SelectAll)) {
     for (auto& [id, item] : nodes_) item->setSelected(true);
+  } else if ((e->key() == Qt::Key_Left || e->key() == Qt::Key_Right || e->key() == Qt::Key_Up ||
+              e->key() == Qt::Key_Down) && !selectedNodes().isEmpty()) {
+    // Nudge the selection; holding the key (auto-repeat) stays one undo step.
+    const double step = e->modifiers() & Qt::ShiftModifier ? 50 : 10;
+    const QPointF delta = e->key() == Qt::Key_Left ? QPointF(-step, 0) : e->key() == Qt::Key_Right ? QPointF(step, 0)
+                        : e->key() == Qt::Key_Up   ? QPointF(0, -step) : QPointF(0, step);
+    QMap<graph::NodeId, QPointF> moved;
+    for (graph::NodeId id : selectedNodes()) {
+      const graph::Node& n = doc_->graph().node(id);
+      moved.insert(id, QPointF(n.x, n.y) + delta);
+    }
+    doc_->moveNodes(moved);
   } else if (e->key() == Qt::Key_Plus || e->key() == Qt::Key_Equal) {
     zoomIn();
   } else if (e->key() == Qt::Key_Minus) {
@@ -218,6 +230,9 @@ void GraphCanvas::keyPressEvent(QKeyEvent* e) {
 }
 
 void GraphCanvas::keyReleaseEvent(QKeyEvent* e) {
+  const int k = e->key();
+  if ((k == Qt::Key_Left || k == Qt::Key_Right || k == Qt::Key_Up || k == Qt::Key_Down) && !e->isAutoRepeat())
+    doc_->finishMove();  // the next nudge is a new undo step
   if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
     spaceHeld_ = false;
     setDragMode(RubberBandDrag);
