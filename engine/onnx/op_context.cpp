@@ -74,6 +74,7 @@ const OpTable& onnx_ops() {
     register_quant_ops(t);
     register_rnn_ops(t);
     register_extra_ops(t);
+    register_spectral_ops(t);
     return t;
   }();
   return table;

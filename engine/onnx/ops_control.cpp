@@ -1,7 +1,8 @@
 // ONNX control flow and sequences — the ops whose inputs or outputs may be sequences
-// (seq(tensor)): If, Loop, Identity, SequenceEmpty, SequenceConstruct, SequenceInsert,
+// (seq(tensor)): If, Loop, Scan, Identity, SequenceEmpty, SequenceConstruct, SequenceInsert,
 // SequenceErase, SequenceAt, SequenceLength, ConcatFromSequence, SplitToSequence,
 // SequenceMap. Bodies run through the executor; outer-scope values stay visible in them.
+#include <algorithm>
 #include <climits>
 
 #include "engine/onnx/op_context.h"
@@ -155,6 +156,71 @@ std::vector<Value> sequence_map(OpContext& c) {
   return result;
 }
 
+// Scan-9+ on states and scan inputs: the body runs once per slice of the scan inputs
+// along their axes (reversed for direction 1); final states, then the scan outputs
+// stacked along scan_output_axes (in reverse order for direction 1).
+std::vector<Value> scan_core(OpContext& c, std::vector<Tensor> states, const std::vector<Tensor>& scans) {
+  const Graph& body = c.attr_graph("body");
+  size_t m = scans.size(), n = states.size();
+  std::vector<int64_t> in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  std::vector<int64_t> in_dirs = c.attr_ints("scan_input_directions", std::vector<int64_t>(m, 0));
+  if (in_axes.size() != m || in_dirs.size() != m) c.fail("scan_input_axes/directions do not fit num_scan_inputs");
+  int64_t steps = -1;
+  for (size_t k = 0; k < m; ++k) {
+    in_axes[k] = wrap_axis(c, in_axes[k], scans[k].dim());
+    int64_t len = scans[k].size(in_axes[k]);
+    if (steps >= 0 && len != steps) c.fail("scan inputs differ in length along their axes");
+    steps = len;
+  }
+  size_t k_out = body.outputs.size() >= n ? body.outputs.size() - n : 0;
+  std::vector<std::vector<Tensor>> outs(k_out);
+  for (int64_t t = 0; t < std::max<int64_t>(steps, 0); ++t) {
+    std::vector<Value> in(states.begin(), states.end());
+    for (size_t k = 0; k < m; ++k) in.push_back(scans[k].select(in_axes[k], in_dirs[k] ? steps - 1 - t : t).contiguous());
+    std::vector<Value> out = c.run_subgraph(body, in);
+    if (out.size() != n + k_out) c.fail("body returned " + std::to_string(out.size()) + " values");
+    for (size_t j = 0; j < n; ++j) states[j] = out[j].tensor;
+    for (size_t j = 0; j < k_out; ++j) outs[j].push_back(out[n + j].tensor);
+  }
+  std::vector<int64_t> out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  std::vector<int64_t> out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  if (out_axes.size() != k_out || out_dirs.size() != k_out) c.fail("scan_output_axes/directions do not fit the body");
+  std::vector<Value> result(states.begin(), states.end());
+  for (size_t j = 0; j < k_out; ++j) {
+    if (outs[j].empty()) c.fail("a scan over 0 steps has no scan output shape");
+    if (out_dirs[j]) std::reverse(outs[j].begin(), outs[j].end());
+    result.push_back(stack(outs[j], wrap_axis(c, out_axes[j], outs[j][0].dim() + 1)));
+  }
+  return result;
+}
+
+std::vector<Value> scan_op(OpContext& c) {
+  int64_t m = c.attr_int("num_scan_inputs");
+  if (c.opset() >= 9) {
+    int64_t n = static_cast<int64_t>(c.num_inputs()) - m;
+    if (n < 0) c.fail("num_scan_inputs exceeds the inputs");
+    std::vector<Tensor> states(c.inputs().begin(), c.inputs().begin() + n), scans(c.inputs().begin() + n, c.inputs().end());
+    return scan_core(c, states, scans);
+  }
+  // Scan-8: input 0 is sequence_lens (must be full), every tensor has a leading batch dim.
+  if (c.has_input(0)) c.fail("Scan-8 sequence_lens is not supported");
+  int64_t n = static_cast<int64_t>(c.num_inputs()) - 1 - m;
+  if (n < 0) c.fail("num_scan_inputs exceeds the inputs");
+  int64_t batch = c.input(1).size(0);
+  std::vector<std::vector<Tensor>> per_output;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Tensor> states, scans;
+    for (int64_t i = 0; i < n; ++i) states.push_back(c.input(size_t(1 + i)).select(0, b));
+    for (int64_t i = 0; i < m; ++i) scans.push_back(c.input(size_t(1 + n + i)).select(0, b));
+    std::vector<Value> out = scan_core(c, states, scans);
+    per_output.resize(out.size());
+    for (size_t j = 0; j < out.size(); ++j) per_output[j].push_back(out[j].tensor);
+  }
+  std::vector<Value> result;
+  for (auto& o : per_output) result.push_back(stack(o, 0));
+  return result;
+}
+
 }  // namespace
 
 const SequenceOpTable& sequence_ops() {
@@ -162,6 +228,7 @@ const SequenceOpTable& sequence_ops() {
     SequenceOpTable t;
     t["If"] = if_op;
     t["Loop"] = loop_op;
+    t["Scan"] = scan_op;
     t["Identity"] = [](OpContext& c) -> std::vector<Value> { return {c.values().at(0)}; };
     t["SequenceEmpty"] = sequence_empty;
     t["SequenceConstruct"] = sequence_construct;
