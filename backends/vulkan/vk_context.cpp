@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "engine/core/error.h"
 
@@ -156,8 +157,23 @@ DeviceCaps query_caps(VkPhysicalDevice pd) {
   f.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> ext(n);
   f.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
-  for (auto& e : ext)
+  bool sm_builtins = false;
+  for (auto& e : ext) {
     if (std::strcmp(e.extensionName, "VK_KHR_cooperative_matrix") == 0) c.cooperative_matrix = true;
+    if (std::strcmp(e.extensionName, "VK_NV_shader_sm_builtins") == 0) sm_builtins = true;
+  }
+  // compute units: NVIDIA's SM count; a software device's host threads; else unknown (0)
+  if (sm_builtins) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{};
+    sm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV;
+    VkPhysicalDeviceProperties2 p2{};
+    p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    p2.pNext = &sm;
+    f.vkGetPhysicalDeviceProperties2(pd, &p2);
+    c.compute_units = sm.shaderSMCount;
+  } else if (c.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    c.compute_units = std::thread::hardware_concurrency();
+  }
   return c;
 }
 
@@ -296,8 +312,15 @@ Block* Context::new_block(VkDeviceSize size, bool host_visible, bool host_cached
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
               VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  auto out_of_memory = [&](VkResult r) {
+    throw DeviceError(detail::str_cat(label_, " (", caps_.name, "): out of device memory allocating ", size,
+                                      " bytes (", result_name(r), "; ", stats_.reserved, " bytes reserved, ",
+                                      caps_.memory_bytes, " on the device)",
+                                      *op_name_ ? " in " + op_desc() : std::string()));
+  };
   if (VkResult r = f_.vkCreateBuffer(device_, &bci, nullptr, &b->buffer); r != VK_SUCCESS) {
     delete b;
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) out_of_memory(r);
     fail("vkCreateBuffer", r);
   }
   VkMemoryRequirements req;
@@ -318,10 +341,7 @@ Block* Context::new_block(VkDeviceSize size, bool host_visible, bool host_cached
   if (r != VK_SUCCESS) {
     f_.vkDestroyBuffer(device_, b->buffer, nullptr);
     delete b;
-    throw DeviceError(detail::str_cat(label_, " (", caps_.name, "): out of device memory allocating ", size,
-                                      " bytes (", result_name(r), "; ", stats_.reserved, " bytes reserved, ",
-                                      caps_.memory_bytes, " on the device)",
-                                      *op_name_ ? " in " + op_desc() : std::string()));
+    out_of_memory(r);
   }
   f_.vkBindBufferMemory(device_, b->buffer, b->memory, 0);
   VkBufferDeviceAddressInfo ai{}; ai.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;

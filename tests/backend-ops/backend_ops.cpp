@@ -118,7 +118,10 @@ int main(int argc, char** argv) {
   for (const kiln::Device& d : devs) {
     std::cout << "backend-ops: " << mode << " on " << d.str() << " (" << kiln::backend_for(d)->info().name
               << ") against cpu\n";
-    if (mode == "test") register_case_tests(d);
+    if (mode == "test") {
+      register_case_tests(d);
+      register_error_tests(d);
+    }
     else if (mode == "grad") register_grad_tests(d);
     else register_perf_tests(d);
   }

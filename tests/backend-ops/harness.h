@@ -86,6 +86,7 @@ std::vector<Device> selected_devices(const std::string& spec, std::string& why);
 
 // Modes besides `test`: register GoogleTest tests for `dev` (grad) or print (perf, support).
 void register_grad_tests(const Device& dev);
+void register_error_tests(const Device& dev);  // errors.cpp (test mode)
 void register_perf_tests(const Device& dev);
 void print_support_table(const std::vector<Device>& devs);
 

@@ -90,12 +90,18 @@ double time_op(Backend& b, const Case& c, int runs) {
     ptrs.push_back(p);
     args.push_back(TensorArg{p, buf.offset, buf.dtype, buf.shape, buf.strides});
   }
-  c.run(b, args);  // warm-up (pipelines, caches)
-  b.synchronize();
+  // warm-up: pipelines, caches, and a GPU's clocks (which rise only under load), ~0.2 s
+  auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+  auto w0 = std::chrono::steady_clock::now();
+  do {
+    c.run(b, args);
+    b.synchronize();
+  } while (since(w0) < 0.2);
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < runs; ++i) c.run(b, args);
+  int done = 0;
+  for (; done < runs || since(t0) < 0.2; ++done) c.run(b, args);
   b.synchronize();
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / runs;
+  double s = since(t0) / done;
   for (size_t i = 0; i < ptrs.size(); ++i) b.deallocate(ptrs[i], c.bufs[i].storage.size());
   return s;
 }
