@@ -8,7 +8,7 @@
 namespace kiln::studio {
 
 namespace {
-const QColor kRaw(120, 160, 220, 110), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
+const QColor kRaw(150, 180, 225), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
     kLr(60, 160, 90);
 
 QPen pen(const QColor& c, double width = 1.6, Qt::PenStyle style = Qt::SolidLine) {
@@ -32,6 +32,9 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
   rawLoss_->setName(tr("loss (raw)"));
   rawLoss_->setPen(pen(kRaw, 1));
   rawLoss_->setAdaptiveSampling(true);
+  // A noisy curve of many points becomes one vertical stroke per pixel column: drawn
+  // opaque and without antialiasing it costs a few ms even at 1,000,000 points.
+  rawLoss_->setAntialiased(false);
   smoothLoss_ = stepPlot_->addGraph();
   smoothLoss_->setName(tr("loss (smoothed)"));
   smoothLoss_->setPen(pen(kSmooth, 2));
@@ -77,6 +80,7 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->setMinimumHeight(110);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->setNoAntialiasingOnDrag(true);
+  p->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
   p->plotLayout()->insertRow(0);
   auto* t = new QCPTextElement(p, title, QFont(font().family(), font().pointSize(), QFont::Bold));
   p->plotLayout()->addElement(0, 0, t);
@@ -159,6 +163,11 @@ void LivePlots::doReplot() {
   for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) p->replot(QCustomPlot::rpQueuedReplot);
   ++replots_;
   sinceReplot_.restart();
+}
+
+void LivePlots::fitToData() {
+  follow_ = true;
+  doReplot();
 }
 
 void LivePlots::replotNow() {

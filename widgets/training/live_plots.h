@@ -38,6 +38,7 @@ class LivePlots : public QWidget {
   QCustomPlot* stepPlot() const { return stepPlot_; }
   QCustomPlot* epochPlot() const { return epochPlot_; }
   QCustomPlot* lrPlot() const { return lrPlot_; }
+  void fitToData();  // rescale every plot to its data again (queued replot)
   void replotNow();  // immediate replot of every plot with rescaled axes (bench, screenshots)
 
  private:

@@ -1,0 +1,139 @@
+#include "app/studio/headless.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QTimer>
+#include <csignal>
+#include <cstdio>
+
+#include "app/studio/templates.h"
+#include "app/studio/training_session.h"
+#include "engine/graph/json.h"
+#include "widgets/training/training_panel.h"
+
+namespace kiln::studio {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void onInterrupt(int) { g_interrupted = 1; }
+
+void out(const QString& line) {
+  std::fprintf(stdout, "%s\n", line.toUtf8().constData());
+  std::fflush(stdout);
+}
+void err(const QString& line) {
+  std::fprintf(stderr, "kiln-studio: %s\n", line.toUtf8().constData());
+  std::fflush(stderr);
+}
+
+int createProject(const HeadlessOptions& o) {
+  if (o.templateName.isEmpty()) {
+    err(QString("--new needs --template NAME (known: %1)").arg(templateNames().join(", ")));
+    return 1;
+  }
+  projects::Project p = createFromTemplate(o.newFile.toStdString(), o.templateName);
+  out(QString("created %1 from template %2").arg(QString::fromStdString(p.path()), o.templateName));
+  return 0;
+}
+
+int train(const HeadlessOptions& o) {
+  projects::Project project = projects::Project::open(o.project.toStdString());
+  std::optional<projects::GraphVersion> version = project.latest_graph();
+  if (!version) {
+    err(QString("%1 has no saved graph to train; open it in Kiln Studio or create it with --new FILE --template NAME")
+            .arg(o.project));
+    return 1;
+  }
+  graph::Graph g = graph::from_json(version->graph_json);
+  TrainingConfig config;
+  DatasetConfig dataset;
+  if (auto s = project.setting("training")) config = TrainingConfig::from_json(*s);
+  if (auto s = project.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+  int64_t testSize = 10000;
+  if (o.epochs > 0) config.epochs = o.epochs;
+  if (!o.device.isEmpty()) config.device = o.device.toStdString();
+  if (o.subset > 0) {
+    dataset.train_size = std::min<int64_t>(o.subset, 60000);
+    dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, 60000 - dataset.train_size));
+    testSize = std::min<int64_t>(o.subset, 10000);
+  }
+
+  TrainingSession session;
+  session.setStoreSettings(false);  // --epochs/--subset/--device apply to this run only
+  int status = 1;
+  QElapsedTimer lastLine;
+  lastLine.start();
+  TrainingSession::Progress last;
+  auto line = [&](const TrainingSession::Progress& p) {
+    out(QString("epoch %1/%2 step %3/%4 loss %5 lr %6 %7 img/s ETA %8 rows committed %9")
+            .arg(p.epoch)
+            .arg(p.epochs)
+            .arg(p.step)
+            .arg(p.totalSteps)
+            .arg(p.loss, 0, 'f', 4)
+            .arg(p.lr, 0, 'g', 4)
+            .arg(p.imagesPerSecond, 0, 'f', 0)
+            .arg(formatDuration(p.etaSeconds))
+            .arg(session.rowsCommitted()));
+  };
+  QObject::connect(&session, &TrainingSession::started, [&](qint64 run, const QString& device) {
+    out(QString("run %1 of %2 (graph version %3) on %4").arg(run).arg(o.project).arg(version->id).arg(device));
+  });
+  QObject::connect(&session, &TrainingSession::progressChanged, [&](const TrainingSession::Progress& p) {
+    last = p;
+    if (lastLine.elapsed() >= 500) {
+      line(p);
+      lastLine.restart();
+    }
+  });
+  QObject::connect(&session, &TrainingSession::logMessage, [&](const QString& m) { out(m); });
+  QObject::connect(&session, &TrainingSession::errorMessage, [&](const QString& m) { err(m); });
+  QObject::connect(&session, &TrainingSession::finished, [&](qint64 run, const QString& s, const QString&) {
+    if (last.step > 0) line(last);
+    out(QString("run %1 %2; stored in %3").arg(run).arg(s, o.project));
+    status = s == "finished" ? 0 : s == "stopped" ? 130 : 1;
+    QCoreApplication::exit(status);
+  });
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
+  QTimer interrupt;
+  QObject::connect(&interrupt, &QTimer::timeout, [&] {
+    if (g_interrupted && session.isRunning()) {
+      g_interrupted = 0;
+      out("interrupted: stopping after the current batch");
+      session.stop();
+    }
+  });
+  interrupt.start(100);
+
+  QString error;
+  if (!session.start(project.path(), version->id, g, config, dataset, testSize, &error)) {
+    err(QString("cannot train %1:\n  %2").arg(o.project, error.replace("\n", "\n  ")));
+    return 1;
+  }
+  QCoreApplication::exec();
+  return status;
+}
+
+}  // namespace
+
+int runHeadless(const HeadlessOptions& o) {
+  try {
+    if (!o.newFile.isEmpty()) return createProject(o);
+    if (o.project.isEmpty()) {
+      err("--headless needs --project FILE --train, or --new FILE --template NAME");
+      return 1;
+    }
+    if (!o.train) {
+      err("--headless --project FILE: add --train to train its latest graph");
+      return 1;
+    }
+    return train(o);
+  } catch (const std::exception& e) {
+    err(QString::fromStdString(plain_error(e)));
+    return 1;
+  }
+}
+
+}  // namespace kiln::studio

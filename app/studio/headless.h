@@ -1,0 +1,27 @@
+// kiln-studio's terminal mode (no display needed; QCoreApplication):
+//   kiln-studio --headless --project FILE --train [--epochs N] [--subset N] [--device D]
+//     trains the project's latest graph with its stored settings, prints progress lines
+//     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
+//     stores the run; exit status 0 finished, 1 failed or bad input, 130 stopped (Ctrl-C).
+//   kiln-studio --headless --new FILE --template fashion_mnist_cnn
+//     creates a project from an embedded template.
+#pragma once
+#include <QStringList>
+
+namespace kiln::studio {
+
+struct HeadlessOptions {
+  QString project;        // --project FILE
+  bool train = false;     // --train
+  int epochs = 0;         // --epochs N (0: the stored setting)
+  qint64 subset = 0;      // --subset N: train on N images (validation N/5 at most, test N)
+  QString device;         // --device D ("" = stored setting)
+  QString newFile;        // --new FILE
+  QString templateName;   // --template NAME
+};
+
+// Runs the mode inside an existing Q(Core)Application; returns the exit status.
+// Errors go to stderr in plain words.
+int runHeadless(const HeadlessOptions& options);
+
+}  // namespace kiln::studio

@@ -1,0 +1,99 @@
+// kiln-studio: the Kiln Studio window, or its terminal mode with --headless.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "app/studio/headless.h"
+#include "app/studio/main_window.h"
+#include "app/studio/screenshot_demo.h"
+
+namespace {
+
+bool haveDisplay() {
+  return std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY") || std::getenv("QT_QPA_PLATFORM");
+}
+
+bool isHeadless(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (QByteArray(argv[i]) == "--headless") return true;
+  return false;
+}
+
+void addOptions(QCommandLineParser& p) {
+  p.setApplicationDescription("Kiln Studio: build, train and evaluate neural networks.");
+  p.addHelpOption();
+  p.addVersionOption();
+  p.addPositionalArgument("project", "A .kiln project to open.", "[project.kiln]");
+  p.addOption({"headless", "Run in the terminal, without a window."});
+  p.addOption({"project", "The project to train (with --headless --train).", "file"});
+  p.addOption({"train", "Train the project's latest graph with its stored settings."});
+  p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
+  p.addOption({"subset", "Train on n images (a quick run).", "n"});
+  p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
+  p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
+  p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn.", "name"});
+  QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
+  demo.setFlags(QCommandLineOption::HiddenFromHelp);
+  p.addOption(demo);
+}
+
+long long number(const QCommandLineParser& p, const char* name) {
+  if (!p.isSet(name)) return 0;
+  bool ok = false;
+  long long v = p.value(name).toLongLong(&ok);
+  if (!ok || v < 1) {
+    std::fprintf(stderr, "kiln-studio: --%s needs a whole number >= 1, got '%s'\n", name, p.value(name).toUtf8().constData());
+    std::exit(1);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool headless = isHeadless(argc, argv);
+  if (!headless && !haveDisplay()) {
+    std::fprintf(stderr,
+                 "kiln-studio: no display found (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+                 "  To train in the terminal:  kiln-studio --headless --project FILE.kiln --train\n"
+                 "  To make a project:         kiln-studio --headless --new FILE.kiln --template fashion_mnist_cnn\n"
+                 "  Or run under a virtual display: xvfb-run kiln-studio\n");
+    return 2;
+  }
+  std::unique_ptr<QCoreApplication> app(headless ? new QCoreApplication(argc, argv) : new QApplication(argc, argv));
+  QCoreApplication::setOrganizationName("Kiln");
+  QCoreApplication::setApplicationName("Kiln Studio");
+  QCoreApplication::setApplicationVersion("0.1.0");
+  QCommandLineParser parser;
+  addOptions(parser);
+  parser.process(*app);
+
+  if (headless) {
+    kiln::studio::HeadlessOptions o;
+    o.project = parser.value("project");
+    o.train = parser.isSet("train");
+    o.epochs = static_cast<int>(number(parser, "epochs"));
+    o.subset = number(parser, "subset");
+    o.device = parser.value("device");
+    o.newFile = parser.value("new");
+    o.templateName = parser.value("template");
+    return kiln::studio::runHeadless(o);
+  }
+  kiln::studio::MainWindow::applyStyle();
+  if (parser.isSet("screenshot-demo")) return kiln::studio::runScreenshotDemo(parser.value("screenshot-demo"));
+  kiln::studio::MainWindow window;
+  window.show();
+  if (parser.isSet("new")) {
+    const QString file = parser.value("new");
+    if (QFileInfo::exists(file)) window.openProject(file);
+    else window.newProjectFile(file, parser.value("template").isEmpty() ? "fashion_mnist_cnn" : parser.value("template"));
+  } else if (!parser.positionalArguments().isEmpty()) {
+    window.openProject(parser.positionalArguments().first());
+  } else {
+    window.newFromTemplate("fashion_mnist_cnn");
+  }
+  return app->exec();
+}

@@ -1,0 +1,318 @@
+#include "app/studio/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QGraphicsItem>
+#include <QGraphicsScene>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QToolBar>
+#include <QUndoView>
+
+#include "app/studio/templates.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/graph/layer_palette.h"
+#include "widgets/graph/problems_panel.h"
+#include "widgets/graph/property_editor.h"
+#include "widgets/project/runs_view.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/log_panel.h"
+#include "widgets/training/training_panel.h"
+
+namespace kiln::studio {
+
+void MainWindow::applyStyle() {
+  QApplication::setStyle(QStyleFactory::create("Fusion"));
+  QPalette p;
+  const QColor window(45, 47, 51), base(32, 34, 37), text(222, 224, 228), button(55, 58, 63), highlight(64, 128, 214);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, window);
+  p.setColor(QPalette::ToolTipBase, QColor(60, 63, 68));
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::PlaceholderText, QColor(140, 143, 148));
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, button);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, Qt::red);
+  p.setColor(QPalette::Link, highlight.lighter(130));
+  p.setColor(QPalette::Highlight, highlight);
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+    p.setColor(QPalette::Disabled, role, QColor(120, 122, 126));
+  QApplication::setPalette(p);
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  initResources();
+  setWindowIcon(QIcon(":/icons/kiln.svg"));
+  setObjectName("KilnStudioMainWindow");
+  document_ = new GraphDocument(this);
+  canvas_ = new GraphCanvas(document_, this);
+  setCentralWidget(canvas_);
+  session_ = new TrainingSession(this);
+  createDocks();
+  createActions();
+  createMenus();
+  setDockNestingEnabled(true);
+  resize(1600, 1000);
+  defaultState_ = saveState();
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+
+  connect(document_, &GraphDocument::changed, this, &MainWindow::updateTrainState);
+  connect(document_->undoStack(), &QUndoStack::cleanChanged, this, [this](bool clean) { setWindowModified(!clean); });
+  connect(canvas_, &GraphCanvas::selectionChanged, properties_, &PropertyEditor::setSelection);
+  connect(canvas_, &GraphCanvas::message, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
+  connect(palette_, &LayerPalette::layerActivated, canvas_, &GraphCanvas::addLayer);
+  connect(problems_, &ProblemsPanel::nodeActivated, canvas_, &GraphCanvas::selectNode);
+
+  connect(trainingPanel_, &TrainingPanel::startRequested, this, &MainWindow::startTraining);
+  connect(trainingPanel_, &TrainingPanel::pauseRequested, pauseAction_, [this](bool on) { pauseAction_->setChecked(on); session_->setPaused(on); trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running); });
+  connect(trainingPanel_, &TrainingPanel::stopRequested, stopAction_, &QAction::trigger);
+  connect(session_, &TrainingSession::stepsAdded, plots_, &LivePlots::addSteps);
+  connect(session_, &TrainingSession::epochEnded, plots_, &LivePlots::addEpoch);
+  connect(session_, &TrainingSession::progressChanged, this, [this](const TrainingSession::Progress& p) {
+    trainingPanel_->setProgress(p.step, p.totalSteps, p.epoch, p.epochs, p.imagesPerSecond, p.etaSeconds);
+  });
+  connect(session_, &TrainingSession::logMessage, log_, &LogPanel::info);
+  connect(session_, &TrainingSession::errorMessage, this, [this](const QString& m) {
+    log_->error(m);
+    lastError_ = m;
+  });
+  connect(session_, &TrainingSession::evaluated, evaluation_, &EvaluationView::setResult);
+  connect(session_, &TrainingSession::finished, this, &MainWindow::onTrainingFinished);
+  connect(session_, &TrainingSession::started, this, [this](qint64 run, const QString& device) {
+    log_->info(tr("run %1 started on %2").arg(run).arg(device));
+    runs_->refresh();
+  });
+
+  autosaveTimer_.setInterval(kAutosaveIntervalMs);
+  connect(&autosaveTimer_, &QTimer::timeout, this, &MainWindow::autosave);
+  autosaveTimer_.start();
+  statusBar()->showMessage(tr("Drag layers from the Layers panel onto the canvas; connect ports by dragging; then press Train."));
+  updateTitle();
+  updateTrainState();
+}
+
+MainWindow::~MainWindow() {
+  // The session ends a running run (cancel, wait, end_run) while the project is still open.
+  QObject::disconnect(session_, nullptr, nullptr, nullptr);
+  delete session_;
+}
+
+void MainWindow::createDocks() {
+  auto addDock = [this](const QString& name, const QString& title, QWidget* w, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);
+    d->setWidget(w);
+    addDockWidget(area, d);
+    return d;
+  };
+  palette_ = new LayerPalette(this);
+  properties_ = new PropertyEditor(document_, this);
+  problems_ = new ProblemsPanel(document_, this);
+  history_ = new QUndoView(document_->undoStack(), this);
+  history_->setEmptyLabel(tr("<opened>"));
+  trainingPanel_ = new TrainingPanel(this);
+  plots_ = new LivePlots(this);
+  evaluation_ = new EvaluationView(this);
+  log_ = new LogPanel(this);
+
+  QDockWidget* layers = addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
+  QDockWidget* history = addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(layers, history);
+  layers->raise();
+  QDockWidget* props = addDock("properties", tr("Properties"), properties_, Qt::RightDockWidgetArea);
+  QDockWidget* training = addDock("training", tr("Training"), trainingPanel_, Qt::RightDockWidgetArea);
+  splitDockWidget(props, training, Qt::Vertical);
+  QDockWidget* plots = addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
+  QDockWidget* eval = addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(plots, eval);
+  QDockWidget* problems = addDock("problems", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
+  splitDockWidget(plots, problems, Qt::Horizontal);
+  QDockWidget* log = addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(problems, log);
+  problems->raise();
+  plots->raise();
+  resizeDocks({plots, problems}, {1000, 500}, Qt::Horizontal);
+  resizeDocks({plots}, {330}, Qt::Vertical);
+  resizeDocks({layers, props}, {230, 300}, Qt::Horizontal);
+  createProjectDocks();
+}
+
+QDockWidget* MainWindow::dock(const QString& objectName) const { return findChild<QDockWidget*>(objectName); }
+
+void MainWindow::resetLayout() {
+  restoreState(defaultState_);
+  for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
+  dock("layers")->raise();
+  dock("plots")->raise();
+  dock("problems")->raise();
+}
+
+void MainWindow::createActions() {
+  newAction_ = new QAction(QIcon::fromTheme("document-new"), tr("&New from Template..."), this);
+  newAction_->setShortcut(QKeySequence::New);
+  openAction_ = new QAction(QIcon::fromTheme("document-open"), tr("&Open..."), this);
+  openAction_->setShortcut(QKeySequence::Open);
+  saveAction_ = new QAction(QIcon::fromTheme("document-save"), tr("&Save"), this);
+  saveAction_->setShortcut(QKeySequence::Save);
+  saveAsAction_ = new QAction(tr("Save &As..."), this);
+  saveAsAction_->setShortcut(QKeySequence::SaveAs);
+  quitAction_ = new QAction(tr("&Quit"), this);
+  quitAction_->setShortcut(QKeySequence::Quit);
+  connect(quitAction_, &QAction::triggered, this, &QWidget::close);
+
+  undoAction_ = document_->undoStack()->createUndoAction(this, tr("&Undo"));
+  undoAction_->setShortcut(QKeySequence::Undo);
+  redoAction_ = document_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redoAction_->setShortcut(QKeySequence::Redo);
+  copyAction_ = new QAction(tr("&Copy"), this);
+  copyAction_->setShortcut(QKeySequence::Copy);
+  connect(copyAction_, &QAction::triggered, canvas_, &GraphCanvas::copySelection);
+  pasteAction_ = new QAction(tr("&Paste"), this);
+  pasteAction_->setShortcut(QKeySequence::Paste);
+  connect(pasteAction_, &QAction::triggered, canvas_, &GraphCanvas::pasteClipboard);
+  deleteAction_ = new QAction(tr("&Delete"), this);
+  deleteAction_->setShortcut(QKeySequence::Delete);
+  connect(deleteAction_, &QAction::triggered, canvas_, &GraphCanvas::deleteSelection);
+  selectAllAction_ = new QAction(tr("Select &All"), this);
+  selectAllAction_->setShortcut(QKeySequence::SelectAll);
+  connect(selectAllAction_, &QAction::triggered, this, [this] {
+    for (QGraphicsItem* item : canvas_->scene()->items())
+      if (item->flags() & QGraphicsItem::ItemIsSelectable) item->setSelected(true);
+  });
+  layoutAction_ = new QAction(tr("Auto &Layout"), this);
+  layoutAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+  connect(layoutAction_, &QAction::triggered, this, [this] {
+    document_->autoLayout();
+    canvas_->fitAll();
+  });
+  for (QAction* a : {copyAction_, pasteAction_, deleteAction_, selectAllAction_})
+    a->setShortcutContext(Qt::WidgetWithChildrenShortcut), canvas_->addAction(a);
+
+  fitAction_ = new QAction(tr("&Fit Graph in View"), this);
+  fitAction_->setShortcut(QKeySequence(Qt::Key_F));
+  fitAction_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  canvas_->addAction(fitAction_);
+  connect(fitAction_, &QAction::triggered, canvas_, &GraphCanvas::fitAll);
+  resetLayoutAction_ = new QAction(tr("&Reset Layout"), this);
+  connect(resetLayoutAction_, &QAction::triggered, this, &MainWindow::resetLayout);
+
+  trainAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaPlay), tr("&Train"), this);
+  trainAction_->setShortcut(QKeySequence(Qt::Key_F5));
+  connect(trainAction_, &QAction::triggered, this, &MainWindow::startTraining);
+  pauseAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaPause), tr("&Pause"), this);
+  pauseAction_->setCheckable(true);
+  connect(pauseAction_, &QAction::triggered, this, [this](bool on) {
+    session_->setPaused(on);
+    trainingPanel_->pauseButton()->setChecked(on);
+    trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running);
+  });
+  stopAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("&Stop"), this);
+  stopAction_->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F5));
+  connect(stopAction_, &QAction::triggered, this, [this] {
+    session_->stop();
+    trainingPanel_->setState(TrainingPanel::State::Stopping);
+    updateTrainState();
+  });
+  connectFileActions();
+}
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  templateMenu_ = file->addMenu(tr("&New from Template"));
+  for (const QString& name : templateNames()) {
+    QAction* a = templateMenu_->addAction(templateTitle(name));
+    connect(a, &QAction::triggered, this, [this, name] { newFromTemplate(name); });
+  }
+  file->addAction(openAction_);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  file->addSeparator();
+  file->addAction(saveAction_);
+  file->addAction(saveAsAction_);
+  file->addSeparator();
+  file->addAction(quitAction_);
+  updateRecentMenu();
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  for (QAction* a : {undoAction_, redoAction_}) edit->addAction(a);
+  edit->addSeparator();
+  for (QAction* a : {copyAction_, pasteAction_, deleteAction_, selectAllAction_}) edit->addAction(a);
+  edit->addSeparator();
+  edit->addAction(layoutAction_);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  viewMenu_->addAction(fitAction_);
+  viewMenu_->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+  viewMenu_->addSeparator();
+  viewMenu_->addAction(resetLayoutAction_);
+
+  QMenu* trainMenu = menuBar()->addMenu(tr("&Train"));
+  for (QAction* a : {trainAction_, pauseAction_, stopAction_}) trainMenu->addAction(a);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Getting Started"), this, [this] {
+    QMessageBox::information(this, tr("Getting started"),
+                             tr("1. Drag layers from the Layers panel onto the canvas (or double-click one).\n"
+                                "2. Connect an output port (right side) to an input port (left side) by dragging.\n"
+                                "3. Start with an Input node and end with an Output node; the Problems panel lists "
+                                "what is missing and every edge shows its shape.\n"
+                                "4. Choose the settings in the Training panel and press Train: the curves appear in Plots,\n"
+                                "   the test results in Evaluation, every run is kept in Runs."));
+  });
+  help->addAction(tr("&About Kiln Studio"), this, [this] {
+    QMessageBox::about(this, tr("About Kiln Studio"),
+                       tr("<b>Kiln Studio</b> %1<br>A workbench for neural networks on the Kiln engine.<br>"
+                          "License: GPL-3.0-or-later.")
+                           .arg(QCoreApplication::applicationVersion()));
+  });
+
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName("toolbar-main");
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  for (QAction* a : {openAction_, saveAction_}) bar->addAction(a);
+  bar->addSeparator();
+  for (QAction* a : {undoAction_, redoAction_, layoutAction_, fitAction_}) bar->addAction(a);
+  bar->addSeparator();
+  for (QAction* a : {trainAction_, pauseAction_, stopAction_}) bar->addAction(a);
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  lastError_ = text;
+  log_->error(text);
+  if (!silent_) QMessageBox::warning(this, title, text);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (session_->isRunning()) {
+    if (!silent_ && QMessageBox::question(this, tr("Training is running"),
+                                          tr("A training run is in progress. Stop it and quit?")) != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    session_->stop();
+  }
+  if (!maybeSave()) {
+    event->ignore();
+    return;
+  }
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  event->accept();
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,124 @@
+// MainWindow: Kiln Studio's window — the graph canvas in the middle; docks for the
+// layer palette, properties, problems, history (QUndoView), dataset, training, plots,
+// evaluation, runs and log. The dock layout is saved with QSettings (saveState /
+// restoreState) and View > Reset layout restores the default.
+// File: New from template / Open / Save (a new graph version + settings) / Save As /
+// recent files; every 60 s the edited graph goes to the project's autosave slot, and
+// opening a project offers to restore a newer autosave. Train / Pause / Stop drive a
+// TrainingSession; Train is enabled only for a valid graph that fits the dataset.
+#pragma once
+#include <QMainWindow>
+#include <QStringList>
+#include <QTimer>
+#include <memory>
+#include <optional>
+
+#include "app/studio/training_session.h"
+#include "projects/project.h"
+
+class QAction;
+class QDockWidget;
+class QMenu;
+class QUndoView;
+
+namespace kiln::studio {
+
+class GraphDocument;
+class GraphCanvas;
+class LayerPalette;
+class PropertyEditor;
+class ProblemsPanel;
+class TrainingPanel;
+class LivePlots;
+class EvaluationView;
+class LogPanel;
+class DatasetPanel;
+class RunsView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  static constexpr int kAutosaveIntervalMs = 60000;
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+  static void applyStyle();  // Fusion with a dark palette (call before the first window)
+
+  // ---- file actions (return false and show the reason when they fail) ----
+  void newFromTemplate(const QString& name);  // unsaved document; Save asks for a file
+  bool newProjectFile(const QString& path, const QString& templateName);  // creates and opens
+  bool openProject(const QString& path);
+  bool save();
+  bool saveAs(const QString& path);
+
+  // ---- training ----
+  QStringList trainBlockers() const;  // why Train is disabled (empty: enabled)
+  bool startTraining();               // as the Train action; false with the reason in the log/dialog
+  void setSilent(bool on) { silent_ = on; }  // tests: errors to the log only, no message boxes
+  void setTestImages(int64_t n) { testImages_ = n; }
+
+  // ---- for tests and the screenshot demo ----
+  GraphDocument* document() const { return document_; }
+  GraphCanvas* canvas() const { return canvas_; }
+  TrainingPanel* trainingPanel() const { return trainingPanel_; }
+  LivePlots* plots() const { return plots_; }
+  EvaluationView* evaluationView() const { return evaluation_; }
+  LogPanel* logPanel() const { return log_; }
+  RunsView* runsView() const { return runs_; }
+  TrainingSession* session() const { return session_; }
+  projects::Project* project() { return project_ ? &*project_ : nullptr; }
+  QAction* trainAction() const { return trainAction_; }
+  QString lastError() const { return lastError_; }
+  DatasetConfig datasetConfig() const;
+  void setDatasetConfig(const DatasetConfig&);
+  QDockWidget* dock(const QString& objectName) const;
+  void resetLayout();
+  void selectAllRuns();  // in the runs view (their curves overlaid)
+
+ protected:
+  void closeEvent(QCloseEvent*) override;
+
+ private:
+  void createDocks();
+  void createProjectDocks();   // dataset and runs (main_window_file.cpp)
+  void connectFileActions();
+  void createActions();
+  void createMenus();
+  void updateTitle();
+  void updateTrainState();
+  void updateRecentMenu();
+  void addRecent(const QString& path);
+  bool maybeSave();  // true when it is fine to discard the document
+  void autosave();
+  void loadProjectIntoUi();
+  void storeSettings();
+  void showError(const QString& title, const QString& text);
+  void onTrainingFinished(qint64 run, const QString& status, const QString& message);
+
+  GraphDocument* document_;
+  GraphCanvas* canvas_;
+  LayerPalette* palette_;
+  PropertyEditor* properties_;
+  ProblemsPanel* problems_;
+  QUndoView* history_;
+  TrainingPanel* trainingPanel_;
+  LivePlots* plots_;
+  EvaluationView* evaluation_;
+  LogPanel* log_;
+  DatasetPanel* dataset_ = nullptr;
+  RunsView* runs_ = nullptr;
+  TrainingSession* session_;
+  std::optional<projects::Project> project_;
+  QString documentName_;
+  QByteArray defaultState_;
+  QTimer autosaveTimer_;
+  bool silent_ = false;
+  int64_t testImages_ = 10000;
+  QString lastError_;
+
+  QAction *newAction_, *openAction_, *saveAction_, *saveAsAction_, *quitAction_;
+  QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
+  QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
+  QMenu *recentMenu_, *viewMenu_, *templateMenu_;
+};
+
+}  // namespace kiln::studio

@@ -1,0 +1,259 @@
+// MainWindow: the File menu — templates, open, save, save as, recent files, autosave.
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSettings>
+#include <QFile>
+#include <QStandardPaths>
+#include <QStatusBar>
+
+#include "app/studio/main_window.h"
+#include "app/studio/templates.h"
+#include "engine/graph/json.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/project/dataset_panel.h"
+#include "widgets/project/runs_view.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/log_panel.h"
+#include "widgets/training/training_panel.h"
+
+namespace kiln::studio {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const char* kFilter = "Kiln projects (*.kiln);;All files (*)";
+QString withSuffix(QString path) { return path.endsWith(".kiln") ? path : path + ".kiln"; }
+}  // namespace
+
+void MainWindow::createProjectDocks() {
+  dataset_ = new DatasetPanel(this);
+  runs_ = new RunsView(nullptr, this);
+  auto* data = new QDockWidget(tr("Dataset"), this);
+  data->setObjectName("dataset");
+  data->setWidget(dataset_);
+  addDockWidget(Qt::LeftDockWidgetArea, data);
+  tabifyDockWidget(dock("layers"), data);
+  auto* runs = new QDockWidget(tr("Runs"), this);
+  runs->setObjectName("runs");
+  runs->setWidget(runs_);
+  addDockWidget(Qt::BottomDockWidgetArea, runs);
+  tabifyDockWidget(dock("evaluation"), runs);
+  dock("layers")->raise();
+  dock("plots")->raise();
+  connect(dataset_, &DatasetPanel::settingsChanged, this, [this] { updateTrainState(); });
+  connect(runs_, &RunsView::message, this, [this](const QString& m) { log_->info(m); });
+}
+
+void MainWindow::selectAllRuns() {
+  QList<int64_t> ids;
+  if (project_)
+    for (const auto& r : project_->runs()) ids << r.id;
+  runs_->selectRuns(ids);
+}
+
+void MainWindow::connectFileActions() {
+  connect(openAction_, &QAction::triggered, this, [this] {
+    if (!maybeSave()) return;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Project"), QString(), tr(kFilter));
+    if (!path.isEmpty()) openProject(path);
+  });
+  connect(saveAction_, &QAction::triggered, this, &MainWindow::save);
+  connect(saveAsAction_, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save Project As"), documentName_ + ".kiln", tr(kFilter));
+    if (!path.isEmpty()) saveAs(withSuffix(path));
+  });
+}
+
+void MainWindow::updateTitle() {
+  const QString name = project_ ? QFileInfo(QString::fromStdString(project_->path())).completeBaseName() : documentName_;
+  setWindowTitle(QString("%1[*] \u2014 Kiln Studio").arg(name));
+  setWindowModified(document_->isModified());
+}
+
+void MainWindow::newFromTemplate(const QString& name) {
+  if (session_->isRunning()) return showError(tr("Training is running"), tr("Stop the training run first."));
+  if (!maybeSave()) return;
+  try {
+    graph::Graph g = graph::from_json(templateJson(name));
+    project_.reset();
+    document_->setGraph(g);
+    documentName_ = tr("Untitled (%1)").arg(templateTitle(name));
+    setDatasetConfig(DatasetConfig{});
+    trainingPanel_->setConfig(TrainingConfig{});
+    loadProjectIntoUi();
+    canvas_->fitAll();
+    log_->info(tr("new graph from the template %1; Save stores it in a project file").arg(templateTitle(name)));
+  } catch (const std::exception& e) {
+    showError(tr("New from template"), QString::fromStdString(plain_error(e)));
+  }
+}
+
+bool MainWindow::newProjectFile(const QString& path, const QString& templateName) {
+  try {
+    createFromTemplate(path.toStdString(), templateName);
+  } catch (const std::exception& e) {
+    showError(tr("New project"), QString::fromStdString(plain_error(e)));
+    return false;
+  }
+  return openProject(path);
+}
+
+bool MainWindow::openProject(const QString& path) {
+  if (session_->isRunning()) {
+    showError(tr("Training is running"), tr("Stop the training run before opening another project."));
+    return false;
+  }
+  try {
+    projects::Project p = projects::Project::open(path.toStdString());
+    graph::Graph g;
+    if (auto v = p.latest_graph()) g = graph::from_json(v->graph_json);
+    TrainingConfig training;
+    DatasetConfig dataset;
+    if (auto s = p.setting("training")) training = TrainingConfig::from_json(*s);
+    if (auto s = p.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+    std::optional<std::string> autosaved = p.autosave_if_newer();
+    project_.emplace(std::move(p));
+    document_->setGraph(g);
+    setDatasetConfig(dataset);
+    trainingPanel_->setConfig(training);
+    if (autosaved) {
+      const bool restore = !silent_ && QMessageBox::question(this, tr("Restore autosave?"),
+                                                             tr("%1 has unsaved changes from an earlier session "
+                                                                "(autosaved). Restore them?")
+                                                                 .arg(QFileInfo(path).fileName())) == QMessageBox::Yes;
+      if (restore) {
+        document_->setGraph(graph::from_json(*autosaved));
+        document_->undoStack()->resetClean();  // restored changes are unsaved
+        log_->info(tr("restored the autosaved graph; Save keeps it"));
+      }
+    }
+    loadProjectIntoUi();
+    canvas_->fitAll();
+    addRecent(QFileInfo(path).absoluteFilePath());
+    log_->info(tr("opened %1 (%2 graph version(s), %3 run(s))")
+                   .arg(path)
+                   .arg(project_->graph_versions().size())
+                   .arg(project_->runs().size()));
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot open project"), QString::fromStdString(plain_error(e)));
+    return false;
+  }
+}
+
+void MainWindow::loadProjectIntoUi() {
+  runs_->setProject(project_ ? &*project_ : nullptr);
+  plots_->clear();
+  evaluation_->clear();
+  updateTitle();
+  updateTrainState();
+}
+
+void MainWindow::storeSettings() {
+  if (!project_) return;
+  project_->set_setting("training", trainingPanel_->config().to_json());
+  project_->set_setting("dataset", datasetConfig().to_json());
+}
+
+// DatasetSettings (the panel's) and DatasetConfig (the session's) share one JSON form.
+DatasetConfig MainWindow::datasetConfig() const { return DatasetConfig::from_json(dataset_->settings().to_json()); }
+
+void MainWindow::setDatasetConfig(const DatasetConfig& d) {
+  dataset_->setSettings(DatasetSettings::from_json(d.to_json()));
+  updateTrainState();
+}
+
+bool MainWindow::save() {
+  if (!project_) {
+    const QString path = silent_ ? QString()
+                                 : QFileDialog::getSaveFileName(this, tr("Save Project"), documentName_ + ".kiln", tr(kFilter));
+    if (path.isEmpty()) return false;
+    return saveAs(withSuffix(path));
+  }
+  try {
+    const std::string json = graph::to_json(document_->graph());
+    auto latest = project_->latest_graph();
+    if (!latest || latest->graph_json != json) project_->save_graph(json, "saved");
+    storeSettings();
+    document_->setClean();
+    updateTitle();
+    statusBar()->showMessage(tr("Saved %1").arg(QString::fromStdString(project_->path())), 4000);
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot save"), QString::fromStdString(plain_error(e)));
+    return false;
+  }
+}
+
+bool MainWindow::saveAs(const QString& path) {
+  if (session_->isRunning()) {
+    showError(tr("Training is running"), tr("Stop the training run before saving under another name."));
+    return false;
+  }
+  try {
+    if (project_) {
+      project_->save_as(path.toStdString());
+      runs_->setProject(&*project_);
+    } else {
+      // The file dialog asked before replacing an existing file.
+      for (const QString& f : {path, path + "-wal", path + "-shm"}) QFile::remove(f);
+      project_.emplace(projects::Project::create(path.toStdString()));
+      runs_->setProject(&*project_);
+    }
+    addRecent(QFileInfo(path).absoluteFilePath());
+  } catch (const std::exception& e) {
+    showError(tr("Cannot save"), QString::fromStdString(plain_error(e)));
+    return false;
+  }
+  return save();
+}
+
+bool MainWindow::maybeSave() {
+  if (!document_->isModified()) return true;
+  if (silent_) return true;
+  const auto answer = QMessageBox::warning(this, tr("Unsaved changes"),
+                                           tr("The graph has unsaved changes. Save them?"),
+                                           QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  if (answer == QMessageBox::Save) return save();
+  return answer == QMessageBox::Discard;
+}
+
+void MainWindow::autosave() {
+  if (!project_ || !document_->isModified()) return;
+  try {
+    project_->autosave(graph::to_json(document_->graph()));
+    statusBar()->showMessage(tr("Autosaved"), 2000);
+  } catch (const std::exception& e) {
+    log_->warning(tr("autosave failed: %1").arg(QString::fromStdString(e.what())));
+  }
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recentFiles").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  settings.setValue("recentFiles", recent);
+  updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu() {
+  recentMenu_->clear();
+  const QStringList recent = QSettings().value("recentFiles").toStringList();
+  for (const QString& path : recent) {
+    QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
+    a->setToolTip(path);
+    connect(a, &QAction::triggered, this, [this, path] {
+      if (maybeSave()) openProject(path);
+    });
+  }
+  recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,98 @@
+#include "app/studio/screenshot_demo.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QScreen>
+#include <cstdio>
+#include <functional>
+
+#include "app/studio/main_window.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/training_panel.h"
+
+namespace kiln::studio {
+
+namespace {
+
+bool waitUntil(const std::function<bool()>& done, int timeoutMs) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > timeoutMs) return false;
+    QApplication::processEvents(QEventLoop::AllEvents, 20);
+  }
+  return true;
+}
+
+void pause(int ms) {
+  waitUntil([] { return false; }, ms);
+}
+
+bool shot(MainWindow& w, const QDir& dir, const QString& name) {
+  w.plots()->replotNow();
+  pause(300);
+  const QString path = dir.filePath(name);
+  const bool ok = w.grab().save(path);
+  std::printf("%s %s\n", ok ? "saved" : "FAILED to save", path.toUtf8().constData());
+  std::fflush(stdout);
+  return ok;
+}
+
+}  // namespace
+
+int runScreenshotDemo(const QString& dirPath) {
+  QDir dir(dirPath);
+  if (!dir.mkpath(".")) {
+    std::fprintf(stderr, "kiln-studio: cannot create %s\n", dirPath.toUtf8().constData());
+    return 1;
+  }
+  const QString project = dir.filePath("demo.kiln");
+  for (const QString& f : {project, project + "-wal", project + "-shm"}) QFile::remove(f);
+
+  MainWindow w;
+  w.setSilent(true);
+  w.resetLayout();
+  w.resize(1600, 1000);
+  w.show();
+  if (!w.newProjectFile(project, "fashion_mnist_cnn")) return 1;
+  pause(500);
+  int failures = !shot(w, dir, "01_cnn_template.png");
+
+  DatasetConfig d;
+  d.train_size = 6000;
+  d.validation_size = 1000;
+  w.setDatasetConfig(d);
+  w.setTestImages(2000);
+  TrainingConfig c;
+  c.epochs = 3;
+  c.batch_size = 64;
+  c.lr = 2e-3;
+  w.trainingPanel()->setConfig(c);
+  auto trainAndWait = [&](const QString& midShot) {
+    if (!w.startTraining()) return false;
+    if (!midShot.isEmpty()) {
+      waitUntil([&] { return w.plots()->epochCount() >= 1 && w.plots()->stepCount() >= 120; }, 240000);
+      failures += !shot(w, dir, midShot);
+    }
+    return waitUntil([&] { return !w.session()->isRunning(); }, 600000);
+  };
+  if (!trainAndWait("02_training.png")) return 1;
+  failures += !shot(w, dir, "03_evaluation.png");
+
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.scheduler = "onecycle";
+  w.trainingPanel()->setConfig(c);
+  if (!trainAndWait("")) return 1;
+  if (QDockWidget* runs = w.dock("runs")) {
+    runs->raise();
+    w.selectAllRuns();
+  }
+  failures += !shot(w, dir, "04_runs_overlay.png");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace kiln::studio

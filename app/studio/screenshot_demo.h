@@ -1,0 +1,9 @@
+// The hidden --screenshot-demo DIR mode (tests/gui/screenshots.sh): a scripted session
+// in the real main window that saves PNGs — 01_cnn_template.png, 02_training.png,
+// 03_evaluation.png, 04_runs_overlay.png — into DIR. Returns the exit status.
+#pragma once
+#include <QString>
+
+namespace kiln::studio {
+int runScreenshotDemo(const QString& dir);
+}

@@ -1,0 +1,275 @@
+#include "app/studio/training_job.h"
+
+#include <omp.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "engine/core/grad_mode.h"
+#include "engine/core/ops.h"
+#include "engine/core/random.h"
+#include "engine/core/registry.h"
+#include "engine/data/dataloader.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/graph/graph_module.h"
+#include "engine/nn/functional.h"
+#include "engine/optim/adam.h"
+#include "engine/optim/lr_scheduler.h"
+#include "engine/optim/rmsprop.h"
+#include "engine/optim/sgd.h"
+#include "projects/project.h"
+
+namespace kiln::studio {
+
+namespace {
+
+// The two splits stay loaded for the life of the process (47 MB + 8 MB).
+std::shared_ptr<const data::FashionMNIST> fashion_mnist(const std::string& dir, bool train) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, bool>, std::shared_ptr<const data::FashionMNIST>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[{dir, train}];
+  if (!slot) slot = std::make_shared<data::FashionMNIST>(train, dir);
+  return slot;
+}
+
+std::shared_ptr<optim::Optimizer> make_optimizer(const TrainingConfig& c, std::vector<Tensor> params) {
+  if (c.optimizer == "sgd")
+    return std::make_shared<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum,
+                                                                              .weight_decay = c.weight_decay});
+  if (c.optimizer == "adam")
+    return std::make_shared<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+  if (c.optimizer == "adamw")
+    return std::make_shared<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+  optim::RMSpropOptions o;
+  o.lr = c.lr;
+  o.momentum = c.momentum;
+  o.weight_decay = c.weight_decay;
+  return std::make_shared<optim::RMSprop>(std::move(params), o);
+}
+
+// StepLR every max(1, 30% of the epochs) epochs with gamma 0.1; cosine: T_max = epochs;
+// onecycle: max_lr = lr over every step (per batch).
+std::shared_ptr<optim::LRScheduler> make_scheduler(const TrainingConfig& c, optim::Optimizer& o, int64_t batches,
+                                                   bool& per_batch) {
+  per_batch = false;
+  if (c.scheduler == "step") return std::make_shared<optim::StepLR>(o, std::max(1, c.epochs * 3 / 10), 0.1);
+  if (c.scheduler == "cosine") return std::make_shared<optim::CosineAnnealingLR>(o, c.epochs);
+  if (c.scheduler == "onecycle") {
+    per_batch = true;
+    return std::make_shared<optim::OneCycleLR>(o, c.lr, c.epochs * batches);
+  }
+  return nullptr;
+}
+
+std::string node_label(const graph::Graph& g, graph::NodeId id) {
+  return g.contains(id) ? "'" + g.node(id).name + "'" : "";
+}
+
+}  // namespace
+
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a) {
+  std::vector<std::string> out;
+  const auto inputs = g.input_nodes(), outputs = g.output_nodes();
+  // The data set check comes first and does not need the rest of the graph to be valid.
+  if (inputs.size() == 1) {
+    auto in = a.nodes.find(inputs[0]);
+    if (in != a.nodes.end() && !in->second.outputs.empty()) {
+      const graph::TensorType& t = in->second.outputs[0];
+      graph::SymShape sample(t.shape.begin() + (t.shape.empty() ? 0 : 1), t.shape.end());
+      if (t.shape.empty() || t.shape[0] != graph::kBatch || sample != kFashionMnistImageShape)
+        out.push_back("the dataset's images are " + graph::shape_str(kFashionMnistImageShape) +
+                      " (Fashion-MNIST) but the graph's Input " + node_label(g, inputs[0]) + " expects " +
+                      graph::shape_str(sample) + "; set the Input's shape to [1, 28, 28]");
+      else if (t.dtype != DType::f32)
+        out.push_back("the dataset's images are f32 but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str());
+    }
+  }
+  for (const graph::Problem& p : a.problems)
+    out.push_back(p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
+  if (!a.ok()) return out;
+  if (inputs.size() != 1) out.push_back("the graph needs exactly one Input node for images, it has " + std::to_string(inputs.size()));
+  if (outputs.size() != 1) out.push_back("the graph needs exactly one Output node, it has " + std::to_string(outputs.size()));
+  if (outputs.size() != 1) return out;
+  auto o = a.nodes.find(outputs[0]);
+  if (o != a.nodes.end() && !o->second.inputs.empty()) {
+    const graph::TensorType& t = o->second.inputs[0];
+    if (t.shape.size() != 2 || t.shape[1] != kFashionMnistClasses)
+      out.push_back("the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() +
+                    " but Fashion-MNIST needs class scores [N, 10]: end with a Linear layer of 10 outputs");
+  }
+  return out;
+}
+
+std::string plain_error(const std::exception& e) {
+  const std::string what = e.what();
+  if (dynamic_cast<const train::NonFiniteLossError*>(&e)) return what;  // already says what to do
+  if (dynamic_cast<const DeviceError*>(&e)) return "device problem: " + what;
+  if (dynamic_cast<const IoError*>(&e)) return "file problem: " + what;
+  if (dynamic_cast<const ShapeError*>(&e)) return "the shapes do not fit: " + what;
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory: try a smaller batch size or model";
+  return what;
+}
+
+TrainingJob::TrainingJob(JobSpec spec) : spec_(std::move(spec)) {}
+
+void TrainingJob::message(const std::string& m) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  messages_.push_back(m);
+}
+
+std::vector<std::string> TrainingJob::drainMessages() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(messages_, {});
+}
+
+std::vector<train::Event> TrainingJob::drainEvents() {
+  std::shared_ptr<train::Trainer> t;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    t = trainer_;
+  }
+  return t ? t->events().drain() : std::vector<train::Event>{};
+}
+
+void TrainingJob::pause(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  paused_ = on;
+  if (trainer_) on ? trainer_->pause() : trainer_->resume();
+}
+
+void TrainingJob::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+  if (trainer_) trainer_->cancel();
+}
+
+std::shared_ptr<projects::MetricsWriter> TrainingJob::metricsWriter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return writer_;
+}
+
+void TrainingJob::run() {
+  try {
+    if (spec_.threads > 0) omp_set_num_threads(spec_.threads);
+    const TrainingConfig& c = spec_.config;
+    c.validate();
+    spec_.dataset.validate();
+    if (!spec_.project_path.empty()) {  // SQLite commits wait on the disk: never on the UI thread
+      projects::Project project = projects::Project::open(spec_.project_path);
+      projects::RunConfig rc = spec_.run_config;
+      rc.graph_version = spec_.graph_version ? spec_.graph_version : project.save_graph(spec_.graph_json, "trained");
+      for (auto& [key, json] : spec_.settings)
+        if (project.setting(key) != json) project.set_setting(key, json);
+      const int64_t run = project.begin_run(rc);
+      auto writer = std::make_shared<projects::MetricsWriter>(spec_.project_path, run);
+      std::lock_guard<std::mutex> lock(mutex_);
+      writer_ = writer;
+      run_ = run;
+    }
+    graph::Analysis analysis = graph::analyze(spec_.graph);
+    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis);
+    KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
+
+    const Device device = resolve_device(c.device);
+    result_.device = device.str();
+    message("loading Fashion-MNIST from " + spec_.dataset.dir);
+    auto full = fashion_mnist(spec_.dataset.dir, true);
+    const int64_t n_train = spec_.dataset.train_size, n_val = spec_.dataset.validation_size;
+    auto parts = data::random_split(full, {n_train, n_val, full->size() - n_train - n_val}, c.seed);
+
+    data::DataLoader::Options lo;
+    lo.batch_size = c.batch_size;
+    lo.shuffle = true;
+    lo.seed = c.seed;
+    data::DataLoader train_loader(parts[0], lo);
+    std::unique_ptr<data::DataLoader> val_loader;
+    if (n_val > 0) val_loader = std::make_unique<data::DataLoader>(parts[1], data::DataLoader::Options{.batch_size = 256});
+
+    manual_seed(c.seed);
+    auto model = std::make_shared<graph::GraphModule>(spec_.graph);
+    model->to(device);
+    auto optimizer = make_optimizer(c, model->parameters());
+    train::TrainerOptions to;
+    to.epochs = c.epochs;
+    to.num_classes = kFashionMnistClasses;
+    to.device = device;
+    auto scheduler = make_scheduler(c, *optimizer, train_loader.size(), to.scheduler_per_batch);
+    auto loss = [](const Tensor& logits, const Tensor& target) { return nn::functional::cross_entropy(logits, target); };
+    auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler, loss, to);
+    total_steps_ = result_.total_steps = train_loader.size() * c.epochs;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (paused_) trainer->pause();
+      if (cancelled_) trainer->cancel();
+      trainer_ = trainer;
+    }
+    std::ostringstream os;
+    os << "training " << model->analysis().total_parameters << " parameters on " << device.str() << ": " << n_train
+       << " images (" << n_val << " for validation), " << c.epochs << " epoch(s) of " << train_loader.size()
+       << " steps";
+    message(os.str());
+    trainer->fit(train_loader, val_loader.get());
+    result_.cancelled = trainer->cancelled();
+
+    if (!spec_.project_path.empty() && !spec_.work_dir.empty() && trainer->epoch() > 0) {
+      const std::string dir = spec_.work_dir + "/checkpoint";
+      trainer->save_checkpoint(dir);
+      projects::Project project = projects::Project::open(spec_.project_path);
+      project.add_checkpoint(run_, trainer->epoch(), dir);
+      result_.checkpoint_epoch = trainer->epoch();
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      message("checkpoint of epoch " + std::to_string(trainer->epoch()) + " stored in the project");
+    }
+    if (!result_.cancelled && spec_.test_size > 0) {
+      message("evaluating on " + std::to_string(spec_.test_size) + " test images");
+      evaluate(*model, device);
+    }
+  } catch (const std::exception& e) {
+    result_.error = plain_error(e);
+  } catch (...) {
+    result_.error = "unknown error";
+  }
+  done_ = true;
+}
+
+void TrainingJob::evaluate(nn::Module& model, const Device& device) {
+  auto test = fashion_mnist(spec_.dataset.dir, false);
+  const int64_t n = std::min(spec_.test_size, test->size());
+  std::vector<int64_t> first(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) first[i] = i;
+  auto subset = std::make_shared<data::Subset>(test, first);
+  data::DataLoader loader(subset, data::DataLoader::Options{.batch_size = 256});
+  NoGradGuard no_grad;
+  model.eval();
+  train::ClassificationMetrics metrics(kFashionMnistClasses, 1);
+  const Tensor& images = test->images();
+  const auto bytes = images.contiguous().to_vector<uint8_t>();
+  int64_t offset = 0;
+  for (const data::Batch& b : loader) {
+    Tensor logits = model.forward(b.input.to(device));
+    Tensor y = b.target.to(device);
+    metrics.update(logits, y, nn::functional::cross_entropy(logits, y).item<double>());
+    const auto pred = argmax(logits, 1).to(Device()).to_vector<int64_t>();
+    const auto truth = b.target.to_vector<int64_t>();
+    for (size_t j = 0; j < pred.size(); ++j) {
+      if (pred[j] == truth[j] || result_.misclassified.size() >= kMaxMisclassified) continue;
+      const size_t at = static_cast<size_t>(offset + static_cast<int64_t>(j)) * 28 * 28;
+      MisclassifiedSample s;
+      s.pixels.assign(bytes.begin() + at, bytes.begin() + at + 28 * 28);
+      s.truth = static_cast<int>(truth[j]);
+      s.predicted = static_cast<int>(pred[j]);
+      result_.misclassified.push_back(std::move(s));
+    }
+    offset += static_cast<int64_t>(truth.size());
+  }
+  result_.evaluated = true;
+  result_.test_count = metrics.count();
+  result_.test_loss = metrics.loss();
+  result_.test_accuracy = metrics.accuracy();
+  result_.confusion = metrics.confusion();
+}
+
+}  // namespace kiln::studio

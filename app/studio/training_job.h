@@ -1,0 +1,107 @@
+// TrainingJob: everything one training run does off the UI thread — load the data
+// set, build the GraphModule, optimizer and scheduler, Trainer::fit, the final
+// checkpoint into the project, and the evaluation on the test images. No Qt: the
+// TrainingSession (training_session.h) runs it on a QThread and polls it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph.h"
+#include "engine/train/trainer.h"
+#include "projects/project.h"
+#include "widgets/training/training_config.h"
+
+namespace kiln::studio {
+
+// Fashion-MNIST samples: f32 [1, 28, 28], 10 classes.
+inline const graph::SymShape kFashionMnistImageShape = {1, 28, 28};
+inline constexpr int64_t kFashionMnistClasses = 10;
+
+// Why `g` cannot be trained on Fashion-MNIST, one plain sentence per problem: the
+// analysis problems (with node names), no or several Input/Output nodes, an Input whose
+// per-sample shape is not [1, 28, 28] ("the dataset's images are [1, 28, 28] but the
+// graph's Input 'x' expects [3, 32, 32]"), an Output that is not [N, 10]. Empty: OK.
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a);
+
+struct JobSpec {
+  graph::Graph graph;
+  TrainingConfig config;
+  DatasetConfig dataset;
+  int64_t test_size = 10000;    // test images evaluated at the end (first ones of the split)
+  // The project the run is recorded in. The job writes, through its own connection:
+  // graph_json as a new graph version when graph_version is 0, the settings (key ->
+  // JSON), the run (begin_run with `run_config`), its metrics (metrics_writer()) and
+  // the final checkpoint. "" = record nothing.
+  std::string project_path;
+  std::string graph_json;
+  int64_t graph_version = 0;
+  std::vector<std::pair<std::string, std::string>> settings;
+  projects::RunConfig run_config;
+  std::string work_dir;         // scratch directory for the checkpoint files
+  int threads = 0;              // OpenMP threads for the kernels (0 = default)
+};
+
+struct MisclassifiedSample {
+  std::vector<uint8_t> pixels;  // 28 * 28 grey bytes, row-major
+  int truth = 0, predicted = 0;
+};
+
+struct JobResult {
+  bool cancelled = false;
+  std::string error;            // plain-words message of what stopped the run ("" = none)
+  std::string device;           // the device it ran on ("cpu")
+  int64_t total_steps = 0;      // epochs * batches per epoch
+  bool evaluated = false;       // test results below are set
+  int64_t test_count = 0;
+  double test_loss = 0, test_accuracy = 0;
+  std::vector<int64_t> confusion;  // [true * 10 + predicted]
+  std::vector<MisclassifiedSample> misclassified;  // up to kMaxMisclassified
+  int checkpoint_epoch = -1;       // epoch stored with Project::add_checkpoint (-1: none)
+};
+
+class TrainingJob {
+ public:
+  static constexpr int kMaxMisclassified = 48;
+  explicit TrainingJob(JobSpec spec);
+  // Runs the whole job on the calling thread; never throws (errors go to result()).
+  void run();
+
+  // Any thread. Applied to the Trainer as soon as it exists.
+  void pause(bool on);
+  void cancel();
+  // Any thread: events from the Trainer and progress messages of the job since the last call.
+  std::vector<train::Event> drainEvents();
+  std::vector<std::string> drainMessages();
+  int64_t totalSteps() const { return total_steps_; }  // 0 until the data is loaded
+  // Any thread: the run's id and metrics writer once the job has recorded the run (0 / null before).
+  int64_t runId() const { return run_; }
+  std::shared_ptr<projects::MetricsWriter> metricsWriter();
+  bool done() const { return done_; }
+  const JobResult& result() const { return result_; }  // valid once done()
+
+ private:
+  void message(const std::string&);
+  void evaluate(nn::Module& model, const Device& device);
+
+  JobSpec spec_;
+  JobResult result_;
+  std::mutex mutex_;
+  std::shared_ptr<train::Trainer> trainer_;  // guarded by mutex_
+  bool paused_ = false, cancelled_ = false;  // guarded by mutex_
+  std::vector<std::string> messages_;        // guarded by mutex_
+  std::atomic<int64_t> total_steps_{0};
+  std::atomic<int64_t> run_{0};
+  std::shared_ptr<projects::MetricsWriter> writer_;  // guarded by mutex_
+  std::atomic<bool> done_{false};
+};
+
+// Turns an engine exception into one plain sentence for the log and message boxes.
+std::string plain_error(const std::exception& e);
+
+}  // namespace kiln::studio

@@ -1,0 +1,298 @@
+#include "app/studio/training_session.h"
+
+#include <QDir>
+#include <QtConcurrent/QtConcurrentRun>
+#include <QFutureWatcher>
+#include <QTemporaryDir>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "engine/data/fashion_mnist.h"
+#include "engine/graph/json.h"
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace kiln::studio {
+
+namespace {
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+QImage toImage(const MisclassifiedSample& s) {
+  QImage image(28, 28, QImage::Format_Grayscale8);
+  for (int y = 0; y < 28; ++y) std::copy_n(s.pixels.data() + y * 28, 28, image.scanLine(y));
+  return image;
+}
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The training thread (and the kernel and data-loader threads it starts, which inherit
+// it) runs at nice +10 so that the UI thread wins the CPU whenever it has work.
+void lowerThisThreadsPriority() {
+#ifdef __linux__
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+#endif
+}
+}  // namespace
+
+TrainingSession::TrainingSession(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<Progress>();
+  qRegisterMetaType<EvaluationResult>();
+  timer_.setInterval(kPollIntervalMs);
+  connect(&timer_, &QTimer::timeout, this, &TrainingSession::poll);
+}
+
+TrainingSession::~TrainingSession() {
+  if (job_) {
+    job_->cancel();
+    thread_->wait();
+    finish();
+  }
+  pending_.waitForFinished();  // the run's end is on disk before the session goes
+}
+
+bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
+                            const TrainingConfig& config, const DatasetConfig& dataset, int64_t testSize,
+                            QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (isRunning()) return fail(tr("a training run is already in progress"));
+  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph));
+  try {
+    config.validate();
+    dataset.validate();
+  } catch (const std::exception& e) {
+    blockers.push_back(e.what());
+  }
+  if (!blockers.empty()) {
+    QStringList lines;
+    for (auto& b : blockers) lines << QString::fromStdString(b);
+    return fail(lines.join('\n'));
+  }
+  JobSpec spec;
+  try {
+    nlohmann::json cj = nlohmann::json::parse(config.to_json());
+    cj["dataset"] = nlohmann::json::parse(dataset.to_json());
+    spec.run_config.config_json = cj.dump();
+    spec.run_config.device = config.device;
+    spec.run_config.name = QString("%1 lr %2, %3 epoch(s)")
+                               .arg(QString::fromStdString(config.optimizer))
+                               .arg(config.lr)
+                               .arg(config.epochs)
+                               .toStdString();
+    spec.graph_json = graphVersion ? std::string() : graph::to_json(graph);
+  } catch (const std::exception& e) {
+    return fail(QString::fromStdString(plain_error(e)));
+  }
+  projectPath_ = projectPath;
+  auto dir = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/kiln-studio-run-XXXXXX");
+  dir->setAutoRemove(false);
+  workDir_ = dir->path();
+
+  spec.graph = graph;
+  spec.config = config;
+  spec.dataset = dataset;
+  spec.test_size = testSize;
+  spec.project_path = projectPath;
+  spec.graph_version = graphVersion;
+  if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
+  spec.work_dir = workDir_.toStdString();
+  spec.threads = threads_;
+  job_ = std::make_unique<TrainingJob>(std::move(spec));
+  TrainingJob* job = job_.get();
+  thread_ = QThread::create([job] {
+    lowerThisThreadsPriority();
+    job->run();
+  });
+  thread_->setObjectName("kiln-training");
+  paused_ = stopRequested_ = haveEpoch_ = false;
+  run_ = 0;
+  writer_.reset();
+  device_ = QString::fromStdString(config.device);
+  epochs_ = config.epochs;
+  progress_ = Progress{};
+  progress_.epochs = config.epochs;
+  writerError_.clear();
+  clock_.start();
+  thread_->start();
+  timer_.start();
+  return true;
+}
+
+void TrainingSession::setPaused(bool paused) {
+  if (!job_ || paused == paused_) return;
+  paused_ = paused;
+  job_->pause(paused);
+  emit logMessage(paused ? tr("paused (after the current batch)") : tr("resumed"));
+}
+
+void TrainingSession::stop() {
+  if (!job_ || stopRequested_) return;
+  stopRequested_ = true;
+  job_->cancel();
+  emit logMessage(tr("stopping after the current batch"));
+}
+
+int64_t TrainingSession::rowsCommitted() const { return writer_ ? writer_->rows_committed() : 0; }
+
+void TrainingSession::poll() {
+  if (!job_) return;
+  const bool done = job_->done();  // read first: every event pushed before the end is drained below
+  if (run_ == 0 && job_->runId() != 0) {
+    run_ = job_->runId();
+    writer_ = job_->metricsWriter();
+    emit started(run_, device_);
+  }
+  for (const std::string& m : job_->drainMessages()) emit logMessage(QString::fromStdString(m));
+  std::vector<train::Event> events = job_->drainEvents();
+  QVector<double> steps, losses, lrs;
+  steps.reserve(static_cast<qsizetype>(events.size()));
+  losses.reserve(static_cast<qsizetype>(events.size()));
+  lrs.reserve(static_cast<qsizetype>(events.size()));
+  bool progressed = false;
+  const double now = static_cast<double>(clock_.elapsed()) / 1000.0;
+  auto write = [&](auto&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {  // disk full, project deleted...: training goes on, the user is told once
+      if (writerError_.isEmpty()) {
+        writerError_ = QString::fromStdString(e.what());
+        emit errorMessage(tr("metrics could not be saved to the project: %1").arg(writerError_));
+      }
+    }
+  };
+  for (const train::Event& event : events) {
+    std::visit(Overloaded{
+                   [&](const train::BatchEnd& e) {
+                     steps << static_cast<double>(e.step);
+                     losses << e.loss;
+                     lrs << e.lr;
+                     if (writer_) write([&] { writer_->step({e.step, e.epoch + 1, e.loss, e.lr, e.samples_per_second, now}); });
+                     progress_.step = e.step;
+                     progress_.totalSteps = e.batches_per_epoch * epochs_;
+                     progress_.epoch = e.epoch + 1;
+                     progress_.loss = e.loss;
+                     progress_.lr = e.lr;
+                     progress_.imagesPerSecond = e.samples_per_second;
+                     progress_.etaSeconds = e.eta_seconds;
+                     progressed = true;
+                   },
+                   [&](const train::EpochEnd& e) {
+                     if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);  // keep the order of the curves
+                     steps.clear();
+                     losses.clear();
+                     lrs.clear();
+                     lastEpoch_ = {e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy, e.lr, e.seconds};
+                     haveEpoch_ = true;
+                     if (writer_) write([&] { writer_->epoch(lastEpoch_); });
+                     emit epochEnded(e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy);
+                     emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
+                                         .arg(e.epoch + 1)
+                                         .arg(epochs_)
+                                         .arg(e.train_loss, 0, 'f', 4)
+                                         .arg(100 * e.train_accuracy, 0, 'f', 2)
+                                         .arg(e.val_loss, 0, 'f', 4)
+                                         .arg(100 * e.val_accuracy, 0, 'f', 2)
+                                         .arg(e.seconds, 0, 'f', 1));
+                   },
+                   [&](const train::CheckpointSaved&) {},
+                   [&](const train::Finished&) {},
+               },
+               event);
+  }
+  if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);
+  if (progressed) emit progressChanged(progress_);
+  if (done) finish();
+}
+
+void TrainingSession::finish() {
+  timer_.stop();
+  thread_->wait();
+  delete thread_;
+  thread_ = nullptr;
+  std::unique_ptr<TrainingJob> job = std::move(job_);
+  const JobResult& r = job->result();
+  const QString status = !r.error.empty() ? "failed" : r.cancelled ? "stopped" : "finished";
+  nlohmann::json m;
+  m["steps"] = progress_.step;
+  m["device"] = r.device;
+  if (haveEpoch_) {
+    m["epochs"] = lastEpoch_.epoch;
+    m["train_loss"] = number(lastEpoch_.train_loss);
+    m["train_accuracy"] = number(lastEpoch_.train_accuracy);
+    m["val_loss"] = number(lastEpoch_.val_loss);
+    m["val_accuracy"] = number(lastEpoch_.val_accuracy);
+  }
+  if (r.evaluated) {
+    m["test_loss"] = number(r.test_loss);
+    m["test_accuracy"] = number(r.test_accuracy);
+    m["test_images"] = r.test_count;
+  }
+  m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
+  const auto runStatus = !r.error.empty() ? projects::RunStatus::failed
+                         : r.cancelled    ? projects::RunStatus::stopped
+                                          : projects::RunStatus::finished;
+  if (!r.error.empty()) emit errorMessage(QString::fromStdString(r.error));
+  if (r.evaluated) {
+    EvaluationResult ev;
+    ev.count = r.test_count;
+    ev.loss = r.test_loss;
+    ev.accuracy = r.test_accuracy;
+    for (const char* name : data::FashionMNIST::kClassNames) ev.classNames << QString::fromUtf8(name);
+    ev.confusion = r.confusion;
+    for (const MisclassifiedSample& s : r.misclassified) ev.misclassified.push_back({toImage(s), s.truth, s.predicted});
+    emit evaluated(ev);
+    emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.test_accuracy, 0, 'f', 2).arg(r.test_count));
+  }
+  // The last commit of the metrics and the run's end are written off the UI thread
+  // (through their own connections); finished() follows when they are on disk.
+  std::shared_ptr<projects::MetricsWriter> writer(std::move(writer_));
+  const std::string path = projectPath_, error = r.error, metrics = m.dump();
+  const int64_t run = run_;
+  const QString dir = workDir_;
+  finishing_ = true;
+  pending_ = QtConcurrent::run([writer, path, run, runStatus, error, metrics, dir]() mutable -> QString {
+    QString problem;
+    if (run == 0) {  // failed before the run was recorded
+      QDir(dir).removeRecursively();
+      return problem;
+    }
+    try {
+      if (writer) writer->flush();
+    } catch (const std::exception& e) {
+      problem = QObject::tr("metrics could not be saved to the project: %1").arg(QString::fromStdString(e.what()));
+    }
+    writer.reset();
+    try {
+      projects::Project::open(path).end_run(run, runStatus, error, metrics);
+    } catch (const std::exception& e) {
+      problem = QObject::tr("the run's end could not be recorded: %1").arg(QString::fromStdString(e.what()));
+    }
+    QDir(dir).removeRecursively();
+    return problem;
+  });
+  auto* watcher = new QFutureWatcher<QString>(this);
+  connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, run, status, error = r.error] {
+    watcher->deleteLater();
+    const QString problem = watcher->result();
+    if (!problem.isEmpty()) emit errorMessage(problem);
+    finishing_ = false;
+    paused_ = false;
+    emit logMessage(tr("run %1 %2").arg(run).arg(status));
+    emit finished(run, status, QString::fromStdString(error));
+  });
+  watcher->setFuture(pending_);
+}
+
+}  // namespace kiln::studio

@@ -1,0 +1,29 @@
+// Helpers shared by the Kiln Studio GUI tests.
+#pragma once
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QString>
+
+#include "app/studio/main_window.h"
+#include "widgets/training/training_panel.h"
+
+namespace kiln::studio::test {
+
+// A small, quick training setup: 1 epoch of `images` Fashion-MNIST images.
+inline void quickSettings(MainWindow& w, int64_t images = 1024, int epochs = 1) {
+  DatasetConfig d;
+  d.train_size = images;
+  d.validation_size = images / 4;
+  w.setDatasetConfig(d);
+  w.setTestImages(images / 2);
+  TrainingConfig c;
+  c.epochs = epochs;
+  c.batch_size = 64;
+  c.device = "cpu";
+  w.trainingPanel()->setConfig(c);
+}
+
+inline bool haveFashionMnist() { return QDir("/usr/share/datasets/fashion-mnist").exists(); }
+
+}  // namespace kiln::studio::test

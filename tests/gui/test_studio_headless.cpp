@@ -1,0 +1,120 @@
+// kiln-studio --headless: create a project from a template, train it in the terminal,
+// SIGKILL it mid-run and reopen the project: every metric row it reported committed
+// is there. Without a display and without --headless it says so and suggests --headless.
+#include <QProcess>
+#include <QRegularExpression>
+#include <QtTest>
+
+#include "projects/project.h"
+
+namespace {
+const QString kStudio = QStringLiteral(KILN_BINARY_DIR "/bin/kiln-studio");
+}
+
+class TestStudioHeadless : public QObject {
+  Q_OBJECT
+ private slots:
+  void noDisplaySuggestsHeadless() {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* v : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(v);
+    p.setProcessEnvironment(env);
+    p.start(kStudio, {});
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 2);
+    const QString err = p.readAllStandardError();
+    QVERIFY2(err.contains("no display") && err.contains("--headless"), qPrintable(err));
+  }
+
+  void newFromTemplateAndBadArguments() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("n.kiln");
+    QProcess p;
+    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn"});
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 0);
+    auto project = kiln::projects::Project::open(file.toStdString());
+    QVERIFY(project.latest_graph().has_value());
+    QVERIFY(project.setting("training").has_value());
+
+    p.start(kStudio, {"--headless", "--new", dir.filePath("x.kiln"), "--template", "nope"});
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString(p.readAllStandardError()).contains("unknown template 'nope'"));
+
+    p.start(kStudio, {"--headless", "--project", dir.filePath("missing.kiln"), "--train"});
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString(p.readAllStandardError()).contains("missing.kiln"));
+  }
+
+  void sigkillMidTrainingKeepsCommittedRows() {
+    if (!QDir("/usr/share/datasets/fashion-mnist").exists()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath("k.kiln");
+    QProcess make;
+    make.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_mlp"});
+    QVERIFY(make.waitForFinished(20000));
+    QCOMPARE(make.exitCode(), 0);
+
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    p.start(kStudio, {"--headless", "--project", file, "--train", "--epochs", "50", "--subset", "20000", "--device", "cpu"});
+    QVERIFY(p.waitForStarted(10000));
+    QRegularExpression committed("rows committed (\\d+)");
+    int progressLines = 0;
+    qint64 lastCommitted = -1;
+    QString output;
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 120000 && (progressLines < 4 || lastCommitted <= 0)) {
+      if (!p.waitForReadyRead(1000) && p.state() != QProcess::Running) break;
+      while (p.canReadLine()) {
+        const QString line = QString::fromUtf8(p.readLine());
+        output += line;
+        auto m = committed.match(line);
+        if (m.hasMatch()) {
+          ++progressLines;
+          lastCommitted = m.captured(1).toLongLong();
+        }
+      }
+    }
+    QVERIFY2(progressLines >= 4 && lastCommitted > 0, qPrintable(output + p.readAllStandardError()));
+    p.kill();  // SIGKILL
+    QVERIFY(p.waitForFinished(10000));
+    QCOMPARE(p.exitStatus(), QProcess::CrashExit);
+
+    auto project = kiln::projects::Project::open(file.toStdString());  // opens after the kill
+    auto runs = project.runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].status, kiln::projects::RunStatus::running);  // never ended
+    const auto steps = project.step_metrics(runs[0].id);
+    const auto epochs = project.epoch_metrics(runs[0].id);
+    const qint64 rows = static_cast<qint64>(steps.size() + epochs.size());
+    qInfo("reported committed before the kill: %lld rows; found after reopening: %lld", lastCommitted, rows);
+    QVERIFY(rows >= lastCommitted);
+    for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, int64_t(i + 1));  // no gaps
+  }
+
+  void headlessTrainingFinishes() {
+    if (!QDir("/usr/share/datasets/fashion-mnist").exists()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath("h.kiln");
+    QProcess p;
+    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn"});
+    QVERIFY(p.waitForFinished(20000));
+    p.start(kStudio, {"--headless", "--project", file, "--train", "--epochs", "1", "--subset", "512"});
+    QVERIFY(p.waitForFinished(120000));
+    const QString out = p.readAllStandardOutput();
+    QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
+    QVERIFY(out.contains("run 1 finished"));
+    QVERIFY(out.contains("test accuracy"));
+    auto project = kiln::projects::Project::open(file.toStdString());
+    QCOMPARE(project.runs().at(0).status, kiln::projects::RunStatus::finished);
+    QCOMPARE(project.step_metrics(1).size(), size_t(4));  // 512 images / batch 128
+  }
+};
+
+QTEST_GUILESS_MAIN(TestStudioHeadless)
+#include "test_studio_headless.moc"

@@ -1,0 +1,158 @@
+// Kiln Studio main window and projects: Train disabled with the reasons for an invalid
+// graph; a graph whose Input does not fit the dataset is refused naming both shapes;
+// save -> reopen gives the same graph JSON and the runs; bad project files give a clear
+// message; window title and modified flag; dock layout reset.
+#include <QAction>
+#include <QDockWidget>
+#include <QFile>
+#include <QPushButton>
+#include <QtTest>
+
+#include "app/studio/main_window.h"
+#include "app/studio/templates.h"
+#include "engine/graph/json.h"
+#include "projects/project.h"
+#include "studio_test_util.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/training/training_panel.h"
+
+using namespace kiln::studio;
+using kiln::graph::NodeId;
+
+namespace {
+NodeId nodeNamed(const kiln::graph::Graph& g, const std::string& op) {
+  for (const auto& n : g.nodes())
+    if (n.op == op) return n.id;
+  return -1;
+}
+}  // namespace
+
+class TestStudioProject : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QCoreApplication::setOrganizationName("KilnTest"); }
+
+  void templatesAreEmbedded() {
+    const QStringList names = templateNames();
+    QVERIFY(names.contains("fashion_mnist_cnn"));
+    QVERIFY(names.contains("fashion_mnist_mlp"));
+    QVERIFY(names.contains("residual_cnn"));
+    for (const QString& n : names) {
+      kiln::graph::Graph g = kiln::graph::from_json(templateJson(n));
+      QVERIFY2(training_blockers(g, kiln::graph::analyze(g)).empty(), qPrintable(n));
+    }
+    bool threw = false;
+    try {
+      templateJson("nope");
+    } catch (const kiln::ValueError& e) {
+      threw = QString(e.what()).contains("fashion_mnist_cnn");
+    }
+    QVERIFY(threw);
+  }
+
+  void invalidGraphDisablesTrainWithReasons() {
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    if (test::haveFashionMnist()) QVERIFY2(w.trainAction()->isEnabled(), qPrintable(w.trainAction()->toolTip()));
+    const NodeId out = nodeNamed(w.document()->graph(), "Output");
+    QVERIFY(out >= 0);
+    w.document()->removeNodes({out});
+    QVERIFY(!w.trainAction()->isEnabled());
+    QVERIFY(!w.trainingPanel()->startButton()->isEnabled());
+    QVERIFY2(w.trainAction()->toolTip().contains("Output"), qPrintable(w.trainAction()->toolTip()));
+    QVERIFY(w.trainingPanel()->startButton()->toolTip().contains("Output"));
+    QVERIFY(!w.startTraining());
+    w.document()->undoStack()->undo();
+    if (test::haveFashionMnist()) QVERIFY(w.trainAction()->isEnabled());
+  }
+
+  void inputShapeMismatchNamesBothShapes() {
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    const NodeId in = nodeNamed(w.document()->graph(), "Input");
+    QVERIFY(w.document()->setAttribute(in, "shape", std::vector<int64_t>{3, 32, 32}));
+    const QString reasons = w.trainBlockers().join("\n");
+    QVERIFY2(reasons.contains("[1, 28, 28]") && reasons.contains("[3, 32, 32]"), qPrintable(reasons));
+    QVERIFY(!w.trainAction()->isEnabled());
+    // The session refuses it too, before anything is recorded.
+    QTemporaryDir dir;
+    auto p = kiln::projects::Project::create(dir.filePath("m.kiln").toStdString());
+    TrainingSession session;
+    QString error;
+    QVERIFY(!session.start(p.path(), 0, w.document()->graph(), TrainingConfig{}, DatasetConfig{}, 0, &error));
+    QVERIFY2(error.contains("[1, 28, 28]") && error.contains("[3, 32, 32]"), qPrintable(error));
+    QVERIFY(p.runs().empty());
+  }
+
+  void saveAndReopenGivesTheSameGraphAndRuns() {
+    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    QTemporaryDir dir;
+    const QString path = dir.filePath("r.kiln");
+    std::string json;
+    std::vector<kiln::projects::RunRecord> runs;
+    {
+      MainWindow w;
+      w.setSilent(true);
+      w.newFromTemplate("residual_cnn");
+      QVERIFY(w.windowTitle().contains("[*]"));
+      const NodeId first = w.document()->graph().nodes().front().id;
+      w.document()->moveNodes({{first, QPointF(-120, 37)}});  // an edit: unsaved
+      QVERIFY(w.isWindowModified());
+      QVERIFY(w.saveAs(path));
+      QVERIFY(!w.isWindowModified());
+      QVERIFY(w.windowTitle().startsWith("r[*]"));
+      test::quickSettings(w, 256);
+      w.setTestImages(0);
+      QVERIFY2(w.startTraining(), qPrintable(w.lastError()));
+      QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 120000);
+      QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError()));
+      json = kiln::graph::to_json(w.document()->graph());
+      runs = w.project()->runs();
+      QCOMPARE(runs.size(), size_t(1));
+    }
+    MainWindow w2;
+    w2.setSilent(true);
+    QVERIFY(w2.openProject(path));
+    QCOMPARE(kiln::graph::to_json(w2.document()->graph()), json);
+    QVERIFY(!w2.isWindowModified());
+    const auto again = w2.project()->runs();
+    QCOMPARE(again.size(), runs.size());
+    QCOMPARE(again[0].id, runs[0].id);
+    QCOMPARE(again[0].final_metrics_json, runs[0].final_metrics_json);
+    QCOMPARE(w2.trainingPanel()->config().to_json(), w2.trainingPanel()->config().to_json());
+    QCOMPARE(w2.datasetConfig().train_size, int64_t(256));
+  }
+
+  void badProjectFileGivesAClearMessage() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("bad.kiln");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a Kiln project");
+    f.close();
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(!w.openProject(path));
+    QVERIFY2(w.lastError().contains("bad.kiln"), qPrintable(w.lastError()));
+    QFile g(path);
+    QVERIFY(g.open(QIODevice::ReadOnly));
+    QCOMPARE(g.readAll(), QByteArray("this is not a Kiln project"));  // untouched
+  }
+
+  void resetLayoutShowsEveryDock() {
+    MainWindow w;
+    w.show();
+    for (const char* name : {"layers", "properties", "problems", "history", "training", "plots", "evaluation", "log"})
+      QVERIFY2(w.dock(name), name);
+    w.dock("log")->close();
+    w.dock("plots")->setFloating(true);
+    w.resetLayout();
+    QVERIFY(w.dock("log")->isVisible() || !w.dock("log")->isHidden());
+    QVERIFY(!w.dock("plots")->isFloating());
+  }
+};
+
+QTEST_MAIN(TestStudioProject)
+#include "test_studio_project.moc"

@@ -1,0 +1,112 @@
+// A training run from the main window: metrics rows reach SQLite, the plots get the
+// points, the evaluation appears, and the UI thread never stalls > 50 ms (issue 3's
+// requirement: a 10 ms QTimer measures the largest gap between its timeouts).
+#include <QAction>
+#include <QElapsedTimer>
+#include <QtTest>
+#include <sys/resource.h>
+
+#include "app/studio/main_window.h"
+#include "projects/project.h"
+#include "studio_test_util.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/training_panel.h"
+
+using namespace kiln::studio;
+
+class TestStudioTraining : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("KilnTest");
+    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+  }
+
+  void trainFromTheWindowWritesMetricsAndPlots() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.setSilent(true);
+    w.show();
+    const QString path = dir.filePath("t.kiln");
+    QVERIFY(w.newProjectFile(path, "fashion_mnist_cnn"));
+    test::quickSettings(w, 2048);
+    QVERIFY2(w.trainAction()->isEnabled(), qPrintable(w.trainAction()->toolTip()));
+    QTest::qWait(300);  // the window's first paint is not part of the run
+
+    // Event-loop latency while the run goes on.
+    QElapsedTimer clock;
+    qint64 last = -1, maxGap = 0;
+    int ticks = 0;
+    QTimer probe;
+    probe.setTimerType(Qt::PreciseTimer);
+    probe.setInterval(10);
+    connect(&probe, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      if (last >= 0) maxGap = std::max(maxGap, now - last);
+      rusage ru;
+      getrusage(RUSAGE_THREAD, &ru);
+      const qint64 cpu = ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 + ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+      static qint64 lastCpu = cpu;
+      if (last >= 0 && now - last > 30) qInfo("gap %lld ms at %lld ms (UI thread busy %lld ms of it)", now - last, now, cpu - lastCpu);
+      lastCpu = cpu;
+      last = now;
+      ++ticks;
+    });
+    clock.start();
+    probe.start();
+    connect(w.session(), &TrainingSession::finished, [&] { qInfo("finished at %lld ms", clock.elapsed()); });
+    QTest::qWait(50);
+    w.trainAction()->trigger();
+    QVERIFY(w.session()->isRunning());
+    QVERIFY(!w.trainAction()->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 120000);
+    probe.stop();
+    qInfo("UI event-loop latency during training: max gap %lld ms over %d ticks", maxGap, ticks);
+    QVERIFY2(maxGap < 50, qPrintable(QString("the UI thread stalled for %1 ms").arg(maxGap)));
+    QVERIFY(ticks > 20);
+
+    QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError()));
+    kiln::projects::Project p = kiln::projects::Project::open(path.toStdString());
+    auto runs = p.runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].status, kiln::projects::RunStatus::finished);
+    QCOMPARE(runs[0].device, std::string("cpu"));
+    const auto steps = p.step_metrics(runs[0].id);
+    QCOMPARE(steps.size(), size_t(2048 / 64));
+    QCOMPARE(steps.back().step, int64_t(32));
+    QVERIFY(std::isfinite(steps.front().loss) && steps.front().loss > 0);
+    QCOMPARE(p.epoch_metrics(runs[0].id).size(), size_t(1));
+    QVERIFY(QString::fromStdString(runs[0].final_metrics_json).contains("test_accuracy"));
+    QCOMPARE(p.checkpoint_epochs(runs[0].id), std::vector<int>{1});
+
+    QCOMPARE(w.plots()->stepCount(), 32);
+    QCOMPARE(w.plots()->epochCount(), 1);
+    QVERIFY(w.evaluationView()->summaryText().contains("Test accuracy"));
+    QVERIFY(w.trainAction()->isEnabled());
+  }
+
+  void stopEndsTheRunAsStopped() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.setSilent(true);
+    const QString path = dir.filePath("s.kiln");
+    QVERIFY(w.newProjectFile(path, "fashion_mnist_mlp"));
+    test::quickSettings(w, 20000, 3);
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(w.plots()->stepCount() >= 3, 60000);
+    w.session()->setPaused(true);
+    QTest::qWait(300);
+    const int held = w.plots()->stepCount();
+    QTest::qWait(300);
+    QVERIFY(w.plots()->stepCount() <= held + 1);  // at most the batch in flight
+    w.session()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 60000);
+    kiln::projects::Project p = kiln::projects::Project::open(path.toStdString());
+    QCOMPARE(p.runs().back().status, kiln::projects::RunStatus::stopped);
+    QVERIFY(p.step_metrics(p.runs().back().id).size() < size_t(3 * 20000 / 64));
+  }
+};
+
+QTEST_MAIN(TestStudioTraining)
+#include "test_studio_training.moc"
