@@ -2,8 +2,11 @@
 // table (device, step time, images/s, peak device memory, speedup vs the CPU), optionally
 // written as JSON / CSV for the Studio's comparison view.
 //
+// Models: the reference mlp and cnn (engine/train/reference_models.h) on Fashion-MNIST-shaped
+// images [B, 1, 28, 28], and resnet18 (torchvision's resnet18 with CIFAR's 3x3 stem, no
+// max-pool, 10 classes) on [B, 3, 32, 32].
 // Each device gets the model with the same seed, Adam (lr 1e-3) and one batch of random
-// Fashion-MNIST-shaped images [B, 1, 28, 28] with labels in [0, 10), held on the device, so
+// images with labels in [0, 10), held on the device, so
 // the figures are the engine's and the backend's (no data loading). A train step is
 // zero_grad, forward, cross-entropy, reading the loss (one device round trip, as the
 // Trainer does), backward and Adam; an inference step is a forward pass without autograd
@@ -26,6 +29,7 @@
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/nn/functional.h"
+#include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
 #include "engine/train/reference_models.h"
 
@@ -33,6 +37,48 @@ namespace kiln::cli {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// torchvision.models.resnet.BasicBlock: conv3x3-bn-relu-conv3x3-bn plus the shortcut (a 1x1
+// conv and bn when the stride or the width changes), then relu.
+class BasicBlock : public nn::Module {
+ public:
+  BasicBlock(int64_t in, int64_t out, int64_t stride) {
+    conv1_ = register_module("conv1", std::make_shared<nn::Conv2d>(in, out, 3, stride, 1, 1, 1, false));
+    bn1_ = register_module("bn1", std::make_shared<nn::BatchNorm2d>(out));
+    conv2_ = register_module("conv2", std::make_shared<nn::Conv2d>(out, out, 3, 1, 1, 1, 1, false));
+    bn2_ = register_module("bn2", std::make_shared<nn::BatchNorm2d>(out));
+    if (stride != 1 || in != out) {
+      down_conv_ = register_module("downsample_conv", std::make_shared<nn::Conv2d>(in, out, 1, stride, 0, 1, 1, false));
+      down_bn_ = register_module("downsample_bn", std::make_shared<nn::BatchNorm2d>(out));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = bn2_->forward(conv2_->forward(relu(bn1_->forward(conv1_->forward(x)))));
+    Tensor shortcut = down_conv_ ? down_bn_->forward(down_conv_->forward(x)) : x;
+    return relu(add(y, shortcut));
+  }
+  std::string type_name() const override { return "BasicBlock"; }
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv1_, conv2_, down_conv_;
+  std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_, down_bn_;
+};
+
+std::shared_ptr<nn::Module> resnet18() {
+  auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Conv2d>(3, 64, 3, 1, 1, 1, 1, false),
+                                            std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::ReLU>());
+  int64_t in = 64;
+  for (int64_t width : {64, 128, 256, 512})
+    for (int b = 0; b < 2; ++b) {
+      const int64_t stride = (b == 0 && width != 64) ? 2 : 1;
+      m->push_back(std::make_shared<BasicBlock>(in, width, stride));
+      in = width;
+    }
+  m->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1, 1));
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(512, 10));
+  return m;
+}
 
 struct Row {
   DeviceInfo info;
@@ -47,11 +93,13 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
   const Device dev = info.device;
   try {
     manual_seed(0);
-    std::shared_ptr<nn::Module> model = train::make_model(model_name);
+    const bool resnet = model_name == "resnet18";
+    std::shared_ptr<nn::Module> model = resnet ? resnet18() : train::make_model(model_name);
     model->to(dev);
     optim::Adam opt(model->parameters(), optim::AdamOptions{});
     Generator gen(1);
-    Tensor x = uniform({batch, 1, 28, 28}, 0, 1, DType::f32, Device(), &gen).to(dev);
+    const Shape image = resnet ? Shape{batch, 3, 32, 32} : Shape{batch, 1, 28, 28};
+    Tensor x = uniform(image, 0, 1, DType::f32, Device(), &gen).to(dev);
     Tensor y = uniform({batch}, 0, 10, DType::f32, Device(), &gen).to(DType::i64).to(dev);
     Backend* b = backend_for(dev);
     auto train_step = [&] {
@@ -99,8 +147,10 @@ std::vector<DeviceInfo> pick_devices(const std::string& spec) {
 
 int bench_command(const std::vector<std::string>& argv) {
   ArgParser parser("bench", "Trains and runs a reference model on each device and compares step times.");
-  parser.flag("model", "mlp|cnn", "cnn", "reference model (engine/train/reference_models.h)",
-              train::reference_model_names())
+  std::vector<std::string> models = train::reference_model_names();
+  models.push_back("resnet18");
+  parser.flag("model", "mlp|cnn|resnet18", "cnn", "model: a reference model (engine/train/reference_models.h) or resnet18",
+              models)
       .flag("batch-size", "B", "128", "images per step")
       .flag("devices", "LIST", "all", "devices to compare: all, or a comma-separated list (cpu,vulkan:0)")
       .flag("steps", "N", "50", "timed steps of each kind per device")
