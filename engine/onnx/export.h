@@ -1,0 +1,54 @@
+// graph::Graph (engine/graph) + its GraphModule's state_dict -> ONNX ModelProto, the reverse of
+// graph_import.h. No protobuf types in this header; export.cpp uses Debian's libonnx.
+//
+// Studio ops map to ai.onnx opset 17 (onnx.ai Operators.md):
+//   Input / Output        graph inputs / outputs (value named after the node; dim 0 is dim_param "N",
+//                         or the batch size imported nodes recorded when the original model fixed it;
+//                         an Output is an Identity node producing the output value)
+//   Linear                Gemm(transB=1) on [N, in]; MatMul(x, Transpose(weight)) [+ Add(bias)] on higher ranks
+//   Conv2d                Conv (pads [ph, pw, ph, pw], strides, dilations, group)
+//   MaxPool2d/AvgPool2d   MaxPool / AveragePool (ceil_mode, count_include_pad)
+//   AdaptiveAvgPool2d     GlobalAveragePool for output [1, 1]; AveragePool when H, W divide evenly
+//   BatchNorm1d/2d        BatchNormalization (inference form: running statistics; momentum 1 - torch's)
+//   LayerNorm             LayerNormalization (axis = -len(normalized_shape))
+//   ReLU LeakyReLU Sigmoid Tanh Softmax LogSoftmax  the ONNX op of the same meaning
+//   GELU                  0.5 x (1 + Erf(x / sqrt 2)), or the tanh form (Gelu needs opset 20)
+//   SiLU                  x * Sigmoid(x)
+//   Add / Mul             chains of binary Add / Mul;   Concat  Concat(axis)
+//   Reshape / Flatten     Reshape to [0, *per-sample shape] (0 copies the batch size)
+//   Identity / Dropout    Identity / Dropout (identity at inference)
+//   Embedding             Gather(weight, ids, axis 0)
+// Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").
+// Imported nodes (onnx.<Op>) become their ONNX node again (attributes from onnx_attributes,
+// inputs at onnx_input_slots), onnx.Initializer nodes initializers named "<node>.value";
+// the model's opset is then the imported one (all onnx.* nodes must agree).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/graph/graph.h"
+#include "engine/nn/module.h"
+
+namespace kiln::onnx {
+
+struct ExportOptions {
+  int64_t opset = 17;                // ai.onnx opset of a graph without imported nodes
+  std::string producer_name = "Kiln";
+  std::string graph_name;            // "" = the graph's name, or "kiln_graph"
+};
+
+// Serialized ModelProto (IR version 8). Throws ValueError (naming the node) when the graph
+// does not analyze cleanly, a parameter is missing from `state` or has the wrong shape, a
+// mapping needs what the op's attributes forbid (BatchNorm without running statistics,
+// AdaptiveAvgPool2d whose input does not divide into output_size), or imported nodes disagree
+// on their opset.
+std::string export_model(const graph::Graph& g, const nn::StateDict& state, const ExportOptions& options = {});
+// export_model written to `path` (IoError when it cannot be written).
+void save_exported(const graph::Graph& g, const nn::StateDict& state, const std::string& path,
+                   const ExportOptions& options = {});
+
+// onnx::checker::check_model and then strict shape inference (check_type, error_mode 1) of
+// Debian's libonnx 1.12, which knows opsets up to 17. ValueError with libonnx's message.
+void check_model_bytes(const std::string& bytes);
+
+}  // namespace kiln::onnx

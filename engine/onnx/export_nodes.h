@@ -1,0 +1,37 @@
+// Internal to engine/onnx export (export.cpp): the mapping of one graph node to ONNX nodes.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph.h"
+
+namespace onnx {
+class GraphProto;
+class NodeProto;
+}  // namespace onnx
+
+namespace kiln::onnx::detail {
+
+struct ExportContext {
+  ::onnx::GraphProto* graph;
+  const std::map<std::string, Tensor>& params;  // the state_dict by key
+  int64_t opset;
+  std::map<std::string, int> used;              // initializer names already added
+};
+
+// The ONNX value of a node's output port: the node name, "<name>:<port>" for later ports;
+// "<name>.value" (the initializer) for onnx.Initializer nodes.
+std::string value_name(const graph::Node& n, int port);
+::onnx::NodeProto* add_node(ExportContext& ctx, const std::string& op, const std::string& name,
+                            const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
+// The state_dict entry `key` as an initializer of that name (checked against `type`).
+void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type);
+void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs);
+void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeInfo& info,
+                   const std::vector<std::string>& inputs);
+
+}  // namespace kiln::onnx::detail
