@@ -75,6 +75,7 @@ const OpTable& onnx_ops() {
     register_rnn_ops(t);
     register_extra_ops(t);
     register_spectral_ops(t);
+    register_text_ops(t);
     return t;
   }();
   return table;

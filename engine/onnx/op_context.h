@@ -111,6 +111,7 @@ void register_resize_ops(OpTable& t);     // ops_resize.cpp: Resize, Upsample
 void register_quant_ops(OpTable& t);      // ops_quant.cpp: quantization, window functions
 void register_rnn_ops(OpTable& t);        // ops_rnn.cpp: RNN, GRU, LSTM
 void register_spectral_ops(OpTable& t);   // ops_spectral.cpp: DFT, STFT
+void register_text_ops(OpTable& t);       // ops_text.cpp: TfIdfVectorizer
 void register_extra_ops(OpTable& t);      // ops_extra.cpp: Unique, Det, GridSample, training optimizers ...
 // Ops of other domains are keyed "<domain>.<op_type>" ("ai.onnx.preview.training.Adam").
 std::string op_key(const Node& node);
