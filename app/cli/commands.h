@@ -21,6 +21,7 @@ int bench_command(const std::vector<std::string>& args);    // bench.cpp
 int onnx_suite_command(const std::vector<std::string>& args);   // onnx_suite.cpp
 int onnx_import_command(const std::vector<std::string>& args);  // onnx_import.cpp
 int onnx_run_command(const std::vector<std::string>& args);     // onnx_run.cpp
+int onnx_export_command(const std::vector<std::string>& args);  // onnx_export.cpp
 #endif
 
 // Exit statuses.
