@@ -1,5 +1,5 @@
 // More ONNX ops on the host (clearly named host fallbacks: the engine has no kernel for
-// them): Unique, Det, BitShift, GridSample, MaxUnpool; and the
+// them): Unique, Det, BitShift, GridSample, MaxUnpool, RoiAlign; and the
 // ai.onnx.preview.training optimizers Adagrad, Momentum and Adam (one update step, composed
 // of engine ops; formulas from ONNX Operators.md, ai.onnx.preview.training).
 #include <algorithm>
@@ -271,9 +271,70 @@ std::vector<Tensor> max_unpool_op(OpContext& c) {
   return {from_doubles(y, out, x.dtype(), x.device())};
 }
 
+// RoiAlign-10/16 (Mask R-CNN's RoIAlign; sampling as onnxruntime and torchvision): X
+// [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R] -> [R, C, oh, ow].
+std::vector<Tensor> roi_align_op(OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dim() != 4) c.fail("X must be [N, C, H, W], got " + shape_str(x.shape()));
+  std::vector<double> xv = host_doubles(x), rois = host_doubles(c.input(1));
+  std::vector<int64_t> bidx = c.input(2).to_vector<int64_t>();
+  int64_t ch = x.size(1), h = x.size(2), w = x.size(3), nr = c.input(1).size(0);
+  if (c.input(1).dim() != 2 || c.input(1).size(1) != 4 || static_cast<int64_t>(bidx.size()) != nr) c.fail("rois must be [R, 4] with R batch_indices");
+  int64_t oh = c.attr_int("output_height", 1), ow = c.attr_int("output_width", 1), ratio = c.attr_int("sampling_ratio", 0);
+  double scale = c.attr_float("spatial_scale", 1.0);
+  bool half = c.opset() >= 16 && c.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  bool is_max = c.attr_string("mode", "avg") == "max";
+  double off = half ? 0.5 : 0.0;
+  std::vector<double> out(static_cast<size_t>(nr * ch * oh * ow));
+  for (int64_t r = 0; r < nr; ++r) {
+    const double* b = rois.data() + r * 4;
+    if (bidx[size_t(r)] < 0 || bidx[size_t(r)] >= x.size(0)) throw IndexError(c.where() + ": batch index " + std::to_string(bidx[size_t(r)]) + " is out of range");
+    double sw = b[0] * scale - off, sh = b[1] * scale - off, ew = b[2] * scale - off, eh = b[3] * scale - off;
+    double rw = ew - sw, rh = eh - sh;
+    if (!half) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
+    int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
+    int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
+    double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
+    for (int64_t cc = 0; cc < ch; ++cc) {
+      const double* plane = xv.data() + (bidx[size_t(r)] * ch + cc) * h * w;
+      for (int64_t ph = 0; ph < oh; ++ph)
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          double acc = is_max ? -INFINITY : 0.0;
+          bool any = false;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              double y = sh + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+              double xx = sw + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+              double v = 0;
+              if (!(y < -1.0 || y > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w))) {
+                y = std::max(y, 0.0);
+                xx = std::max(xx, 0.0);
+                int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(xx), y1, x1;
+                if (y0 >= h - 1) y1 = y0 = h - 1, y = static_cast<double>(y0); else y1 = y0 + 1;
+                if (x0 >= w - 1) x1 = x0 = w - 1, xx = static_cast<double>(x0); else x1 = x0 + 1;
+                double ly = y - static_cast<double>(y0), lx = xx - static_cast<double>(x0), hy = 1 - ly, hx = 1 - lx;
+                double a = hy * hx * plane[y0 * w + x0], bb = hy * lx * plane[y0 * w + x1];
+                double cq = ly * hx * plane[y1 * w + x0], d = ly * lx * plane[y1 * w + x1];
+                v = is_max ? std::max(std::max(a, bb), std::max(cq, d)) : a + bb + cq + d;
+              }
+              acc = is_max ? (any ? std::max(acc, v) : v) : acc + v;
+              any = true;
+            }
+          out[size_t(((r * ch + cc) * oh + ph) * ow + pw)] = is_max ? acc : acc / count;
+        }
+    }
+  }
+  return {from_doubles(out, {nr, ch, oh, ow}, x.dtype(), x.device())};
+}
+
 }  // namespace
 
 void register_extra_ops(OpTable& t) {
+  t["RoiAlign"] = roi_align_op;
   t["MaxUnpool"] = max_unpool_op;
   t["Unique"] = unique_op;
   t["Det"] = det_op;

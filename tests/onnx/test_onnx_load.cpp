@@ -158,6 +158,17 @@ TEST(OnnxModel, MissingInitializerNamesTheNode) {
   EXPECT_NE(msg.find("'b'"), std::string::npos) << msg;
 }
 
+TEST(OnnxModel, CycleNamesTheNode) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", TensorProto::FLOAT, {2});
+  *g.add_output() = value_info("b", TensorProto::FLOAT, {2});
+  add_node(g, "Add", {"x", "b"}, {"a"}, "first");  // reads b, which the next node makes from a
+  add_node(g, "Relu", {"a"}, {"b"}, "second");
+  std::string msg = error_of([&] { kiln::onnx::Session s(kiln::onnx::parse_model(model_with(g, 17).SerializeAsString(), "")); });
+  EXPECT_NE(msg.find("node 'first' (Add): input 1 'b' is not a graph input, an initializer or the output of an earlier node"),
+            std::string::npos) << msg;
+}
+
 TEST(OnnxModel, InputNameMismatchListsTheInputs) {
   kiln::onnx::Session s(kiln::onnx::parse_model(add_model().SerializeAsString(), ""));
   std::string msg = error_of([&] { s.run({{"input", Tensor::ones({1, 3})}}); });
