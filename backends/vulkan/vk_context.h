@@ -43,8 +43,17 @@ struct Instance {
 };
 Instance* instance(std::string& why);
 
+// One VkDeviceMemory with a VkBuffer over all of it (mapped when host-visible).
+struct Block {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;
+  uint64_t address = 0;
+  void* map = nullptr;
+  bool dedicated = false;
+};
+
 // A device allocation: the handle a Backend gives out as TensorArg::data.
-struct Block;
 struct Allocation {
   Block* block = nullptr;
   VkDeviceSize offset = 0, size = 0;
