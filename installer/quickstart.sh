@@ -11,7 +11,8 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev zlib1g-dev
           nlohmann-json3-dev libgtest-dev dataset-fashion-mnist python3
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
-          libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools)
+          libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
+          libonnx-dev libprotobuf-dev libonnx-testdata)
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 
