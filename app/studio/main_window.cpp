@@ -139,15 +139,14 @@ void MainWindow::createDocks() {
   QDockWidget* plots = addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
   QDockWidget* eval = addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(plots, eval);
-  QDockWidget* problems = addDock("problems", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
-  splitDockWidget(plots, problems, Qt::Horizontal);
   QDockWidget* log = addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(problems, log);
-  problems->raise();
+  tabifyDockWidget(eval, log);
+  QDockWidget* problems = addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
+  splitDockWidget(training, problems, Qt::Vertical);
   plots->raise();
-  resizeDocks({plots, problems}, {1000, 500}, Qt::Horizontal);
-  resizeDocks({plots}, {330}, Qt::Vertical);
-  resizeDocks({layers, props}, {230, 300}, Qt::Horizontal);
+  resizeDocks({plots}, {300}, Qt::Vertical);
+  resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
+  resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
   createProjectDocks();
 }
 
@@ -158,7 +157,6 @@ void MainWindow::resetLayout() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
   dock("layers")->raise();
   dock("plots")->raise();
-  dock("problems")->raise();
 }
 
 void MainWindow::createActions() {

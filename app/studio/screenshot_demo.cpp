@@ -62,19 +62,19 @@ int runScreenshotDemo(const QString& dirPath) {
   int failures = !shot(w, dir, "01_cnn_template.png");
 
   DatasetConfig d;
-  d.train_size = 6000;
+  d.train_size = 4000;
   d.validation_size = 1000;
   w.setDatasetConfig(d);
   w.setTestImages(2000);
   TrainingConfig c;
-  c.epochs = 3;
+  c.epochs = 2;
   c.batch_size = 64;
   c.lr = 2e-3;
   w.trainingPanel()->setConfig(c);
   auto trainAndWait = [&](const QString& midShot) {
     if (!w.startTraining()) return false;
     if (!midShot.isEmpty()) {
-      waitUntil([&] { return w.plots()->epochCount() >= 1 && w.plots()->stepCount() >= 120; }, 240000);
+      waitUntil([&] { return w.plots()->epochCount() >= 1 && w.plots()->stepCount() >= 90; }, 240000);
       failures += !shot(w, dir, midShot);
     }
     return waitUntil([&] { return !w.session()->isRunning(); }, 600000);

@@ -156,9 +156,12 @@ void TrainingJob::run() {
     const TrainingConfig& c = spec_.config;
     c.validate();
     spec_.dataset.validate();
+    const Device device = resolve_device(c.device);  // DeviceError naming the devices that exist
+    result_.device = device.str();
     if (!spec_.project_path.empty()) {  // SQLite commits wait on the disk: never on the UI thread
       projects::Project project = projects::Project::open(spec_.project_path);
       projects::RunConfig rc = spec_.run_config;
+      rc.device = device.str();
       rc.graph_version = spec_.graph_version ? spec_.graph_version : project.save_graph(spec_.graph_json, "trained");
       for (auto& [key, json] : spec_.settings)
         if (project.setting(key) != json) project.set_setting(key, json);
@@ -172,8 +175,6 @@ void TrainingJob::run() {
     std::vector<std::string> blockers = training_blockers(spec_.graph, analysis);
     KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
 
-    const Device device = resolve_device(c.device);
-    result_.device = device.str();
     message("loading Fashion-MNIST from " + spec_.dataset.dir);
     auto full = fashion_mnist(spec_.dataset.dir, true);
     const int64_t n_train = spec_.dataset.train_size, n_val = spec_.dataset.validation_size;

@@ -2,7 +2,7 @@
 
 #include <qcustomplot.h>
 
-#include <QVBoxLayout>
+#include <QGridLayout>
 #include <cmath>
 
 namespace kiln::studio {
@@ -18,15 +18,24 @@ QPen pen(const QColor& c, double width = 1.6, Qt::PenStyle style = Qt::SolidLine
 }  // namespace
 
 LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
-  auto* layout = new QVBoxLayout(this);
+  // Side by side: the dock usually sits below the canvas, wide and low.
+  auto* layout = new QGridLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
-  layout->setSpacing(2);
+  layout->setSpacing(4);
   stepPlot_ = makePlot(tr("Training loss per step"), tr("step"), tr("loss"));
   epochPlot_ = makePlot(tr("Loss and accuracy per epoch"), tr("epoch"), tr("loss"));
   lrPlot_ = makePlot(tr("Learning rate"), tr("step"), tr("lr"));
-  layout->addWidget(stepPlot_, 3);
-  layout->addWidget(epochPlot_, 3);
-  layout->addWidget(lrPlot_, 2);
+  layout->addWidget(stepPlot_, 0, 0);
+  layout->addWidget(epochPlot_, 0, 1);
+  layout->addWidget(lrPlot_, 0, 2);
+  layout->setColumnStretch(0, 5);
+  layout->setColumnStretch(1, 4);
+  layout->setColumnStretch(2, 3);
+  QSharedPointer<QCPAxisTickerFixed> epochTicks(new QCPAxisTickerFixed);
+  epochTicks->setTickStep(1);
+  epochTicks->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);  // whole epochs
+  epochPlot_->xAxis->setTicker(epochTicks);
+  lrPlot_->yAxis->setNumberFormat("g");
 
   rawLoss_ = stepPlot_->addGraph();
   rawLoss_->setName(tr("loss (raw)"));
@@ -77,7 +86,9 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
 
 QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, const QString& yLabel) {
   auto* p = new QCustomPlot(this);
-  p->setMinimumHeight(110);
+  p->setMinimumHeight(150);
+  p->setMinimumWidth(220);
+  for (QCPAxis* axis : {p->xAxis, p->yAxis, p->yAxis2}) axis->ticker()->setTickCount(4);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->setNoAntialiasingOnDrag(true);
   p->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
@@ -88,6 +99,8 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->yAxis->setLabel(yLabel);
   p->legend->setVisible(true);
   p->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 1)));
+  p->legend->setBrush(QColor(255, 255, 255, 200));  // the curves show through
+  p->legend->setBorderPen(QPen(QColor(160, 160, 160)));
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   p->setToolTip(tr("Wheel: zoom · drag: pan · double-click: fit to the data"));
   return p;

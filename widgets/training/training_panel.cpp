@@ -104,7 +104,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   progress_->setValue(0);
   progress_->setFormat("%p%");
   outer->addWidget(progress_);
-  status_ = new QLabel(tr("Ready."), this);
+  status_ = new QLabel(tr("Ready: press Train."), this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   outer->addWidget(status_);
@@ -194,7 +194,13 @@ void TrainingPanel::updateButtons() {
   for (QWidget* w : std::initializer_list<QWidget*>{optimizer_, lr_, weightDecay_, scheduler_, epochs_, batchSize_, seed_, device_})
     w->setEnabled(idle);
   momentum_->setEnabled(idle && (optimizer_->currentData() == "sgd" || optimizer_->currentData() == "rmsprop"));
-  if (idle && !blockers_.isEmpty()) status_->setText(tr("Cannot train yet: ") + blockers_.join("; "));
+  if (idle && !blockers_.isEmpty()) {
+    status_->setText(tr("Cannot train yet: ") + blockers_.join("; "));
+    showingBlockers_ = true;
+  } else if (idle && showingBlockers_) {
+    status_->setText(tr("Ready: press Train."));
+    showingBlockers_ = false;
+  }
 }
 
 void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond,
@@ -210,7 +216,10 @@ void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int
                        .arg(formatDuration(etaSeconds)));
 }
 
-void TrainingPanel::setStatusText(const QString& text) { status_->setText(text); }
+void TrainingPanel::setStatusText(const QString& text) {
+  status_->setText(text);
+  showingBlockers_ = false;
+}
 QString TrainingPanel::statusText() const { return status_->text(); }
 
 }  // namespace kiln::studio

@@ -59,6 +59,7 @@ class TrainingPanel : public QWidget {
   QLabel* status_;
   QStringList blockers_;
   State state_ = State::Idle;
+  bool showingBlockers_ = false;  // status_ shows the blockers (replaced once they are gone)
 };
 
 // "1:05:03" / "4:07" for a duration in seconds; "—" when not finite.
