@@ -218,17 +218,21 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
     bool known = false;
     for (const auto& v : model_.graph.inputs) known |= v.name == name;
     KILN_CHECK(known, ValueError, "'", name, "' is not an input of the model (inputs: ", names, ")");
+    Value v = t;
     if (t.is_sequence()) {
       std::vector<Tensor> items;
       for (const Tensor& e : *t.sequence) items.push_back(e.to(device_));
-      scope.values[name] = Value::of_sequence(std::move(items));
-    } else {
-      scope.values[name] = t.tensor.to(device_);
+      v = Value::of_sequence(std::move(items));
+    } else if (t.tensor.defined()) {
+      v = t.tensor.to(device_);
     }
+    v.optional = t.optional;
+    scope.values[name] = v;
   }
   for (const auto& v : model_.graph.inputs) {
     KILN_CHECK(inputs.count(v.name), ValueError, "model input '", v.name, "' (", v.type_str(), ") is not given");
     const Value& val = inputs.at(v.name);
+    if (v.is_optional && !val.has_element()) continue;
     KILN_CHECK(val.is_sequence() == v.is_sequence, ValueError, "model input '", v.name, "' expects ",
                v.is_sequence ? "a sequence" : "a tensor", ", got ", val.is_sequence() ? "a sequence" : "a tensor");
     if (v.has_shape && !v.is_sequence) {

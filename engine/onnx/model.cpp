@@ -20,13 +20,14 @@ namespace fs = std::filesystem;
 std::string ValueInfo::type_str() const {
   std::string s = elem_type ? onnx_type_name(elem_type) : "?";
   if (is_sequence) s = "seq(" + s;
-  if (!has_shape) return s + (is_sequence ? "[?])" : "[?]");
+  if (is_optional) s = "optional(" + s;
+  if (!has_shape) return s + (is_sequence ? "[?])" : "[?]") + (is_optional ? ")" : "");
   s += "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
     s += shape[i].known() ? std::to_string(shape[i].value) : (shape[i].param.empty() ? "?" : shape[i].param);
   }
-  return s + (is_sequence ? "])" : "]");
+  return s + (is_sequence ? "])" : "]") + (is_optional ? ")" : "");
 }
 
 const char* attribute_type_name(Attribute::Type t) {
@@ -42,6 +43,7 @@ const char* attribute_type_name(Attribute::Type t) {
     case Attribute::Type::Strings: return "STRINGS";
     case Attribute::Type::Tensors: return "TENSORS";
     case Attribute::Type::Graphs: return "GRAPHS";
+    case Attribute::Type::TypeProto: return "TYPE_PROTO";
   }
   return "?";
 }
@@ -65,6 +67,10 @@ ValueInfo convert_value_info(const ::onnx::ValueInfoProto& v) {
   ValueInfo info;
   info.name = v.name();
   const ::onnx::TypeProto* type = &v.type();
+  if (type->has_optional_type()) {
+    info.is_optional = true;
+    type = &type->optional_type().elem_type();
+  }
   if (type->has_sequence_type()) {
     info.is_sequence = true;
     type = &type->sequence_type().elem_type();
@@ -135,6 +141,9 @@ Attribute convert_attribute(const ::onnx::AttributeProto& a, const std::string& 
     case P::GRAPHS:
       out.type = Attribute::Type::Graphs;
       for (const auto& g : a.graphs()) out.graphs.push_back(convert_graph(g, base_dir));
+      break;
+    case P::TYPE_PROTO:  // Optional's "type": Kiln's values carry their kind, the proto is not needed
+      out.type = Attribute::Type::TypeProto;
       break;
     default:
       throw ValueError("node '" + node + "': attribute '" + a.name() + "' has unsupported type " +

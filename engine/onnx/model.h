@@ -29,6 +29,7 @@ struct ValueInfo {
   std::string name;
   int32_t elem_type = 0;      // onnx::TensorProto::DataType (1 = FLOAT ...); 0 = not given
   bool is_sequence = false;   // seq(tensor): elem_type and shape describe the elements
+  bool is_optional = false;   // optional(tensor) or optional(seq(tensor))
   bool has_shape = false;     // false: rank unknown
   std::vector<Dim> shape;
   std::string type_str() const;  // "FLOAT[N, 3, 224, 224]"
@@ -36,7 +37,7 @@ struct ValueInfo {
 
 // onnx::AttributeProto: exactly one of the value fields is meaningful, per `type`.
 struct Attribute {
-  enum class Type { Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };
+  enum class Type { Undefined, Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs, TypeProto };
   std::string name;
   Type type = Type::Undefined;
   double f = 0;

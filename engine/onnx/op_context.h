@@ -22,6 +22,7 @@ namespace kiln::onnx {
 struct Value {
   Tensor tensor;
   std::shared_ptr<const std::vector<Tensor>> sequence;  // set for a sequence (may be empty)
+  bool optional = false;  // an ONNX optional: empty when it holds neither a tensor nor a sequence
   Value() = default;
   Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
   static Value of_sequence(std::vector<Tensor> items) {
@@ -29,8 +30,14 @@ struct Value {
     v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
     return v;
   }
+  static Value empty_optional() {
+    Value v;
+    v.optional = true;
+    return v;
+  }
   bool is_sequence() const { return sequence != nullptr; }
-  bool defined() const { return tensor.defined() || sequence; }
+  bool has_element() const { return tensor.defined() || sequence; }
+  bool defined() const { return has_element() || optional; }
 };
 
 class OpContext;

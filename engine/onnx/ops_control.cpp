@@ -1,7 +1,7 @@
 // ONNX control flow and sequences — the ops whose inputs or outputs may be sequences
 // (seq(tensor)): If, Loop, Scan, Identity, SequenceEmpty, SequenceConstruct, SequenceInsert,
 // SequenceErase, SequenceAt, SequenceLength, ConcatFromSequence, SplitToSequence,
-// SequenceMap. Bodies run through the executor; outer-scope values stay visible in them.
+// SequenceMap, Optional, OptionalHasElement, OptionalGetElement. Bodies run through the executor; outer-scope values stay visible in them.
 #include <algorithm>
 #include <climits>
 
@@ -221,6 +221,24 @@ std::vector<Value> scan_op(OpContext& c) {
   return result;
 }
 
+// Optional-15, OptionalHasElement-15/18, OptionalGetElement-15/18.
+std::vector<Value> optional_op(OpContext& c) {
+  if (!c.has_value(0)) return {Value::empty_optional()};
+  Value v = c.values()[0];
+  v.optional = true;
+  return {v};
+}
+std::vector<Value> optional_has_element(OpContext& c) {
+  bool has = c.has_value(0) && c.values()[0].has_element();
+  return {Tensor::scalar(has ? 1 : 0, DType::bool_, c.device())};
+}
+std::vector<Value> optional_get_element(OpContext& c) {
+  if (!c.has_value(0) || !c.values()[0].has_element()) c.fail("the optional input is empty");
+  Value v = c.values()[0];
+  v.optional = false;
+  return {v};
+}
+
 }  // namespace
 
 const SequenceOpTable& sequence_ops() {
@@ -239,6 +257,9 @@ const SequenceOpTable& sequence_ops() {
     t["ConcatFromSequence"] = concat_from_sequence;
     t["SplitToSequence"] = split_to_sequence;
     t["SequenceMap"] = sequence_map;
+    t["Optional"] = optional_op;
+    t["OptionalHasElement"] = optional_has_element;
+    t["OptionalGetElement"] = optional_get_element;
     return t;
   }();
   return table;

@@ -1,8 +1,12 @@
 #include "engine/onnx/suite.h"
 
+#include <onnx/onnx_pb.h>
+#include <onnx/onnx-data_pb.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "engine/onnx/tensor_proto.h"
@@ -53,6 +57,50 @@ std::vector<std::string> sorted_files(const fs::path& dir, const std::string& pr
   std::vector<std::string> out;
   for (auto& f : files) out.push_back(f.second);
   return out;
+}
+
+// A test data file of a graph input or output: a TensorProto, a SequenceProto, or an
+// OptionalProto (of a tensor or a sequence), as the value's declared type says.
+Value load_value_file(const std::string& path, const ValueInfo& info) {
+  if (!info.is_optional) return info.is_sequence ? Value::of_sequence(load_sequence_file(path)) : Value(load_tensor_file(path));
+  std::ifstream in(path, std::ios::binary);
+  KILN_CHECK(in, IoError, "cannot open ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ::onnx::OptionalProto p;
+  KILN_CHECK(p.ParseFromString(ss.str()), IoError, path, ": not a valid ONNX OptionalProto");
+  Value v = Value::empty_optional();
+  std::string base = fs::path(path).parent_path().string();
+  try {
+    if (p.has_tensor_value()) {
+      v.tensor = tensor_from_proto(p.tensor_value(), base);
+    } else if (p.has_sequence_value()) {
+      std::vector<Tensor> items;
+      for (const auto& t : p.sequence_value().tensor_values()) items.push_back(tensor_from_proto(t, base));
+      v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
+    }
+  } catch (const Error& e) {
+    throw IoError(path + ": " + e.what());
+  }
+  return v;
+}
+
+// "" when `got` matches `want` (tensors, sequences and optionals), else the reason.
+std::string compare_values(const Value& want, const Value& got, const SuiteOptions& opt, double& max_error) {
+  if (want.has_element() != got.has_element())
+    return want.has_element() ? "an empty optional where a value is expected" : "a value where an empty optional is expected";
+  if (!want.has_element()) return "";
+  if (want.is_sequence() != got.is_sequence())
+    return want.is_sequence() ? "a tensor where a sequence is expected" : "a sequence where a tensor is expected";
+  if (!want.is_sequence()) return compare_tensors(want.tensor, got.tensor, opt.rtol, opt.atol, max_error);
+  if (want.sequence->size() != got.sequence->size())
+    return "a sequence of " + std::to_string(got.sequence->size()) + " tensors where " +
+           std::to_string(want.sequence->size()) + " are expected";
+  for (size_t k = 0; k < want.sequence->size(); ++k) {
+    std::string why = compare_tensors((*want.sequence)[k], (*got.sequence)[k], opt.rtol, opt.atol, max_error);
+    if (!why.empty()) return "element " + std::to_string(k) + ": " + why;
+  }
+  return "";
 }
 
 }  // namespace
@@ -113,29 +161,12 @@ CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
       const std::vector<ValueInfo>& in_info = session.model().graph.inputs;
       const std::vector<ValueInfo>& out_info = session.model().graph.outputs;
       std::map<std::string, Value> feed;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        feed[names[i]] = in_info[i].is_sequence ? Value::of_sequence(load_sequence_file(inputs[i]))
-                                                : Value(load_tensor_file(inputs[i]));
+      for (size_t i = 0; i < inputs.size(); ++i) feed[names[i]] = load_value_file(inputs[i], in_info[i]);
       std::vector<Value> got = session.run_values(feed);
       if (got.size() != outputs.size())
         throw ValueError(std::to_string(got.size()) + " outputs for " + std::to_string(outputs.size()) + " expected");
       for (size_t i = 0; i < outputs.size(); ++i) {
-        std::string why;
-        if (out_info[i].is_sequence) {
-          std::vector<Tensor> expected = load_sequence_file(outputs[i]);
-          if (!got[i].is_sequence()) why = "a tensor where a sequence is expected";
-          else if (got[i].sequence->size() != expected.size())
-            why = "a sequence of " + std::to_string(got[i].sequence->size()) + " tensors where " +
-                  std::to_string(expected.size()) + " are expected";
-          for (size_t k = 0; why.empty() && k < expected.size(); ++k) {
-            why = compare_tensors(expected[k], (*got[i].sequence)[k], opt.rtol, opt.atol, r.max_error);
-            if (!why.empty()) why = "element " + std::to_string(k) + ": " + why;
-          }
-        } else if (got[i].is_sequence()) {
-          why = "a sequence where a tensor is expected";
-        } else {
-          why = compare_tensors(load_tensor_file(outputs[i]), got[i].tensor, opt.rtol, opt.atol, r.max_error);
-        }
+        std::string why = compare_values(load_value_file(outputs[i], out_info[i]), got[i], opt, r.max_error);
         if (!why.empty()) {
           r.reason = set.filename().string() + " output " + std::to_string(i) + " '" + session.output_names()[i] +
                      "': " + why;
