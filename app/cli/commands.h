@@ -22,6 +22,7 @@ int onnx_suite_command(const std::vector<std::string>& args);   // onnx_suite.cp
 int onnx_import_command(const std::vector<std::string>& args);  // onnx_import.cpp
 int onnx_run_command(const std::vector<std::string>& args);     // onnx_run.cpp
 int onnx_export_command(const std::vector<std::string>& args);  // onnx_export.cpp
+int onnx_codegen_command(const std::vector<std::string>& args); // onnx_codegen.cpp
 #endif
 
 // Exit statuses.

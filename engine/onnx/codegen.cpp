@@ -1,0 +1,241 @@
+#include "engine/onnx/codegen.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/core/random.h"
+#include "engine/io/safetensors.h"
+#include "engine/onnx/codegen_ops.h"
+#include "engine/onnx/executor.h"
+
+namespace kiln::onnx {
+
+namespace fs = std::filesystem;
+using detail::CodegenValues;
+
+namespace {
+
+std::string identifier(const std::string& raw, std::set<std::string>& taken) {
+  static const std::set<std::string> keywords{"auto", "bool", "break", "case", "char", "class", "const", "default",
+                                              "delete", "do", "double", "else", "float", "for", "if", "int", "long",
+                                              "new", "operator", "register", "return", "short", "signed", "static",
+                                              "struct", "switch", "this", "union", "void", "while", "kiln", "main"};
+  std::string s;
+  for (char c : raw) s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  size_t first = s.find_first_not_of('_');
+  s = first == std::string::npos ? "value" : s.substr(first);
+  if (std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  if (keywords.count(s)) s += "_";
+  std::string name = s;
+  for (int i = 1; taken.count(name); ++i) name = s + "_" + std::to_string(i);
+  taken.insert(name);
+  return name;
+}
+
+std::string class_name_of(const std::string& graph_name) {
+  std::string s;
+  bool up = true;
+  for (char c : graph_name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      up = true;
+      continue;
+    }
+    s += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    up = false;
+  }
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "Model" + s;
+  return s;
+}
+
+std::string snake(const std::string& cls) {
+  std::string s;
+  for (size_t i = 0; i < cls.size(); ++i) {
+    if (std::isupper(static_cast<unsigned char>(cls[i])) && i) s += '_';
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(cls[i])));
+  }
+  return s;
+}
+
+// Example inputs: batch `batch` for symbolic dims, N(0, 1) floats, integer ids in [0, 2).
+std::map<std::string, Tensor> example_feed(const Graph& g, int64_t batch, Generator& gen) {
+  std::map<std::string, Tensor> feed;
+  for (const ValueInfo& v : g.inputs) {
+    KILN_CHECK(v.has_shape && !v.is_sequence, ValueError, "codegen: graph input '", v.name,
+               "' needs a tensor type with a shape");
+    Shape s;
+    for (const Dim& d : v.shape) s.push_back(d.known() ? d.value : batch);
+    DType dt = dtype_of_onnx(v.elem_type, "graph input '" + v.name + "'");
+    feed[v.name] = is_floating(dt) ? normal(s, 0, 1, dt, {}, &gen) : uniform(s, 0, 2, DType::f32, {}, &gen).to(dt);
+  }
+  return feed;
+}
+
+void write(const fs::path& p, const std::string& text, std::vector<std::string>& written) {
+  std::ofstream f(p);
+  f << text;
+  KILN_CHECK(f.good(), IoError, p.string(), ": cannot write");
+  written.push_back(p.string());
+}
+
+}  // namespace
+
+std::vector<std::string> generate_cpp(const Model& model, const std::string& dir, const CodegenOptions& options) {
+  const Graph& g = model.graph;
+  std::string bad;
+  for (const Node& n : g.nodes)
+    if (!n.domain.empty() && n.domain != "ai.onnx") bad += "\n  " + n.op_type + " (node '" + n.name + "', domain " + n.domain + ")";
+    else if (!detail::codegen_supports(n.op_type)) bad += "\n  " + n.op_type + " (node '" + n.name + "')";
+  KILN_CHECK(bad.empty(), ValueError, "codegen: ops it does not translate:", bad);
+  // Types of every value: run with symbolic dims 1 and 2; dims that differ are the batch N.
+  Session session(model);
+  CodegenValues v;
+  Generator gen(0);
+  std::map<std::string, Tensor> examples;
+  std::vector<Tensor> example_out;
+  for (int64_t batch : {1, 2}) {
+    std::map<std::string, Tensor> feed = example_feed(g, batch, gen);
+    auto record = [&](const std::string& name, const Tensor& t) {
+      graph::TensorType tt{t.dtype(), graph::SymShape(t.shape().begin(), t.shape().end())};
+      auto it = v.type.find(name);
+      if (batch == 1 || it == v.type.end()) {
+        v.type[name] = tt;
+        return;
+      }
+      for (size_t i = 0; i < tt.shape.size() && i < it->second.shape.size(); ++i)
+        if (it->second.shape[i] != tt.shape[i]) it->second.shape[i] = graph::kBatch;
+    };
+    for (const auto& [name, t] : feed) record(name, t);
+    for (const auto& [name, t] : g.initializers) record(name, t);
+    std::vector<Tensor> out = session.run(feed, [&](const Node& n, const std::vector<Tensor>&, const std::vector<Tensor>& o) {
+      for (size_t i = 0; i < n.outputs.size() && i < o.size(); ++i)
+        if (!n.outputs[i].empty() && o[i].defined()) record(n.outputs[i], o[i]);
+    });
+    examples = feed, example_out = out;
+  }
+  const std::string cls = options.class_name.empty() ? class_name_of(g.name.empty() ? "Model" : g.name) : options.class_name;
+  const std::string stem = snake(cls);
+  std::set<std::string> taken{cls, "forward", "weights", "take", "conv_params", "pool_params"};
+  io::NamedTensors weights;
+  std::string members, loads, params, body;
+  for (const auto& [name, t] : g.initializers) {
+    std::string id = identifier(name, taken);
+    v.ident[name] = id;
+    weights.emplace_back(id, t);
+    members += "  kiln::Tensor " + id + ";  // " + v.type.at(name).str() + "  (initializer \"" + name + "\")\n";
+    loads += "  " + id + " = take(w, \"" + id + "\", " + std::to_string(t.dim()) + ");\n";
+  }
+  std::string sig, doc;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    std::string id = identifier(g.inputs[i].name, taken);
+    v.ident[g.inputs[i].name] = id;
+    sig += (i ? ", " : "") + std::string("const kiln::Tensor& ") + id;
+    doc += (i ? ", " : "") + id + ": " + v.type.at(g.inputs[i].name).str();
+  }
+  for (const Node& n : g.nodes) {
+    std::string expr = detail::codegen_expression(n, model.opset(), v);
+    std::string id = identifier(n.name.empty() ? n.op_type : n.name, taken);
+    v.ident[n.outputs.at(0)] = id;
+    body += "  // " + n.name + ": " + n.op_type + " -> " + v.type.at(n.outputs[0]).str() + "\n";
+    body += "  kiln::Tensor " + id + " = " + expr + ";\n";
+  }
+  std::string outs, out_doc;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    outs += (i ? ", " : "") + v.ident.at(g.outputs[i].name);
+    out_doc += (i ? ", " : "") + g.outputs[i].name + ": " + v.type.at(g.outputs[i].name).str();
+  }
+  fs::create_directories(dir);
+  std::vector<std::string> written;
+  const fs::path d(dir);
+  write(d / (stem + ".h"),
+        "// Generated by `kiln codegen` from the ONNX graph \"" + g.name + "\" (opset " + std::to_string(model.opset()) +
+            "). N is the batch dimension.\n#pragma once\n#include <string>\n#include <vector>\n\n"
+            "#include \"engine/core/tensor.h\"\n\n"
+            "class " + cls + " {\n public:\n"
+            "  // Reads the weights (safetensors, keys = member names); kiln::IoError / ValueError when\n"
+            "  // the file is unreadable or a tensor is missing or has another rank.\n"
+            "  explicit " + cls + "(const std::string& weights_path);\n"
+            "  // " + doc + "\n  // -> {" + out_doc + "}\n"
+            "  std::vector<kiln::Tensor> forward(" + sig + ") const;\n\n" + members + "};\n",
+        written);
+  write(d / (stem + ".cpp"),
+        "// Generated by `kiln codegen`: one statement per ONNX node, named after the node.\n#include \"" + stem +
+            ".h\"\n\n#include <map>\n\n#include \"engine/core/error.h\"\n#include \"engine/core/ops.h\"\n"
+            "#include \"engine/io/safetensors.h\"\n#include \"engine/nn/functional.h\"\n\nnamespace {\n\n"
+            "kiln::Tensor take(const std::map<std::string, kiln::Tensor>& w, const std::string& name, int64_t rank) {\n"
+            "  auto it = w.find(name);\n"
+            "  KILN_CHECK(it != w.end(), kiln::ValueError, \"weights: tensor '\", name, \"' is missing\");\n"
+            "  KILN_CHECK(it->second.dim() == rank, kiln::ValueError, \"weights: tensor '\", name, \"' has rank \", it->second.dim());\n"
+            "  return it->second;\n}\n\n"
+            "kiln::Conv2dParams conv_params(std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,\n"
+            "                               std::array<int64_t, 2> dilation, int64_t groups) {\n"
+            "  kiln::Conv2dParams p;\n  for (int i = 0; i < 2; ++i)\n"
+            "    p.stride[i] = stride[i], p.padding[i] = padding[i], p.dilation[i] = dilation[i];\n"
+            "  p.groups = groups;\n  return p;\n}\n\n"
+            "kiln::Pool2dParams pool_params(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,\n"
+            "                               std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,\n"
+            "                               bool ceil_mode, bool count_include_pad) {\n"
+            "  kiln::Pool2dParams p;\n  for (int i = 0; i < 2; ++i)\n"
+            "    p.kernel[i] = kernel[i], p.stride[i] = stride[i], p.padding[i] = padding[i], p.dilation[i] = dilation[i];\n"
+            "  p.ceil_mode = ceil_mode;\n  p.count_include_pad = count_include_pad;\n  return p;\n}\n\n"
+            "}  // namespace\n\n" +
+            cls + "::" + cls + "(const std::string& weights_path) {\n"
+            "  std::map<std::string, kiln::Tensor> w;\n"
+            "  for (auto& [name, t] : kiln::io::load_safetensors(weights_path).tensors) w[name] = t;\n" + loads + "}\n\n"
+            "std::vector<kiln::Tensor> " + cls + "::forward(" + sig + ") const {\n" + body + "  return {" + outs + "};\n}\n",
+        written);
+  std::string feed_args;
+  for (size_t i = 0; i < g.inputs.size(); ++i) feed_args += (i ? ", " : "") + std::string("in.at(\"") + g.inputs[i].name + "\")";
+  std::string out_names;
+  for (size_t i = 0; i < g.outputs.size(); ++i) out_names += (i ? ", " : "") + std::string("\"") + g.outputs[i].name + "\"";
+  write(d / "main.cpp",
+        "// Generated by `kiln codegen`: runs " + cls + " on example_inputs.safetensors and compares with\n"
+            "// example_outputs.safetensors (Kiln's ONNX executor; rtol 1e-4, atol 1e-5): exit 1 on a mismatch.\n"
+            "// `main WEIGHTS INPUTS OUTPUTS` runs it on other inputs (safetensors by graph input name).\n"
+            "#include <cmath>\n#include <cstdio>\n#include <map>\n\n#include \"" + stem + ".h\"\n"
+            "#include \"engine/io/safetensors.h\"\n\n"
+            "static std::map<std::string, kiln::Tensor> read(const std::string& path) {\n"
+            "  std::map<std::string, kiln::Tensor> m;\n"
+            "  for (auto& [name, t] : kiln::io::load_safetensors(path).tensors) m[name] = t;\n  return m;\n}\n\n"
+            "int main(int argc, char** argv) {\n  const std::string dir = KILN_GENERATED_DIR;\n"
+            "  const bool check = argc < 4;\n"
+            "  " + cls + " model(check ? dir + \"/" + stem + "_weights.safetensors\" : argv[1]);\n"
+            "  auto in = read(check ? dir + \"/example_inputs.safetensors\" : argv[2]);\n"
+            "  std::vector<kiln::Tensor> out = model.forward(" + feed_args + ");\n"
+            "  const std::vector<std::string> names{" + out_names + "};\n"
+            "  if (!check) {\n    kiln::io::NamedTensors o;\n"
+            "    for (size_t i = 0; i < out.size(); ++i) o.emplace_back(names[i], out[i]);\n"
+            "    kiln::io::save_safetensors(argv[3], o);\n    return 0;\n  }\n"
+            "  auto want = read(dir + \"/example_outputs.safetensors\");\n  int bad = 0;\n"
+            "  for (size_t i = 0; i < out.size(); ++i) {\n"
+            "    std::vector<double> a = out[i].to_vector<double>(), b = want.at(names[i]).to_vector<double>();\n"
+            "    double err = 0;\n    bool ok = a.size() == b.size();\n"
+            "    for (size_t j = 0; ok && j < a.size(); ++j) {\n"
+            "      err = std::fmax(err, std::fabs(a[j] - b[j]));\n"
+            "      ok = std::fabs(a[j] - b[j]) <= 1e-5 + 1e-4 * std::fabs(b[j]);\n    }\n"
+            "    std::printf(\"output %s: %zu values, max abs error %g: %s\\n\", names[i].c_str(), a.size(), err, ok ? \"ok\" : \"MISMATCH\");\n"
+            "    bad += !ok;\n  }\n  return bad ? 1 : 0;\n}\n",
+        written);
+  write(d / "CMakeLists.txt",
+        "# Generated by `kiln codegen`: builds " + cls + " against the installed engine.\n"
+            "cmake_minimum_required(VERSION 3.25)\nproject(" + stem + " LANGUAGES CXX)\nset(CMAKE_CXX_STANDARD 20)\n"
+            "find_package(Kiln REQUIRED)\nadd_library(" + stem + " STATIC " + stem + ".cpp)\n"
+            "target_link_libraries(" + stem + " PUBLIC Kiln::engine)\n"
+            "add_executable(" + stem + "_main main.cpp)\n"
+            "target_compile_definitions(" + stem + "_main PRIVATE KILN_GENERATED_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}\")\n"
+            "target_link_libraries(" + stem + "_main PRIVATE " + stem + ")\n",
+        written);
+  io::save_safetensors((d / (stem + "_weights.safetensors")).string(), weights);
+  written.push_back((d / (stem + "_weights.safetensors")).string());
+  io::NamedTensors ex_in(examples.begin(), examples.end()), ex_out;
+  for (size_t i = 0; i < g.outputs.size(); ++i) ex_out.emplace_back(g.outputs[i].name, example_out.at(i));
+  io::save_safetensors((d / "example_inputs.safetensors").string(), ex_in);
+  io::save_safetensors((d / "example_outputs.safetensors").string(), ex_out);
+  written.push_back((d / "example_inputs.safetensors").string());
+  written.push_back((d / "example_outputs.safetensors").string());
+  return written;
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,35 @@
+// ONNX model -> readable C++ against the installed engine (find_package(Kiln), Kiln::engine).
+// generate_cpp writes into `dir`:
+//   <stem>.h / <stem>.cpp   one class per graph (`class <Name>`), a kiln::Tensor member per
+//                           initializer and one statement per ONNX node, each value a local
+//                           named after the node ("conv1_Conv"), its shape in a comment
+//                           ("f32[N, 32, 28, 28]": N the batch, from running the model with
+//                           batch 1 and 2 in Kiln's executor)
+//   <stem>_weights.safetensors   the initializers under their member names
+//   example_inputs.safetensors / example_outputs.safetensors   random inputs (batch 2, seed 0)
+//                           and the executor's outputs for them, by graph input/output name
+//   main.cpp                runs the class on example_inputs (or the files given) and, on the
+//                           examples, exits 1 unless every output matches at rtol 1e-4, atol 1e-5
+//   CMakeLists.txt          find_package(Kiln), target_link_libraries(... Kiln::engine)
+// The ops it translates (to engine/core/ops.h and nn::functional): Conv (2-d), MaxPool,
+// AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, Relu, LeakyRelu, Sigmoid,
+// Tanh, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
+// LayerNormalization, Concat, Reshape and Flatten (shape known when generating), Transpose,
+// Identity, Dropout, Gather (axis 0 of a constant). ValueError listing every other node (op
+// type and node name) before anything is written; IoError when `dir` cannot be written.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/onnx/model.h"
+
+namespace kiln::onnx {
+
+struct CodegenOptions {
+  std::string class_name;  // "" = from the graph name ("Fashion-MNIST CNN" -> "FashionMnistCnn"); "Model" if empty
+};
+
+// Returns the paths written.
+std::vector<std::string> generate_cpp(const Model& model, const std::string& dir, const CodegenOptions& options = {});
+
+}  // namespace kiln::onnx

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln export` and `kiln codegen` from the command line: templates and suite models export
+# and pass the checker, bad weights and bad command lines fail with a clear message.
+# Usage: test_onnx_export_cli.sh KILN CASE SOURCE_DIR
+set -u
+KILN=$1
+CASE=$2
+SRC=$3
+DATA=/usr/share/libonnx-testdata/data
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $CASE in
+  export_template)
+    for t in "$SRC"/projects/templates/*.json; do
+      out=$("$KILN" export "$t" --out "$TMP/m.onnx" 2>&1) || fail "$t: exit status $?: $out"
+      grep -q "checker: ok (opset 17, full shape inference)" <<<"$out" || fail "$t: $out"
+      out=$("$KILN" import "$TMP/m.onnx" 2>&1) || fail "$t: import: $out"
+      grep -q "opsets: ai.onnx=17" <<<"$out" || fail "$t: $out"
+      grep -q "unsupported ops: 0" <<<"$out" || fail "$t: $out"
+    done
+    ;;
+  export_onnx)
+    [ -d "$DATA/pytorch-converted" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+    out=$("$KILN" export "$DATA/pytorch-converted/test_Conv2d/model.onnx" --out "$TMP/c.onnx" 2>&1) || fail "$out"
+    grep -q "checker: ok" <<<"$out" || fail "$out"
+    out=$("$KILN" import "$TMP/c.onnx" 2>&1) || fail "$out"
+    grep -q "ops: Conv x1 Identity x1" <<<"$out" || fail "$out"
+    ;;
+  export_bad_weights)
+    printf 'garbage' > "$TMP/w.safetensors"
+    out=$("$KILN" export "$SRC/projects/templates/fashion_mnist_mlp.json" --weights "$TMP/w.safetensors" --out "$TMP/m.onnx" 2>&1) \
+      && fail "exit status 0: $out"
+    grep -q "w.safetensors" <<<"$out" || fail "error does not name the file: $out"
+    [ ! -e "$TMP/m.onnx" ] || fail "wrote a model anyway"
+    ;;
+  export_usage)
+    out=$("$KILN" export "$SRC/projects/templates/fashion_mnist_mlp.json" 2>&1); rc=$?
+    [ $rc -eq 2 ] || fail "exit status $rc: $out"
+    grep -q "needs --out" <<<"$out" || fail "$out"
+    out=$("$KILN" export "$TMP/missing.json" --out "$TMP/m.onnx" 2>&1) && fail "exit status 0: $out"
+    grep -q "missing.json" <<<"$out" || fail "$out"
+    ;;
+  codegen_unsupported)
+    [ -d "$DATA/node" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+    out=$("$KILN" codegen "$DATA/node/test_cumsum_1d/model.onnx" --out "$TMP/gen" 2>&1) && fail "exit status 0: $out"
+    grep -q "CumSum (node" <<<"$out" || fail "$out"
+    [ ! -e "$TMP/gen" ] || fail "wrote files anyway"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo "ok: $CASE"
