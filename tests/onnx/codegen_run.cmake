@@ -4,6 +4,7 @@
 # executor's outputs on the example inputs (rtol 1e-4, atol 1e-5).
 # Inputs: -DKILN=<kiln exe> -DBUILD_DIR=<kiln build> -DGRAPH=<graph JSON> -DWORK_DIR=<scratch>
 file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${out}")
