@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "widgets/training/decimated_series.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
 #include "widgets/training/log_panel.h"
@@ -61,6 +62,40 @@ class TestTrainingWidgets : public QObject {
     QTest::qWait(100);
     QVERIFY2(plots.replotCount() - before <= 2, qPrintable(QString::number(plots.replotCount() - before)));
     QCOMPARE(plots.stepCount(), 5000);
+  }
+
+  void decimationKeepsTheEnvelope() {
+    DecimatedSeries d;
+    const int n = 100000;
+    QVector<double> k(n), v(n);
+    for (int i = 0; i < n; ++i) k[i] = i + 1, v[i] = std::sin(i * 0.01) + (i == 54321 ? 5.0 : 0.0);
+    d.append(k.constData(), v.constData(), n / 2);  // in two parts: buckets continue across calls
+    d.append(k.constData() + n / 2, v.constData() + n / 2, n - n / 2);
+    QCOMPARE(d.size(), int64_t(n));
+    QCOMPARE(d.forView(1, 100, 400), d.raw());  // few points in view: the raw data
+    auto coarse = d.forView(1, n, 500);
+    QVERIFY(coarse != d.raw());
+    QVERIFY(coarse->size() >= 500 && coarse->size() <= 2 * n / 64);
+    bool found = false;
+    const QCPRange all = d.raw()->valueRange(found), kept = coarse->valueRange(found);
+    QCOMPARE(kept.upper, all.upper);  // the spike at 54321 survives
+    QCOMPARE(kept.lower, all.lower);
+    for (int i = 1; i < coarse->size(); ++i) QVERIFY(coarse->at(i)->key >= coarse->at(i - 1)->key);
+  }
+
+  void millionStepsDrawFewPoints() {
+    LivePlots plots;
+    plots.resize(1200, 400);
+    plots.show();
+    const int n = 1000000;
+    QVector<double> s(n), l(n), r(n);
+    for (int i = 0; i < n; ++i) s[i] = i + 1, l[i] = 1.0 + (i % 7) * 0.01, r[i] = 1e-3;
+    plots.addSteps(s, l, r);
+    plots.replotNow();
+    QCOMPARE(plots.stepCount(), n);
+    QVERIFY(plots.stepPlot()->graph(0)->dataCount() < 20000);  // a level of detail, not the million points
+    plots.stepPlot()->xAxis->setRange(1000, 1100);  // zoomed in: the raw points again
+    QCOMPARE(plots.stepPlot()->graph(0)->dataCount(), n);
   }
 
   void panelConfigRoundTrip() {

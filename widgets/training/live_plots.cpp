@@ -79,6 +79,11 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
       doReplot();
     });
   }
+  rawLoss_->setData(rawData_.raw());
+  smoothLoss_->setData(smoothData_.raw());
+  lr_->setData(lrData_.raw());
+  for (QCustomPlot* p : {stepPlot_, lrPlot_})
+    connect(p->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { chooseDetail(); });
   replotTimer_.setSingleShot(true);
   connect(&replotTimer_, &QTimer::timeout, this, &LivePlots::doReplot);
   sinceReplot_.start();
@@ -107,7 +112,11 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
 }
 
 void LivePlots::clear() {
-  for (QCPGraph* g : {rawLoss_, smoothLoss_, trainLoss_, valLoss_, trainAcc_, valAcc_, lr_}) g->data()->clear();
+  for (DecimatedSeries* d : {&rawData_, &smoothData_, &lrData_}) d->clear();
+  for (QCPGraph* g : {trainLoss_, valLoss_, trainAcc_, valAcc_}) g->data()->clear();
+  rawLoss_->setData(rawData_.raw());
+  smoothLoss_->setData(smoothData_.raw());
+  lr_->setData(lrData_.raw());
   ema_ = 0;
   emaCount_ = 0;
   follow_ = true;
@@ -132,9 +141,9 @@ void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& lo
     const double debias = 1 - std::pow(smoothing_, static_cast<double>(std::max<int64_t>(emaCount_, 1)));
     smooth[i] = ema_ / debias;
   }
-  rawLoss_->addData(steps.first(n), losses.first(n), true);
-  smoothLoss_->addData(steps.first(n), smooth, true);
-  lr_->addData(steps.first(n), lrs.first(n), true);
+  rawData_.append(steps.constData(), losses.constData(), n);
+  smoothData_.append(steps.constData(), smooth.constData(), n);
+  lrData_.append(steps.constData(), lrs.constData(), n);
   scheduleReplot();
 }
 
@@ -149,7 +158,18 @@ void LivePlots::addEpoch(int epoch, double trainLoss, double trainAccuracy, doub
   scheduleReplot();
 }
 
-int LivePlots::stepCount() const { return rawLoss_->dataCount(); }
+int LivePlots::stepCount() const { return static_cast<int>(rawData_.size()); }
+
+void LivePlots::chooseDetail() {
+  auto pick = [](QCPGraph* g, const DecimatedSeries& d) {
+    const QCPRange r = g->keyAxis()->range();
+    auto data = d.forView(r.lower, r.upper, g->keyAxis()->axisRect()->width());
+    if (g->data() != data) g->setData(data);
+  };
+  pick(rawLoss_, rawData_);
+  pick(smoothLoss_, smoothData_);
+  pick(lr_, lrData_);
+}
 int LivePlots::epochCount() const { return trainLoss_->dataCount(); }
 
 void LivePlots::scheduleReplot() {
@@ -161,7 +181,16 @@ void LivePlots::scheduleReplot() {
 
 void LivePlots::doReplot() {
   if (follow_) {
-    for (QCustomPlot* p : {stepPlot_, lrPlot_}) p->rescaleAxes();
+    // Rescale to the raw data (the levels of detail hold the same extremes).
+    for (auto [g, d] : {std::pair{rawLoss_, &rawData_}, std::pair{lr_, &lrData_}}) {
+      bool found = false;
+      const QCPRange keys = d->raw()->keyRange(found);
+      if (!found) continue;
+      g->keyAxis()->setRange(keys);
+      const QCPRange values = d->raw()->valueRange(found);
+      if (found && values.size() > 0) g->valueAxis()->setRange(values);
+      else if (found) g->valueAxis()->setRange(values.lower - 0.5, values.upper + 0.5);
+    }
     if (!trainLoss_->data()->isEmpty()) {
       bool found = false;
       QCPRange keys = trainLoss_->data()->keyRange(found);
@@ -173,6 +202,7 @@ void LivePlots::doReplot() {
     }
     epochPlot_->yAxis2->setRange(0, 100);
   }
+  chooseDetail();
   for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) p->replot(QCustomPlot::rpQueuedReplot);
   ++replots_;
   sinceReplot_.restart();

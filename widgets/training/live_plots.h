@@ -6,11 +6,14 @@
 // Points are appended as they arrive; the widget replots with rpQueuedReplot at most
 // kMaxReplotsPerSecond times a second, so any rate of additions keeps the UI responsive.
 // Every plot zooms and pans with the mouse (wheel, drag); double-click rescales to fit.
-// QCustomPlot's adaptive sampling keeps a replot of 1,000,000 steps fast (bench_plot).
+// The step curves are drawn from min/max levels of detail (decimated_series.h), so a
+// replot of 1,000,000 steps draws a few thousand points (bench_plot).
 #pragma once
 #include <QElapsedTimer>
 #include <QTimer>
 #include <QWidget>
+
+#include "widgets/training/decimated_series.h"
 
 class QCustomPlot;
 class QCPGraph;
@@ -45,9 +48,11 @@ class LivePlots : public QWidget {
   void scheduleReplot();
   void doReplot();
   QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel);
+  void chooseDetail();  // the level of detail of each step curve for the current view
 
   QCustomPlot *stepPlot_, *epochPlot_, *lrPlot_;
   QCPGraph *rawLoss_, *smoothLoss_, *trainLoss_, *valLoss_, *trainAcc_, *valAcc_, *lr_;
+  DecimatedSeries rawData_, smoothData_, lrData_;
   double smoothing_ = 0.9, ema_ = 0;
   int64_t emaCount_ = 0;
   bool follow_ = true;  // rescale to the data until the user zooms or pans
