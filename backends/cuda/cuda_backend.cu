@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "backends/cuda/common.cuh"
@@ -56,8 +57,12 @@ void CudaBackend::make_current() const {
 DeviceInfo CudaBackend::info() const {
   DeviceInfo d;
   d.device = device();
+#if defined(KILN_HIP)
+  d.name = std::string(prop_.name) + " (" + prop_.gcnArchName + ")";  // "gfx90a:sramecc+:xnack-"
+#else
   d.name = std::string(prop_.name) + " (" + KILN_ARCH_PREFIX + std::to_string(prop_.major) +
            std::to_string(prop_.minor) + ")";
+#endif
   d.kind = prop_.integrated ? "integrated GPU" : "discrete GPU";
   d.memory_bytes = prop_.totalGlobalMem;
   d.compute_units = prop_.multiProcessorCount;
@@ -181,6 +186,14 @@ std::vector<std::unique_ptr<Backend>> enumerate(std::string& why) {
   std::vector<std::unique_ptr<Backend>> found;
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
+#if defined(KILN_HIP)
+  if (err == hipErrorNoDevice) {  // HIP reports a missing kernel driver (/dev/kfd) this way too
+    why = detail::str_cat("no AMD GPU", std::filesystem::exists("/dev/kfd") ? "" : " (no ROCm kernel driver: /dev/kfd is absent)",
+                          " (", cudaGetErrorName(err), ")");
+    cudaGetLastError();
+    return found;
+  }
+#endif
   if (err != cudaSuccess) {
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
@@ -189,9 +202,11 @@ std::vector<std::unique_ptr<Backend>> enumerate(std::string& why) {
                                         cudaGetErrorString(err), ")")
                       : detail::str_cat("no usable ", KILN_GPU_LABEL, " device (", cudaGetErrorName(err), ": ",
                                         cudaGetErrorString(err), ")");
+#if !defined(KILN_HIP)  // HIP encodes versions differently (major * 10^7 + minor * 10^5 + patch)
     if (driver > 0 && driver < runtime)
       why += detail::str_cat("; the driver supports version ", driver / 1000, ".", driver % 1000 / 10,
                              ", this build needs ", runtime / 1000, ".", runtime % 1000 / 10);
+#endif
     cudaGetLastError();
     return found;
   }

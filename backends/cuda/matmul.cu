@@ -5,17 +5,37 @@
 // operand where they can; other batch layouts loop on the host; operands whose inner
 // strides cuBLAS cannot express are copied to contiguous scratch first. f32 computes in
 // f32 (TF32 tensor cores only when allowed), f16/bf16 on tensor cores accumulating in f32,
-// f64 in f64.
+// f64 in f64. The HIP build (no hipBLAS on Debian 12) and KILN_CUDA_MATMUL=kiln run our
+// own tiled GEMM instead (gemm.cu), which takes every stride as it is.
+#if !defined(KILN_HIP)
 #include <cublas_v2.h>
+#endif
 
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/gemm.h"
 
 namespace kiln::cuda {
 namespace {
+
+// True when matmul runs gemm.cu instead of cuBLAS.
+bool own_gemm() {
+#if defined(KILN_HIP)
+  return true;
+#else
+  static const bool forced = [] {
+    const char* e = std::getenv("KILN_CUDA_MATMUL");
+    return e && std::strcmp(e, "kiln") == 0;
+  }();
+  return forced;
+#endif
+}
+
+#if !defined(KILN_HIP)
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
@@ -62,8 +82,13 @@ int to_int(int64_t v, const char* what, const std::string& shapes) {
   return static_cast<int>(v);
 }
 
+#endif  // !KILN_HIP
+
 }  // namespace
 
+#if defined(KILN_HIP)
+void* CudaBackend::blas_handle() { return nullptr; }  // no vendor BLAS: gemm.cu
+#else
 void* CudaBackend::blas_handle() {
   if (cublas_) return cublas_;
   make_current();
@@ -75,6 +100,7 @@ void* CudaBackend::blas_handle() {
   cublas_ = h;
   return cublas_;
 }
+#endif
 
 void CudaBackend::matmul(const TensorArg& out, const TensorArg& a_in, const TensorArg& b_in) {
   const size_t r = out.shape.size();
@@ -89,6 +115,11 @@ void CudaBackend::matmul(const TensorArg& out, const TensorArg& a_in, const Tens
                shapes, " must equal the output's ", shape_str(out.shape));
   KILN_CHECK(a_in.dtype == out.dtype && b_in.dtype == out.dtype, DTypeError, "matmul: operands ", shapes,
              " and output ", dtype_name(out.dtype), " must share a dtype");
+  if (own_gemm()) {
+    make_current();
+    return gemm("matmul", stream_, out, a_in, b_in);
+  }
+#if !defined(KILN_HIP)
   const cudaDataType_t dt = cuda_type(out.dtype);
   if (out.numel() == 0) return;
   if (K == 0) return fill(out, 0.0);
@@ -154,6 +185,7 @@ void CudaBackend::matmul(const TensorArg& out, const TensorArg& a_in, const Tens
                "cublasGemmStridedBatchedEx", shapes);
   }
   if (c_buf) copy(out, c);
+#endif
 }
 
 }  // namespace kiln::cuda
