@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Exports PyTorch reference models to ONNX with random weights, plus an input and PyTorch's outputs.
+
+Usage: make_torch_models.py OUT_DIR [MODEL ...]   (models: resnet18 mobilenet_v2 transformer; default all)
+Writes OUT_DIR/<model>/model.onnx, input.npy and expected_<output name>.npy. Needs Debian's
+python3-torch (torch.onnx, opset 17) and, for resnet18 / mobilenet_v2, python3-torchvision.
+Exit status 77 when torch (or torchvision for a requested vision model) is missing.
+"""
+import os
+import sys
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+
+def transformer():
+    # A small encoder (2 layers, d_model 32, 4 heads) over [N, 10, 32] sequences. The activation is
+    # a lambda so that eval mode takes the composite path torch.onnx exports, not the fused
+    # aten::_transformer_encoder_layer_fwd it cannot export (PyTorch 1.13).
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True,
+                                             activation=lambda t: torch.relu(t))
+    model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    return model, torch.randn(2, 10, 32)
+
+
+def vision(name):
+    try:
+        import torchvision
+    except ImportError as e:
+        print(f"skipped: {e}")
+        sys.exit(77)
+    model = getattr(torchvision.models, name)(weights=None)
+    return model, torch.randn(1, 3, 224, 224)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    out_dir = sys.argv[1]
+    names = sys.argv[2:] or ["resnet18", "mobilenet_v2", "transformer"]
+    torch.manual_seed(0)
+    for name in names:
+        if name == "transformer":
+            model, x = transformer()
+        elif name in ("resnet18", "mobilenet_v2"):
+            model, x = vision(name)
+        else:
+            print(f"unknown model '{name}' (resnet18, mobilenet_v2, transformer)")
+            return 2
+        model.eval()
+        # Random BatchNorm statistics, so that the running mean and variance matter.
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+        d = os.path.join(out_dir, name)
+        os.makedirs(d, exist_ok=True)
+        with torch.no_grad():
+            y = model(x)
+            torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
+                              input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
+        np.save(os.path.join(d, "input.npy"), x.numpy())
+        np.save(os.path.join(d, "expected_output.npy"), y.numpy())
+        print(f"wrote {d}: input {tuple(x.shape)} -> output {tuple(y.shape)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# PyTorch models (make_torch_models.py: torchvision resnet18 / mobilenet_v2, a small
+# nn.TransformerEncoder, random weights, torch.onnx at opset 17) run in Kiln and match PyTorch's
+# outputs within 1e-4 relative to the output's largest magnitude; exported again by
+# `kiln export` (through the graph IR, checked by libonnx's checker) they still match.
+# Usage: test_torch_models.sh KILN MODEL. Exit 77 when python3-torch / python3-torchvision are missing.
+set -u
+KILN=$1
+MODEL=$2
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$PY" "$HERE/make_torch_models.py" "$TMP" "$MODEL" 2>&1); rc=$?
+[ $rc -eq 77 ] && { echo "$out"; exit 77; }
+[ $rc -eq 0 ] || fail "make_torch_models.py: $out"
+D=$TMP/$MODEL
+compare() {  # compare OUT.npy: max |kiln - torch| <= 1e-4 * max |torch|
+  "$PY" - "$1" "$D/expected_output.npy" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+err, scale = float(np.abs(a - b).max()), float(np.abs(b).max())
+print(f"max abs error {err:.3g}, largest output {scale:.3g}, relative {err / scale:.3g}")
+sys.exit(0 if a.shape == b.shape and err <= 1e-4 * scale else 1)
+PYEOF
+}
+mkdir -p "$D/kiln" "$D/re"
+out=$("$KILN" run "$D/model.onnx" --input "$D/input.npy" --out-dir "$D/kiln" --device cpu 2>&1) || fail "kiln run: $out"
+compare "$D/kiln/output.npy" || fail "$MODEL: Kiln's outputs differ from PyTorch's"
+out=$("$KILN" export "$D/model.onnx" --out "$D/re.onnx" 2>&1) || fail "kiln export: $out"
+grep -q "checker: ok" <<<"$out" || fail "$out"
+out=$("$KILN" run "$D/re.onnx" --input "$D/input.npy" --out-dir "$D/re" --device cpu 2>&1) || fail "kiln run (re-exported): $out"
+compare "$D/re/output.npy" || fail "$MODEL: the re-exported model's outputs differ from PyTorch's"
+echo "ok: $MODEL"
