@@ -15,7 +15,7 @@
 // AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, Relu, LeakyRelu, Sigmoid,
 // Tanh, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
 // LayerNormalization, Concat, Reshape and Flatten (shape known when generating), Transpose,
-// Identity, Dropout, Gather (axis 0 of a constant). ValueError listing every other node (op
+// Identity, Dropout, Gather (axis 0 of a constant), Clip (constant bounds), Constant (a member). ValueError listing every other node (op
 // type and node name) before anything is written; IoError when `dir` cannot be written.
 #pragma once
 #include <string>

@@ -85,7 +85,8 @@ bool codegen_supports(const std::string& op) {
   static const std::set<std::string> ops{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul",
                                          "Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf",
                                          "Softmax", "LogSoftmax", "BatchNormalization", "LayerNormalization", "Concat",
-                                         "Reshape", "Flatten", "Transpose", "Identity", "Dropout", "Gather"};
+                                         "Reshape", "Flatten", "Transpose", "Identity", "Dropout", "Gather",
+                                         "Clip", "Constant"};
   return ops.count(op) > 0;
 }
 
@@ -158,6 +159,18 @@ std::string codegen_expression(const Node& n, int64_t opset, const CodegenValues
     return x + ".permute(" + list(perm) + ").contiguous()";
   }
   if (op == "Identity" || op == "Dropout") return x;
+  if (op == "Clip") {
+    // Bounds: attributes min/max before opset 11, constant inputs 1 and 2 from then on.
+    auto bound = [&](size_t i, const std::string& attr, const char* none) -> std::string {
+      if (opset < 11) return find(n, attr) ? num(get_float(n, attr, 0)) : std::string(none);
+      if (i >= n.inputs.size() || n.inputs[i].empty()) return none;
+      auto it = v.constants.find(n.inputs[i]);
+      KILN_CHECK(it != v.constants.end() && it->second.numel() == 1, ValueError, "codegen: node '", n.name,
+                 "' (Clip): bound '", n.inputs[i], "' is not a constant scalar");
+      return num(it->second.to_vector<double>()[0]);
+    };
+    return "kiln::clamp(" + x + ", " + bound(1, "min", "-INFINITY") + ", " + bound(2, "max", "INFINITY") + ")";
+  }
   if (op == "Gather") {
     KILN_CHECK(get_int(n, "axis", 0) == 0, ValueError, "codegen: node '", n.name, "' (Gather): only axis 0 is translated");
     return "kiln::index_select(" + x + ", 0, " + in(n, 1, v) + ".reshape({-1})).reshape(" +

@@ -4,7 +4,9 @@
 # nn.TransformerEncoder, random weights, torch.onnx at opset 17) run in Kiln and match PyTorch's
 # outputs within 1e-4 relative to the output's largest magnitude; exported again by
 # `kiln export` (through the graph IR, checked by libonnx's checker) they still match.
-# Usage: test_torch_models.sh KILN MODEL. Exit 77 when python3-torch / python3-torchvision are missing.
+# With BUILD_DIR (the vision models): `kiln codegen` C++ of the model, built against the engine
+# installed from BUILD_DIR, reproduces the executor's outputs (its main checks them).
+# Usage: test_torch_models.sh KILN MODEL [BUILD_DIR]. Exit 77 when python3-torch / python3-torchvision are missing.
 set -u
 KILN=$1
 MODEL=$2
@@ -35,4 +37,12 @@ out=$("$KILN" export "$D/model.onnx" --out "$D/re.onnx" 2>&1) || fail "kiln expo
 grep -q "checker: ok" <<<"$out" || fail "$out"
 out=$("$KILN" run "$D/re.onnx" --input "$D/input.npy" --out-dir "$D/re" --device cpu 2>&1) || fail "kiln run (re-exported): $out"
 compare "$D/re/output.npy" || fail "$MODEL: the re-exported model's outputs differ from PyTorch's"
+if [ -n "${3:-}" ] && [ "$MODEL" != transformer ]; then
+  out=$("$KILN" codegen "$D/model.onnx" --out "$D/gen" --class TorchModel 2>&1) || fail "kiln codegen: $out"
+  cmake --install "$3" --prefix "$TMP/prefix" > /dev/null || fail "cmake --install $3"
+  out=$(cmake -S "$D/gen" -B "$D/gen/build" -G Ninja -DCMAKE_PREFIX_PATH="$TMP/prefix" -DCMAKE_BUILD_TYPE=Release 2>&1) \
+    || fail "configuring the generated project: $out"
+  out=$(cmake --build "$D/gen/build" 2>&1) || fail "building the generated project: $out"
+  "$D/gen/build/torch_model_main" || fail "$MODEL: the generated C++ differs from the executor"
+fi
 echo "ok: $MODEL"
