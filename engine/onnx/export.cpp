@@ -81,6 +81,11 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
   model.set_producer_version("0.1");
   int64_t imported = imported_opset(g);
   int64_t opset = imported ? imported : options.opset;
+  if (imported && imported < 17)
+    for (const graph::Node& n : g.nodes())
+      KILN_CHECK(n.op.rfind("onnx.", 0) == 0 || n.op == "Input" || n.op == "Output", ValueError, "export: node '",
+                 n.name, "' (", n.op, ") maps to opset 17 ops, but the graph's imported nodes are at opset ", imported,
+                 "; convert the model to opset 17 before adding layers");
   auto* op = model.add_opset_import();
   op->set_domain("");
   op->set_version(opset);

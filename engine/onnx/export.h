@@ -21,7 +21,8 @@
 // Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").
 // Imported nodes (onnx.<Op>) become their ONNX node again (attributes from onnx_attributes,
 // inputs at onnx_input_slots), onnx.Initializer nodes initializers named "<node>.value";
-// the model's opset is then the imported one (all onnx.* nodes must agree).
+// the model's opset is then the imported one (all onnx.* nodes must agree; Studio ops next to
+// nodes imported below opset 17 are refused, as their mapping needs opset 17).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,8 +41,8 @@ struct ExportOptions {
 // Serialized ModelProto (IR version 8). Throws ValueError (naming the node) when the graph
 // does not analyze cleanly, a parameter is missing from `state` or has the wrong shape, a
 // mapping needs what the op's attributes forbid (BatchNorm without running statistics,
-// AdaptiveAvgPool2d whose input does not divide into output_size), or imported nodes disagree
-// on their opset.
+// AdaptiveAvgPool2d whose input does not divide into output_size), imported nodes disagree
+// on their opset, or Studio ops sit next to nodes imported below opset 17.
 std::string export_model(const graph::Graph& g, const nn::StateDict& state, const ExportOptions& options = {});
 // export_model written to `path` (IoError when it cannot be written).
 void save_exported(const graph::Graph& g, const nn::StateDict& state, const std::string& path,

@@ -225,6 +225,26 @@ TEST(OnnxExport, BadGraphsAndStatesNameTheProblem) {
   EXPECT_THROW(kiln::onnx::check_model_bytes("not a model"), ValueError);
 }
 
+TEST(OnnxExport, StudioOpsNextToOldImportedNodesAreRefused) {
+  if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  kiln::onnx::Model m = kiln::onnx::load_model(kData + "/pytorch-converted/test_ReLU/model.onnx");
+  ASSERT_LT(m.opset(), 17);
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+  Graph& g = ig.graph;
+  graph::NodeId out = g.output_nodes().at(0);
+  graph::PortRef src = *g.source_of({out, 0});
+  g.disconnect({out, 0});
+  auto t = add(g, "Tanh", "added_tanh", {}, {});
+  g.connect(src, {t, 0});
+  g.connect({t, 0}, {out, 0});
+  try {
+    kiln::onnx::export_model(g, ig.state_dict);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'added_tanh' (Tanh) maps to opset 17 ops"), std::string::npos) << e.what();
+  }
+}
+
 // Imported suite models: export -> checker -> executor gives the original executor's outputs.
 TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
   if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
