@@ -15,6 +15,8 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev zlib1g
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev)
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
+# The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
+TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy)
 
 install_missing() {
   local missing=() pkg sudo=
@@ -43,7 +45,7 @@ case ${1:-} in
     ls -1 "$out" | sed 's/^/  /'
     ;;
   test)
-    setup
+    setup "${TEST_PACKAGES[@]}"
     ctest --preset default --output-on-failure -j2
     cmake --preset asan
     cmake --build --preset asan
