@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/error.h"
@@ -142,7 +143,9 @@ TEST(Tensor, DevicesAndErrors) {
   EXPECT_EQ(resolve_device("cpu"), Device());
   auto devices = list_devices();
   ASSERT_FALSE(devices.empty());
-  EXPECT_EQ(devices.back().device.type, DeviceType::cpu);
+  // The CPU is always listed, and the list is sorted best score first.
+  EXPECT_TRUE(std::any_of(devices.begin(), devices.end(), [](const DeviceInfo& d) { return d.device == Device(); }));
+  for (size_t i = 1; i < devices.size(); ++i) EXPECT_GE(devices[i - 1].score, devices[i].score);
   EXPECT_THROW(Tensor::zeros({2}, DType::f32, Device(DeviceType::vulkan, 3)), DeviceError);
 }
 
