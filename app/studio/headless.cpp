@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QTimer>
 #include <csignal>
 #include <cstdio>
@@ -120,7 +121,16 @@ int train(const HeadlessOptions& o) {
 
 int runHeadless(const HeadlessOptions& o) {
   try {
-    if (!o.newFile.isEmpty()) return createProject(o);
+    if (!o.newFile.isEmpty()) {
+      // --new FILE --template T --train: make the project unless it exists, then train it.
+      if (!(o.train && QFileInfo::exists(o.newFile))) {
+        const int status = createProject(o);
+        if (status != 0 || !o.train) return status;
+      }
+      HeadlessOptions t = o;
+      t.project = o.newFile;
+      return train(t);
+    }
     if (o.project.isEmpty()) {
       err("--headless needs --project FILE --train, or --new FILE --template NAME");
       return 1;

@@ -4,7 +4,8 @@
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
 //     stores the run; exit status 0 finished, 1 failed or bad input, 130 stopped (Ctrl-C).
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
-//     creates a project from an embedded template.
+//     creates a project from an embedded template; with --train it then trains it (an
+//     existing FILE is trained as it is: the quickstart's one command).
 #pragma once
 #include <QStringList>
 

@@ -102,9 +102,9 @@ class TestStudioHeadless : public QObject {
     QTemporaryDir dir;
     const QString file = dir.filePath("h.kiln");
     QProcess p;
-    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn"});
-    QVERIFY(p.waitForFinished(20000));
-    p.start(kStudio, {"--headless", "--project", file, "--train", "--epochs", "1", "--subset", "512"});
+    // One command makes the project and trains it (the quickstart's fallback).
+    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
+                      "--subset", "512"});
     QVERIFY(p.waitForFinished(120000));
     const QString out = p.readAllStandardOutput();
     QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
@@ -113,6 +113,12 @@ class TestStudioHeadless : public QObject {
     auto project = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(project.runs().at(0).status, kiln::projects::RunStatus::finished);
     QCOMPARE(project.step_metrics(1).size(), size_t(4));  // 512 images / batch 128
+    // Again on the existing file: a second run of the same project.
+    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
+                      "--subset", "256"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    QCOMPARE(kiln::projects::Project::open(file.toStdString()).runs().size(), size_t(2));
   }
 };
 
