@@ -144,7 +144,7 @@ void TrainingSession::stop() {
   emit logMessage(tr("stopping after the current batch"));
 }
 
-int64_t TrainingSession::rowsCommitted() const { return writer_ ? writer_->rows_committed() : 0; }
+int64_t TrainingSession::rowsCommitted() const { return writer_ ? writer_->rows_committed() : finalRows_->load(); }
 
 void TrainingSession::poll() {
   if (!job_) return;
@@ -262,14 +262,19 @@ void TrainingSession::finish() {
   const int64_t run = run_;
   const QString dir = workDir_;
   finishing_ = true;
-  pending_ = QtConcurrent::run([writer, path, run, runStatus, error, metrics, dir]() mutable -> QString {
+  auto finalRows = finalRows_;
+  finalRows->store(writer ? writer->rows_committed() : 0);
+  pending_ = QtConcurrent::run([writer, finalRows, path, run, runStatus, error, metrics, dir]() mutable -> QString {
     QString problem;
     if (run == 0) {  // failed before the run was recorded
       QDir(dir).removeRecursively();
       return problem;
     }
     try {
-      if (writer) writer->flush();
+      if (writer) {
+        writer->flush();
+        finalRows->store(writer->rows_committed());
+      }
     } catch (const std::exception& e) {
       problem = QObject::tr("metrics could not be saved to the project: %1").arg(QString::fromStdString(e.what()));
     }

@@ -12,6 +12,7 @@
 #include <QThread>
 #include <QTimer>
 #include <QVector>
+#include <atomic>
 #include <memory>
 
 #include "app/studio/training_job.h"
@@ -72,6 +73,7 @@ class TrainingSession : public QObject {
   bool finishing_ = false;
   std::unique_ptr<TrainingJob> job_;
   std::shared_ptr<projects::MetricsWriter> writer_;
+  std::shared_ptr<std::atomic<int64_t>> finalRows_ = std::make_shared<std::atomic<int64_t>>(0);  // after the run
   QThread* thread_ = nullptr;
   QTimer timer_;
   QElapsedTimer clock_;
