@@ -86,7 +86,7 @@ void MainWindow::newFromTemplate(const QString& name) {
     setDatasetConfig(DatasetConfig{});
     trainingPanel_->setConfig(TrainingConfig{});
     loadProjectIntoUi();
-    canvas_->fitAll();
+    canvas_->fitReadable();
     log_->info(tr("new graph from the template %1; Save stores it in a project file").arg(templateTitle(name)));
   } catch (const std::exception& e) {
     showError(tr("New from template"), QString::fromStdString(plain_error(e)));
@@ -133,7 +133,7 @@ bool MainWindow::openProject(const QString& path) {
       }
     }
     loadProjectIntoUi();
-    canvas_->fitAll();
+    canvas_->fitReadable();
     addRecent(QFileInfo(path).absoluteFilePath());
     log_->info(tr("opened %1 (%2 graph version(s), %3 run(s))")
                    .arg(path)

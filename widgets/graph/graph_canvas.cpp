@@ -149,6 +149,19 @@ void GraphCanvas::fitAll() {
   centerOn(rect.center());
 }
 
+void GraphCanvas::fitReadable() {
+  constexpr double kReadableZoom = 0.8;
+  fitAll();
+  if (zoom() >= kReadableZoom) return;
+  const QRectF rect = scene_.itemsBoundingRect().adjusted(-40, -40, 40, 40);
+  setZoom(kReadableZoom);
+  const QRectF visible = mapToScene(viewport()->rect()).boundingRect();
+  // Keep the start of the graph (top-left of its bounding box) in view.
+  const double x = rect.width() > visible.width() ? rect.left() + visible.width() / 2 : rect.center().x();
+  const double y = rect.height() > visible.height() ? rect.top() + visible.height() / 2 : rect.center().y();
+  centerOn(x, y);
+}
+
 void GraphCanvas::setZoom(double factor) {
   factor = std::clamp(factor, kMinZoom, kMaxZoom);
   const double s = factor / zoom();

@@ -34,6 +34,10 @@ class GraphCanvas : public QGraphicsView {
 
   GraphDocument* document() const { return doc_; }
   void fitAll();
+  // Like fitAll(), but never below 80% zoom (where node text stays readable): a graph
+  // too tall or wide to fit is shown from its Input end, the rest a scroll away. Used
+  // when a graph is opened.
+  void fitReadable();
   void selectNode(graph::NodeId id);  // selects only it and centres the view on it
   QList<graph::NodeId> selectedNodes() const;
   NodeItem* nodeItem(graph::NodeId id) const;              // nullptr when none
