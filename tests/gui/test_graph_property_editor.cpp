@@ -1,10 +1,12 @@
 // PropertyEditor: widgets generated from AttrSpec, edits as undo steps, rejected
 // values explained and reverted.
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QSpinBox>
 #include <QTest>
+#include <QWheelEvent>
 
 #include "engine/graph/op_schema.h"
 #include "test_graph_util.h"
@@ -119,6 +121,32 @@ class TestGraphPropertyEditor : public QObject {
     QCOMPARE(std::get<std::string>(attr(f.doc, f.input, "dtype")), dtype->currentText().toStdString());
     QVERIFY(std::get<std::string>(attr(f.doc, f.input, "dtype")) != "f32");
     QCOMPARE(f.doc.undoStack()->count(), 2);
+  }
+
+  void wheelChangesOnlyAFocusedEditor() {
+    Fixture f;
+    auto* channels = qobject_cast<QSpinBox*>(f.editor.editor("out_channels"));
+    QVERIFY(channels);
+    QCOMPARE(channels->focusPolicy(), Qt::StrongFocus);
+    auto wheel = [&] {
+      const QPointF pos(channels->width() / 2.0, channels->height() / 2.0);
+      QWheelEvent e(pos, channels->mapToGlobal(pos), QPoint(), QPoint(0, 120), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+      QApplication::sendEvent(channels, &e);
+    };
+    const std::string before = json(f.doc);
+    QVERIFY(!channels->hasFocus());
+    wheel();  // a plain wheel over the panel: scrolls, edits nothing
+    QCOMPARE(json(f.doc), before);
+    QCOMPARE(channels->value(), 32);
+    QCOMPARE(f.doc.undoStack()->count(), 0);
+    // Once the user has clicked into (focused) the spin box, the wheel steps it.
+    f.editor.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&f.editor));
+    channels->setFocus();
+    QVERIFY(channels->hasFocus());
+    wheel();
+    QCOMPARE(std::get<int64_t>(attr(f.doc, f.conv, "out_channels")), int64_t(33));
   }
 
   void rejectedValuesShowTheReasonAndRevert() {

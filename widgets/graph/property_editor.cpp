@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QRegularExpressionValidator>
 #include <QScrollArea>
@@ -145,6 +146,10 @@ void PropertyEditor::rebuild() {
   for (const graph::AttrSpec& spec : schema.attributes) {
     QWidget* w = makeEditor(spec);
     w->setParent(inner);
+    if (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w)) {
+      w->setFocusPolicy(Qt::StrongFocus);  // not Qt::WheelFocus: a wheel must not grab it
+      w->installEventFilter(this);
+    }
     QString tip = toQString(spec.description);
     if (spec.min || spec.max)
       tip += tr(" (range %1 … %2)")
@@ -304,6 +309,17 @@ void PropertyEditor::commit(const std::string& name, const graph::AttrValue& val
     return;
   }
   showError({});
+}
+
+bool PropertyEditor::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Wheel) {
+    auto* w = qobject_cast<QWidget*>(watched);
+    if (w && !w->hasFocus()) {
+      event->ignore();  // not for the editor: the parent (the scroll area) gets it
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 void PropertyEditor::showError(const QString& text) {

@@ -6,6 +6,8 @@
 // the unit is the suffix, the description the tooltip. Edits go through
 // GraphDocument::setAttribute / renameNode (undoable); a rejected value shows the
 // reason in the editor and the widget reverts to the graph's value.
+// Spin boxes and combo boxes take the mouse wheel only while they have keyboard focus
+// (Qt::StrongFocus); an unfocused one passes the wheel on, so it scrolls the panel.
 #pragma once
 #include <QLabel>
 #include <QLineEdit>
@@ -39,6 +41,11 @@ class PropertyEditor : public QWidget {
   void setNode(graph::NodeId id);  // -1: nothing selected
   // Shows the node when exactly one is selected, nothing otherwise.
   void setSelection(const QList<kiln::graph::NodeId>& nodes);
+
+ protected:
+  // Ignores QEvent::Wheel on an unfocused spin box or combo box (it then reaches the
+  // scroll area); everything else goes through unchanged.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void rebuild();
