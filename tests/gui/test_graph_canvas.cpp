@@ -269,6 +269,12 @@ class TestGraphCanvas : public QObject {
     QCOMPARE(selected.size(), 1);
     QVERIFY(selected[0] != ids[2]);
     QCOMPARE(f.doc.graph().node(selected[0]).op, std::string("Linear"));
+    QCOMPARE(f.doc.undoStack()->undoText(), QString("Paste 1 node(s)"));
+    // The copy lands beside the original, not on top of it.
+    const graph::Node& original = f.doc.graph().node(ids[2]);
+    const graph::Node& copy = f.doc.graph().node(selected[0]);
+    QVERIFY(copy.x != original.x || copy.y != original.y);
+    QVERIFY(f.item(selected[0])->pos() != f.item(ids[2])->pos());
   }
 
   void shapeErrorShowsOnTheNodeAndInProblemsPanel() {

@@ -165,6 +165,7 @@ class TestGraphDocument : public QObject {
     QCOMPARE(doc.graph().source_of({pasted[1], 0}), std::optional<graph::PortRef>(graph::PortRef{pasted[0], 0}));
     QVERIFY(!doc.graph().source_of({pasted[0], 0}));
     QCOMPARE(doc.undoStack()->count(), 1);
+    QCOMPARE(doc.undoStack()->undoText(), QString("Paste 2 node(s)"));
     // Into an empty document the original names are kept.
     GraphDocument other;
     const QList<graph::NodeId> copied = other.paste(fragment, QPointF());

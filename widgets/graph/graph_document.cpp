@@ -196,8 +196,9 @@ QList<graph::NodeId> GraphDocument::paste(const QString& json, QPointF offset, Q
   if (nodes.empty()) return {};
   QList<graph::NodeId> ids;
   for (const graph::Node& n : nodes) ids.push_back(n.id);
-  stack_.push(new InsertNodesCommand(this, tr("Paste %n node(s)", nullptr, int(nodes.size())),
-                                     std::move(nodes), std::move(edges)));
+  // The label first: reading nodes.size() in the call that moves nodes out is unsequenced.
+  const QString label = tr("Paste %n node(s)", nullptr, int(nodes.size()));
+  stack_.push(new InsertNodesCommand(this, label, std::move(nodes), std::move(edges)));
   return ids;
 }
 
