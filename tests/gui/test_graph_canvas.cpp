@@ -289,6 +289,7 @@ class TestGraphCanvas : public QObject {
     QVERIFY(f.item(ids[2])->toolTip().contains("784"));
     for (int i : {0, 1, 3}) QVERIFY(!f.item(ids[size_t(i)])->hasProblems());
     QCOMPARE(problems.count(), 1);
+    QCOMPARE(problems.summaryText(), QString("1 problem(s)"));
     QTreeWidgetItem* row = problems.list()->topLevelItem(0);
     QCOMPARE(row->text(0), QString("fc"));
     QVERIFY(row->text(1).contains("784"));
@@ -303,6 +304,7 @@ class TestGraphCanvas : public QObject {
     QVERIFY(f.doc.setAttribute(ids[2], "in_features", int64_t(784)));
     QVERIFY(!f.item(ids[2])->hasProblems());
     QCOMPARE(problems.count(), 0);
+    QCOMPARE(problems.summaryText(), QString("No problems in the graph."));
     QCOMPARE(f.canvas.edgeItem({ids[3], 0})->label(), QString("f32[N, 10]"));
   }
 

@@ -55,7 +55,7 @@ void ProblemsPanel::refresh() {
     item->setToolTip(1, toQString(p.message));
     item->setForeground(0, QColor(0xe0, 0x52, 0x52));
   }
-  summary_->setText(problems.empty() ? tr("No problems: the graph is ready to train.")
+  summary_->setText(problems.empty() ? tr("No problems in the graph.")
                                      : tr("%n problem(s)", nullptr, int(problems.size())));
 }
 

@@ -16,6 +16,9 @@ class ProblemsPanel : public QWidget {
   explicit ProblemsPanel(GraphDocument* document, QWidget* parent = nullptr);
   QTreeWidget* list() const { return list_; }
   int count() const { return list_->topLevelItemCount(); }
+  // "N problem(s)", or "No problems in the graph." (the graph only: training may still
+  // be blocked elsewhere, e.g. by the dataset's shape).
+  QString summaryText() const { return summary_->text(); }
 
  signals:
   void nodeActivated(kiln::graph::NodeId id);
