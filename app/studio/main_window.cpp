@@ -9,6 +9,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -16,6 +17,8 @@
 #include <QUndoView>
 
 #include "app/studio/templates.h"
+#include "app/studio/training_job.h"
+#include "engine/graph/json.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/layer_palette.h"
@@ -64,7 +67,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createActions();
   createMenus();
   setDockNestingEnabled(true);
-  resize(1600, 1000);
+  resize(defaultWindowSize());
   defaultState_ = saveState();
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -103,6 +106,36 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->showMessage(tr("Drag layers from the Layers panel onto the canvas; connect ports by dragging; then press Train."));
   updateTitle();
   updateTrainState();
+}
+
+QSize MainWindow::defaultWindowSize() const {
+  // 90% of the screen's available area (without task bars), at most 1600x1000; e.g. 1229x691 on 1366x768.
+  const QSize cap(1600, 1000);
+  const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+  if (!s) return cap;
+  const QSize avail = s->availableGeometry().size();
+  return QSize(avail.width() * 9 / 10, avail.height() * 9 / 10).boundedTo(cap);
+}
+
+void MainWindow::newEmpty() {
+  if (session_->isRunning()) return showError(tr("Training is running"), tr("Stop the training run first."));
+  if (!maybeSave()) return;
+  try {
+    graph::Graph g = graph::from_json(R"({"format": "kiln-graph", "version": 1, "name": "Untitled", "edges": [],
+      "nodes": [
+        {"attrs": {"dtype": "f32", "shape": [1, 28, 28]}, "id": 1, "name": "image", "op": "Input", "x": 0.0, "y": 0.0},
+        {"attrs": {}, "id": 2, "name": "logits", "op": "Output", "x": 0.0, "y": 480.0}]})");
+    project_.reset();
+    document_->setGraph(g);
+    documentName_ = tr("Untitled");
+    setDatasetConfig(DatasetConfig{});
+    trainingPanel_->setConfig(TrainingConfig{});
+    loadProjectIntoUi();
+    canvas_->fitAll();
+    log_->info(tr("new empty graph (Input [1,28,28] and Output); add layers from the Layers panel and connect them"));
+  } catch (const std::exception& e) {
+    showError(tr("New"), QString::fromStdString(plain_error(e)));
+  }
 }
 
 MainWindow::~MainWindow() {
@@ -160,8 +193,10 @@ void MainWindow::resetLayout() {
 }
 
 void MainWindow::createActions() {
-  newAction_ = new QAction(QIcon::fromTheme("document-new"), tr("&New from Template..."), this);
+  newAction_ = new QAction(QIcon::fromTheme("document-new"), tr("&New"), this);
   newAction_->setShortcut(QKeySequence::New);
+  newAction_->setStatusTip(tr("An empty graph: an Input and an Output node; add layers from the Layers panel"));
+  connect(newAction_, &QAction::triggered, this, &MainWindow::newEmpty);
   openAction_ = new QAction(QIcon::fromTheme("document-open"), tr("&Open..."), this);
   openAction_->setShortcut(QKeySequence::Open);
   saveAction_ = new QAction(QIcon::fromTheme("document-save"), tr("&Save"), this);
@@ -230,6 +265,7 @@ void MainWindow::createActions() {
 
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(newAction_);
   templateMenu_ = file->addMenu(tr("&New from Template"));
   for (const QString& name : templateNames()) {
     QAction* a = templateMenu_->addAction(templateTitle(name));
@@ -265,11 +301,12 @@ void MainWindow::createMenus() {
   help->addAction(tr("&Getting Started"), this, [this] {
     QMessageBox::information(this, tr("Getting started"),
                              tr("1. Drag layers from the Layers panel onto the canvas (or double-click one).\n"
-                                "2. Connect an output port (right side) to an input port (left side) by dragging.\n"
+                                "2. Connect an output port (bottom edge of a node) to an input port (top edge of the next node) by dragging.\n"
                                 "3. Start with an Input node and end with an Output node; the Problems panel lists "
                                 "what is missing and every edge shows its shape.\n"
                                 "4. Choose the settings in the Training panel and press Train: the curves appear in Plots,\n"
-                                "   the test results in Evaluation, every run is kept in Runs."));
+                                "   the test results in Evaluation, every run is kept in Runs.\n"
+                                "Ctrl+wheel zooms the canvas; F fits the graph in the view."));
   });
   help->addAction(tr("&About Kiln Studio"), this, [this] {
     QMessageBox::about(this, tr("About Kiln Studio"),
@@ -281,7 +318,7 @@ void MainWindow::createMenus() {
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName("toolbar-main");
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  for (QAction* a : {openAction_, saveAction_}) bar->addAction(a);
+  for (QAction* a : {newAction_, openAction_, saveAction_}) bar->addAction(a);
   bar->addSeparator();
   for (QAction* a : {undoAction_, redoAction_, layoutAction_, fitAction_}) bar->addAction(a);
   bar->addSeparator();

@@ -45,6 +45,9 @@ class MainWindow : public QMainWindow {
 
   // ---- file actions (return false and show the reason when they fail) ----
   void newFromTemplate(const QString& name);  // unsaved document; Save asks for a file
+  // File > New (Ctrl+N): an unsaved graph with only an Input ([1,28,28], f32: one
+  // Fashion-MNIST image) and an Output node, to be filled from the Layers palette.
+  void newEmpty();
   bool newProjectFile(const QString& path, const QString& templateName);  // creates and opens
   bool openProject(const QString& path);
   bool save();
@@ -78,6 +81,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent*) override;
 
  private:
+  QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
   void createDocks();
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();

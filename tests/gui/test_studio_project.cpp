@@ -6,6 +6,8 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QPushButton>
+#include <QScreen>
+#include <QSettings>
 #include <QtTest>
 
 #include "app/studio/main_window.h"
@@ -139,6 +141,32 @@ class TestStudioProject : public QObject {
     QFile g(path);
     QVERIFY(g.open(QIODevice::ReadOnly));
     QCOMPARE(g.readAll(), QByteArray("this is not a Kiln project"));  // untouched
+  }
+
+  void newGivesAnEmptyGraphWithInputAndOutput() {
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    QAction* newAction = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+      if (a->shortcut() == QKeySequence(QKeySequence::New)) newAction = a;
+    QVERIFY(newAction);
+    newAction->trigger();
+    const auto& g = w.document()->graph();
+    QCOMPARE(int(g.nodes().size()), 2);
+    QVERIFY(nodeNamed(g, "Input") >= 0);
+    QVERIFY(nodeNamed(g, "Output") >= 0);
+    QVERIFY(!w.trainAction()->isEnabled());  // nothing connects Input to Output yet
+    QVERIFY(w.project() == nullptr);
+  }
+
+  void defaultWindowSizeFitsTheScreen() {
+    QSettings().remove("window/geometry");
+    MainWindow w;
+    const QSize avail = w.screen()->availableGeometry().size();
+    QVERIFY2(w.width() <= 1600 && w.height() <= 1000, qPrintable(QString("%1x%2").arg(w.width()).arg(w.height())));
+    QVERIFY2(w.width() <= avail.width() && w.height() <= avail.height(),
+             qPrintable(QString("%1x%2 on %3x%4").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
   }
 
   void resetLayoutShowsEveryDock() {
