@@ -169,6 +169,26 @@ class TestGraphCanvas : public QObject {
     QVERIFY(f.doc.graph().source_of({ids[1], 0}));
   }
 
+  void connectingIntoAFedInputSaysWhichEdgeItReplaced() {
+    std::vector<graph::NodeId> ids;
+    Fixture f(mlp(784, &ids));
+    QSignalSpy messages(&f.canvas, &GraphCanvas::message);
+    // flatten -> output, where fc -> output is.
+    drag(&f.canvas, f.item(ids[1])->outputPos(0), f.item(ids[3])->inputPos(0));
+    QCOMPARE(f.doc.graph().source_of({ids[3], 0}), std::optional<graph::PortRef>(graph::PortRef{ids[1], 0}));
+    QCOMPARE(messages.count(), 1);
+    QCOMPARE(messages.takeFirst().at(0).toString(), QString("Replaced fc → output with flatten → output"));
+    QCOMPARE(f.doc.undoStack()->count(), 1);
+    QCOMPARE(f.doc.undoStack()->undoText(), QString("Replace fc → output with flatten → output"));
+    f.doc.undoStack()->undo();
+    QCOMPARE(f.doc.graph().source_of({ids[3], 0}), std::optional<graph::PortRef>(graph::PortRef{ids[2], 0}));
+    // A plain connection still says "Connected".
+    f.doc.disconnectPort({ids[3], 0});
+    drag(&f.canvas, f.item(ids[2])->outputPos(0), f.item(ids[3])->inputPos(0));
+    QCOMPARE(messages.count(), 1);
+    QCOMPARE(messages.takeFirst().at(0).toString(), QString("Connected fc → output"));
+  }
+
   void connectingByMouseFitsTheChannelCount() {
     Fixture f;
     const graph::NodeId input = f.doc.addNode("Input", QPointF(0, 0));

@@ -142,6 +142,9 @@ class TestGraphDocument : public QObject {
     QVERIFY(doc.connectPorts({b, 0}, {r, 0}));
     QCOMPARE(doc.graph().source_of({r, 0}), std::optional<graph::PortRef>(graph::PortRef{b, 0}));
     QCOMPARE(doc.graph().edges().size(), size_t(1));
+    const auto name = [&](graph::NodeId id) { return QString::fromStdString(doc.graph().node(id).name); };
+    QCOMPARE(doc.undoStack()->undoText(),
+             QString("Replace %1 → %3 with %2 → %3").arg(name(a), name(b), name(r)));
     doc.undoStack()->undo();
     QCOMPARE(json(doc), before);
   }

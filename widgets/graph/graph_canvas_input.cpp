@@ -126,7 +126,13 @@ void GraphCanvas::finishPortDrag(QPointF scenePos, QPoint globalPos) {
   const graph::PortRef from = drag.fromOutput ? drag.port : other;
   const graph::PortRef to = drag.fromOutput ? other : drag.port;
   QString reason;
-  const QString text = tr("Connect %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name));
+  const QString fromName = toQString(g.node(from.node).name);
+  const QString toName = toQString(g.node(to.node).name);
+  // Connecting into a fed input replaces its edge: name the one that goes.
+  const std::optional<graph::PortRef> replaced = g.source_of(to);
+  const QString oldName = replaced ? toQString(g.node(replaced->node).name) : QString();
+  const QString text = replaced ? tr("Replace %1 → %3 with %2 → %3").arg(oldName, fromName, toName)
+                                : tr("Connect %1 → %2").arg(fromName, toName);
   if (!doc_->canConnect(from, to, &reason)) {
     say(tr("Cannot connect: %1").arg(reason), globalPos);
     return;
@@ -137,7 +143,8 @@ void GraphCanvas::finishPortDrag(QPointF scenePos, QPoint globalPos) {
   // the input (same undo step), as when appended from the palette.
   if (to.port == 0 && !doc_->analysis().problems_of(to.node).empty()) fitToInput(to.node);
   doc_->undoStack()->endMacro();
-  say(tr("Connected %1 → %2").arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name)));
+  say(replaced ? tr("Replaced %1 → %3 with %2 → %3").arg(oldName, fromName, toName)
+               : tr("Connected %1 → %2").arg(fromName, toName));
 }
 
 void GraphCanvas::deleteSelection() {

@@ -62,8 +62,12 @@ ConnectCommand::ConnectCommand(GraphDocument* doc, graph::PortRef from, graph::P
                                std::optional<graph::PortRef> replaced)
     : doc_(doc), from_(from), to_(to), replaced_(replaced) {
   const graph::Graph& g = doc->graph();
-  setText(QObject::tr("Connect %1 → %2")
-              .arg(toQString(g.node(from.node).name), toQString(g.node(to.node).name)));
+  const QString target = toQString(g.node(to.node).name);
+  if (replaced && g.contains(replaced->node))
+    setText(QObject::tr("Replace %1 → %3 with %2 → %3")
+                .arg(toQString(g.node(replaced->node).name), toQString(g.node(from.node).name), target));
+  else
+    setText(QObject::tr("Connect %1 → %2").arg(toQString(g.node(from.node).name), target));
 }
 
 void ConnectCommand::redo() {

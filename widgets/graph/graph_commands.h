@@ -44,6 +44,7 @@ class RemoveNodesCommand : public QUndoCommand {
 };
 
 // Connects from -> to, replacing the edge `replaced -> to` when there was one.
+// Text: "Connect a → b", or "Replace old → b with a → b" when an edge is replaced.
 class ConnectCommand : public QUndoCommand {
  public:
   ConnectCommand(GraphDocument*, graph::PortRef from, graph::PortRef to,
