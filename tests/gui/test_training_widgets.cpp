@@ -40,6 +40,33 @@ class TestTrainingWidgets : public QObject {
     QCOMPARE(plots.epochCount(), 0);
   }
 
+  void axesFitTheDataWithPadding() {
+    LivePlots plots;
+    QVector<double> s, l, r;
+    for (int i = 1; i <= 100; ++i) s << i, l << 1.5, r << 1e-3;  // constant loss and lr
+    plots.addSteps(s, l, r);
+    plots.replotNow();
+    const QCPRange lr = plots.lrPlot()->yAxis->range();
+    QCOMPARE(lr.lower, 0.0);
+    QVERIFY2(lr.upper > 1e-3 && lr.upper < 2e-3, qPrintable(QString::number(lr.upper)));
+    const QCPRange loss = plots.stepPlot()->yAxis->range();
+    QVERIFY2(loss.lower < 1.5 && loss.upper > 1.5 && loss.size() < 1.0, qPrintable(QString("%1..%2").arg(loss.lower).arg(loss.upper)));
+    // A cosine staircase: its last (lowest, nonzero) step lies strictly above the axis bottom.
+    plots.clear();
+    s.clear(), l.clear(), r.clear();
+    for (int i = 1; i <= 100; ++i) s << i, l << 2.0 / i, r << 1e-3 * (0.5 + 0.5 * std::cos(M_PI * ((i - 1) / 10) / 10.0));
+    plots.addSteps(s, l, r);
+    plots.addEpoch(1, 0.0, 0.9, NAN, NAN);  // a loss of 0 still gives a nonempty axis
+    plots.replotNow();
+    const QCPRange lr2 = plots.lrPlot()->yAxis->range();
+    QVERIFY(lr2.lower <= 0 && lr2.upper > 1e-3);
+    const QCPRange loss2 = plots.stepPlot()->yAxis->range();
+    QVERIFY(loss2.lower < 0.02 && loss2.upper > 2.0);
+    QVERIFY(plots.epochPlot()->yAxis->range().size() > 0);
+    QCOMPARE(LivePlots::paddedRange(QCPRange(0, 0), true).upper, 1.0);
+    QCOMPARE(LivePlots::paddedRange(QCPRange(-2, -2), false).lower, -2.2);
+  }
+
   void smoothedCurveIsDebiasedEma() {
     LivePlots plots;
     plots.setSmoothing(0.5);

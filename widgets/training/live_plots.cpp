@@ -179,6 +179,14 @@ void LivePlots::scheduleReplot() {
   replotTimer_.start(wait);
 }
 
+QCPRange LivePlots::paddedRange(const QCPRange& values, bool fromZero) {
+  // Every value strictly inside the axis, also a constant series (lr 0.001 -> [0, 0.0011]).
+  const double top = std::max(std::abs(values.lower), std::abs(values.upper));
+  if (fromZero && values.lower >= 0) return QCPRange(0, top > 0 ? values.upper * 1.1 : 1.0);
+  const double pad = values.size() > 0 ? values.size() * 0.05 : (top > 0 ? top * 0.1 : 0.5);
+  return QCPRange(values.lower - pad, values.upper + pad);
+}
+
 void LivePlots::doReplot() {
   if (follow_) {
     // Rescale to the raw data (the levels of detail hold the same extremes).
@@ -186,10 +194,9 @@ void LivePlots::doReplot() {
       bool found = false;
       const QCPRange keys = d->raw()->keyRange(found);
       if (!found) continue;
-      g->keyAxis()->setRange(keys);
+      g->keyAxis()->setRange(keys.size() > 0 ? keys : QCPRange(keys.lower - 0.5, keys.upper + 0.5));
       const QCPRange values = d->raw()->valueRange(found);
-      if (found && values.size() > 0) g->valueAxis()->setRange(values);
-      else if (found) g->valueAxis()->setRange(values.lower - 0.5, values.upper + 0.5);
+      if (found) g->valueAxis()->setRange(paddedRange(values, /*fromZero=*/g == lr_));
     }
     if (!trainLoss_->data()->isEmpty()) {
       bool found = false;
@@ -198,7 +205,7 @@ void LivePlots::doReplot() {
       trainLoss_->rescaleValueAxis(false, true);
       valLoss_->rescaleValueAxis(true, true);
       QCPRange y = epochPlot_->yAxis->range();
-      epochPlot_->yAxis->setRange(0, y.upper * 1.1);
+      epochPlot_->yAxis->setRange(paddedRange(QCPRange(0, y.upper), /*fromZero=*/true));
     }
     epochPlot_->yAxis2->setRange(0, 100);
   }

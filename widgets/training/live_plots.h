@@ -17,6 +17,7 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QCPRange;
 
 namespace kiln::studio {
 
@@ -43,6 +44,10 @@ class LivePlots : public QWidget {
   QCustomPlot* lrPlot() const { return lrPlot_; }
   void fitToData();  // rescale every plot to its data again (queued replot)
   void replotNow();  // immediate replot of every plot with rescaled axes (bench, screenshots)
+  // The value-axis range that shows `values` (min..max of a series) with every point strictly
+  // inside: fromZero (lr, epoch loss, values >= 0) gives [0, max * 1.1]; otherwise 5% of the
+  // span on each side. A constant series gets 10% of its value (0.5 when it is 0).
+  static QCPRange paddedRange(const QCPRange& values, bool fromZero);
 
  private:
   void scheduleReplot();
