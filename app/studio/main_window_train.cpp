@@ -82,6 +82,7 @@ bool MainWindow::startTraining() {
 
 void MainWindow::onTrainingFinished(qint64 run, const QString& status, const QString& message) {
   trainingPanel_->setState(TrainingPanel::State::Idle);
+  trainingPanel_->setEnded(status);
   runs_->refresh();
   pauseAction_->setChecked(false);
   trainingPanel_->setStatusText(status == "failed" ? tr("Run %1 failed: %2").arg(run).arg(message)

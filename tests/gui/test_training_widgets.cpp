@@ -162,6 +162,22 @@ class TestTrainingWidgets : public QObject {
     QVERIFY(panel.statusText().contains("images/s"));
   }
 
+  void progressShowsWhereARunStopped() {
+    TrainingPanel panel;
+    panel.setState(TrainingPanel::State::Running);
+    panel.setProgress(130, 938, 1, 1, 5000, 42);
+    QVERIFY2(panel.progressText().contains("ETA"), qPrintable(panel.progressText()));
+    panel.setState(TrainingPanel::State::Idle);
+    panel.setEnded("stopped");
+    QCOMPARE(panel.progressText(), QString("Stopped at epoch 1, step 130"));
+    panel.setEnded("failed");
+    QCOMPARE(panel.progressText(), QString("Failed at epoch 1, step 130"));
+    panel.setEnded("finished");
+    QCOMPARE(panel.progressText(), QString("Done"));
+    panel.setState(TrainingPanel::State::Running);  // the next run starts at 0%
+    QCOMPARE(panel.progressText(), QString("0%"));
+  }
+
   void configJsonErrorsNameTheField() {
     auto message = [](const std::string& json) -> QString {
       try {

@@ -178,6 +178,11 @@ void TrainingPanel::setStartBlockers(const QStringList& reasons) {
 }
 
 void TrainingPanel::setState(State s) {
+  if (state_ == State::Idle && s == State::Running) {  // a new run: no old "Stopped at ..." text
+    lastStep_ = 0, lastEpoch_ = 0;
+    progress_->setValue(0);
+    progress_->setFormat("%p%");
+  }
   state_ = s;
   if (s == State::Idle) pause_->setChecked(false);
   updateButtons();
@@ -205,6 +210,8 @@ void TrainingPanel::updateButtons() {
 
 void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond,
                                 double etaSeconds) {
+  lastStep_ = step;
+  lastEpoch_ = epoch;
   progress_->setValue(totalSteps > 0 ? static_cast<int>(1000 * step / totalSteps) : 0);
   progress_->setFormat(QString("%p% · ETA %1").arg(formatDuration(etaSeconds)));
   status_->setText(tr("Epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
@@ -215,6 +222,19 @@ void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int
                        .arg(QLocale().toString(imagesPerSecond, 'f', 0))
                        .arg(formatDuration(etaSeconds)));
 }
+
+void TrainingPanel::setEnded(const QString& status) {
+  if (status == "finished") {
+    progress_->setValue(progress_->maximum());
+    progress_->setFormat(tr("Done"));
+  } else if (status == "stopped") {
+    progress_->setFormat(tr("Stopped at epoch %1, step %2").arg(lastEpoch_).arg(lastStep_));
+  } else {
+    progress_->setFormat(tr("Failed at epoch %1, step %2").arg(lastEpoch_).arg(lastStep_));
+  }
+}
+
+QString TrainingPanel::progressText() const { return progress_->text(); }
 
 void TrainingPanel::setStatusText(const QString& text) {
   status_->setText(text);

@@ -33,6 +33,10 @@ class TrainingPanel : public QWidget {
   State state() const { return state_; }
   // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, ETA (s).
   void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds);
+  // The run ended: status "finished" shows 100% "Done"; "stopped" / "failed" show
+  // "Stopped at epoch E, step S" / "Failed at epoch E, step S" (the last setProgress) and no ETA.
+  void setEnded(const QString& status);
+  QString progressText() const;  // the progress bar's text as shown
   void setStatusText(const QString&);
   QString statusText() const;
 
@@ -59,6 +63,8 @@ class TrainingPanel : public QWidget {
   QLabel* status_;
   QStringList blockers_;
   State state_ = State::Idle;
+  int64_t lastStep_ = 0;
+  int lastEpoch_ = 0;
   bool showingBlockers_ = false;  // status_ shows the blockers (replaced once they are gone)
 };
 
