@@ -4,9 +4,16 @@
 
 namespace kiln {
 
+// Throws ShapeError when the product does not fit in int64 (a crafted file's shape
+// such as [2^62, 1, 28, 28]); a zero size gives 0 whatever the other sizes.
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  bool overflow = false;
+  for (int64_t d : s) overflow |= __builtin_mul_overflow(n, d, &n);
+  // A zero size makes the product 0 whatever overflowed before it.
+  for (int64_t d : s)
+    if (d == 0) return 0;
+  if (overflow) throw ShapeError("shape " + shape_str(s) + " has more elements than fit in int64");
   return n;
 }
 

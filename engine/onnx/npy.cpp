@@ -80,9 +80,15 @@ Tensor load_npy(const std::string& path) {
     }
     KILN_CHECK(shape.back() >= 0, IoError, path, ": negative dimension in .npy shape ", shape_text);
   }
-  size_t n = static_cast<size_t>(numel(shape)), esize = dtype_size(d->dtype);
+  int64_t count = 0;
+  try {
+    count = numel(shape);
+  } catch (const ShapeError&) {
+    throw IoError(path + ": .npy shape " + shape_text + " has too many elements");
+  }
+  size_t n = static_cast<size_t>(count), esize = dtype_size(d->dtype);
   size_t data_at = offset + header_len;
-  KILN_CHECK(bytes.size() - data_at >= n * esize, IoError, path, ": truncated .npy data: ", bytes.size() - data_at,
+  KILN_CHECK(n <= (bytes.size() - data_at) / esize, IoError, path, ": truncated .npy data: ", bytes.size() - data_at,
              " bytes for ", n, " elements of ", descr);
   if (!fortran) return Tensor::from_host(bytes.data() + data_at, n, d->dtype, shape);
   Shape rev(shape.rbegin(), shape.rend());

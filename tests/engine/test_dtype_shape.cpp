@@ -7,6 +7,7 @@
 #include "engine/core/dtype.h"
 #include "engine/core/error.h"
 #include "engine/core/shape.h"
+#include "engine/core/tensor.h"
 
 using namespace kiln;
 
@@ -58,4 +59,11 @@ TEST(Device, ParseAndReject) {
   EXPECT_THROW(Device::parse("tpu:0"), DeviceError);
   EXPECT_THROW(Device::parse("cuda:x"), DeviceError);
   EXPECT_THROW(Device::parse("cuda:-1"), DeviceError);
+}
+
+TEST(Shape, NumelOverflowIsAShapeError) {
+  EXPECT_EQ(kiln::numel({2, 3, 4}), 24);
+  EXPECT_EQ(kiln::numel({int64_t(1) << 62, 0, 28}), 0);
+  EXPECT_THROW(kiln::numel({int64_t(1) << 62, 1, 28, 28}), kiln::ShapeError);
+  EXPECT_THROW(kiln::Tensor::zeros({int64_t(1) << 32, int64_t(1) << 30, 4}, kiln::DType::f32), kiln::ShapeError);
 }
