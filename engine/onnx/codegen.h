@@ -26,7 +26,10 @@
 namespace kiln::onnx {
 
 struct CodegenOptions {
-  std::string class_name;  // "" = from the graph name ("Fashion-MNIST CNN" -> "FashionMnistCnn"); "Model" if empty
+  // "" = from the graph name ("Fashion-MNIST CNN" -> "FashionMnistCnn"); "Model" if empty. Otherwise a C++
+  // identifier that is not a keyword (nor kiln, std, main, take, conv_params, pool_params, read): ValueError.
+  // Names from the model reach the generated files only as escaped string literals or comment-safe text.
+  std::string class_name;
 };
 
 // Returns the paths written.

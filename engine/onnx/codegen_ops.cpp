@@ -1,5 +1,7 @@
 #include "engine/onnx/codegen_ops.h"
 
+#include <cctype>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -80,6 +82,59 @@ std::string reshape_shape(const Node& n, const graph::TensorType& t) {
 }
 
 }  // namespace
+
+std::string cpp_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (ch == '\\' || ch == '"') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c >= 0x7f) {
+      // Octal, always 3 digits: unlike \x it cannot swallow a following digit.
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\%03o", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string cpp_comment_text(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    out += c < 0x20 || c == 0x7f ? ' ' : ch;
+  }
+  for (size_t p = out.find("*/"); p != std::string::npos; p = out.find("*/", p + 3)) out.insert(p + 1, " ");
+  // GCC splices backslash-space-newline too: the last non-blank character must not be a backslash.
+  size_t last = out.find_last_not_of(' ');
+  if (last != std::string::npos && out[last] == '\\') out[last] = '/';
+  return out;
+}
+
+bool is_cpp_keyword(const std::string& s) {
+  static const std::set<std::string> keywords{
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+  return keywords.count(s) > 0;
+}
+
+bool is_cpp_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return !is_cpp_keyword(s);
+}
 
 bool codegen_supports(const std::string& op) {
   static const std::set<std::string> ops{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul",

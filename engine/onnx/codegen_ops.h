@@ -21,4 +21,16 @@ bool codegen_supports(const std::string& op_type);
 // the node for attributes it cannot translate.
 std::string codegen_expression(const Node& n, int64_t opset, const CodegenValues& v);
 
+// Every name from the model that reaches the generated source goes through one of these.
+// A C++ string literal, quotes included: backslash and quote escaped, control characters and
+// bytes >= 0x80 as 3-digit octal escapes: a"b<newline> -> "a\"b\012" (quotes included).
+std::string cpp_string_literal(const std::string& s);
+// Text safe inside a `//` or `/* */` comment: \r, \n and other control characters become spaces,
+// "*/" becomes "* /", and a trailing backslash (which would splice the next line in) becomes '/'.
+std::string cpp_comment_text(const std::string& s);
+// Whether `s` is a C++ identifier that is not a keyword (or alternative token such as "and").
+bool is_cpp_identifier(const std::string& s);
+// The C++20 keywords and alternative tokens.
+bool is_cpp_keyword(const std::string& s);
+
 }  // namespace kiln::onnx::detail
