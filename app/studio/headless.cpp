@@ -39,6 +39,14 @@ int createProject(const HeadlessOptions& o) {
 }
 
 int train(const HeadlessOptions& o) {
+  // A run is stored in the project file (SQLite: the file and a journal beside it), so a
+  // read-only file or directory fails here instead of after the run.
+  const QFileInfo file(o.project), dir(QFileInfo(o.project).absolutePath());
+  if (file.exists() && (!file.isWritable() || !dir.isWritable())) {
+    err(QString("cannot train %1: the project is read-only (%2 is not writable); use Save As in Kiln Studio to keep changes")
+            .arg(o.project, file.isWritable() ? dir.absoluteFilePath() : file.absoluteFilePath()));
+    return 1;
+  }
   projects::Project project = projects::Project::open(o.project.toStdString());
   std::optional<projects::GraphVersion> version = project.latest_graph();
   if (!version) {
