@@ -139,6 +139,14 @@ bool MainWindow::openProject(const QString& path) {
                    .arg(path)
                    .arg(project_->graph_versions().size())
                    .arg(project_->runs().size()));
+    {
+      const QFileInfo file(path), dir(QFileInfo(path).absolutePath());
+      if (!file.isWritable() || !dir.isWritable()) {
+        const QString m = tr("%1 is read-only: use Save As to keep changes").arg(path);
+        log_->warning(m);
+        statusBar()->showMessage(m);
+      }
+    }
     return true;
   } catch (const std::exception& e) {
     showError(tr("Cannot open project"), QString::fromStdString(plain_error(e)));
