@@ -4,6 +4,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QtTest>
+#include <unistd.h>
 
 #include "projects/project.h"
 
@@ -47,6 +48,23 @@ class TestStudioHeadless : public QObject {
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(QString(p.readAllStandardError()).contains("missing.kiln"));
+  }
+
+  void readOnlyProjectFailsUpFront() {
+    if (::geteuid() == 0) QSKIP("root writes to read-only files and directories, so nothing is read-only to it");
+    QTemporaryDir dir;
+    const QString file = dir.filePath("ro.kiln");
+    QProcess p;
+    p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_mlp"});
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(QFile::setPermissions(file, QFile::ReadOwner | QFile::ReadUser));
+    p.start(kStudio, {"--headless", "--project", file, "--train"});
+    QVERIFY(p.waitForFinished(20000));
+    QFile::setPermissions(file, QFile::ReadOwner | QFile::WriteOwner);
+    QCOMPARE(p.exitCode(), 1);
+    const QString e = p.readAllStandardError();
+    QVERIFY2(e.contains("read-only") && e.contains("Save As") && !e.contains("run 0"), qPrintable(e));
   }
 
   void sigkillMidTrainingKeepsCommittedRows() {
