@@ -51,19 +51,34 @@ class TestStudioHeadless : public QObject {
   }
 
   void readOnlyProjectFailsUpFront() {
-    if (::geteuid() == 0) QSKIP("root writes to read-only files and directories, so nothing is read-only to it");
+    // Root may write to read-only files, so as root the project is opened as user
+    // nobody (setpriv, util-linux), for whom the file and its folder are read-only.
+    const bool root = ::geteuid() == 0;
+    const QString setpriv = QStandardPaths::findExecutable("setpriv");
+    if (root && setpriv.isEmpty()) QSKIP("running as root without setpriv (Debian package util-linux)");
     QTemporaryDir dir;
     const QString file = dir.filePath("ro.kiln");
     QProcess p;
     p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_mlp"});
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitCode(), 0);
-    QVERIFY(QFile::setPermissions(file, QFile::ReadOwner | QFile::ReadUser));
-    p.start(kStudio, {"--headless", "--project", file, "--train"});
+    const auto readOnly = QFile::ReadOwner | QFile::ReadUser | QFile::ReadGroup | QFile::ReadOther;
+    QVERIFY(QFile::setPermissions(file, readOnly));
+    QVERIFY(QFile::setPermissions(dir.path(), readOnly | QFile::ExeOwner | QFile::ExeUser | QFile::ExeGroup |
+                                                  QFile::ExeOther));
+    QStringList args{"--headless", "--project", file, "--train"};
+    if (root) {
+      args.prepend(kStudio);
+      args = QStringList{"--reuid=65534", "--regid=65534", "--clear-groups"} + args;
+      p.start(setpriv, args);
+    } else {
+      p.start(kStudio, args);
+    }
     QVERIFY(p.waitForFinished(20000));
+    QFile::setPermissions(dir.path(), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     QFile::setPermissions(file, QFile::ReadOwner | QFile::WriteOwner);
-    QCOMPARE(p.exitCode(), 1);
     const QString e = p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 1, qPrintable(e));
     QVERIFY2(e.contains("read-only") && e.contains("Save As") && !e.contains("run 0"), qPrintable(e));
   }
 
