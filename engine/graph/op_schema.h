@@ -61,6 +61,15 @@ struct OpSchema {
   std::function<std::shared_ptr<nn::Module>(const std::vector<TensorType>&, const Attributes&)> build;
   // Runs the node: one tensor per input port in, one per output port out.
   std::function<std::vector<Tensor>(nn::Module*, const std::vector<Tensor>&, const Attributes&)> forward;
+  // An attribute that must equal a dimension of input 0, as PyTorch makes the user repeat
+  // it (Conv2d.in_channels is C of [N, C, H, W]); the editor fills it in from the inferred
+  // input when a layer is appended. rank 0: any rank >= 2; dim -1: the last dimension.
+  struct InputDimAttribute {
+    std::string attribute;
+    size_t rank = 0;
+    int dim = -1;
+  };
+  std::vector<InputDimAttribute> input_dim_attributes;
   // Extra checks of an attribute set beyond each AttrSpec (Reshape: at most one -1);
   // returns the reason it is invalid, nullopt when fine. May be empty.
   std::function<std::optional<std::string>(const Attributes&)> check;

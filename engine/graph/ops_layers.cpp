@@ -71,6 +71,7 @@ void register_layer_ops(OpRegistry& r) {
     s.attributes = {int_attr("in_features", 3136, 1, kMaxSize, "", "Size of each input sample's last dimension."),
                     int_attr("out_features", 128, 1, kMaxSize, "", "Size of each output sample's last dimension."),
                     bool_attr("bias", true, "Learn an additive bias.")};
+    s.input_dim_attributes = {{"in_features", 0, -1}};
     s.infer = infer_linear;
     s.parameters = [](const std::vector<TensorType>&, const Attributes& a) {
       std::vector<ParamSpec> p{{"weight", {attr_int(a, "out_features"), attr_int(a, "in_features")}}};
@@ -103,6 +104,7 @@ void register_layer_ops(OpRegistry& r) {
         ints_attr("dilation", {1, 1}, 2, 2, 1, 4096, "px", "Spacing between kernel elements (height, width)."),
         int_attr("groups", 1, 1, kMaxSize, "", "Blocked connections: both channel counts must be divisible by it."),
         bool_attr("bias", true, "Learn an additive bias per output channel.")};
+    s.input_dim_attributes = {{"in_channels", 4, 1}};
     s.infer = infer_conv2d;
     s.parameters = [](const std::vector<TensorType>&, const Attributes& a) {
       const auto& k = attr_ints(a, "kernel_size");

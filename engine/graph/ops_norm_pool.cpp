@@ -63,6 +63,7 @@ OpSchema batch_norm(const std::string& name, bool two_d) {
                         : "Batch normalization over the features of [N, C] or [N, C, L] (Ioffe & Szegedy 2015).";
   s.inputs = {{"in", two_d ? "[N, C, H, W]" : "[N, C] or [N, C, L]"}};
   s.outputs = {{"out", "same shape"}};
+  s.input_dim_attributes = {{"num_features", two_d ? size_t(4) : size_t(0), 1}};
   s.attributes = {int_attr("num_features", 32, 1, kMaxSize, "", "C, the number of channels / features."),
                   float_attr("eps", 1e-5, 0, 1, "", "Added to the variance for numerical stability."),
                   float_attr("momentum", 0.1, 0, 1, "", "Weight of the batch statistic in the running estimate."),

@@ -227,28 +227,21 @@ graph::NodeId GraphCanvas::addLayer(const QString& op) {
   return id;
 }
 
-// The attributes that must equal a dimension of the input (PyTorch makes the user
-// repeat them: Conv2d.in_channels is C of [N, C, H, W]). Set from the inferred input
-// when a layer is appended, so a chain built from the palette is valid as it grows.
+// Sets the attributes that must equal a dimension of the input (OpSchema::
+// input_dim_attributes) from the inferred input when a layer is appended, so a chain
+// built from the palette is valid as it grows.
 void GraphCanvas::fitToInput(graph::NodeId id) {
-  struct Rule {
-    const char* op;
-    const char* attribute;
-    size_t rank;  // 0: any rank >= 2
-    int dim;      // -1: the last one
-  };
-  static const Rule rules[] = {{"Conv2d", "in_channels", 4, 1},   {"Linear", "in_features", 0, -1},
-                               {"BatchNorm2d", "num_features", 4, 1}, {"BatchNorm1d", "num_features", 0, 1}};
   const graph::Graph& g = doc_->graph();
   const std::optional<graph::PortRef> from = g.source_of({id, 0});
   if (!from) return;
   const std::optional<graph::TensorType> type = doc_->analysis().type_of(*from);
   if (!type) return;
   const graph::SymShape& shape = type->shape;
-  for (const Rule& r : rules) {
-    if (g.node(id).op != r.op || shape.size() < 2 || (r.rank && shape.size() != r.rank)) continue;
+  const graph::OpSchema& schema = graph::OpRegistry::global().get(g.node(id).op);
+  for (const auto& r : schema.input_dim_attributes) {
+    if (shape.size() < 2 || (r.rank && shape.size() != r.rank)) continue;
     const int64_t value = r.dim < 0 ? shape.back() : shape[size_t(r.dim)];
-    if (value > 0) doc_->setAttribute(id, r.attribute, value);
+    if (value > 0) doc_->setAttribute(id, QString::fromStdString(r.attribute), value);
   }
 }
 
