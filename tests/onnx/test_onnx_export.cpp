@@ -175,8 +175,9 @@ TEST(OnnxExport, EveryStudioOpRoundTrips) {
     round_trip(gm, example_inputs(g), g.name);
     for (const graph::Node& n : g.nodes()) covered.insert(n.op);
   }
-  for (const graph::OpSchema* s : graph::OpRegistry::global().all())
+  for (const graph::OpSchema* s : graph::OpRegistry::global().all()) {
     if (s->name.rfind("onnx.", 0) != 0) EXPECT_TRUE(covered.count(s->name)) << s->name << " is not exported by a test";
+  }
 }
 
 TEST(OnnxExport, InitializersAreNamedLikeTheStateDict) {
@@ -249,7 +250,7 @@ TEST(OnnxExport, StudioOpsNextToOldImportedNodesAreRefused) {
 TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
   if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
   int checked = 0;
-  for (const std::string& suite : {"pytorch-converted", "simple"})
+  for (const char* suite : {"pytorch-converted", "simple"})
     for (const std::string& c : kiln::onnx::find_cases(kData + "/" + suite)) {
       kiln::onnx::Model m = kiln::onnx::load_model(c + "/model.onnx");
       kiln::onnx::ImportedGraph ig;
