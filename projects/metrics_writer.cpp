@@ -1,4 +1,6 @@
 // MetricsWriter: buffered metric rows, committed by a background thread.
+#include <unistd.h>
+
 #include <chrono>
 
 #include "projects/project.h"
@@ -15,6 +17,12 @@ MetricsWriter::MetricsWriter(const std::string& project_path, int64_t run) : run
   Statement s = db_->prepare("SELECT 1 FROM runs WHERE id = ?");
   s.bind(1, run);
   if (!s.step()) throw ProjectError("project " + project_path + ": metrics writer: no run with id " + std::to_string(run));
+  db_->prepare("UPDATE runs SET pid = ?, host = ? WHERE id = ?")
+      .bind(1, static_cast<int64_t>(getpid()))
+      .bind(2, host_name())
+      .bind(3, run)
+      .run();
+  write_buffered(true);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -73,17 +81,26 @@ int64_t MetricsWriter::rows_committed() const { return committed_.load(); }
 // Takes the buffered rows and commits them in one transaction; on failure puts them
 // back in front of rows added meanwhile and throws. Caller holds db_mutex_, so rows
 // taken here are committed (or restored) before anyone else can flush.
-void MetricsWriter::write_buffered() {
+// heartbeat_only: commits only the heartbeat (rows stay buffered).
+void MetricsWriter::write_buffered(bool heartbeat_only) {
   std::vector<StepMetric> steps;
   std::vector<EpochMetric> epochs;
-  {
+  if (!heartbeat_only) {
     std::lock_guard lock(mutex_);
     steps.swap(steps_);
     epochs.swap(epochs_);
   }
-  if (steps.empty() && epochs.empty()) return;
+  if (steps.empty() && epochs.empty() && !heartbeat_only) return;
   try {
     Transaction tx(*db_);
+    // A run taken for interrupted while this process was alive (a suspended machine)
+    // is running again.
+    db_->prepare(
+           "UPDATE runs SET heartbeat_at = ?, status = 'running', message = '', ended_at = '' "
+           "WHERE id = ? AND status IN ('running', 'interrupted')")
+        .bind(1, unix_time_now())
+        .bind(2, run_)
+        .run();
     Statement s = db_->prepare(
         "INSERT OR REPLACE INTO step_metrics(run, step, epoch, loss, lr, images_per_second, time_s) "
         "VALUES(?, ?, ?, ?, ?, ?, ?)");
@@ -110,6 +127,9 @@ void MetricsWriter::write_buffered() {
     throw;
   }
   committed_ += static_cast<int64_t>(steps.size() + epochs.size());
+  last_heartbeat_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
 }
 
 void MetricsWriter::loop() {
@@ -126,7 +146,14 @@ void MetricsWriter::loop() {
     next = clock::now() + std::chrono::milliseconds(kIntervalMs);
     try {
       std::lock_guard db_lock(db_mutex_);
-      write_buffered();
+      const int64_t now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock::now().time_since_epoch()).count();
+      bool idle;
+      {
+        std::lock_guard lock(mutex_);
+        idle = steps_.empty() && epochs_.empty();
+      }
+      write_buffered(idle && now_ms - last_heartbeat_ms_ >= kHeartbeatIntervalMs);
     } catch (const std::exception& e) {
       std::lock_guard lock(mutex_);
       error_ = e.what();

@@ -15,6 +15,7 @@ std::string to_string(RunStatus s) {
     case RunStatus::finished: return "finished";
     case RunStatus::stopped: return "stopped";
     case RunStatus::failed: return "failed";
+    case RunStatus::interrupted: return "interrupted";
   }
   return "failed";
 }
@@ -24,7 +25,8 @@ RunStatus run_status_from_string(const std::string& s) {
   if (s == "finished") return RunStatus::finished;
   if (s == "stopped") return RunStatus::stopped;
   if (s == "failed") return RunStatus::failed;
-  throw ProjectError("unknown run status '" + s + "'; known: running, finished, stopped, failed");
+  if (s == "interrupted") return RunStatus::interrupted;
+  throw ProjectError("unknown run status '" + s + "'; known: running, finished, stopped, failed, interrupted");
 }
 
 Project::Project(std::unique_ptr<Database> db) : db_(std::move(db)) {}
@@ -64,7 +66,13 @@ Project Project::open(const std::string& path) {
   auto db = std::make_unique<Database>(path, Database::Mode::read_write);
   configure_connection(*db);
   if (version < kSchemaVersion) migrate(*db, version, kSchemaVersion, migrations());
-  return Project(std::move(db));
+  Project project(std::move(db));
+  try {
+    project.mark_interrupted_runs();
+  } catch (const ProjectError&) {
+    // A read-only file: runs() still reports such runs as interrupted.
+  }
+  return project;
 }
 
 const std::string& Project::path() const { return db_->path(); }

@@ -21,7 +21,9 @@
 
 namespace kiln::projects {
 
-enum class RunStatus { running, finished, stopped, failed };
+// interrupted: the run was "running" but its process is gone (killed or crashed) — see
+// Project::run_process_gone(); set when a project is opened, never by end_run callers.
+enum class RunStatus { running, finished, stopped, failed, interrupted };
 std::string to_string(RunStatus);
 RunStatus run_status_from_string(const std::string&);  // ProjectError on an unknown name
 
@@ -45,7 +47,17 @@ struct RunRecord {
   RunStatus status = RunStatus::running;
   std::string message;             // why it stopped or failed
   std::string final_metrics_json;  // "" until end_run
+  // Liveness of the process writing the run (begin_run, then MetricsWriter): its pid on
+  // `host` (gethostname) and the last heartbeat, Unix time in seconds.
+  int64_t pid = 0;
+  std::string host;
+  double heartbeat_at = 0;
 };
+
+double unix_time_now();    // seconds since 1970-01-01 UTC (system clock)
+std::string host_name();   // gethostname(), "" when it fails
+// The message of a run found interrupted (Project::open).
+inline constexpr const char* kInterruptedMessage = "the process ended without closing the run (killed or crashed)";
 // Losses are mean cross-entropy (nats), accuracies in [0, 1], lr per optimizer step,
 // times in seconds. NaN is stored as SQL NULL and read back as NaN.
 struct StepMetric {
@@ -61,13 +73,19 @@ struct EpochMetric {
 
 class Project {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
+  // A running run whose heartbeat is older than this is taken as interrupted (seconds);
+  // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
+  // is never taken for a dead one.
+  static constexpr double kHeartbeatTimeoutS = 300;
 
   // Makes a new project file (WAL journal). ProjectError if path exists or cannot be written.
   static Project create(const std::string& path);
   // Opens an existing project, migrating an older schema. ProjectError when the file is
   // missing, not SQLite, not a Kiln project, corrupt or truncated, or newer ("made by a
-  // newer Kiln: schema 7, this build reads <= 1"); a rejected file is never written to.
+  // newer Kiln: schema 7, this build reads <= 2"); a rejected file is never written to.
+  // Then marks the runs whose process is gone as interrupted (mark_interrupted_runs();
+  // skipped silently when the file is read-only: runs() still reports them so).
   static Project open(const std::string& path);
 
   Project(Project&&) noexcept;
@@ -88,10 +106,22 @@ class Project {
   void set_setting(const std::string& key, const std::string& json);  // "dataset", "training"
   std::optional<std::string> setting(const std::string& key) const;
 
-  int64_t begin_run(const RunConfig&);  // status running, started now; ProjectError on unknown graph_version
+  // Status running, started now, pid/host/heartbeat of this process; ProjectError on an
+  // unknown graph_version.
+  int64_t begin_run(const RunConfig&);
   // Ends a run; ProjectError for an unknown run id.
   void end_run(int64_t run, RunStatus, const std::string& message, const std::string& final_metrics_json);
-  std::vector<RunRecord> runs() const;  // by id
+  // By id. A "running" run whose process is gone is reported as interrupted with
+  // kInterruptedMessage even before mark_interrupted_runs() stored it.
+  std::vector<RunRecord> runs() const;
+  // Whether the process of a running run is gone: on this host its pid does not exist
+  // (kill(pid, 0) fails with ESRCH), or (any host) its heartbeat is older than
+  // kHeartbeatTimeoutS at Unix time `now`. A live process on this host heartbeats through
+  // its MetricsWriter, so a live run is never taken for a dead one.
+  static bool run_process_gone(const RunRecord& run, double now);
+  // Stores status interrupted + kInterruptedMessage + ended_at for every running run whose
+  // process is gone (metrics kept); returns how many.
+  int mark_interrupted_runs();
   std::vector<StepMetric> step_metrics(int64_t run) const;    // by step
   std::vector<EpochMetric> epoch_metrics(int64_t run) const;  // by epoch
 
@@ -126,12 +156,16 @@ class Project {
 // Writes a run's metrics from the training thread through its own connection; rows are
 // buffered and committed in one transaction every ~200 ms or 256 rows (by a background
 // thread) and on flush()/destruction, so a crash loses at most the last ~200 ms.
+// The writer owns the run's liveness: it stores this process's pid and host in the run
+// and refreshes heartbeat_at with each commit, and at least every kHeartbeatIntervalMs
+// while no rows come (a paused run); a run it finds "interrupted" becomes running again.
 // All methods are thread-safe. A commit that fails (disk full ...) is reported by the
 // next flush() or step() as ProjectError; the destructor never throws.
 class MetricsWriter {
  public:
   static constexpr int kMaxRows = 256;
   static constexpr int kIntervalMs = 200;
+  static constexpr int kHeartbeatIntervalMs = 10000;
 
   MetricsWriter(const std::string& project_path, int64_t run);  // ProjectError: bad file/unknown run
   ~MetricsWriter();
@@ -145,7 +179,7 @@ class MetricsWriter {
 
  private:
   void loop();
-  void write_buffered();  // caller holds db_mutex_
+  void write_buffered(bool heartbeat_only = false);  // caller holds db_mutex_
 
   std::unique_ptr<Database> db_;
   int64_t run_;
@@ -157,6 +191,7 @@ class MetricsWriter {
   bool stop_ = false;
   std::string error_;           // a failed background commit, reported by the next call
   std::atomic<int64_t> committed_{0};
+  int64_t last_heartbeat_ms_ = 0;  // steady clock; guarded by db_mutex_
   std::thread thread_;
 };
 

@@ -1,4 +1,9 @@
 // Project: runs, their metrics, and the CSV export of metrics.
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +13,51 @@
 #include "projects/project.h"
 
 namespace kiln::projects {
+
+double unix_time_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+bool Project::run_process_gone(const RunRecord& run, double now) {
+  if (run.status != RunStatus::running) return false;
+  if (now - run.heartbeat_at > kHeartbeatTimeoutS) return true;
+  if (run.pid > 0 && run.host == host_name()) return ::kill(static_cast<pid_t>(run.pid), 0) != 0 && errno == ESRCH;
+  return false;
+}
+
+int Project::mark_interrupted_runs() {
+  std::vector<int64_t> gone;
+  {
+    Statement s = db_->prepare("SELECT id, pid, host, heartbeat_at FROM runs WHERE status = 'running'");
+    const double now = unix_time_now();
+    while (s.step()) {
+      RunRecord r;
+      r.pid = s.int64(1);
+      r.host = s.text(2);
+      r.heartbeat_at = s.real(3);
+      if (run_process_gone(r, now)) gone.push_back(s.int64(0));
+    }
+  }
+  if (gone.empty()) return 0;
+  int marked = 0;
+  Transaction tx(*db_);
+  Statement u = db_->prepare(
+      "UPDATE runs SET status = 'interrupted', message = ?, ended_at = ? WHERE id = ? AND status = 'running'");
+  for (int64_t id : gone) {
+    u.reset();
+    u.bind(1, kInterruptedMessage).bind(2, utc_now()).bind(3, id).run();
+    marked += db_->changes();
+  }
+  tx.commit();
+  return marked;
+}
 
 void Project::require_run(int64_t run) const {
   Statement s = db_->prepare("SELECT 1 FROM runs WHERE id = ?");
@@ -24,8 +74,10 @@ int64_t Project::begin_run(const RunConfig& config) {
                          std::to_string(config.graph_version) + ", which does not exist");
   }
   Statement s = db_->prepare(
-      "INSERT INTO runs(name, config_json, device, graph_version, started_at, status) VALUES(?, ?, ?, ?, ?, 'running')");
+      "INSERT INTO runs(name, config_json, device, graph_version, started_at, status, pid, host, heartbeat_at) "
+      "VALUES(?, ?, ?, ?, ?, 'running', ?, ?, ?)");
   s.bind(1, config.name).bind(2, config.config_json).bind(3, config.device).bind(5, utc_now());
+  s.bind(6, static_cast<int64_t>(getpid())).bind(7, host_name()).bind(8, unix_time_now());
   if (config.graph_version != 0) s.bind(4, config.graph_version);
   s.run();
   return db_->last_insert_rowid();
@@ -40,9 +92,10 @@ void Project::end_run(int64_t run, RunStatus status, const std::string& message,
 
 std::vector<RunRecord> Project::runs() const {
   Statement s = db_->prepare(
-      "SELECT id, name, config_json, device, graph_version, started_at, ended_at, status, message, final_metrics_json "
-      "FROM runs ORDER BY id");
+      "SELECT id, name, config_json, device, graph_version, started_at, ended_at, status, message, final_metrics_json, "
+      "pid, host, heartbeat_at FROM runs ORDER BY id");
   std::vector<RunRecord> out;
+  const double now = unix_time_now();
   while (s.step()) {
     RunRecord r;
     r.id = s.int64(0);
@@ -55,6 +108,13 @@ std::vector<RunRecord> Project::runs() const {
     r.status = run_status_from_string(s.text(7));
     r.message = s.text(8);
     r.final_metrics_json = s.text(9);
+    r.pid = s.int64(10);
+    r.host = s.text(11);
+    r.heartbeat_at = s.real(12);
+    if (run_process_gone(r, now)) {
+      r.status = RunStatus::interrupted;
+      r.message = kInterruptedMessage;
+    }
     out.push_back(std::move(r));
   }
   return out;

@@ -62,6 +62,34 @@ CREATE TABLE exports(
   kind TEXT NOT NULL, path TEXT NOT NULL, created_at TEXT NOT NULL);
 )sql";
 
+// Schema 2: runs may end as 'interrupted' (the process died without end_run), and carry
+// the liveness of the process writing them: pid, host name and heartbeat_at (Unix time
+// in seconds, refreshed by MetricsWriter). SQLite cannot change a CHECK constraint, so
+// the table is rebuilt (https://sqlite.org/lang_altertable.html#otheralter); migrate()
+// turns foreign keys off around the steps so that DROP TABLE does not cascade.
+constexpr const char* kSchema2 = R"sql(
+CREATE TABLE runs_v2(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  config_json TEXT NOT NULL DEFAULT '{}',
+  device TEXT NOT NULL DEFAULT '',
+  graph_version INTEGER REFERENCES graph_versions(id),
+  started_at TEXT NOT NULL,
+  ended_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'stopped', 'failed', 'interrupted')),
+  message TEXT NOT NULL DEFAULT '',
+  final_metrics_json TEXT NOT NULL DEFAULT '',
+  pid INTEGER NOT NULL DEFAULT 0,
+  host TEXT NOT NULL DEFAULT '',
+  heartbeat_at REAL NOT NULL DEFAULT 0);
+INSERT INTO runs_v2(id, name, config_json, device, graph_version, started_at, ended_at, status, message,
+                    final_metrics_json)
+  SELECT id, name, config_json, device, graph_version, started_at, ended_at, status, message, final_metrics_json
+  FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -118,11 +146,24 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}};
   return steps;
 }
 
 void migrate(Database& db, int from, int to, const std::vector<Migration>& steps) {
+  // PRAGMA foreign_keys is a no-op inside a transaction: switch it off around them.
+  const bool foreign_keys = db.pragma_int("foreign_keys") != 0;
+  if (foreign_keys) db.exec("PRAGMA foreign_keys = OFF");
+  struct Restore {
+    Database& db;
+    bool on;
+    ~Restore() {
+      try {
+        if (on) db.exec("PRAGMA foreign_keys = ON");
+      } catch (...) {
+      }
+    }
+  } restore{db, foreign_keys};
   for (int v = from; v < to; ++v) {
     const Migration* step = nullptr;
     for (const auto& m : steps)
@@ -133,6 +174,12 @@ void migrate(Database& db, int from, int to, const std::vector<Migration>& steps
     try {
       Transaction tx(db);
       db.exec(step->sql);
+      {
+        Statement fk = db.prepare("PRAGMA foreign_key_check");
+        if (fk.step())
+          throw ProjectError("table " + fk.text(0) + " row " + std::to_string(fk.int64(1)) +
+                             " refers to a missing row of " + fk.text(2));
+      }
       db.exec("PRAGMA user_version = " + std::to_string(v + 1));
       db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)").bind(1, std::to_string(v + 1)).run();
       tx.commit();

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -142,9 +143,82 @@ class TestProjectCrash : public QObject {
           steps.size());
     QVERIFY(int64_t(steps.size()) >= reported);
     for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, int64_t(i + 1));
-    QCOMPARE(p.runs().at(0).status, RunStatus::running);  // nobody ended it
+    // Nobody ended it, but its process is gone: open() stored it as interrupted.
+    QCOMPARE(p.runs().at(0).status, RunStatus::interrupted);
+    QCOMPARE(p.runs().at(0).message, std::string(kInterruptedMessage));
+    QVERIFY(!p.runs().at(0).ended_at.empty());
+    QCOMPARE(kiln_test::raw_int(path, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), int64_t(1));
+    QCOMPARE(p.step_metrics(run).size(), steps.size());  // the metrics are kept
     p.end_run(run, RunStatus::failed, "killed", "{}");   // the file is writable again
     QCOMPARE(p.runs().at(0).status, RunStatus::failed);
+  }
+
+  // While the writing process lives (another process on this host), opening the project
+  // leaves its run running; the pid and host in the run are the child's.
+  void liveWriterIsNotInterrupted() {
+    const QString path = file("alive.kiln");
+    int64_t run = 0;
+    {
+      Project p = Project::create(path.toStdString());
+      run = p.begin_run({"alive", "{}", "cpu", 0});
+    }
+    QProcess child;
+    child.setProgram(QCoreApplication::applicationFilePath());
+    child.setArguments({"--child", path, QString::number(run)});
+    child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    child.start();
+    QVERIFY(child.waitForStarted(10000));
+    QVERIFY2(child.waitForReadyRead(10000), "the child reported no commit");
+    {
+      Project p = Project::open(path.toStdString());
+      const RunRecord r = p.runs().at(0);
+      QCOMPARE(r.status, RunStatus::running);
+      QCOMPARE(r.pid, static_cast<int64_t>(child.processId()));
+      QCOMPARE(r.host, host_name());
+      QVERIFY(std::abs(r.heartbeat_at - unix_time_now()) < 60);
+      QCOMPARE(p.mark_interrupted_runs(), 0);
+      // Taken for interrupted by mistake (e.g. after a suspend): the next commit revives it.
+      p.database().exec("UPDATE runs SET status = 'interrupted', message = 'x'");
+      QTRY_COMPARE_WITH_TIMEOUT(p.runs().at(0).status, RunStatus::running, 5000);
+    }
+    child.kill();
+    QVERIFY(child.waitForFinished(10000));
+    Project p = Project::open(path.toStdString());
+    QCOMPARE(p.runs().at(0).status, RunStatus::interrupted);
+  }
+
+  // The rules of Project::run_process_gone on hand-made runs.
+  void livenessRules() {
+    const QString path = file("rules.kiln");
+    Project p = Project::create(path.toStdString());
+    const int64_t mine = p.begin_run({"mine", "{}", "cpu", 0});  // this process: alive
+    const int64_t remote = p.begin_run({"remote fresh", "{}", "cpu", 0});
+    const int64_t stale = p.begin_run({"remote stale", "{}", "cpu", 0});
+    const int64_t dead = p.begin_run({"dead pid", "{}", "cpu", 0});
+    const int64_t old = p.begin_run({"alive pid, stale", "{}", "cpu", 0});
+    QProcess gone;  // a pid that existed and is reaped
+    gone.start("true", {});
+    QVERIFY(gone.waitForStarted(10000));
+    const qint64 gone_pid = gone.processId();
+    QVERIFY(gone.waitForFinished(10000));
+    const double now = unix_time_now();
+    const std::string t = std::to_string(static_cast<int64_t>(now - Project::kHeartbeatTimeoutS - 60));
+    p.database().exec("UPDATE runs SET host = 'elsewhere.example' WHERE id IN (" + std::to_string(remote) + "," +
+                                 std::to_string(stale) + ");" + "UPDATE runs SET heartbeat_at = " + t + " WHERE id IN (" +
+                                 std::to_string(stale) + "," + std::to_string(old) + ");" +
+                                 "UPDATE runs SET pid = " + std::to_string(gone_pid) +
+                                 " WHERE id = " + std::to_string(dead) + ";");
+    const auto runs = p.runs();
+    QCOMPARE(runs.at(0).status, RunStatus::running);
+    QCOMPARE(runs.at(1).status, RunStatus::running);      // another host, recent heartbeat
+    QCOMPARE(runs.at(2).status, RunStatus::interrupted);  // another host, heartbeat too old
+    QCOMPARE(runs.at(3).status, RunStatus::interrupted);  // this host, no such process
+    QCOMPARE(runs.at(4).status, RunStatus::interrupted);  // heartbeat too old
+    QCOMPARE(p.mark_interrupted_runs(), 3);
+    QCOMPARE(p.mark_interrupted_runs(), 0);
+    p.end_run(mine, RunStatus::finished, "", "{}");
+    QCOMPARE(p.runs().at(0).status, RunStatus::finished);
+    QCOMPARE(p.runs().at(3).message, std::string(kInterruptedMessage));
   }
 };
 

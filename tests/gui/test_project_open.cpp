@@ -100,7 +100,7 @@ class TestProjectOpen : public QObject {
   void futureVersion() {
     const QString path = make_project("future.kiln");
     kiln_test::raw_sql(path, "PRAGMA user_version = 7; UPDATE meta SET value = '7' WHERE key = 'schema_version';");
-    expect_refused(path, "made by a newer Kiln: schema 7, this build reads <= 1");
+    expect_refused(path, QString("made by a newer Kiln: schema 7, this build reads <= %1").arg(kCurrentSchema));
   }
 
   void validProjectOpensAfterRefusals() {
@@ -126,36 +126,67 @@ class TestProjectOpen : public QObject {
              int64_t(Project::kSchemaVersion));
   }
 
-  // The framework on a made-up step 1 -> 2: applied in order, user_version and meta follow.
+  // A schema-1 file with runs and metrics (what Kiln wrote before the runs' liveness
+  // columns) is migrated: runs rebuilt with the same ids, no metric row lost to the
+  // foreign-key cascade, a still-"running" run of a dead process becomes interrupted.
+  void schema1RunsAreMigrated() {
+    const QString path = file("v1.kiln");
+    {
+      Database db(path.toStdString(), Database::Mode::create);
+      db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+      configure_connection(db);
+      migrate(db, 0, 1, migrations());
+      db.exec("INSERT INTO runs(name, started_at, status) VALUES('done', 't0', 'finished'), ('killed', 't1', 'running')");
+      for (int s = 1; s <= 50; ++s)
+        db.exec("INSERT INTO step_metrics(run, step, epoch, loss) VALUES(2, " + std::to_string(s) + ", 1, 0.5)");
+      db.exec("INSERT INTO epoch_metrics(run, epoch, val_accuracy) VALUES(1, 1, 0.75)");
+    }
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(1));
+    Project p = Project::open(path.toStdString());
+    QCOMPARE(p.database().pragma_int("user_version"), int64_t(kCurrentSchema));
+    QCOMPARE(p.database().pragma_int("foreign_keys"), int64_t(1));
+    const auto runs = p.runs();
+    QCOMPARE(runs.size(), size_t(2));
+    QCOMPARE(runs[0].id, int64_t(1));
+    QCOMPARE(runs[0].status, RunStatus::finished);
+    QCOMPARE(runs[1].status, RunStatus::interrupted);  // no heartbeat: its process is long gone
+    QCOMPARE(p.step_metrics(2).size(), size_t(50));
+    QCOMPARE(p.epoch_metrics(1).size(), size_t(1));
+    QCOMPARE(p.begin_run({"next", "{}", "cpu", 0}), int64_t(3));  // AUTOINCREMENT continues
+  }
+
+  // The framework on a made-up step current -> current + 1: applied in order, user_version and meta follow.
   void migrationStepsRunInOrder() {
     const QString path = file("steps.kiln");
     Project::create(path.toStdString());
     std::vector<Migration> steps = migrations();
-    steps.push_back({1, "CREATE TABLE extra(x INTEGER); INSERT INTO extra VALUES(42);"});
+    const int v = kCurrentSchema;
+    steps.push_back({v, "CREATE TABLE extra(x INTEGER); INSERT INTO extra VALUES(42);"});
     {
       Database db(path.toStdString(), Database::Mode::read_write);
-      migrate(db, 1, 2, steps);
+      migrate(db, v, v + 1, steps);
     }
-    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(2));
-    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(2));
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(v + 1));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(v + 1));
     QCOMPARE(kiln_test::raw_int(path, "SELECT x FROM extra"), int64_t(42));
-    // This build reads <= 1, so the migrated file is now "newer".
-    expect_refused(path, "schema 2");
+    // This build reads <= kCurrentSchema, so the migrated file is now "newer".
+    expect_refused(path, QString("schema %1").arg(v + 1));
   }
 
   void failingMigrationRollsBack() {
     const QString path = file("failing.kiln");
     Project::create(path.toStdString());
     std::vector<Migration> steps = migrations();
-    steps.push_back({1, "CREATE TABLE extra(x); CREATE TABLE extra(y);"});  // second statement fails
+    const int v = kCurrentSchema;
+    steps.push_back({v, "CREATE TABLE extra(x); CREATE TABLE extra(y);"});  // second statement fails
     {
       Database db(path.toStdString(), Database::Mode::read_write);
-      const QString e = project_error([&] { migrate(db, 1, 2, steps); });
-      QVERIFY2(e.contains("migrating schema 1 -> 2") && e.contains("extra"), qPrintable(e));
-      const QString missing = project_error([&] { migrate(db, 1, 3, migrations()); });
-      QVERIFY2(missing.contains("no migration from schema 1 to 2"), qPrintable(missing));
+      const QString e = project_error([&] { migrate(db, v, v + 1, steps); });
+      QVERIFY2(e.contains(QString("migrating schema %1 -> %2").arg(v).arg(v + 1)) && e.contains("extra"), qPrintable(e));
+      const QString missing = project_error([&] { migrate(db, v, v + 2, migrations()); });
+      QVERIFY2(missing.contains(QString("no migration from schema %1 to %2").arg(v).arg(v + 1)), qPrintable(missing));
     }
-    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(1));
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(v));
     QCOMPARE(kiln_test::raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'extra'"), int64_t(0));
     QVERIFY_THROWS_NO_EXCEPTION(Project::open(path.toStdString()));
   }

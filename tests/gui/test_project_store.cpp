@@ -25,7 +25,7 @@ class TestProjectStore : public QObject {
     { Project p = Project::create(path.toStdString()); QCOMPARE(QString::fromStdString(p.path()), path); }
     QCOMPARE(kiln_test::raw_int(path, "PRAGMA application_id"), int64_t(kApplicationId));
     QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(Project::kSchemaVersion));
-    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(1));
+    QCOMPARE(kiln_test::raw_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), int64_t(Project::kSchemaVersion));
     QString e = project_error([&] { Project::create(path.toStdString()); });
     QVERIFY2(e.contains("already exists") && e.contains(path), qPrintable(e));
     e = project_error([&] { Project::create(file("no/such/dir/x.kiln").toStdString()); });

@@ -121,7 +121,9 @@ class TestStudioHeadless : public QObject {
     auto project = kiln::projects::Project::open(file.toStdString());  // opens after the kill
     auto runs = project.runs();
     QCOMPARE(runs.size(), size_t(1));
-    QCOMPARE(runs[0].status, kiln::projects::RunStatus::running);  // never ended
+    // Never ended, its process gone: shown as interrupted, its committed metrics kept.
+    QCOMPARE(runs[0].status, kiln::projects::RunStatus::interrupted);
+    QCOMPARE(runs[0].message, std::string(kiln::projects::kInterruptedMessage));
     const auto steps = project.step_metrics(runs[0].id);
     const auto epochs = project.epoch_metrics(runs[0].id);
     const qint64 rows = static_cast<qint64>(steps.size() + epochs.size());
