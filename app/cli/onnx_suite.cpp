@@ -1,7 +1,8 @@
 // `kiln onnx-suite DIR`: runs the ONNX backend test cases under DIR (engine/onnx/suite.h)
 // and prints the failures with their largest error, the unsupported ops (all at once,
 // before running), then `passed: P failed: F unsupported: U total: T`.
-// --expect FILE makes it a regression check: every case named in FILE must pass.
+// Exit status 1 when any case fails or is unsupported; with --expect FILE it is a regression
+// check instead: 1 only when a case named in FILE does not pass (or does not exist).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -24,7 +25,9 @@ namespace {
 
 ArgParser suite_parser() {
   ArgParser p("onnx-suite", "Runs every ONNX backend test case (a folder with model.onnx and test_data_set_*)\n"
-                            "under DIR and compares the outputs (rtol 1e-3, atol 1e-7). DIR comes first.");
+                            "under DIR and compares the outputs (rtol 1e-3, atol 1e-7). DIR comes first.\n"
+                            "Exit status 1 when a case fails or is unsupported; with --expect, only when a\n"
+                            "listed case does not pass.");
   p.flag("device", "D", "cpu", "device to run on (cpu, cuda:0, vulkan:0 ...; auto = the best)")
       .flag("json", "FILE", "", "also write the results as JSON")
       .flag("expect", "FILE", "", "expected passes, one case name a line: any of them failing is an error")
@@ -134,6 +137,8 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
       std::printf("\n");
     }
     if (!regressed.empty()) status = kExitError;
+  } else if (failed + unsupported_cases > 0) {
+    status = kExitError;  // without a list of expected passes, every case must pass
   }
   if (args.given("write-passes")) {
     std::ofstream out(args.str("write-passes"));

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
 #include "engine/onnx/op_context.h"
 
@@ -14,6 +15,10 @@ std::string UnsupportedOp::str() const {
 
 namespace {
 
+// Gradient-1 of ai.onnx.preview.training differentiates the graph it sits in, so the
+// executor runs it itself (Runner::run_gradient) rather than an op of the tables.
+bool is_gradient(const Node& n) { return n.domain == "ai.onnx.preview.training" && n.op_type == "Gradient"; }
+
 int64_t opset_of(const Model& m, const std::string& domain) {
   auto it = m.opsets.find(domain);
   if (it == m.opsets.end() && domain.empty()) it = m.opsets.find("ai.onnx");
@@ -24,7 +29,7 @@ void collect_unsupported(const Model& m, const Graph& g, std::vector<Unsupported
   const OpTable& ops = onnx_ops();
   const SequenceOpTable& seq = sequence_ops();
   for (const Node& n : g.nodes) {
-    if (!ops.count(op_key(n)) && !(n.domain.empty() && seq.count(n.op_type)))
+    if (!ops.count(op_key(n)) && !(n.domain.empty() && seq.count(n.op_type)) && !is_gradient(n))
       out.push_back({n.op_type, n.name, n.domain, opset_of(m, n.domain)});
     for (const auto& [name, a] : n.attributes) {
       if (a.g) collect_unsupported(m, *a.g, out);
@@ -87,7 +92,10 @@ class Runner {
   std::vector<Value> run_graph(const Graph& g, Scope& scope) const {
     for (const auto& [name, t] : g.initializers)
       if (!scope.values.count(name)) scope.values[name] = t.to(device_);
-    for (const Node& n : g.nodes) run_node(g, n, scope);
+    for (const Node& n : g.nodes) {
+      if (is_gradient(n)) run_gradient(g, n, scope);
+      else run_node(n, scope, observer_ && &g == &model_.graph);
+    }
     std::vector<Value> outs;
     for (const auto& v : g.outputs) {
       const Value* t = scope.find(v.name);
@@ -98,7 +106,93 @@ class Runner {
   }
 
  private:
-  void run_node(const Graph& g, const Node& n, Scope& scope) const {
+  // Gradient-1 (ONNX spec, ai.onnx.preview.training): outputs d(y)/d(x) for each name x of
+  // `xs`, the node's inputs being the values of xs then zs. The nodes before it that lead
+  // from xs and zs to y are run again with autograd recording, and y is back-propagated with
+  // a seed of ones (so a non-scalar y gives the gradient of its sum). An x that y does not
+  // depend on gets zeros; an x whose path to y passes an op without a Kiln gradient is an error.
+  void run_gradient(const Graph& g, const Node& n, Scope& scope) const {
+    auto where = [&] { return "node '" + n.name + "' (Gradient)"; };
+    auto strings_attr = [&](const char* name, bool required) {
+      auto it = n.attributes.find(name);
+      if (it == n.attributes.end()) {
+        KILN_CHECK(!required, ValueError, where(), ": attribute '", name, "' is required but missing");
+        return std::vector<std::string>{};
+      }
+      KILN_CHECK(it->second.type == Attribute::Type::Strings, ValueError, where(), ": attribute '", name,
+                 "' must be STRINGS, got ", attribute_type_name(it->second.type));
+      return it->second.strings;
+    };
+    std::vector<std::string> xs = strings_attr("xs", true), zs = strings_attr("zs", false);
+    auto y_it = n.attributes.find("y");
+    KILN_CHECK(y_it != n.attributes.end() && y_it->second.type == Attribute::Type::String, ValueError, where(),
+               ": attribute 'y' (STRING) is required");
+    const std::string& y_name = y_it->second.s;
+    KILN_CHECK(n.inputs.size() == xs.size() + zs.size(), ValueError, where(), ": takes ", xs.size() + zs.size(),
+               " inputs (xs then zs), got ", n.inputs.size());
+    KILN_CHECK(n.outputs.size() <= xs.size(), ValueError, where(), ": ", n.outputs.size(), " outputs for ", xs.size(),
+               " xs");
+    std::set<std::string> leaves(xs.begin(), xs.end());
+    leaves.insert(zs.begin(), zs.end());
+    // the nodes before n on a path to y, stopping at xs and zs
+    size_t at = 0;
+    while (&g.nodes[at] != &n) ++at;
+    std::set<std::string> needed{y_name};
+    std::vector<bool> on_path(at, false);
+    for (size_t k = at; k-- > 0;) {
+      const Node& m = g.nodes[k];
+      bool makes = false;
+      for (const std::string& o : m.outputs) makes |= !o.empty() && needed.count(o) && !leaves.count(o);
+      if (!makes) continue;
+      on_path[k] = true;
+      for (const std::string& i : m.inputs)
+        if (!i.empty()) needed.insert(i);
+    }
+    Scope inner;
+    inner.parent = &scope;
+    std::vector<Tensor> x_leaf;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Value* v = scope.find(n.inputs[k]);
+      KILN_CHECK(v && v->tensor.defined(), ValueError, where(), ": input '", n.inputs[k], "' has no tensor value");
+      Tensor t = v->tensor.detach();
+      if (k < xs.size()) {
+        KILN_CHECK(is_floating(t.dtype()), DTypeError, where(), ": x '", xs[k], "' must be floating, got ",
+                   dtype_name(t.dtype()));
+        t = t.clone().requires_grad_(true);
+        x_leaf.push_back(t);
+      }
+      inner.values[k < xs.size() ? xs[k] : zs[k - xs.size()]] = t;
+    }
+    Tensor y;
+    {
+      bool prev = GradMode::is_enabled();
+      GradMode::set_enabled(true);
+      try {
+        for (size_t k = 0; k < at; ++k)
+          if (on_path[k]) run_node(g.nodes[k], inner, false);
+      } catch (...) {
+        GradMode::set_enabled(prev);
+        throw;
+      }
+      GradMode::set_enabled(prev);
+      const Value* yv = inner.find(y_name);
+      KILN_CHECK(yv && yv->tensor.defined(), ValueError, where(), ": y '", y_name, "' has no tensor value");
+      y = yv->tensor;
+    }
+    if (y.requires_grad()) autograd::backward(y, Tensor::ones(y.shape(), y.dtype(), y.device()));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      Tensor grad = x_leaf[k].grad();
+      if (!grad.defined()) {
+        KILN_CHECK(!needed.count(xs[k]), ValueError, where(), ": y '", y_name, "' depends on x '", xs[k],
+                   "' through an op that has no gradient in Kiln");
+        grad = Tensor::zeros(x_leaf[k].shape(), x_leaf[k].dtype(), x_leaf[k].device());
+      }
+      scope.values[n.outputs[k]] = grad.detach();
+    }
+  }
+
+  void run_node(const Node& n, Scope& scope, bool observe) const {
     std::vector<Value> in;
     in.reserve(n.inputs.size());
     for (const std::string& name : n.inputs) {
@@ -116,7 +210,6 @@ class Runner {
     auto sit = n.domain.empty() ? seq_ops.find(n.op_type) : seq_ops.end();
     KILN_CHECK(it != ops.end() || sit != seq_ops.end(), ValueError, "node '", n.name, "': unsupported op ",
                op_key(n));
-    bool observe = observer_ && &g == &model_.graph;
     std::vector<Tensor> observed_in;
     if (observe)
       for (const Value& v : in) observed_in.push_back(v.tensor);
@@ -202,8 +295,9 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
   std::vector<Value> out = run_values(values, observer);
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < out.size(); ++i) {
-    KILN_CHECK(!out[i].is_sequence(), ValueError, "model output '", model_.graph.outputs[i].name,
-               "' is a sequence; use Session::run_values");
+    KILN_CHECK(!out[i].is_sequence() && !out[i].is_strings(), ValueError, "model output '",
+               model_.graph.outputs[i].name, "' is a ", out[i].is_strings() ? "STRING tensor" : "sequence",
+               "; use Session::run_values");
     tensors.push_back(out[i].tensor);
   }
   return tensors;
@@ -225,7 +319,7 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
       v = Value::of_sequence(std::move(items));
     } else if (t.tensor.defined()) {
       v = t.tensor.to(device_);
-    }
+    }  // string tensors stay on the host
     v.optional = t.optional;
     scope.values[name] = v;
   }
@@ -236,10 +330,10 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
     KILN_CHECK(val.is_sequence() == v.is_sequence, ValueError, "model input '", v.name, "' expects ",
                v.is_sequence ? "a sequence" : "a tensor", ", got ", val.is_sequence() ? "a sequence" : "a tensor");
     if (v.has_shape && !v.is_sequence) {
-      const Tensor& t = val.tensor;
-      bool ok = static_cast<size_t>(t.dim()) == v.shape.size();
-      for (size_t i = 0; ok && i < v.shape.size(); ++i) ok = !v.shape[i].known() || v.shape[i].value == t.size(i);
-      KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(t.shape()));
+      const Shape& shape = val.is_strings() ? val.strings->shape : val.tensor.shape();
+      bool ok = shape.size() == v.shape.size();
+      for (size_t i = 0; ok && i < v.shape.size(); ++i) ok = !v.shape[i].known() || v.shape[i].value == shape[i];
+      KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(shape));
     }
   }
   Runner runner(model_, device_, observer ? &observer : nullptr);

@@ -9,7 +9,13 @@ const std::vector<Tensor>& OpContext::sequence_input(size_t i) const {
   return *values_[i].sequence;
 }
 
+const StringTensor& OpContext::strings_input(size_t i) const {
+  if (!is_strings(i)) fail("input " + std::to_string(i) + " must be a STRING tensor");
+  return *values_[i].strings;
+}
+
 const Tensor& OpContext::input(size_t i) const {
+  if (is_strings(i)) fail("input " + std::to_string(i) + " is a STRING tensor; Kiln's " + node_.op_type + " takes numeric tensors");
   if (is_sequence(i)) fail("input " + std::to_string(i) + " is a sequence; the op expects a tensor");
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but not given");
   return inputs_[i];

@@ -17,11 +17,12 @@
 
 namespace kiln::onnx {
 
-// A value flowing between ONNX nodes: a tensor, or a sequence of tensors (ONNX's
-// seq(tensor) type, made by SequenceConstruct, SplitToSequence ...).
+// A value flowing between ONNX nodes: a tensor, a string tensor, or a sequence of tensors
+// (ONNX's seq(tensor) type, made by SequenceConstruct, SplitToSequence ...).
 struct Value {
   Tensor tensor;
   std::shared_ptr<const std::vector<Tensor>> sequence;  // set for a sequence (may be empty)
+  std::shared_ptr<const StringTensor> strings;          // set for a STRING tensor
   bool optional = false;  // an ONNX optional: empty when it holds neither a tensor nor a sequence
   Value() = default;
   Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is a value
@@ -30,19 +31,25 @@ struct Value {
     v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
     return v;
   }
+  static Value of_strings(StringTensor s) {
+    Value v;
+    v.strings = std::make_shared<const StringTensor>(std::move(s));
+    return v;
+  }
   static Value empty_optional() {
     Value v;
     v.optional = true;
     return v;
   }
   bool is_sequence() const { return sequence != nullptr; }
-  bool has_element() const { return tensor.defined() || sequence; }
+  bool is_strings() const { return strings != nullptr; }
+  bool has_element() const { return tensor.defined() || sequence || strings; }
   bool defined() const { return has_element() || optional; }
 };
 
 class OpContext;
 using OpFn = std::function<std::vector<Tensor>(OpContext&)>;
-// Ops that take or give sequences.
+// Ops that take or give sequences or string tensors.
 using SequenceOpFn = std::function<std::vector<Value>(OpContext&)>;
 // Runs a subgraph (If/Loop/Scan bodies) with the given values bound to its inputs, in
 // order; outer-scope names resolve through the calling graph. Returns its outputs.
@@ -75,6 +82,9 @@ class OpContext {
   bool has_value(size_t i) const { return i < values_.size() && values_[i].defined(); }
   bool is_sequence(size_t i) const { return i < values_.size() && values_[i].is_sequence(); }
   const std::vector<Tensor>& sequence_input(size_t i) const;
+  // STRING tensor inputs (ValueError naming the node when input i is not one).
+  bool is_strings(size_t i) const { return i < values_.size() && values_[i].is_strings(); }
+  const StringTensor& strings_input(size_t i) const;
   const std::vector<Value>& values() const { return values_; }
   // A 1-d (or 0-d) integer input read to the host (shapes, axes, pads ...).
   std::vector<int64_t> ints_input(size_t i) const;
@@ -108,7 +118,7 @@ using OpTable = std::map<std::string, OpFn>;
 // All ops of the ai.onnx domain that Kiln runs (built once from the register_* below).
 const OpTable& onnx_ops();
 using SequenceOpTable = std::map<std::string, SequenceOpFn>;
-const SequenceOpTable& sequence_ops();  // ops_sequence.cpp
+const SequenceOpTable& sequence_ops();  // ops_control.cpp (+ register_string_ops)
 void register_math_ops(OpTable& t);       // ops_math.cpp: elementwise, activations, logic
 void register_shape_ops(OpTable& t);      // ops_shape.cpp: reshape, slice, gather, pad ...
 void register_nn_ops(OpTable& t);         // ops_nn.cpp: conv, pooling, normalization
@@ -120,6 +130,7 @@ void register_rnn_ops(OpTable& t);        // ops_rnn.cpp: RNN, GRU, LSTM
 void register_spectral_ops(OpTable& t);   // ops_spectral.cpp: DFT, STFT
 void register_text_ops(OpTable& t);       // ops_text.cpp: TfIdfVectorizer
 void register_extra_ops(OpTable& t);      // ops_extra.cpp: Unique, Det, GridSample, training optimizers ...
+void register_string_ops(SequenceOpTable& t);  // ops_string.cpp: StringNormalizer, Cast to and from STRING
 // Ops of other domains are keyed "<domain>.<op_type>" ("ai.onnx.preview.training.Adam").
 std::string op_key(const Node& node);
 

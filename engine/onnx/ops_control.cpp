@@ -260,6 +260,7 @@ const SequenceOpTable& sequence_ops() {
     t["Optional"] = optional_op;
     t["OptionalHasElement"] = optional_has_element;
     t["OptionalGetElement"] = optional_get_element;
+    register_string_ops(t);
     return t;
   }();
   return table;

@@ -197,13 +197,56 @@ void tensor_to_proto(const Tensor& t, TensorProto& p) {
   p.set_raw_data(std::string(data, static_cast<size_t>(c.numel()) * dtype_size(c.dtype())));
 }
 
-Tensor load_tensor_file(const std::string& path) {
+StringTensor strings_from_proto(const TensorProto& p) {
+  std::string what = p.name().empty() ? std::string("tensor") : "tensor '" + p.name() + "'";
+  KILN_CHECK(p.data_type() == TensorProto::STRING, ValueError, what, ": element type ", onnx_type_name(p.data_type()),
+             " is not STRING");
+  StringTensor s;
+  s.shape.assign(p.dims().begin(), p.dims().end());
+  uint64_t n = 1;
+  for (int64_t d : s.shape) {
+    KILN_CHECK(d >= 0, ValueError, what, ": negative dimension in ", shape_str(s.shape));
+    KILN_CHECK(d == 0 || n <= (uint64_t(1) << 62) / static_cast<uint64_t>(d), ValueError, what,
+               ": too many elements in ", shape_str(s.shape));
+    n *= static_cast<uint64_t>(d);
+  }
+  KILN_CHECK(static_cast<uint64_t>(p.string_data_size()) == n, ValueError, what, ": string_data holds ",
+             p.string_data_size(), " strings for ", n, " elements of ", shape_str(s.shape));
+  s.data.assign(p.string_data().begin(), p.string_data().end());
+  return s;
+}
+
+void strings_to_proto(const StringTensor& s, TensorProto& p) {
+  p.set_data_type(TensorProto::STRING);
+  p.clear_dims();
+  for (int64_t d : s.shape) p.add_dims(d);
+  p.clear_string_data();
+  for (const std::string& e : s.data) p.add_string_data(e);
+}
+
+namespace {
+TensorProto read_tensor_proto(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in, IoError, "cannot open ", path);
   std::stringstream ss;
   ss << in.rdbuf();
   TensorProto p;
   KILN_CHECK(p.ParseFromString(ss.str()), IoError, path, ": not a valid ONNX TensorProto (truncated or corrupt)");
+  return p;
+}
+}  // namespace
+
+StringTensor load_strings_file(const std::string& path) {
+  TensorProto p = read_tensor_proto(path);
+  try {
+    return strings_from_proto(p);
+  } catch (const Error& e) {
+    throw IoError(path + ": " + e.what());
+  }
+}
+
+Tensor load_tensor_file(const std::string& path) {
+  TensorProto p = read_tensor_proto(path);
   try {
     return tensor_from_proto(p, fs::path(path).parent_path().string());
   } catch (const Error& e) {

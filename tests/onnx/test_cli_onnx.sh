@@ -19,9 +19,9 @@ case $CASE in
     grep -q "graph: 5 nodes" <<<"$out" || fail "no graph summary: $out"
     ;;
   import_unsupported)
-    out=$("$KILN" import "$DATA/simple/test_strnorm_model_monday_casesensintive_lower/model.onnx") && fail "exit status 0"
+    out=$("$KILN" import "$DATA/node/test_melweightmatrix/model.onnx") && fail "exit status 0"
     grep -q "unsupported ops: 1" <<<"$out" || fail "$out"
-    grep -q "StringNormalizer (node 'StringNormalizer_0', opset 10)" <<<"$out" || fail "$out"
+    grep -q "MelWeightMatrix (node 'MelWeightMatrix_0', opset 17)" <<<"$out" || fail "$out"
     out=$("$KILN" import "$DATA/simple/test_sequence_model1/model.onnx") && fail "exit status 0"
     grep -q "unsupported ops: 0" <<<"$out" || fail "$out"
     grep -q "graph: cannot map .*SequenceEmpty.*sequence ops do not map" <<<"$out" || fail "$out"
@@ -60,14 +60,30 @@ PY
     out=$("$KILN" onnx-suite "$DATA/node" --filter test_abs --json "$TMP/r.json" --device cpu) || fail "$out"
     grep -q "^passed: 1 failed: 0 unsupported: 0 total: 1$" <<<"$out" || fail "$out"
     grep -q '"status": "passed"' "$TMP/r.json" || fail "json: $(cat "$TMP/r.json")"
-    mkdir "$TMP/suite" && ln -s "$DATA/node/test_abs" "$DATA/simple/test_strnorm_model_monday_casesensintive_lower" "$TMP/suite/"
+    mkdir "$TMP/suite" && ln -s "$DATA/node/test_abs" "$DATA/node/test_melweightmatrix" "$TMP/suite/"
+    # without --expect every case must pass: an unsupported one makes the exit status 1
+    out=$("$KILN" onnx-suite "$TMP/suite" --device cpu); rc=$?
+    [ $rc -eq 1 ] || fail "exit status $rc with an unsupported case and no --expect: $out"
     printf 'test_abs\n' > "$TMP/expect.txt"
     out=$("$KILN" onnx-suite "$TMP/suite" --expect "$TMP/expect.txt" --device cpu) || fail "regression reported: $out"
-    grep -q "^UNSUPPORTED test_strnorm_model_monday_casesensintive_lower: StringNormalizer" <<<"$out" || fail "$out"
+    grep -q "^UNSUPPORTED test_melweightmatrix: MelWeightMatrix" <<<"$out" || fail "$out"
     grep -q "^passed: 1 failed: 0 unsupported: 1 total: 2$" <<<"$out" || fail "$out"
     printf 'test_abs\ntest_no_such_case\n' > "$TMP/expect.txt"
     out=$("$KILN" onnx-suite "$TMP/suite" --expect "$TMP/expect.txt" --device cpu) && fail "a listed case that does not exist passed"
     grep -q "REGRESSION test_no_such_case" <<<"$out" || fail "$out"
+    # a case whose outputs differ: a copy of test_abs with a wrong expected output
+    mkdir -p "$TMP/bad/test_abs_wrong/test_data_set_0"
+    cp "$DATA/node/test_abs/model.onnx" "$TMP/bad/test_abs_wrong/"
+    cp "$DATA/node/test_abs/test_data_set_0/input_0.pb" "$TMP/bad/test_abs_wrong/test_data_set_0/"
+    cp "$DATA/node/test_neg/test_data_set_0/output_0.pb" "$TMP/bad/test_abs_wrong/test_data_set_0/"
+    out=$("$KILN" onnx-suite "$TMP/bad" --device cpu); rc=$?
+    [ $rc -eq 1 ] || fail "exit status $rc with a failing case and no --expect: $out"
+    grep -q "^FAIL test_abs_wrong: " <<<"$out" || fail "$out"
+    printf '' > "$TMP/none.txt"
+    out=$("$KILN" onnx-suite "$TMP/bad" --expect "$TMP/none.txt" --device cpu) || fail "a failing case not listed is no regression: $out"
+    printf 'test_abs_wrong\n' > "$TMP/expect.txt"
+    out=$("$KILN" onnx-suite "$TMP/bad" --expect "$TMP/expect.txt" --device cpu) && fail "a listed failing case passed the check"
+    grep -q "REGRESSION test_abs_wrong" <<<"$out" || fail "$out"
     out=$("$KILN" onnx-suite "$TMP/missing" 2>&1) && fail "exit status 0"
     grep -q "no such folder" <<<"$out" || fail "$out"
     ;;
