@@ -168,6 +168,55 @@ size_t output_ports(const std::string& op) {
   return it == multi.end() ? 1 : it->second;
 }
 
+// Elements of one sample (the batch dimension N counted as 1), saturating.
+int64_t sample_elems(const graph::SymShape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    int64_t v = d == kBatch ? 1 : d;
+    n = v != 0 && n > INT64_MAX / v ? INT64_MAX : n * v;
+  }
+  return n;
+}
+int64_t sat_mul(int64_t a, int64_t b) { return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b; }
+
+// Multiply-adds per sample of the ops that do the arithmetic of a model (the rest count 0):
+// Conv / ConvInteger / QLinearConv: outputs x (C_in / group x kernel) = outputs x numel(W) / M;
+// ConvTranspose: inputs x numel(W) / C_in; Gemm, MatMul (and the integer and QLinear forms):
+// outputs x K, K the shared dimension of A. `in` are the connected ports, `slots` their ONNX
+// input indexes.
+int64_t onnx_macs(const std::string& op, const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                  const Attributes& a) {
+  const std::vector<int64_t>& slots = graph::attr_ints(a, "onnx_input_slots");
+  auto slot = [&](int64_t k) -> const TensorType* {
+    for (size_t p = 0; p < in.size() && p < slots.size(); ++p)
+      if (slots[p] == k) return &in[p];
+    return nullptr;
+  };
+  if (out.empty()) return 0;
+  bool qlinear = op == "QLinearConv" || op == "QLinearMatMul";
+  const TensorType* x = slot(0);
+  const TensorType* w = slot(qlinear ? 3 : 1);
+  if (!x || !w || w->shape.empty() || x->shape.empty()) return 0;
+  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") {
+    int64_t m = w->shape[0] > 0 ? w->shape[0] : 1;
+    return sat_mul(sample_elems(out[0].shape), sample_elems(w->shape) / m);
+  }
+  if (op == "ConvTranspose") {
+    int64_t c = w->shape[0] > 0 ? w->shape[0] : 1;
+    return sat_mul(sample_elems(x->shape), sample_elems(w->shape) / c);
+  }
+  if (op == "Gemm" || op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul") {
+    int64_t k = x->shape.back();
+    if (op == "Gemm") {
+      std::map<std::string, Attribute> attrs = attributes_of_json(graph::attr_string(a, "onnx_attributes"));
+      auto t = attrs.find("transA");
+      if (t != attrs.end() && t->second.i != 0 && x->shape.size() == 2) k = x->shape[0];
+    }
+    return sat_mul(sample_elems(out[0].shape), k == kBatch ? 1 : k);
+  }
+  return 0;
+}
+
 OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
   OpSchema s;
   size_t ports = output_ports(op_type);
@@ -195,6 +244,9 @@ OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
                  " but the model was imported with ", want[i].str(), " (re-import it for other shapes)");
     out.resize(output_ports(op_type), TensorType{DType::f32, {}});
     return out;
+  };
+  s.macs = [op_type](const std::vector<TensorType>& in, const std::vector<TensorType>& out, const Attributes& a) {
+    return onnx_macs(op_type, in, out, a);
   };
   s.forward = [op_type, fn](nn::Module*, const std::vector<Tensor>& in, const Attributes& a) {
     Node node;

@@ -16,7 +16,7 @@ case $CASE in
     out=$("$KILN" import "$DATA/pytorch-converted/test_Conv2d/model.onnx") || fail "exit status $?: $out"
     grep -q "ops: Conv x1" <<<"$out" || fail "no op list: $out"
     grep -q "parameters: 76 in 2 initializers" <<<"$out" || fail "no parameter count: $out"
-    grep -q "graph: 5 nodes" <<<"$out" || fail "no graph summary: $out"
+    grep -q "graph: 5 nodes, 4 edges, 76 trainable parameters, 2880 multiply-adds per sample" <<<"$out" || fail "no graph summary: $out"
     ;;
   import_unsupported)
     out=$("$KILN" import "$DATA/node/test_melweightmatrix/model.onnx") && fail "exit status 0"
