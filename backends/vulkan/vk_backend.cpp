@@ -1,6 +1,7 @@
 #include "backends/vulkan/vk_backend.h"
 
 #include <algorithm>
+#include <array>
 
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
@@ -39,13 +40,16 @@ bool VulkanBackend::supports(OpId op, DType dtype) const {
     case OpId::gather: case OpId::index_select:
       return true;
     case OpId::unary: case OpId::avg_pool2d_forward: case OpId::avg_pool2d_backward:
-    case OpId::max_pool2d_forward: case OpId::softmax_forward: case OpId::softmax_backward:
+    case OpId::max_pool2d_forward: case OpId::max_pool2d_backward: case OpId::softmax_forward:
+    case OpId::softmax_backward: case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
+    case OpId::conv2d_backward_weight:
       return fp;
-    case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
-    case OpId::conv2d_backward_weight: case OpId::max_pool2d_backward: case OpId::adam_step:
+    case OpId::adam_step:
       return dtype == DType::f32;
     case OpId::scatter_add: case OpId::index_add:
       return dtype == DType::f32 || dtype == DType::i32 || (dtype == DType::i64 && ctx_->caps().int64_atomics);
+    case OpId::batch_norm_forward: case OpId::batch_norm_backward:  // decomposed by the front end
+      return false;
     case OpId::count:
       break;
   }
@@ -68,6 +72,12 @@ void VulkanBackend::download(void* host, const void* src, size_t off, size_t nby
 void VulkanBackend::synchronize() { ctx_->synchronize(); }
 MemoryStats VulkanBackend::memory_stats() const { return ctx_->memory_stats(); }
 void VulkanBackend::empty_cache() { ctx_->empty_cache(); }
+bool VulkanBackend::begin_timing() {
+  if (!ctx_->has_timestamps()) return false;
+  ctx_->begin_timing();
+  return true;
+}
+double VulkanBackend::end_timing() { return ctx_->has_timestamps() ? ctx_->end_timing() : 0.0; }
 
 uint64_t address(const TensorArg& t) {
   return static_cast<const Allocation*>(t.data)->address + static_cast<uint64_t>(t.offset) * dtype_size(t.dtype);
@@ -130,8 +140,19 @@ std::vector<std::unique_ptr<Backend>> enumerate(std::string& why) {
     return out;
   }
   std::vector<std::pair<double, VkPhysicalDevice>> usable;
+  std::vector<std::array<uint8_t, VK_UUID_SIZE>> seen;
   std::string reasons;
   for (VkPhysicalDevice pd : pds) {
+    // One GPU listed twice (two manifests of the same driver) is one device.
+    VkPhysicalDeviceIDProperties id{}; id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2{}; p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    p2.pNext = &id;
+    f.vkGetPhysicalDeviceProperties2(pd, &p2);
+    std::array<uint8_t, VK_UUID_SIZE> uuid;
+    std::copy(std::begin(id.deviceUUID), std::end(id.deviceUUID), uuid.begin());
+    const bool known = std::any_of(uuid.begin(), uuid.end(), [](uint8_t v) { return v != 0; });
+    if (known && std::find(seen.begin(), seen.end(), uuid) != seen.end()) continue;
+    if (known) seen.push_back(uuid);
     std::string r;
     if (!device_usable(pd, r)) {
       reasons += (reasons.empty() ? "" : "; ") + r;

@@ -3,8 +3,10 @@
 // (TensorArg::data is an Allocation*), read by the shaders through device addresses.
 //
 // Supported (supports()): f32 for every op; f16/bf16 for copy, fill, unary, binary,
-// where, reduce, pooling (not max_pool2d_backward), softmax and the data-moving index
-// ops; integer and bool dtypes for copy, fill, binary, where, reduce, gather,
+// where, reduce, matmul, conv2d forward/backward, pooling, softmax and the data-moving
+// index ops (16-bit storage, converted in registers and computed in f32, so any device
+// Kiln accepts runs them; f16 matmul uses tensor cores where the device has cooperative
+// matrices); integer and bool dtypes for copy, fill, binary, where, reduce, gather,
 // index_select, and i32 (i64 with 64-bit atomics) scatter_add / index_add. f64 only for
 // copy and fill (conversions, e.g. Tensor::item<double>; most GPUs run f64 slowly or not
 // at all). Errors: DeviceError names the op,
@@ -31,6 +33,9 @@ class VulkanBackend final : public Backend {
   void synchronize() override;
   MemoryStats memory_stats() const override;
   void empty_cache() override;
+  // Timestamp queries on the compute queue (vk_context.h); false when it has none.
+  bool begin_timing() override;
+  double end_timing() override;
 
   // vk_ops_elementwise.cpp
   void copy(const TensorArg& out, const TensorArg& in) override;
@@ -72,7 +77,10 @@ class VulkanBackend final : public Backend {
   // Shared by the ops files.
   friend struct OpsAccess;
   void reduce_into(ReduceOp op, const TensorArg& out, const TensorArg& in, double p0);
+  // Whether a matmul of `dt` runs on shaders/gemm_coop.comp (vk_ops_gemm.cpp).
+  bool use_coop(DType dt) const;
   std::unique_ptr<Context> ctx_;
+  bool coop_failed_ = false;  // its pipeline failed to build: the tiled shader serves
 };
 
 // Device address of a tensor's element 0.

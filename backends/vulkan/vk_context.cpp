@@ -67,8 +67,21 @@ Context::Context(VkPhysicalDevice pd, std::string label) : label_(std::move(labe
   e12.shaderInt8 = f12.shaderInt8;
   e12.shaderFloat16 = f12.shaderFloat16;
   e12.shaderBufferInt64Atomics = f12.shaderBufferInt64Atomics;
+  // Cooperative matrices (caps_.coop_m > 0) need the extension, its feature and the
+  // Vulkan memory model (the SPIR-V of shaders/gemm_coop.comp declares it).
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  std::vector<const char*> extensions;
+  if (caps_.coop_m > 0) {
+    coop.cooperativeMatrix = VK_TRUE;
+    e12.pNext = &coop;
+    e12.vulkanMemoryModel = VK_TRUE;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
   VkDeviceCreateInfo dci{}; dci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   dci.pNext = &want;
+  dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.data();
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   if (VkResult r = f_.vkCreateDevice(pd, &dci, nullptr, &device_); r != VK_SUCCESS) fail("vkCreateDevice", r);
@@ -86,6 +99,12 @@ Context::Context(VkPhysicalDevice pd, std::string label) : label_(std::move(labe
   if (VkResult r = f_.vkCreatePipelineCache(device_, &cci, nullptr, &cache_); r != VK_SUCCESS)
     fail("vkCreatePipelineCache", r);
   modules_.assign(static_cast<size_t>(ShaderId::count), VK_NULL_HANDLE);
+
+  const uint32_t bits = q[queue_family_].timestampValidBits;
+  if (bits > 0 && caps_.timestamp_period > 0) {
+    timestamps_ = std::make_unique<TimestampPool>(f_, device_, 2);
+    timestamp_mask_ = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  }
 
   err_block_ = new_block(64, true, false);
   err_words_ = static_cast<uint32_t*>(err_block_->map);
@@ -119,6 +138,7 @@ Context::~Context() {
     f_.vkDestroyFence(device_, fr->fence, nullptr);
     f_.vkDestroyCommandPool(device_, fr->pool, nullptr);
   }
+  timestamps_.reset();
   for (auto& [k, p] : pipelines_) f_.vkDestroyPipeline(device_, p, nullptr);
   for (auto m : modules_)
     if (m) f_.vkDestroyShaderModule(device_, m, nullptr);
@@ -344,6 +364,45 @@ void Context::synchronize() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   submit_current(true);
   check_errors();
+}
+
+// ---------------------------------------------------------------- timing
+TimestampPool::TimestampPool(const Fns& f, VkDevice device, uint32_t count) : f_(&f), device_(device) {
+  VkQueryPoolCreateInfo ci{}; ci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+  ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  ci.queryCount = count;
+  if (VkResult r = f.vkCreateQueryPool(device, &ci, nullptr, &pool_); r != VK_SUCCESS)
+    throw DeviceError(std::string("vkCreateQueryPool failed (") + result_name(r) + ")");
+}
+
+TimestampPool::~TimestampPool() {
+  if (pool_) f_->vkDestroyQueryPool(device_, pool_, nullptr);
+}
+
+void Context::begin_timing() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  KILN_CHECK(timestamps_, DeviceError, label_, " (", caps_.name, "): the compute queue has no timestamps");
+  Frame& fr = frame();
+  f_.vkCmdResetQueryPool(fr.cmd, timestamps_->handle(), 0, 2);
+  f_.vkCmdWriteTimestamp(fr.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(), 0);
+  timing_ = true;
+}
+
+double Context::end_timing() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  KILN_CHECK(timing_, DeviceError, label_, ": end_timing without begin_timing");
+  timing_ = false;
+  Frame& fr = frame();
+  f_.vkCmdWriteTimestamp(fr.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(), 1);
+  fr.last_op = "timestamp";
+  synchronize();
+  uint64_t t[2] = {};
+  if (VkResult r = f_.vkGetQueryPoolResults(device_, timestamps_->handle(), 0, 2, sizeof(t), t, sizeof(uint64_t),
+                                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+      r != VK_SUCCESS)
+    fail("vkGetQueryPoolResults", r);
+  const uint64_t ticks = ((t[1] & timestamp_mask_) - (t[0] & timestamp_mask_)) & timestamp_mask_;
+  return static_cast<double>(ticks) * caps_.timestamp_period * 1e-9;
 }
 
 }  // namespace kiln::vk

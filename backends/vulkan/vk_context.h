@@ -9,6 +9,9 @@
 // buffer is submitted when the host needs data (download, synchronize) or a batch
 // fills (kBatchOps dispatches, or the frame's parameter / staging arena is full).
 // Two frames alternate so that recording overlaps the previous batch's execution.
+// Timing: a two-slot timestamp query pool (when the queue family has timestampValidBits
+// > 0) brackets a span of recorded work; ticks x timestampPeriod gives nanoseconds
+// (Vulkan spec 1.3, section 18.5 "Timestamp Queries").
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -60,11 +63,34 @@ struct Allocation {
   uint64_t address = 0;  // device address of byte 0
 };
 
+// A VkQueryPool of `count` timestamp queries, destroyed with its owner.
+class TimestampPool {
+ public:
+  TimestampPool() = default;
+  TimestampPool(const Fns& f, VkDevice device, uint32_t count);  // throws DeviceError
+  ~TimestampPool();
+  TimestampPool(const TimestampPool&) = delete;
+  TimestampPool& operator=(const TimestampPool&) = delete;
+  VkQueryPool handle() const { return pool_; }
+
+ private:
+  const Fns* f_ = nullptr;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueryPool pool_ = VK_NULL_HANDLE;
+};
+
 struct DeviceCaps {
   std::string name, kind;
   uint64_t memory_bytes = 0;
+  float timestamp_period = 0;  // nanoseconds per timestamp tick (limits.timestampPeriod)
   uint32_t compute_units = 0, subgroup_size = 0, shared_memory = 0;
-  bool float16 = false, int64_atomics = false, cooperative_matrix = false;
+  bool float16 = false, int64_atomics = false;
+  // Tensor-core matmul (shaders/gemm_coop.comp): the f16 x f16 + f32 subgroup shape
+  // M x N x K picked from vkGetPhysicalDeviceCooperativeMatrixPropertiesNV; 0 when the
+  // device lacks VK_NV_cooperative_matrix, shaderFloat16, vulkanMemoryModel or 32-wide
+  // subgroups, or lists no shape that tiles the kernel's 64 x 32 subgroup block.
+  uint32_t coop_m = 0, coop_n = 0, coop_k = 0;
+  bool khr_cooperative_matrix = false;  // VK_KHR_cooperative_matrix listed (not used, see vk_ops_gemm.cpp)
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
 };
 
@@ -103,6 +129,16 @@ class Context {
   void copy_buffer(Allocation* dst, size_t dst_off, const Allocation* src, size_t src_off, size_t nbytes);
   void synchronize();  // submits and waits; throws the first shader-reported error
 
+  // ---- timing ----
+  // Whether the compute queue writes timestamps (its family's timestampValidBits > 0).
+  bool has_timestamps() const { return timestamp_mask_ != 0; }
+  // Records a timestamp before the work that follows (after all earlier work completes);
+  // DeviceError when !has_timestamps().
+  void begin_timing();
+  // Records the closing timestamp, waits for the device and returns the seconds between
+  // the two; DeviceError without a begin_timing().
+  double end_timing();
+
  private:
   struct Frame;
   Frame& frame();  // the recording frame, begun
@@ -137,6 +173,10 @@ class Context {
   VkDeviceSize bump_used_ = 0;
   std::unordered_map<size_t, std::vector<Allocation*>> free_;
   MemoryStats stats_;
+
+  std::unique_ptr<TimestampPool> timestamps_;
+  uint64_t timestamp_mask_ = 0;  // the valid bits of a timestamp; 0: none
+  bool timing_ = false;
 
   std::vector<std::unique_ptr<Frame>> frames_;
   size_t current_ = 0;

@@ -98,6 +98,7 @@ DeviceCaps query_caps(VkPhysicalDevice pd) {
   }
   c.subgroup_size = sub.subgroupSize;
   c.shared_memory = props.properties.limits.maxComputeSharedMemorySize;
+  c.timestamp_period = props.properties.limits.timestampPeriod;
   VkPhysicalDeviceMemoryProperties mem;
   f.vkGetPhysicalDeviceMemoryProperties(pd, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
@@ -113,10 +114,37 @@ DeviceCaps query_caps(VkPhysicalDevice pd) {
   f.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> ext(n);
   f.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data());
-  bool sm_builtins = false;
+  bool sm_builtins = false, coop_nv = false;
   for (auto& e : ext) {
-    if (std::strcmp(e.extensionName, "VK_KHR_cooperative_matrix") == 0) c.cooperative_matrix = true;
+    if (std::strcmp(e.extensionName, "VK_KHR_cooperative_matrix") == 0) c.khr_cooperative_matrix = true;
+    if (std::strcmp(e.extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) coop_nv = true;
     if (std::strcmp(e.extensionName, "VK_NV_shader_sm_builtins") == 0) sm_builtins = true;
+  }
+  if (coop_nv && c.float16 && f12.vulkanMemoryModel && c.subgroup_size == 32 &&
+      f.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{};
+    cm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    VkPhysicalDeviceFeatures2 f2{}; f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f2.pNext = &cm;
+    f.vkGetPhysicalDeviceFeatures2(pd, &f2);
+    uint32_t count = 0;
+    if (cm.cooperativeMatrix && f.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr) == VK_SUCCESS) {
+      std::vector<VkCooperativeMatrixPropertiesNV> shapes(count);
+      for (auto& s : shapes) s.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+      f.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, shapes.data());
+      for (const auto& s : shapes) {
+        const bool types = s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                           s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                           s.scope == VK_SCOPE_SUBGROUP_NV;
+        const bool tiles = s.MSize > 0 && s.NSize > 0 && s.KSize > 0 && 64 % s.MSize == 0 && 32 % s.NSize == 0 &&
+                           32 % s.KSize == 0 && s.MSize * s.NSize <= 256;
+        if (types && tiles && s.MSize * s.NSize * s.KSize > c.coop_m * c.coop_n * c.coop_k) {
+          c.coop_m = s.MSize;
+          c.coop_n = s.NSize;
+          c.coop_k = s.KSize;
+        }
+      }
+    }
   }
   // compute units: NVIDIA's SM count; a software device's host threads; else unknown (0)
   if (sm_builtins) {

@@ -58,17 +58,29 @@ void VulkanBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorAr
   KILN_CHECK(indices.dtype == DType::i64 && indices.shape == grad_out.shape && indices.is_contiguous(), ShapeError,
              "max_pool2d_backward: indices must be contiguous i64 of shape ", shape_str(grad_out.shape));
   if (grad_in.numel() == 0) return;
-  fill(grad_in, 0.0);
-  if (grad_out.numel() == 0) return;
+  if (grad_out.numel() == 0) return fill(grad_in, 0.0);
   ctx_->set_op("max_pool2d_backward", grad_in.shape);
   check_index_range(*ctx_, "max_pool2d_backward", grad_in);
+  // Windows may overlap, so gradients are added atomically, in f32: 16-bit grad_in goes
+  // through an f32 buffer converted at the end.
+  Allocation* acc = nullptr;
+  TensorArg sum = grad_in;
+  if (grad_in.dtype != DType::f32) {
+    acc = ctx_->allocate(static_cast<size_t>(grad_in.numel()) * 4);
+    sum = TensorArg{acc, 0, DType::f32, grad_in.shape, contiguous_strides(grad_in.shape)};
+  }
+  fill(sum, 0.0);
   Params p;
-  p.ptr[0] = address(grad_in);
+  p.ptr[0] = address(sum);
   p.ptr[1] = address(indices);
   p.ptr[2] = address(grad_out);
   pool_params(p, grad_in, grad_out, nullptr, grad_out.numel());
   ctx_->dispatch_1d(ShaderId::pool, {256, 1, static_cast<int>(grad_out.dtype)}, p,
                     static_cast<uint64_t>(grad_out.numel()));
+  if (acc) {
+    copy(grad_in, sum);
+    ctx_->deallocate(acc);  // reuse is ordered after the copy (one queue)
+  }
 }
 
 void VulkanBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& pp) {

@@ -6,7 +6,7 @@
 
 namespace kiln::vk {
 
-enum class ShaderId : uint8_t { elementwise, reduce, softmax, gemm, pool, index, adam, gemm_fast, gemm_fast16, count };
+enum class ShaderId : uint8_t { elementwise, reduce, softmax, gemm, pool, index, adam, gemm_fast, gemm_fast16, gemm_coop, count };
 
 struct ShaderCode {
   const char* name;       // "gemm"

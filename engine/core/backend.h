@@ -65,7 +65,7 @@ enum class OpId : uint16_t {
   conv2d_forward, conv2d_backward_input, conv2d_backward_weight,
   max_pool2d_forward, max_pool2d_backward, avg_pool2d_forward, avg_pool2d_backward,
   softmax_forward, softmax_backward, gather, scatter_add, index_select, index_add,
-  adam_step,
+  adam_step, batch_norm_forward, batch_norm_backward,
   count
 };
 const char* op_id_name(OpId op);
@@ -108,6 +108,7 @@ struct MemoryStats {
   uint64_t allocated = 0;       // held by live tensors
   uint64_t reserved = 0;        // held by the allocator (live + cached)
   uint64_t peak_allocated = 0;
+  bool tracked = true;  // false: the backend cannot tell (Backend's default memory_stats())
 };
 
 class Backend {
@@ -124,8 +125,21 @@ class Backend {
   virtual void upload(void* dst, size_t dst_byte_offset, const void* host, size_t nbytes) = 0;
   virtual void download(void* host, const void* src, size_t src_byte_offset, size_t nbytes) = 0;
   virtual void synchronize() {}
-  virtual MemoryStats memory_stats() const { return {}; }
+  virtual MemoryStats memory_stats() const {
+    MemoryStats unknown;
+    unknown.tracked = false;
+    return unknown;
+  }
   virtual void empty_cache() {}
+
+  // ---- profiling (optional) ----
+  // Device time of the work enqueued between begin_timing() and end_timing(), read from
+  // the device's own clock (Vulkan timestamp queries). begin_timing() returns false when
+  // the device cannot time its work (no timestamps; the default): the caller then times on
+  // the host and says so. end_timing() waits for the work and returns seconds (0 unless a
+  // begin_timing() returned true).
+  virtual bool begin_timing() { return false; }
+  virtual double end_timing() { return 0; }
 
   // ---- elementwise (out and inputs have out's shape; inputs may have stride 0) ----
   virtual void copy(const TensorArg& out, const TensorArg& in) = 0;  // converts dtype too
@@ -175,6 +189,26 @@ class Backend {
   virtual void index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) = 0;
   // out.index_add_(dim, index, src)
   virtual void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) = 0;
+
+  // ---- batch normalization in training mode (optional; the front end decomposes it into
+  // reductions and elementwise ops where a backend lacks it: engine/nn/functional.cpp) ----
+  // x and y: contiguous [N, C, *] of dtype T (y has x's); every per-channel tensor is a
+  // contiguous f32 [C]. Over N and *: mean and biased variance var; writes
+  // save_mean = mean, save_invstd = 1 / sqrt(var + eps), y = (x - mean) * save_invstd * weight + bias
+  // (weight.data null: 1; bias.data null: 0), and, where running_mean.data / running_var.data
+  // are not null, running = (1 - momentum) * running + momentum * stat, with the unbiased
+  // variance for running_var (torch.nn.functional.batch_norm, training=True).
+  virtual void batch_norm_forward(const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
+                                  const TensorArg& x, const TensorArg& weight, const TensorArg& bias,
+                                  const TensorArg& running_mean, const TensorArg& running_var, double momentum,
+                                  double eps);
+  // Its gradients (PyTorch's batch_norm_backward with batch statistics), xhat = (x - mean) * invstd,
+  // M = N * prod(*): grad_x = weight * invstd * (grad_y - sum(grad_y) / M - xhat * sum(grad_y * xhat) / M),
+  // grad_weight = sum(grad_y * xhat), grad_bias = sum(grad_y); each output may have data null
+  // (not wanted). grad_x has x's dtype, grad_weight / grad_bias are f32 [C].
+  virtual void batch_norm_backward(const TensorArg& grad_x, const TensorArg& grad_weight, const TensorArg& grad_bias,
+                                   const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
+                                   const TensorArg& save_mean, const TensorArg& save_invstd);
 
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.

@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     if (mode == "test") {
       register_case_tests(d);
       register_error_tests(d);
+      register_timing_tests(d);
     }
     else if (mode == "grad") register_grad_tests(d);
     else register_perf_tests(d);

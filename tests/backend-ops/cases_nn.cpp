@@ -43,21 +43,23 @@ void add_matmul(std::vector<Case>& out) {
       {{3}, 96, 64, 128, Layout::contiguous, Layout::contiguous},
       {{2}, 130, 300, 68, Layout::contiguous, Layout::transposed},
   };
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
   for (const M& m : ms) {
     Shape sa = m.batch, sb = m.batch, so = m.batch;
     sa.insert(sa.end(), {m.m, m.k});
     sb.insert(sb.end(), {m.k, m.n});
     so.insert(so.end(), {m.m, m.n});
     Case c;
-    c.name = case_name("matmul", DType::f32, so, "k=" + std::to_string(m.k) + "," + layout_name(m.la) + "," +
+    c.name = case_name("matmul", dt, so, "k=" + std::to_string(m.k) + "," + layout_name(m.la) + "," +
                                                      layout_name(m.lb));
     c.op = OpId::matmul;
+    c.dtype = dt;
     Rng rng = rng_for(c.name);
-    c.bufs.push_back(output(rng, DType::f32, so));
-    c.bufs.push_back(input(rng, DType::f32, sa, m.la, uniform(-1, 1)));
-    c.bufs.push_back(input(rng, DType::f32, sb, m.lb, uniform(-1, 1)));
+    c.bufs.push_back(output(rng, dt, so));
+    c.bufs.push_back(input(rng, dt, sa, m.la, uniform(-1, 1)));
+    c.bufs.push_back(input(rng, dt, sb, m.lb, uniform(-1, 1)));
     c.run = [](Backend& b, std::vector<TensorArg>& a) { b.matmul(a[0], a[1], a[2]); };
-    c.max_nmse = 1e-9;
+    c.max_nmse = nmse_for(dt, 1e-9);
     out.push_back(std::move(c));
   }
 }
@@ -73,6 +75,7 @@ void add_conv(std::vector<Case>& out) {
       {2, 6, 9, 7, 6, 3, 2, 2, 0, 1, 3, true},   {16, 8, 28, 28, 16, 3, 3, 1, 1, 1, 1, true},
       {4, 1, 28, 28, 32, 3, 3, 1, 1, 1, 1, true}, {0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, true},
   };
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
   for (const C& k : cs) {
     Conv2dParams cp;
     cp.stride[0] = cp.stride[1] = k.s;
@@ -85,43 +88,46 @@ void add_conv(std::vector<Case>& out) {
                               ",d=" + std::to_string(k.d) + ",g=" + std::to_string(k.g) + (k.bias ? ",bias" : "");
     {
       Case c;
-      c.name = case_name("conv2d_forward", DType::f32, si, extra);
+      c.name = case_name("conv2d_forward", dt, si, extra);
       c.op = OpId::conv2d_forward;
+      c.dtype = dt;
       Rng rng = rng_for(c.name);
-      c.bufs.push_back(output(rng, DType::f32, so));
-      c.bufs.push_back(input(rng, DType::f32, si, Layout::contiguous, uniform(-1, 1)));
-      c.bufs.push_back(input(rng, DType::f32, sw, Layout::contiguous, uniform(-1, 1)));
-      c.bufs.push_back(input(rng, DType::f32, {k.co}, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(output(rng, dt, so));
+      c.bufs.push_back(input(rng, dt, si, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(input(rng, dt, sw, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(input(rng, dt, {k.co}, Layout::contiguous, uniform(-1, 1)));
       bool bias = k.bias;
       c.run = [cp, bias](Backend& b, std::vector<TensorArg>& a) {
         TensorArg none = a[3];
         none.data = nullptr;
         b.conv2d_forward(a[0], a[1], a[2], bias ? a[3] : none, cp);
       };
-      c.max_nmse = 1e-9;
+      c.max_nmse = nmse_for(dt, 1e-9);
       out.push_back(std::move(c));
     }
     {
       Case c;
-      c.name = case_name("conv2d_backward_input", DType::f32, si, extra);
+      c.name = case_name("conv2d_backward_input", dt, si, extra);
       c.op = OpId::conv2d_backward_input;
+      c.dtype = dt;
       Rng rng = rng_for(c.name);
-      c.bufs.push_back(output(rng, DType::f32, si));
-      c.bufs.push_back(input(rng, DType::f32, so, Layout::contiguous, uniform(-1, 1)));
-      c.bufs.push_back(input(rng, DType::f32, sw, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(output(rng, dt, si));
+      c.bufs.push_back(input(rng, dt, so, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(input(rng, dt, sw, Layout::contiguous, uniform(-1, 1)));
       c.run = [cp](Backend& b, std::vector<TensorArg>& a) { b.conv2d_backward_input(a[0], a[1], a[2], cp); };
-      c.max_nmse = 1e-9;
+      c.max_nmse = nmse_for(dt, 1e-9);
       out.push_back(std::move(c));
     }
     {
       Case c;
-      c.name = case_name("conv2d_backward_weight", DType::f32, si, extra);
+      c.name = case_name("conv2d_backward_weight", dt, si, extra);
       c.op = OpId::conv2d_backward_weight;
+      c.dtype = dt;
       Rng rng = rng_for(c.name);
-      c.bufs.push_back(output(rng, DType::f32, sw));
-      c.bufs.push_back(output(rng, DType::f32, {k.co}));
-      c.bufs.push_back(input(rng, DType::f32, so, Layout::contiguous, uniform(-1, 1)));
-      c.bufs.push_back(input(rng, DType::f32, si, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(output(rng, dt, sw));
+      c.bufs.push_back(output(rng, dt, {k.co}));
+      c.bufs.push_back(input(rng, dt, so, Layout::contiguous, uniform(-1, 1)));
+      c.bufs.push_back(input(rng, dt, si, Layout::contiguous, uniform(-1, 1)));
       bool bias = k.bias;
       c.run = [cp, bias](Backend& b, std::vector<TensorArg>& a) {
         TensorArg none = a[1];
@@ -129,7 +135,7 @@ void add_conv(std::vector<Case>& out) {
         b.conv2d_backward_weight(a[0], bias ? a[1] : none, a[2], a[3], cp);
       };
       if (!k.bias) c.bufs[1].output = false;  // untouched: not compared
-      c.max_nmse = 1e-9;
+      c.max_nmse = nmse_for(dt, 1e-9);
       out.push_back(std::move(c));
     }
   }

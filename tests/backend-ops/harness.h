@@ -88,6 +88,7 @@ std::vector<Device> selected_devices(const std::string& spec, std::string& why);
 void register_grad_tests(const Device& dev);
 void register_error_tests(const Device& dev);  // errors.cpp (test mode)
 void register_perf_tests(const Device& dev);
+void register_timing_tests(const Device& dev);  // perf.cpp (test mode): Backend::begin_timing
 void print_support_table(const std::vector<Device>& devs);
 
 }  // namespace kiln::backend_ops

@@ -1,11 +1,14 @@
 // --mode=perf: microseconds per op on the device (and the CPU backend, for scale), with
-// GFLOP/s or GB/s. Sizes shrink 16x on software devices (lavapipe). A benchmark mode: the
-// tests fail only when an op throws.
+// GFLOP/s or GB/s. Times come from the device's clock (Backend::begin_timing, Vulkan
+// timestamp queries) where it has one, else from the host's (printed as "host time").
+// Sizes shrink 16x on software devices (lavapipe). A benchmark mode: the tests fail only
+// when an op throws. Test mode adds checks of the device timer itself (timing.*).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
 
+#include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "tests/backend-ops/harness.h"
 
@@ -55,6 +58,14 @@ std::vector<PerfCase> perf_cases(bool small) {
         {output(rng, DType::f32, {m, m}), input(rng, DType::f32, {m, m}, Layout::contiguous, uniform(-1, 1)),
          input(rng, DType::f32, {m, m}, Layout::contiguous, uniform(-1, 1))},
         [](Backend& b, std::vector<TensorArg>& a) { b.matmul(a[0], a[1], a[2]); }, 2.0 * m * m * m, "GFLOP/s");
+  {  // f16 (tensor cores where the device has cooperative matrices); one size: the CPU is slow at it
+    const int64_t m = small ? 256 : 1024;
+    add("matmul f16 " + std::to_string(m) + "^3", OpId::matmul,
+        {output(rng, DType::f16, {m, m}), input(rng, DType::f16, {m, m}, Layout::contiguous, uniform(-1, 1)),
+         input(rng, DType::f16, {m, m}, Layout::contiguous, uniform(-1, 1))},
+        [](Backend& b, std::vector<TensorArg>& a) { b.matmul(a[0], a[1], a[2]); }, 2.0 * m * m * m, "GFLOP/s");
+    v.back().c.dtype = DType::f16;
+  }
   const int64_t batch = small ? 16 : 128;
   Conv2dParams cp;
   cp.padding[0] = cp.padding[1] = 1;
@@ -81,7 +92,12 @@ std::vector<PerfCase> perf_cases(bool small) {
   return v;
 }
 
-double time_op(Backend& b, const Case& c, int runs) {
+struct Timing {
+  double seconds = 0;   // per run
+  bool device = false;  // from the device's clock (else the host's)
+};
+
+Timing time_op(Backend& b, const Case& c, int runs) {
   std::vector<void*> ptrs;
   std::vector<TensorArg> args;
   for (const Buf& buf : c.bufs) {
@@ -97,14 +113,22 @@ double time_op(Backend& b, const Case& c, int runs) {
     c.run(b, args);
     b.synchronize();
   } while (since(w0) < 0.2);
+  Timing t;
+  t.device = b.begin_timing();
   auto t0 = std::chrono::steady_clock::now();
   int done = 0;
   for (; done < runs || since(t0) < 0.2; ++done) c.run(b, args);
-  b.synchronize();
-  double s = since(t0) / done;
+  if (t.device) {
+    t.seconds = b.end_timing() / done;
+  } else {
+    b.synchronize();
+    t.seconds = since(t0) / done;
+  }
   for (size_t i = 0; i < ptrs.size(); ++i) b.deallocate(ptrs[i], c.bufs[i].storage.size());
-  return s;
+  return t;
 }
+
+const char* clock_name(const Timing& t) { return t.device ? "device time" : "host time"; }
 
 class PerfTest : public testing::Test {
  public:
@@ -112,11 +136,15 @@ class PerfTest : public testing::Test {
   void TestBody() override {
     Backend* dev = backend_for(dev_);
     Backend* cpu = backend_for(Device());
-    double sd = 0, sc = 0;
-    ASSERT_NO_THROW(sd = time_op(*dev, pc_.c, 10)) << pc_.c.name;
-    ASSERT_NO_THROW(sc = time_op(*cpu, pc_.c, 3)) << pc_.c.name;
-    std::printf("PERF %-58s %-9s %10.1f us %9.1f %-7s | cpu %10.1f us %9.1f %s\n", pc_.c.name.c_str(),
-                dev_.str().c_str(), sd * 1e6, pc_.work / sd / 1e9, pc_.unit, sc * 1e6, pc_.work / sc / 1e9, pc_.unit);
+    if (!dev->supports(pc_.c.op, pc_.c.dtype))
+      GTEST_SKIP() << "unsupported: " << pc_.c.name << " on " << dev_.str();
+    Timing td, tc;
+    ASSERT_NO_THROW(td = time_op(*dev, pc_.c, 10)) << pc_.c.name;
+    ASSERT_NO_THROW(tc = time_op(*cpu, pc_.c, 3)) << pc_.c.name;
+    const double sd = td.seconds, sc = tc.seconds;
+    std::printf("PERF %-58s %-9s %10.1f us %9.1f %-7s (%s) | cpu %10.1f us %9.1f %s (%s)\n", pc_.c.name.c_str(),
+                dev_.str().c_str(), sd * 1e6, pc_.work / sd / 1e9, pc_.unit, clock_name(td), sc * 1e6,
+                pc_.work / sc / 1e9, pc_.unit, clock_name(tc));
   }
 
  private:
@@ -134,6 +162,85 @@ void register_perf_tests(const Device& dev) {
     testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [dev, pc]() -> testing::Test* { return new PerfTest(dev, pc); });
   }
+}
+
+
+namespace {
+// A matmul case of m^3 on `dev`'s memory, for the timer checks.
+struct HeldMatmul {
+  Backend& b;
+  std::vector<void*> ptrs;
+  std::vector<TensorArg> args;
+  HeldMatmul(Backend& backend, int64_t m) : b(backend) {
+    std::vector<float> ones(static_cast<size_t>(m * m), 0.5f);
+    for (int i = 0; i < 3; ++i) {
+      void* p = b.allocate(ones.size() * 4);
+      b.upload(p, 0, ones.data(), ones.size() * 4);
+      ptrs.push_back(p);
+      args.push_back(TensorArg{p, 0, DType::f32, {m, m}, {m, 1}});
+    }
+  }
+  ~HeldMatmul() {
+    for (void* p : ptrs) b.deallocate(p, static_cast<size_t>(args[0].numel()) * 4);
+  }
+  void run(int times) {
+    for (int i = 0; i < times; ++i) b.matmul(args[0], args[1], args[2]);
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+void register_timing_tests(const Device& dev) {
+  const std::string suite = dev.str() + ".timing";
+  // The device's time of a span lies within the host's time around it, and grows with the work.
+  testing::RegisterTest(suite.c_str(), "device_time_within_host_time_and_grows_with_work", nullptr, nullptr, __FILE__,
+                        __LINE__, [dev]() -> testing::Test* {
+                          struct T : testing::Test {
+                            Device d;
+                            explicit T(Device x) : d(x) {}
+                            void TestBody() override {
+                              Backend& b = *backend_for(d);
+                              const bool software = b.info().kind == "software";
+                              HeldMatmul mm(b, software ? 192 : 1024);
+                              mm.run(1);
+                              b.synchronize();
+                              if (!b.begin_timing())
+                                GTEST_SKIP() << d.str() << " has no timestamp queries (perf mode uses host time)";
+                              auto t0 = std::chrono::steady_clock::now();
+                              mm.run(1);
+                              const double one = b.end_timing();
+                              const double host_one = seconds_since(t0);
+                              ASSERT_TRUE(b.begin_timing());
+                              t0 = std::chrono::steady_clock::now();
+                              mm.run(16);
+                              const double many = b.end_timing();
+                              const double host_many = seconds_since(t0);
+                              EXPECT_GT(one, 0.0);
+                              EXPECT_LE(one, host_one * 1.05 + 1e-5);
+                              EXPECT_LE(many, host_many * 1.05 + 1e-5);
+                              EXPECT_GT(many, 2.0 * one) << "16 matmuls took " << many << " s, one " << one << " s";
+                            }
+                          };
+                          return new T(dev);
+                        });
+  // end_timing without begin_timing is an error, not a garbage number.
+  testing::RegisterTest(suite.c_str(), "end_without_begin_throws", nullptr, nullptr, __FILE__, __LINE__,
+                        [dev]() -> testing::Test* {
+                          struct T : testing::Test {
+                            Device d;
+                            explicit T(Device x) : d(x) {}
+                            void TestBody() override {
+                              Backend& b = *backend_for(d);
+                              if (!b.begin_timing()) GTEST_SKIP() << d.str() << " has no timestamp queries";
+                              (void)b.end_timing();
+                              EXPECT_THROW((void)b.end_timing(), Error);
+                            }
+                          };
+                          return new T(dev);
+                        });
 }
 
 }  // namespace kiln::backend_ops

@@ -4,6 +4,8 @@
 # prints figures and ratios, it asserts nothing):
 #  1. f32 matmul 4096^3: Kiln's Vulkan backend (bench_vulkan_matmul) vs torch.matmul on
 #     CUDA with TF32 off; prints both GFLOP/s and the ratio (target >= 0.5).
+#  1b. f16 matmul 4096^3 (f32 accumulation; tensor cores through cooperative matrices
+#     where the device has them) vs torch.matmul on f16 CUDA tensors.
 #  2. Fashion-MNIST CNN training (batch 128, Adam) on vulkan:0 vs the CPU backend on 2
 #     threads (the development machine's cores) and on all cores: steady-state steps
 #     (`kiln bench`) and one epoch of `kiln train` (data loading, start-up included);
@@ -48,6 +50,29 @@ PY
 )
 echo "pytorch cuda matmul f32 (TF32 off): $torch GFLOP/s"
 [[ -n $vk && -n $torch ]] && python3 -c "print(f'ratio vulkan / pytorch: {$vk / $torch:.3f} (target >= 0.5)')"
+
+echo "== matmul f16 4096^3 =="
+"$build/bin/bench_vulkan_matmul" 4096 vulkan:0 20 f16 | tee "$work/vk16.txt"
+vk16=$(sed -n 's/^RESULT vulkan_matmul_gflops=//p' "$work/vk16.txt")
+torch16=$(python3 - <<'PY'
+import time, torch
+n = 4096
+a = (torch.rand(n, n, device="cuda") * 2 - 1).half()
+b = (torch.rand(n, n, device="cuda") * 2 - 1).half()
+for _ in range(3): c = a @ b
+torch.cuda.synchronize()
+runs = 20
+t = time.perf_counter()
+for _ in range(runs): c = a @ b
+torch.cuda.synchronize()
+s = (time.perf_counter() - t) / runs
+print(f"{2 * n**3 / s / 1e9:.1f}")
+PY
+)
+echo "pytorch cuda matmul f16: $torch16 GFLOP/s"
+[[ -n $vk16 && -n $torch16 ]] && python3 -c "print(f'ratio vulkan f16 / pytorch f16: {$vk16 / $torch16:.3f}')"
+echo "f32 matmul with KILN_ALLOW_F16_MATMUL=1 (operands rounded to f16, tensor cores):"
+KILN_ALLOW_F16_MATMUL=1 "$build/bin/bench_vulkan_matmul" 4096 vulkan:0 20 f32
 
 echo "== Fashion-MNIST CNN training steps, batch 128, Adam (kiln bench, steady state) =="
 "$build/bin/kiln" bench --model cnn --devices vulkan:0 --steps 100 --warmup 10 --json "$work/bvk.json"

@@ -14,6 +14,8 @@
 // i[10..13] batch sizes, i[14..17] / i[18..21] / i[22..25] A / B / C batch strides;
 // conv: i[10..25] = N, Cin, H, W, Cout, Ho, Wo, kh, kw, sh, sw, ph, pw, dh, dw, groups,
 // i[26] = has bias, i[27] = K per split, i[28] = splits.
+// DT (A, B, bias) and OUT_DT (C) are f32, f16 or bf16 (DType codes); 16-bit values are
+// converted in registers and accumulated in f32, so only 16-bit storage is needed.
 #version 460
 #include "common.glsl"
 
@@ -24,6 +26,19 @@ layout(constant_id = 3) const int BN = 64;
 layout(constant_id = 4) const int BK = 16;
 layout(constant_id = 5) const int TM = 4;
 layout(constant_id = 6) const int TN = 4;
+layout(constant_id = 7) const int DT = DT_F32;
+layout(constant_id = 8) const int OUT_DT = DT_F32;
+const int ES = DT == DT_F32 ? 4 : 2, OUT_ES = OUT_DT == DT_F32 ? 4 : 2;  // bytes per element
+
+float ld(uint64_t a, uint i) {
+  if (DT == DT_F32) return F32(a).v[i];
+  if (DT == DT_F16) return unpackHalf2x16(uint(B16(a).v[i])).x;
+  return uintBitsToFloat(uint(B16(a).v[i]) << 16);
+}
+void st(uint64_t a, uint i, float x) {
+  if (OUT_DT == DT_F32) F32(a).v[i] = x;
+  else store_fp(a, OUT_DT, i, x);
+}
 
 shared float As[BK * BM];
 shared float Bs[BK * BN];
@@ -36,23 +51,23 @@ int Ni, Ci, H, W, Co, Ho, Wo, KH, KW, SH, SW, PH, PW, DH, DW, G, Cig, Cog;
 
 float load_a(int m, int k) {
   if (m >= M || k >= K) return 0.0;
-  if (MODE == 0) return F32(pa).v[uint(m * p.i[3] + k * p.i[4])];
-  if (MODE == 1) return F32(pa).v[uint((grp * Cog + m) * K + k)];
+  if (MODE == 0) return ld(pa, uint(m * p.i[3] + k * p.i[4]));
+  if (MODE == 1) return ld(pa, uint((grp * Cog + m) * K + k));
   if (MODE == 2) {  // weight[g*Cog + co, m, ky, kx], k = (co, ky, kx)
     int khw = KH * KW, co = k / khw, r = k % khw;
-    return F32(pa).v[uint(((grp * Cog + co) * Cig + m) * khw + r)];
+    return ld(pa, uint(((grp * Cog + co) * Cig + m) * khw + r));
   }
   int hw = Ho * Wo, img = k / hw, r = k % hw;  // MODE 3: grad_out[img, g*Cog + m, r]
-  return F32(pa).v[uint((img * Co + grp * Cog + m) * hw + r)];
+  return ld(pa, uint((img * Co + grp * Cog + m) * hw + r));
 }
 float im2col(int img, int ci, int oh, int ow, int ky, int kx) {
   int ih = oh * SH - PH + ky * DH, iw = ow * SW - PW + kx * DW;
   if (ih < 0 || ih >= H || iw < 0 || iw >= W) return 0.0;
-  return F32(pb).v[uint(((img * Ci + grp * Cig + ci) * H + ih) * W + iw)];
+  return ld(pb, uint(((img * Ci + grp * Cig + ci) * H + ih) * W + iw));
 }
 float load_b(int k, int n) {
   if (k >= K || n >= N) return 0.0;
-  if (MODE == 0) return F32(pb).v[uint(k * p.i[5] + n * p.i[6])];
+  if (MODE == 0) return ld(pb, uint(k * p.i[5] + n * p.i[6]));
   int khw = KH * KW;
   if (MODE == 1) {  // k = (ci, ky, kx), n = (img, oh, ow)
     int ci = k / khw, r = k % khw, hw = Ho * Wo, img = n / hw, q = n % hw;
@@ -64,26 +79,26 @@ float load_b(int k, int n) {
     if (th < 0 || tw < 0 || th % SH != 0 || tw % SW != 0) return 0.0;
     int oh = th / SH, ow = tw / SW;
     if (oh >= Ho || ow >= Wo) return 0.0;
-    return F32(pb).v[uint(((img * Co + grp * Cog + co) * Ho + oh) * Wo + ow)];
+    return ld(pb, uint(((img * Co + grp * Cog + co) * Ho + oh) * Wo + ow));
   }
   // MODE 3: k = (img, oh, ow), n = (ci, ky, kx)
   int hw = Ho * Wo, img = k / hw, q = k % hw, ci = n / khw, r = n % khw;
   return im2col(img, ci, q / Wo, q % Wo, r / KW, r % KW);
 }
 void store_c(int m, int n, float v) {
-  if (MODE == 0) { F32(pc).v[uint(m * p.i[7] + n * p.i[8])] = v; return; }
+  if (MODE == 0) { st(pc, uint(m * p.i[7] + n * p.i[8]), v); return; }
   if (MODE == 1) {
     int hw = Ho * Wo, img = n / hw, q = n % hw, co = grp * Cog + m;
-    if (p.i[26] != 0) v += F32(p.ptr[3]).v[co];
-    F32(pc).v[uint((img * Co + co) * hw + q)] = v;
+    if (p.i[26] != 0) v += ld(p.ptr[3], uint(co));
+    st(pc, uint((img * Co + co) * hw + q), v);
     return;
   }
   if (MODE == 2) {
     int hw = H * W, img = n / hw, q = n % hw;
-    F32(pc).v[uint((img * Ci + grp * Cig + m) * hw + q)] = v;
+    st(pc, uint((img * Ci + grp * Cig + m) * hw + q), v);
     return;
   }
-  F32(pc).v[uint((grp * Cog + m) * N + n)] = v;
+  st(pc, uint((grp * Cog + m) * N + n), v);
 }
 
 void main() {
@@ -98,9 +113,9 @@ void main() {
     for (int d = p.i[9] - 1; d >= 0; --d) {
       uint s = uint(p.i[10 + d]), c = rem % s;
       rem /= s;
-      pa += uint64_t(c * uint(p.i[14 + d])) * 4;
-      pb += uint64_t(c * uint(p.i[18 + d])) * 4;
-      pc += uint64_t(c * uint(p.i[22 + d])) * 4;
+      pa += uint64_t(c * uint(p.i[14 + d])) * ES;
+      pb += uint64_t(c * uint(p.i[18 + d])) * ES;
+      pc += uint64_t(c * uint(p.i[22 + d])) * OUT_ES;
     }
   } else {
     Ni = p.i[10]; Ci = p.i[11]; H = p.i[12]; W = p.i[13]; Co = p.i[14]; Ho = p.i[15]; Wo = p.i[16];
@@ -111,7 +126,7 @@ void main() {
       grp = int(z) / splits;
       k_begin = split * p.i[27];
       k_end = min(K, k_begin + p.i[27]);
-      pc += uint64_t(uint(split) * uint(Co * N)) * 4;
+      pc += uint64_t(uint(split) * uint(Co * N)) * OUT_ES;
     } else {
       grp = int(z);
     }
