@@ -11,6 +11,15 @@
 // zero_grad, forward, cross-entropy, reading the loss (one device round trip, as the
 // Trainer does), backward and Adam; an inference step is a forward pass without autograd
 // and a read of the logits' sum. Times are means over --steps after --warmup steps.
+//
+// Each device appears once (a device named twice in --devices is measured once; the same
+// GPU through two backends, cuda:0 and vulkan:0, gives two rows). Peak memory is the
+// backend's peak of bytes held by tensors (MemoryStats::peak_allocated, as PyTorch's
+// max_memory_allocated), "n/a" (JSON null) where the backend cannot tell. CSV follows
+// RFC 4180 (CRLF line ends; fields holding a comma, quote or line break are quoted, quotes
+// doubled). Ctrl-C stops after the current step: the devices measured so far (and the
+// interrupted one's completed steps) are printed and written, marked "interrupted", and
+// kiln exits with 130.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +31,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
@@ -82,10 +92,38 @@ std::shared_ptr<nn::Module> resnet18() {
 
 struct Row {
   DeviceInfo info;
-  double train_ms = 0, infer_ms = 0;
+  double train_ms = 0, infer_ms = 0;  // 0: no step completed
   uint64_t peak_bytes = 0;
-  std::string error;  // set when the device failed
+  bool peak_known = false;  // the backend tracks its memory
+  bool interrupted = false; // Ctrl-C during this device's steps
+  std::string error;        // set when the device failed
 };
+
+bool stop_requested() { return InterruptGuard::interrupted(); }
+
+// Mean milliseconds of `step` over up to `steps` runs (fewer when Ctrl-C arrives; 0 when
+// none completed), the device synchronized before reading the clock.
+template <class Step>
+double time_steps(Backend* b, int steps, Step step, bool& interrupted) {
+  b->synchronize();
+  auto t0 = Clock::now();
+  int done = 0;
+  for (; done < steps && !stop_requested(); ++done) step();
+  b->synchronize();
+  interrupted = interrupted || done < steps;
+  return done > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / done : 0.0;
+}
+
+// One RFC 4180 field: quoted when it holds a comma, a double quote, CR or LF.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char ch : v) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
 
 Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch, int steps, int warmup) {
   Row row;
@@ -110,36 +148,41 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
       opt.step();
     };
     model->train();
-    for (int i = 0; i < warmup; ++i) train_step();
-    b->synchronize();
-    auto t0 = Clock::now();
-    for (int i = 0; i < steps; ++i) train_step();
-    b->synchronize();
-    row.train_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / steps;
+    for (int i = 0; i < warmup && !stop_requested(); ++i) train_step();
+    row.train_ms = time_steps(b, steps, train_step, row.interrupted);
     model->eval();
     NoGradGuard no_grad;
     auto infer_step = [&] { (void)sum(model->forward(x)).item<double>(); };
-    for (int i = 0; i < warmup; ++i) infer_step();
-    t0 = Clock::now();
-    for (int i = 0; i < steps; ++i) infer_step();
-    row.infer_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / steps;
-    row.peak_bytes = b->memory_stats().peak_allocated;
+    for (int i = 0; i < warmup && !stop_requested(); ++i) infer_step();
+    row.infer_ms = time_steps(b, steps, infer_step, row.interrupted);
+    const MemoryStats mem = b->memory_stats();
+    row.peak_known = mem.tracked;
+    row.peak_bytes = mem.tracked ? mem.peak_allocated : 0;
   } catch (const std::exception& e) {
     row.error = e.what();
   }
   return row;
 }
 
+// The devices of --devices in order, each once ("all": every device of the registry).
 std::vector<DeviceInfo> pick_devices(const std::string& spec) {
   std::vector<DeviceInfo> all = list_devices(), out;
-  if (spec == "all") return all;
+  auto add = [&](const DeviceInfo& info) {
+    for (const DeviceInfo& o : out)
+      if (o.device == info.device) return;
+    out.push_back(info);
+  };
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
+    if (item == "all") {
+      for (const DeviceInfo& i : all) add(i);
+      continue;
+    }
     Device d = resolve_device(item);  // DeviceError listing the devices found
     for (const DeviceInfo& i : all)
-      if (i.device == d) out.push_back(i);
+      if (i.device == d) add(i);
   }
   return out;
 }
@@ -174,14 +217,23 @@ int bench_command(const std::vector<std::string>& argv) {
   std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device\n", model.c_str(),
               static_cast<long long>(batch), steps, warmup);
   std::vector<Row> rows;
-  for (const DeviceInfo& d : devices) {
-    std::printf("  %s (%s) ...\n", d.device.str().c_str(), d.name.c_str());
-    std::fflush(stdout);
-    rows.push_back(measure(d, model, batch, steps, warmup));
+  bool interrupted = false;
+  {
+    InterruptGuard guard;  // Ctrl-C: finish the current step, then report what was measured
+    for (const DeviceInfo& d : devices) {
+      std::printf("  %s (%s) ...\n", d.device.str().c_str(), d.name.c_str());
+      std::fflush(stdout);
+      rows.push_back(measure(d, model, batch, steps, warmup));
+      if ((interrupted = InterruptGuard::interrupted())) {
+        std::printf("kiln bench: interrupted; reporting the %zu of %zu devices started\n", rows.size(),
+                    devices.size());
+        break;
+      }
+    }
   }
   double cpu_train_ms = 0;
   for (const Row& r : rows)
-    if (r.info.device.type == DeviceType::cpu && r.error.empty()) cpu_train_ms = r.train_ms;
+    if (r.info.device.type == DeviceType::cpu && r.error.empty() && r.train_ms > 0) cpu_train_ms = r.train_ms;
   auto ips = [&](double ms) { return ms > 0 ? static_cast<double>(batch) * 1000.0 / ms : 0.0; };
 
   std::printf("\n%-10s %-48s %12s %12s %12s %12s %10s %9s\n", "device", "name", "train ms", "train img/s",
@@ -189,34 +241,35 @@ int bench_command(const std::vector<std::string>& argv) {
   nlohmann::json results = nlohmann::json::array();
   std::ostringstream csv;
   csv << "device,name,kind,train_step_ms,train_images_per_second,infer_step_ms,infer_images_per_second,"
-         "peak_memory_bytes,train_speedup_vs_cpu,error\n";
+         "peak_memory_bytes,train_speedup_vs_cpu,interrupted,error\r\n";
   int status = kExitOk;
   for (const Row& r : rows) {
     const double speedup = cpu_train_ms > 0 && r.train_ms > 0 ? cpu_train_ms / r.train_ms : 0;
+    char peak[32] = "n/a";
+    if (r.peak_known) std::snprintf(peak, sizeof(peak), "%.1f", static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
     if (!r.error.empty()) {
       std::printf("%-10s %-48s failed: %s\n", r.info.device.str().c_str(), r.info.name.c_str(), r.error.c_str());
       status = kExitError;
     } else {
-      std::printf("%-10s %-48s %12.2f %12.0f %12.2f %12.0f %10.1f %8.2fx\n", r.info.device.str().c_str(),
-                  r.info.name.c_str(), r.train_ms, ips(r.train_ms), r.infer_ms, ips(r.infer_ms),
-                  static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0), speedup);
+      std::printf("%-10s %-48s %12.2f %12.0f %12.2f %12.0f %10s %8.2fx%s\n", r.info.device.str().c_str(),
+                  r.info.name.c_str(), r.train_ms, ips(r.train_ms), r.infer_ms, ips(r.infer_ms), peak, speedup,
+                  r.interrupted ? "  (interrupted)" : "");
     }
+    const nlohmann::json peak_json = r.peak_known ? nlohmann::json(r.peak_bytes) : nlohmann::json(nullptr);
     results.push_back({{"device", r.info.device.str()}, {"name", r.info.name}, {"kind", r.info.kind},
                        {"train_step_ms", r.train_ms}, {"train_images_per_second", ips(r.train_ms)},
                        {"infer_step_ms", r.infer_ms}, {"infer_images_per_second", ips(r.infer_ms)},
-                       {"peak_memory_bytes", r.peak_bytes}, {"train_speedup_vs_cpu", speedup}, {"error", r.error}});
-    std::string name = r.info.name;
-    for (char& ch : name)
-      if (ch == ',' || ch == '"') ch = ' ';
-    std::string err = r.error;
-    for (char& ch : err)
-      if (ch == ',' || ch == '"' || ch == '\n') ch = ' ';
-    csv << r.info.device.str() << "," << name << "," << r.info.kind << "," << r.train_ms << "," << ips(r.train_ms)
-        << "," << r.infer_ms << "," << ips(r.infer_ms) << "," << r.peak_bytes << "," << speedup << "," << err << "\n";
+                       {"peak_memory_bytes", peak_json}, {"train_speedup_vs_cpu", speedup},
+                       {"interrupted", r.interrupted}, {"error", r.error}});
+    std::ostringstream num;
+    num << r.train_ms << "," << ips(r.train_ms) << "," << r.infer_ms << "," << ips(r.infer_ms) << ","
+        << (r.peak_known ? std::to_string(r.peak_bytes) : "n/a") << "," << speedup;
+    csv << csv_field(r.info.device.str()) << "," << csv_field(r.info.name) << "," << csv_field(r.info.kind) << ","
+        << num.str() << "," << (r.interrupted ? "true" : "false") << "," << csv_field(r.error) << "\r\n";
   }
   if (!args.str("json").empty()) {
     nlohmann::json j = {{"model", model}, {"batch_size", batch}, {"steps", steps}, {"warmup", warmup},
-                        {"results", results}};
+                        {"interrupted", interrupted}, {"results", results}};
     std::ofstream f(args.str("json"));
     f << j.dump(2) << "\n";
     if (!f) throw IoError("kiln bench: cannot write " + args.str("json"));
@@ -226,7 +279,7 @@ int bench_command(const std::vector<std::string>& argv) {
     f << csv.str();
     if (!f) throw IoError("kiln bench: cannot write " + args.str("csv"));
   }
-  return status;
+  return interrupted ? kExitInterrupted : status;
 }
 
 }  // namespace kiln::cli

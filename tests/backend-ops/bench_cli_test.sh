@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln bench` output checks (ctest backend-ops.bench.*): bench_cli_test.sh KILN CASE
+#   unique     a device named twice (cpu,cpu,all) is measured once
+#   csv        the CSV parses as RFC 4180 (CRLF rows, quoted fields) and agrees with the JSON;
+#              on lavapipe the device name "llvmpipe (LLVM ..., 256 bits)" holds a comma
+#   peak       every device row reports its backend's peak memory (bytes > 0, not n/a)
+#   interrupt  SIGINT mid-run: exit 130, the partial row printed and written, marked interrupted
+# Exits 77 (skipped) without python3.
+set -uo pipefail
+kiln=$1 case=$2
+command -v python3 >/dev/null || { echo "SKIPPED: no python3"; exit 77; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=2
+quick=(--model mlp --steps 2 --warmup 1 --batch-size 8 --json "$work/b.json" --csv "$work/b.csv")
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $case in
+  unique)
+    "$kiln" bench "${quick[@]}" --devices cpu,cpu,all >"$work/out" 2>&1 || { cat "$work/out"; fail "bench failed"; }
+    python3 - "$work/b.json" <<'PY' || fail "a device appears twice"
+import json, sys
+devs = [r["device"] for r in json.load(open(sys.argv[1]))["results"]]
+print("devices:", devs)
+sys.exit(0 if devs.count("cpu") == 1 and len(devs) == len(set(devs)) else 1)
+PY
+    [[ $(grep -c '^cpu ' "$work/out") == 1 ]] || fail "the table shows cpu more than once"
+    ;;
+  csv)
+    "$kiln" bench "${quick[@]}" --devices all >"$work/out" 2>&1 || { cat "$work/out"; fail "bench failed"; }
+    python3 - "$work/b.json" "$work/b.csv" <<'PY' || fail "the CSV is not RFC 4180 or disagrees with the JSON"
+import csv, json, sys
+data = open(sys.argv[2], newline="").read()
+assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", ""), "rows must end with CRLF"
+rows = list(csv.reader(data.splitlines(), strict=True))
+head, body = rows[0], rows[1:]
+results = json.load(open(sys.argv[1]))["results"]
+assert len(body) == len(results), (len(body), len(results))
+for row, res in zip(body, results):
+    assert len(row) == len(head) == 11, row
+    rec = dict(zip(head, row))
+    for key in ("device", "name", "kind", "error"):
+        assert rec[key] == res[key], (key, rec[key], res[key])
+    print("row:", rec["device"], repr(rec["name"]))
+PY
+    ;;
+  peak)
+    "$kiln" bench "${quick[@]}" --devices all >"$work/out" 2>&1 || { cat "$work/out"; fail "bench failed"; }
+    cat "$work/out"
+    python3 - "$work/b.json" <<'PY' || fail "a device did not report its peak memory"
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    assert isinstance(r["peak_memory_bytes"], int) and r["peak_memory_bytes"] > 0, r
+PY
+    ! grep -q ' n/a ' "$work/out" || fail "the table shows n/a for a backend that tracks memory"
+    ;;
+  interrupt)
+    timeout --preserve-status -s INT 5 "$kiln" bench --model mlp --devices cpu,all --steps 100000000 --warmup 0 \
+      --batch-size 8 --json "$work/b.json" --csv "$work/b.csv" >"$work/out" 2>&1
+    rc=$?
+    cat "$work/out"
+    [[ $rc == 130 ]] || fail "exit status $rc, expected 130"
+    grep -q "interrupted" "$work/out" || fail "the table does not say interrupted"
+    python3 - "$work/b.json" "$work/b.csv" <<'PY' || fail "the partial results were not written"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+assert j["interrupted"] is True
+r = j["results"]
+assert len(r) == 1 and r[0]["device"] == "cpu" and r[0]["interrupted"] is True, r
+assert r[0]["train_step_ms"] > 0, "completed steps must be timed"
+rows = list(csv.reader(open(sys.argv[2], newline="")))
+assert len(rows) == 2 and rows[1][9] == "true", rows
+PY
+    ;;
+  *) fail "unknown case $case" ;;
+esac
+echo "PASS: $case"
