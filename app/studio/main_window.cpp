@@ -274,6 +274,7 @@ void MainWindow::createMenus() {
   file->addAction(openAction_);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addSeparator();
+  createOnnxActions(file);
   file->addAction(saveAction_);
   file->addAction(saveAsAction_);
   file->addSeparator();

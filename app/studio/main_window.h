@@ -10,10 +10,12 @@
 #include <QMainWindow>
 #include <QStringList>
 #include <QTimer>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "app/studio/training_session.h"
+#include "engine/nn/module.h"
 #include "projects/project.h"
 
 class QAction;
@@ -77,6 +79,24 @@ class MainWindow : public QMainWindow {
   void resetLayout();
   void selectAllRuns();  // in the runs view (their curves overlaid)
 
+  // ---- ONNX (main_window_onnx.cpp): File > Import ONNX..., Export ONNX..., Export C++... ----
+  // Import opens the model as an unsaved graph (engine/onnx graph import, laid out, shapes on
+  // the edges); unsupported ops, corrupt files and import errors go to the log, the document
+  // stays as it was. Exports refuse a graph with problems (listed), write opset 17 ONNX checked
+  // by libonnx, or C++ source (engine/onnx/codegen.h) into a folder, and are recorded in the
+  // open project (Project::add_export). Weights: those of the imported model for its
+  // initializers, the layers' initialization for everything else.
+  enum class PathKind { OpenFile, SaveFile, Directory };
+  // Asks for a path ("" = cancelled); QFileDialog unless a test sets its own.
+  using PathChooser = std::function<QString(const QString& title, const QString& filter, PathKind kind)>;
+  void setPathChooser(PathChooser chooser) { pathChooser_ = std::move(chooser); }
+  bool importOnnx(const QString& path);
+  bool exportOnnx(const QString& path);
+  bool exportCpp(const QString& dir);
+  QAction* importOnnxAction() const { return importOnnxAction_; }
+  QAction* exportOnnxAction() const { return exportOnnxAction_; }
+  QAction* exportCppAction() const { return exportCppAction_; }
+
  protected:
   void closeEvent(QCloseEvent*) override;
 
@@ -97,6 +117,9 @@ class MainWindow : public QMainWindow {
   void storeSettings();
   void showError(const QString& title, const QString& text);
   void onTrainingFinished(qint64 run, const QString& status, const QString& message);
+  void createOnnxActions(QMenu* file);  // main_window_onnx.cpp
+  QString choosePath(const QString& title, const QString& filter, PathKind kind);
+  nn::StateDict exportState(const graph::Graph& g) const;  // ValueError when imported weights are missing
 
   GraphDocument* document_;
   GraphCanvas* canvas_;
@@ -123,6 +146,9 @@ class MainWindow : public QMainWindow {
   QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
+  PathChooser pathChooser_;
+  nn::StateDict importedState_;  // the last imported model's initializers ("<node>.value")
+  QAction *importOnnxAction_ = nullptr, *exportOnnxAction_ = nullptr, *exportCppAction_ = nullptr;
 };
 
 }  // namespace kiln::studio

@@ -1,0 +1,208 @@
+// MainWindow: File > Import ONNX..., Export ONNX..., Export C++... (engine/onnx).
+#include <algorithm>
+
+#include <QAction>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QSaveFile>
+#include <QStatusBar>
+
+#include "app/studio/main_window.h"
+#include "app/studio/training_job.h"
+#include "engine/core/error.h"
+#include "engine/graph/analysis.h"
+#include "engine/graph/graph_module.h"
+#include "engine/graph/layout.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/training/log_panel.h"
+#ifdef KILN_HAVE_ONNX
+#include "engine/onnx/codegen.h"
+#include "engine/onnx/export.h"
+#include "engine/onnx/graph_import.h"
+#include "engine/onnx/model.h"
+#endif
+
+namespace kiln::studio {
+
+namespace {
+const char* kOnnxFilter = "ONNX models (*.onnx);;All files (*)";
+
+// "Graph problems:\n  'fc1': ..." for every problem of the analysis (graph-level ones unnamed).
+QString problemList(const graph::Graph& g, const graph::Analysis& a) {
+  QString text;
+  for (const graph::Problem& p : a.problems) {
+    text += "\n  ";
+    if (p.node >= 0 && g.contains(p.node)) text += QString("'%1': ").arg(toQString(g.node(p.node).name));
+    text += toQString(p.message);
+  }
+  return text;
+}
+}  // namespace
+
+void MainWindow::createOnnxActions(QMenu* file) {
+  importOnnxAction_ = new QAction(tr("&Import ONNX..."), this);
+  importOnnxAction_->setStatusTip(tr("Open an ONNX model (.onnx) as a graph on the canvas"));
+  exportOnnxAction_ = new QAction(tr("&Export ONNX..."), this);
+  exportOnnxAction_->setStatusTip(tr("Write the graph as an ONNX model (opset 17), checked by libonnx"));
+  exportCppAction_ = new QAction(tr("Export &C++..."), this);
+  exportCppAction_->setStatusTip(tr("Write the graph as C++ source, its weights and a CMakeLists.txt into a folder"));
+  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportCppAction_}) file->addAction(a);
+  file->addSeparator();
+#ifdef KILN_HAVE_ONNX
+  onnx::register_onnx_schemas();  // graphs with imported nodes open from projects too
+  connect(importOnnxAction_, &QAction::triggered, this, [this] {
+    const QString path = choosePath(tr("Import ONNX Model"), tr(kOnnxFilter), PathKind::OpenFile);
+    if (!path.isEmpty()) importOnnx(path);
+  });
+  connect(exportOnnxAction_, &QAction::triggered, this, [this] {
+    QString path = choosePath(tr("Export ONNX Model"), tr(kOnnxFilter), PathKind::SaveFile);
+    if (path.isEmpty()) return;
+    if (!path.endsWith(".onnx", Qt::CaseInsensitive)) path += ".onnx";
+    exportOnnx(path);
+  });
+  connect(exportCppAction_, &QAction::triggered, this, [this] {
+    const QString dir = choosePath(tr("Export C++ into Folder"), QString(), PathKind::Directory);
+    if (!dir.isEmpty()) exportCpp(dir);
+  });
+#else
+  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportCppAction_}) {
+    a->setEnabled(false);
+    a->setToolTip(tr("This Kiln Studio was built without ONNX support (libonnx was not found)"));
+  }
+#endif
+}
+
+QString MainWindow::choosePath(const QString& title, const QString& filter, PathKind kind) {
+  if (pathChooser_) return pathChooser_(title, filter, kind);
+  switch (kind) {
+    case PathKind::OpenFile: return QFileDialog::getOpenFileName(this, title, QString(), filter);
+    case PathKind::SaveFile: return QFileDialog::getSaveFileName(this, title, documentName_ + ".onnx", filter);
+    case PathKind::Directory: return QFileDialog::getExistingDirectory(this, title);
+  }
+  return QString();
+}
+
+nn::StateDict MainWindow::exportState(const graph::Graph& g) const {
+  graph::GraphModule module(g);
+  nn::StateDict state = module.state_dict();
+  for (auto& [key, value] : state) {
+    auto it = std::find_if(importedState_.begin(), importedState_.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it != importedState_.end() && it->second.shape() == value.shape() && it->second.dtype() == value.dtype())
+      value = it->second;
+    else if (key.size() > 6 && key.ends_with(".value"))  // an onnx.Initializer: its values came from the file
+      throw ValueError("the weights of imported node '" + key.substr(0, key.size() - 6) +
+                       "' are not in this session: import the .onnx file again to export it");
+  }
+  return state;
+}
+
+#ifdef KILN_HAVE_ONNX
+
+bool MainWindow::importOnnx(const QString& path) {
+  if (session_->isRunning()) {
+    showError(tr("Training is running"), tr("Stop the training run before importing a model."));
+    return false;
+  }
+  if (QFileInfo(path).isDir()) {
+    showError(tr("Cannot import ONNX"), tr("%1 is a directory, not an ONNX model file").arg(path));
+    return false;
+  }
+  if (!maybeSave()) return false;
+  try {
+    onnx::Model model = onnx::load_model(toStd(path));
+    onnx::ImportedGraph imported = onnx::import_graph(model);
+    if (imported.graph.name.empty()) imported.graph.name = toStd(QFileInfo(path).completeBaseName());
+    graph::auto_layout(imported.graph);
+    project_.reset();
+    importedState_ = std::move(imported.state_dict);
+    document_->setGraph(imported.graph);
+    documentName_ = tr("Untitled (%1)").arg(QFileInfo(path).fileName());
+    loadProjectIntoUi();
+    canvas_->fitReadable();
+    log_->info(tr("imported %1: opset %2, %3 nodes, %4 parameters; Save stores it in a project file")
+                   .arg(path)
+                   .arg(model.opset())
+                   .arg(imported.graph.nodes().size())
+                   .arg(model.parameter_count()));
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot import ONNX"), tr("%1: %2").arg(path, QString::fromStdString(plain_error(e))));
+    return false;
+  }
+}
+
+bool MainWindow::exportOnnx(const QString& path) {
+  const graph::Graph& g = document_->graph();
+  if (!document_->analysis().ok()) {
+    showError(tr("Cannot export ONNX"),
+              tr("The graph has problems, so it cannot be exported:%1").arg(problemList(g, document_->analysis())));
+    return false;
+  }
+  if (QFileInfo(path).isDir()) {
+    showError(tr("Cannot export ONNX"), tr("%1 is a directory; choose a file name ending in .onnx").arg(path));
+    return false;
+  }
+  try {
+    const std::string bytes = onnx::export_model(g, exportState(g));
+    // libonnx 1.12 checks opsets up to 17 (a model imported at a later opset exports at that one).
+    if (onnx::parse_model(bytes, "", toStd(path)).opset() <= 17) onnx::check_model_bytes(bytes);
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes.data(), static_cast<qint64>(bytes.size())) < 0 ||
+        !file.commit())
+      throw IoError(toStd(path) + ": cannot write: " + toStd(file.errorString()));
+    if (project_) project_->add_export("onnx", toStd(QFileInfo(path).absoluteFilePath()));
+    log_->info(tr("exported ONNX to %1 (%2 bytes)").arg(path).arg(bytes.size()));
+    statusBar()->showMessage(tr("Exported %1").arg(path), 4000);
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot export ONNX"), tr("%1: %2").arg(path, QString::fromStdString(plain_error(e))));
+    return false;
+  }
+}
+
+bool MainWindow::exportCpp(const QString& dir) {
+  const graph::Graph& g = document_->graph();
+  if (!document_->analysis().ok()) {
+    showError(tr("Cannot export C++"),
+              tr("The graph has problems, so it cannot be exported:%1").arg(problemList(g, document_->analysis())));
+    return false;
+  }
+  if (QFileInfo(dir).exists() && !QFileInfo(dir).isDir()) {
+    showError(tr("Cannot export C++"), tr("%1 is a file, not a folder").arg(dir));
+    return false;
+  }
+  try {
+    const std::string bytes = onnx::export_model(g, exportState(g));
+    const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
+    const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));
+    if (project_) project_->add_export("cpp", toStd(QFileInfo(dir).absoluteFilePath()));
+    log_->info(tr("exported C++ to %1 (%2 files; build with cmake -S %1 -B %1/build)").arg(dir).arg(files.size()));
+    statusBar()->showMessage(tr("Exported C++ to %1").arg(dir), 4000);
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot export C++"), tr("%1: %2").arg(dir, QString::fromStdString(plain_error(e))));
+    return false;
+  }
+}
+
+#else
+
+bool MainWindow::importOnnx(const QString&) {
+  showError(tr("Cannot import ONNX"), tr("This Kiln Studio was built without ONNX support."));
+  return false;
+}
+bool MainWindow::exportOnnx(const QString&) {
+  showError(tr("Cannot export ONNX"), tr("This Kiln Studio was built without ONNX support."));
+  return false;
+}
+bool MainWindow::exportCpp(const QString&) {
+  showError(tr("Cannot export C++"), tr("This Kiln Studio was built without ONNX support."));
+  return false;
+}
+
+#endif
+
+}  // namespace kiln::studio

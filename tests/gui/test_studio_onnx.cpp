@@ -1,0 +1,227 @@
+// Kiln Studio's File > Import ONNX / Export ONNX / Export C++, driven through the menu actions
+// with the file dialogs replaced by a chooser that returns temporary paths: export -> import
+// round trip with shapes on the edges, unsupported ops and corrupt files reported in the log
+// with the document untouched, an invalid graph refused with its problems, exports recorded in
+// the open project.
+#include <QAction>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <onnx/onnx_pb.h>
+
+#include "app/studio/main_window.h"
+#include "engine/graph/json.h"
+#include "projects/project.h"
+#include "studio_test_util.h"
+#include "tests/onnx/model_builder.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/graph/graph_items.h"
+#include "widgets/training/log_panel.h"
+
+using namespace kiln::studio;
+namespace ot = kiln::onnx::test;
+
+namespace {
+// Makes the window's file dialogs return `path` (and records which kind was asked for).
+void answerWith(MainWindow& w, const QString& path, MainWindow::PathKind* asked = nullptr) {
+  w.setPathChooser([path, asked](const QString&, const QString&, MainWindow::PathKind kind) {
+    if (asked) *asked = kind;
+    return path;
+  });
+}
+
+QStringList edgeLabels(const MainWindow& w) {
+  QStringList labels;
+  for (QGraphicsItem* item : w.canvas()->scene()->items())
+    if (item->type() == EdgeItem::Type) labels << static_cast<EdgeItem*>(item)->label();
+  return labels;
+}
+
+int countOps(const kiln::graph::Graph& g, const std::string& prefix) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.op.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+void writeFile(const QString& path, const std::string& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  QCOMPARE(f.write(bytes.data(), static_cast<qint64>(bytes.size())), static_cast<qint64>(bytes.size()));
+}
+}  // namespace
+
+class TestStudioOnnx : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { QCoreApplication::setOrganizationName("KilnTest"); }
+
+  void exportThenImportShowsShapes() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_cnn");
+    const QString onnxPath = tmp.filePath("cnn.onnx");
+    MainWindow::PathKind asked = MainWindow::PathKind::Directory;
+    answerWith(w, onnxPath, &asked);
+    w.exportOnnxAction()->trigger();
+    QCOMPARE(asked, MainWindow::PathKind::SaveFile);
+    QVERIFY2(QFileInfo(onnxPath).size() > 1000, qPrintable(w.lastError()));
+    QVERIFY(w.logPanel()->text().contains("exported ONNX to " + onnxPath));
+
+    w.newEmpty();
+    QCOMPARE(countOps(w.document()->graph(), "onnx."), 0);
+    answerWith(w, onnxPath, &asked);
+    w.importOnnxAction()->trigger();
+    QCOMPARE(asked, MainWindow::PathKind::OpenFile);
+    const kiln::graph::Graph& g = w.document()->graph();
+    QVERIFY2(countOps(g, "onnx.Conv") == 2, qPrintable(w.lastError()));
+    QVERIFY(countOps(g, "onnx.Initializer") > 0);
+    QVERIFY(w.document()->analysis().ok());
+    QVERIFY(!w.document()->isModified());
+    QVERIFY(w.windowTitle().contains("cnn.onnx"));
+    // every edge shows its inferred shape; the first conv's output is [N, 32, 28, 28] or so
+    const QStringList labels = edgeLabels(w);
+    QVERIFY(!labels.isEmpty());
+    for (const QString& l : labels) QVERIFY2(l.startsWith("f32[") || l.startsWith("i64["), qPrintable(l));
+    QVERIFY2(labels.filter("[N, 10]").size() >= 1, qPrintable(labels.join(" | ")));
+    // laid out: not every node at the origin
+    std::set<std::pair<double, double>> positions;
+    for (const auto& n : g.nodes()) positions.insert({n.x, n.y});
+    QVERIFY(positions.size() > 3);
+
+    // the imported model exports again with its own weights, and that file imports too
+    const QString again = tmp.filePath("again.onnx");
+    answerWith(w, again);
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(QFile::exists(again), qPrintable(w.lastError()));
+    answerWith(w, again);
+    QVERIFY(w.importOnnx(again));
+    QCOMPARE(countOps(w.document()->graph(), "onnx.Conv"), 2);
+  }
+
+  void unsupportedOpsAreListedAndNothingChanges() {
+    QTemporaryDir tmp;
+    ::onnx::GraphProto g;
+    g.set_name("odd");
+    *g.add_input() = ot::value_info("x", ::onnx::TensorProto::FLOAT, {-1, 4});
+    *g.add_output() = ot::value_info("y", ::onnx::TensorProto::FLOAT, {-1, 4});
+    ot::add_node(g, "Relu", {"x"}, {"a"}, "relu0");
+    ot::add_node(g, "FrobnicateA", {"a"}, {"b"}, "frob_a");
+    ot::add_node(g, "FrobnicateB", {"b"}, {"y"}, "frob_b");
+    const QString path = tmp.filePath("odd.onnx");
+    writeFile(path, ot::model_with(g, 17).SerializeAsString());
+
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    const std::string before = kiln::graph::to_json(w.document()->graph());
+    answerWith(w, path);
+    w.importOnnxAction()->trigger();
+    const QString log = w.logPanel()->text();
+    for (const char* needle : {"FrobnicateA", "frob_a", "FrobnicateB", "frob_b", "odd.onnx"})
+      QVERIFY2(log.contains(needle), qPrintable(needle + (": " + log)));
+    QVERIFY(!log.contains("imported "));
+    QCOMPARE(kiln::graph::to_json(w.document()->graph()), before);
+  }
+
+  void corruptFilesAreRefused() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    const QString good = tmp.filePath("mlp.onnx");
+    QVERIFY(w.exportOnnx(good));
+    QFile f(good);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    const std::string before = kiln::graph::to_json(w.document()->graph());
+
+    const QString truncated = tmp.filePath("truncated.onnx");
+    writeFile(truncated, bytes.left(bytes.size() / 2).toStdString());
+    QVERIFY(!w.importOnnx(truncated));
+    QVERIFY2(w.lastError().contains("truncated.onnx"), qPrintable(w.lastError()));
+
+    std::string noise(4096, '\0');
+    uint32_t x = 12345;
+    for (char& c : noise) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+    const QString random = tmp.filePath("random.onnx");
+    writeFile(random, noise);
+    answerWith(w, random);
+    w.importOnnxAction()->trigger();
+    QVERIFY2(w.lastError().contains("random.onnx"), qPrintable(w.lastError()));
+
+    QVERIFY(!w.importOnnx(tmp.path()));
+    QVERIFY2(w.lastError().contains("is a directory"), qPrintable(w.lastError()));
+    QVERIFY(!w.importOnnx(tmp.filePath("missing.onnx")));
+    QVERIFY2(w.lastError().contains("missing.onnx"), qPrintable(w.lastError()));
+    QCOMPARE(kiln::graph::to_json(w.document()->graph()), before);
+  }
+
+  void invalidGraphIsNotExported() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    const kiln::graph::Graph& g = w.document()->graph();
+    const kiln::graph::Node* flatten = nullptr;
+    for (const auto& n : g.nodes())
+      if (n.op == "Flatten") flatten = &n;
+    QVERIFY(flatten);
+    w.document()->disconnectPort({flatten->id, 0});
+    QVERIFY(!w.document()->analysis().ok());
+    const QString path = tmp.filePath("bad.onnx");
+    answerWith(w, path);
+    w.exportOnnxAction()->trigger();
+    QVERIFY(!QFile::exists(path));
+    QVERIFY2(w.lastError().contains("The graph has problems") && w.lastError().contains("'flatten'") &&
+                 w.lastError().contains("not connected"),
+             qPrintable(w.lastError()));
+    const QString dir = tmp.filePath("cpp");
+    answerWith(w, dir);
+    w.exportCppAction()->trigger();
+    QVERIFY(!QFileInfo::exists(dir));
+    QVERIFY2(w.lastError().contains("'flatten'"), qPrintable(w.lastError()));
+  }
+
+  void exportsAreRecordedInTheProject() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(tmp.filePath("p.kiln"), "fashion_mnist_cnn"));
+    const QString onnxPath = tmp.filePath("model.onnx"), cppDir = tmp.filePath("cpp");
+    answerWith(w, onnxPath);
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(QFile::exists(onnxPath), qPrintable(w.lastError()));
+    MainWindow::PathKind asked = MainWindow::PathKind::OpenFile;
+    answerWith(w, cppDir, &asked);
+    w.exportCppAction()->trigger();
+    QCOMPARE(asked, MainWindow::PathKind::Directory);
+    for (const char* f : {"main.cpp", "CMakeLists.txt", "example_inputs.safetensors"})
+      QVERIFY2(QFile::exists(cppDir + "/" + f), qPrintable(f + (" missing; " + w.lastError())));
+    QVERIFY(!QDir(cppDir).entryList({"*.h"}).isEmpty());
+
+    auto st = w.project()->database().prepare("SELECT kind, path FROM exports ORDER BY id");
+    QStringList rows;
+    while (st.step()) rows << QString::fromStdString(st.text(0) + " " + st.text(1));
+    QCOMPARE(rows, QStringList({"onnx " + QFileInfo(onnxPath).absoluteFilePath(),
+                                "cpp " + QFileInfo(cppDir).absoluteFilePath()}));
+
+    // a file where a folder is expected, a folder where a file is expected: plain errors
+    answerWith(w, onnxPath);
+    w.exportCppAction()->trigger();
+    QVERIFY2(w.lastError().contains("is a file, not a folder"), qPrintable(w.lastError()));
+    QVERIFY(!w.exportOnnx(cppDir));
+    QVERIFY2(w.lastError().contains("is a directory"), qPrintable(w.lastError()));
+    // cancelling the dialog does nothing
+    w.setPathChooser([](const QString&, const QString&, MainWindow::PathKind) { return QString(); });
+    const int lines = w.logPanel()->lineCount();
+    w.exportOnnxAction()->trigger();
+    w.importOnnxAction()->trigger();
+    QCOMPARE(w.logPanel()->lineCount(), lines);
+  }
+};
+
+QTEST_MAIN(TestStudioOnnx)
+#include "test_studio_onnx.moc"
