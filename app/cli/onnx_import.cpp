@@ -12,6 +12,7 @@
 #include "engine/core/error.h"
 #include "engine/graph/analysis.h"
 #include "engine/onnx/executor.h"
+#include "engine/onnx/fold.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/model.h"
 
@@ -52,6 +53,12 @@ int onnx_import_command(const std::vector<std::string>& argv) {
   std::printf("unsupported ops: %zu\n", bad.size());
   for (const auto& u : bad) std::printf("  %s\n", u.str().c_str());
   if (!bad.empty()) return kExitError;
+  {
+    onnx::Model folded = m;
+    onnx::FoldReport fr = onnx::fold_shape_subgraphs(folded);
+    std::printf("shape-only subgraphs: %zu values folded, %zu of %zu nodes removed\n", fr.folded_values,
+                fr.removed_nodes, m.graph.nodes.size());
+  }
   // The graph IR view: what the Studio shows (types on edges, N = the batch).
   onnx::ImportedGraph ig;
   try {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/onnx/fold.h"
 #include "engine/onnx/op_context.h"
 
 namespace kiln::onnx {
@@ -298,7 +299,9 @@ void register_onnx_schemas(graph::OpRegistry& r) {
 
 ImportedGraph import_graph(const Model& model) {
   register_onnx_schemas();
-  Session session(model);  // UnsupportedError lists every op Kiln cannot run
+  Model folded = model;
+  fold_shape_subgraphs(folded);  // shape-only subgraphs become initializers (fold.h)
+  Session session(std::move(folded));  // UnsupportedError lists every op Kiln cannot run
   const Graph& g = session.model().graph;
   for (const Node& n : g.nodes)
     KILN_CHECK(onnx_ops().count(op_key(n)), ValueError, "node '", n.name, "' (", n.op_type,

@@ -37,7 +37,8 @@ struct ImportedGraph {
   nn::StateDict state_dict;  // "<initializer node>.value" -> tensor (for GraphModule::load_state_dict)
 };
 
-// Maps the model's nodes to graph nodes (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
+// Maps the model's nodes to graph nodes, after folding its shape-only subgraphs
+// (fold_shape_subgraphs: they become onnx.Initializer nodes) (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
 // Throws UnsupportedError listing every op Kiln cannot run, ValueError for graph inputs whose
 // dtype the Input op cannot take (f32, i64), for sequence inputs and for control-flow and
 // sequence ops (If, Loop, Sequence*: they do not map yet),
