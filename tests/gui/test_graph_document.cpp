@@ -1,4 +1,5 @@
 // GraphDocument: every edit is one undo step that restores the exact previous graph.
+#include <QFile>
 #include <QSignalSpy>
 #include <QTest>
 #include <set>
@@ -34,6 +35,114 @@ class TestGraphDocument : public QObject {
     doc.undoStack()->redo();
     QVERIFY(doc.graph().contains(id));  // same id again
     QCOMPARE(doc.graph().node(id).name, std::string("conv2d_1"));
+  }
+
+  // Item: input-dimension attributes follow an upstream edit in the same undo step.
+  void inputDimensionsFollowUpstreamEdits() {
+    QFile f(KILN_SOURCE_DIR "/projects/templates/fashion_mnist_cnn.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    GraphDocument doc;
+    doc.setGraph(graph::from_json(f.readAll().toStdString()));
+    auto id = [&](const char* name) { return doc.graph().find_by_name(name)->id; };
+    auto attr = [&](const char* node, const char* name) {
+      return std::get<int64_t>(doc.graph().node(id(node)).attrs.at(name));
+    };
+    QVERIFY(doc.analysis().ok());
+    const std::string original = json(doc);
+
+    // conv1 32 -> 64 channels: conv2.in_channels follows; no output size changes.
+    QVERIFY(doc.setAttribute(id("conv1"), "out_channels", int64_t(64)));
+    QCOMPARE(doc.undoStack()->count(), 1);
+    QCOMPARE(attr("conv2", "in_channels"), int64_t(64));
+    QCOMPARE(attr("conv2", "out_channels"), int64_t(64));
+    QCOMPARE(attr("conv1", "in_channels"), int64_t(1));
+    QCOMPARE(attr("fc1", "in_features"), int64_t(3136));
+    QVERIFY(doc.analysis().ok());
+    QVERIFY2(doc.undoStack()->text(0).contains("conv2.in_channels = 64"), qPrintable(doc.undoStack()->text(0)));
+    const std::string wider = json(doc);
+
+    // conv2 64 -> 16 channels: the flattened size 16 * 7 * 7 reaches fc1, not fc2.
+    QVERIFY(doc.setAttribute(id("conv2"), "out_channels", int64_t(16)));
+    QCOMPARE(attr("fc1", "in_features"), int64_t(16 * 7 * 7));
+    QCOMPARE(attr("fc2", "in_features"), int64_t(128));
+    QCOMPARE(attr("fc1", "out_features"), int64_t(128));
+    QVERIFY(doc.analysis().ok());
+    // pool2 kernel 2 -> 1 (stride follows the kernel): 16 * 14 * 14 features.
+    QVERIFY(doc.setAttribute(id("pool2"), "kernel_size", std::vector<int64_t>{1, 1}));
+    QCOMPARE(attr("fc1", "in_features"), int64_t(16 * 14 * 14));
+    QVERIFY(doc.analysis().ok());
+    const std::string last = json(doc);
+    QCOMPARE(doc.undoStack()->count(), 3);
+
+    // Undo restores both the edit and what followed it; redo brings them back.
+    doc.undoStack()->undo();
+    QCOMPARE(attr("fc1", "in_features"), int64_t(16 * 7 * 7));
+    doc.undoStack()->undo();
+    QCOMPARE(json(doc), wider);
+    doc.undoStack()->undo();
+    QCOMPARE(json(doc), original);
+    for (int i = 0; i < 3; ++i) doc.undoStack()->redo();
+    QCOMPARE(json(doc), last);
+
+    // The user's own value of an input dimension is kept (and reported as a problem).
+    QVERIFY(doc.setAttribute(id("conv2"), "in_channels", int64_t(8)));
+    QCOMPARE(attr("conv2", "in_channels"), int64_t(8));
+    QVERIFY(!doc.analysis().ok());
+    // ... and not "fixed" by a later upstream edit, since it did not match before.
+    QVERIFY(doc.setAttribute(id("conv1"), "out_channels", int64_t(48)));
+    QCOMPARE(attr("conv2", "in_channels"), int64_t(8));
+  }
+
+  void batchNormFollowsConvolution() {
+    graph::Graph g;
+    const graph::NodeId in = g.add_node("Input", "image");
+    const graph::NodeId conv = g.add_node("Conv2d", "conv", {{"in_channels", int64_t(1)}, {"out_channels", int64_t(8)}});
+    const graph::NodeId bn = g.add_node("BatchNorm2d", "bn", {{"num_features", int64_t(8)}});
+    g.connect({in, 0}, {conv, 0});
+    g.connect({conv, 0}, {bn, 0});
+    GraphDocument doc;
+    doc.setGraph(g);
+    QVERIFY(doc.analysis().problems_of(bn).empty());
+    const std::string before = json(doc);
+    QVERIFY(doc.setAttribute(conv, "out_channels", int64_t(24)));
+    QCOMPARE(std::get<int64_t>(doc.graph().node(bn).attrs.at("num_features")), int64_t(24));
+    QVERIFY(doc.analysis().problems_of(bn).empty());
+    doc.undoStack()->undo();
+    QCOMPARE(json(doc), before);
+    // An edit that changes no shape downstream is a plain one-command step.
+    QVERIFY(doc.setAttribute(conv, "bias", false));
+    QCOMPARE(doc.undoStack()->command(doc.undoStack()->count() - 1)->childCount(), 0);
+  }
+
+  // Read-only (a training run): every edit is refused with the reason, nothing changes.
+  void readOnlyRefusesEveryEdit() {
+    std::vector<graph::NodeId> ids;
+    GraphDocument doc;
+    doc.setGraph(mlp(784, &ids));
+    QSignalSpy spy(&doc, &GraphDocument::readOnlyChanged);
+    doc.setReadOnly(true, "a training run uses this graph");
+    QCOMPARE(spy.count(), 1);
+    QVERIFY(doc.isReadOnly());
+    const std::string before = json(doc);
+    QString reason;
+    QCOMPARE(doc.addNode("ReLU", QPointF(), &reason), graph::NodeId(-1));
+    QCOMPARE(reason, QString("a training run uses this graph"));
+    reason.clear();
+    QVERIFY(!doc.setAttribute(ids[2], "out_features", int64_t(5), &reason));
+    QVERIFY(!reason.isEmpty());
+    QVERIFY(!doc.renameNode(ids[2], "x", &reason));
+    QVERIFY(!doc.connectPorts({ids[0], 0}, {ids[2], 0}, &reason));
+    QVERIFY(doc.paste(doc.copy({ids[1]}), QPointF(10, 10), &reason).isEmpty());
+    doc.removeNodes({ids[1]});
+    doc.disconnectPort({ids[2], 0});
+    doc.moveNodes({{ids[0], QPointF(500, 500)}});
+    doc.autoLayout();
+    QCOMPARE(json(doc), before);
+    QCOMPARE(doc.undoStack()->count(), 0);
+    doc.setReadOnly(false);
+    QCOMPARE(spy.count(), 2);
+    QVERIFY(doc.setAttribute(ids[2], "out_features", int64_t(5)));
+    QCOMPARE(doc.undoStack()->count(), 1);
   }
 
   void unknownOpIsRefusedWithReason() {

@@ -103,8 +103,8 @@ void DisconnectCommand::undo() {
 
 // ---- SetAttributeCommand ----
 SetAttributeCommand::SetAttributeCommand(GraphDocument* doc, graph::NodeId node, std::string name,
-                                         graph::AttrValue value)
-    : doc_(doc), node_(node), name_(std::move(name)), new_(std::move(value)) {
+                                         graph::AttrValue value, QUndoCommand* parent)
+    : QUndoCommand(parent), doc_(doc), node_(node), name_(std::move(name)), new_(std::move(value)) {
   const graph::Graph& g = doc->graph();
   const graph::Node& n = g.node(node);
   old_ = n.attrs.at(name_);

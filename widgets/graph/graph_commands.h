@@ -71,7 +71,8 @@ class DisconnectCommand : public QUndoCommand {
 
 class SetAttributeCommand : public QUndoCommand {
  public:
-  SetAttributeCommand(GraphDocument*, graph::NodeId, std::string name, graph::AttrValue value);
+  SetAttributeCommand(GraphDocument*, graph::NodeId, std::string name, graph::AttrValue value,
+                      QUndoCommand* parent = nullptr);
   void redo() override;
   void undo() override;
 

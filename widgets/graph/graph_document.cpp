@@ -1,7 +1,9 @@
 #include "widgets/graph/graph_document.h"
 
+#include <QStringList>
 #include <set>
 
+#include "engine/graph/input_dims.h"
 #include "engine/graph/json.h"
 #include "engine/graph/layout.h"
 #include "engine/graph/op_schema.h"
@@ -29,12 +31,26 @@ void GraphDocument::setGraph(const graph::Graph& g) {
   notifyChanged();
 }
 
+void GraphDocument::setReadOnly(bool on, const QString& reason) {
+  readOnlyReason_ = on ? (reason.isEmpty() ? tr("the graph is read-only") : reason) : QString();
+  if (on == readOnly_) return;
+  readOnly_ = on;
+  emit readOnlyChanged(on);
+}
+
+bool GraphDocument::refuseEdit(QString* reason) const {
+  if (!readOnly_) return false;
+  setReason(reason, readOnlyReason_);
+  return true;
+}
+
 void GraphDocument::notifyChanged(bool reanalyze) {
   if (reanalyze) analysis_ = graph::analyze(graph_);
   emit changed();
 }
 
 graph::NodeId GraphDocument::addNode(const QString& op, QPointF pos, QString* reason) {
+  if (refuseEdit(reason)) return -1;
   graph::Node node;
   try {
     // Let the graph pick the id and the name, then hand the node to the command.
@@ -51,6 +67,7 @@ graph::NodeId GraphDocument::addNode(const QString& op, QPointF pos, QString* re
 }
 
 void GraphDocument::removeNodes(const QList<graph::NodeId>& ids) {
+  if (refuseEdit(nullptr)) return;
   std::vector<graph::NodeId> present;
   for (graph::NodeId id : ids)
     if (graph_.contains(id)) present.push_back(id);
@@ -80,6 +97,7 @@ bool GraphDocument::canConnect(graph::PortRef from, graph::PortRef to, QString* 
 }
 
 bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString* reason) {
+  if (refuseEdit(reason)) return false;
   if (!canConnect(from, to, reason)) return false;
   std::optional<graph::PortRef> replaced = graph_.source_of(to);
   stack_.push(new ConnectCommand(this, from, to, replaced));
@@ -87,6 +105,7 @@ bool GraphDocument::connectPorts(graph::PortRef from, graph::PortRef to, QString
 }
 
 void GraphDocument::disconnectPort(graph::PortRef to) {
+  if (refuseEdit(nullptr)) return;
   if (!graph_.contains(to.node)) return;
   const std::optional<graph::PortRef> from = graph_.source_of(to);
   if (from) stack_.push(new DisconnectCommand(this, *from, to));
@@ -94,6 +113,7 @@ void GraphDocument::disconnectPort(graph::PortRef to) {
 
 bool GraphDocument::setAttribute(graph::NodeId id, const QString& name,
                                  const graph::AttrValue& value, QString* reason) {
+  if (refuseEdit(reason)) return false;
   if (!graph_.contains(id)) {
     setReason(reason, tr("no node with id %1").arg(id));
     return false;
@@ -106,11 +126,28 @@ bool GraphDocument::setAttribute(graph::NodeId id, const QString& name,
   const graph::Node& n = graph_.node(id);
   auto it = n.attrs.find(key);
   if (it != n.attrs.end() && it->second == value) return true;  // nothing to do
-  stack_.push(new SetAttributeCommand(this, id, key, value));
+  // Input-dimension attributes downstream follow the new shapes in the same undo step.
+  graph::Graph after = graph_;
+  after.set_attr(id, key, value);
+  const std::vector<graph::AttributeUpdate> follow = graph::follow_input_dims(graph_, after, id, key);
+  if (follow.empty()) {
+    stack_.push(new SetAttributeCommand(this, id, key, value));
+    return true;
+  }
+  auto* parent = new QUndoCommand;
+  auto* first = new SetAttributeCommand(this, id, key, value, parent);
+  QStringList names;
+  for (const graph::AttributeUpdate& u : follow) {
+    new SetAttributeCommand(this, u.node, u.attribute, graph::AttrValue(u.value), parent);
+    names << QString("%1.%2 = %3").arg(toQString(graph_.node(u.node).name), toQString(u.attribute)).arg(u.value);
+  }
+  parent->setText(tr("%1 (and %2)").arg(first->text(), names.join(", ")));
+  stack_.push(parent);
   return true;
 }
 
 bool GraphDocument::renameNode(graph::NodeId id, const QString& name, QString* reason) {
+  if (refuseEdit(reason)) return false;
   if (!graph_.contains(id)) {
     setReason(reason, tr("no node with id %1").arg(id));
     return false;
@@ -125,6 +162,7 @@ bool GraphDocument::renameNode(graph::NodeId id, const QString& name, QString* r
 }
 
 void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) {
+  if (refuseEdit(nullptr)) return;
   MoveCommand::Positions positions;
   for (auto it = newPositions.begin(); it != newPositions.end(); ++it) {
     if (!graph_.contains(it.key())) continue;
@@ -140,6 +178,7 @@ void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) 
 }
 
 void GraphDocument::autoLayout() {
+  if (refuseEdit(nullptr)) return;
   graph::Graph laid = graph_;
   graph::auto_layout(laid);
   MoveCommand::Positions positions;
@@ -164,6 +203,7 @@ QString GraphDocument::copy(const QList<graph::NodeId>& ids) const {
 }
 
 QList<graph::NodeId> GraphDocument::paste(const QString& json, QPointF offset, QString* reason) {
+  if (refuseEdit(reason)) return {};
   graph::Graph fragment;
   try {
     fragment = graph::from_json(toStd(json));

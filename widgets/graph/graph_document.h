@@ -31,6 +31,13 @@ class GraphDocument : public QObject {
   bool isModified() const { return !stack_.isClean(); }
   void setClean() { stack_.setClean(); }
 
+  // Read-only (while a training run uses the graph): every edit below is refused with
+  // `reason` ("the graph cannot be edited while ..."); views disable their editing.
+  // setGraph() still replaces the graph.
+  void setReadOnly(bool on, const QString& reason = {});
+  bool isReadOnly() const { return readOnly_; }
+  QString readOnlyReason() const { return readOnlyReason_; }
+
   // ---- edits: each one undoable command ----
   // Adds a node of `op` (defaults for every attribute, an automatic name) with its
   // top-left corner at `pos` (scene units). Returns its id; -1 and a message when the op
@@ -47,6 +54,10 @@ class GraphDocument : public QObject {
   // Removes the edge into input port `to` (no command when there is none).
   void disconnectPort(graph::PortRef to);
   // Sets one attribute; false and Graph::check_attr's reason when the value is rejected.
+  // When the change alters the shape a node downstream receives, that node's
+  // input-dimension attributes (in_channels, in_features, num_features; OpSchema::
+  // input_dim_attributes) that matched their input before follow it in the same undo
+  // step (graph::follow_input_dims); output sizes are never changed.
   bool setAttribute(graph::NodeId, const QString& name, const graph::AttrValue&,
                     QString* reason = nullptr);
   // Renames a node; false and the reason when the name is invalid or taken.
@@ -73,12 +84,16 @@ class GraphDocument : public QObject {
 
  signals:
   void changed();  // graph or analysis changed
+  void readOnlyChanged(bool readOnly);
 
  private:
   graph::Graph graph_;
   graph::Analysis analysis_;
   QUndoStack stack_;
   int moveGroup_ = 0;
+  bool readOnly_ = false;
+  QString readOnlyReason_;
+  bool refuseEdit(QString* reason) const;  // true (and the reason) when read-only
 };
 
 QString toQString(const std::string&);
