@@ -70,10 +70,31 @@ struct EpochMetric {
   int epoch = 0;
   double train_loss = 0, train_accuracy = 0, val_loss = 0, val_accuracy = 0, lr = 0, seconds = 0;
 };
+// A stored checkpoint of a run (Project::checkpoints).
+struct CheckpointInfo {
+  int epoch = 0;
+  double val_accuracy = 0;  // NaN when unknown
+  bool latest = false;      // the run's newest stored epoch
+  bool best = false;        // the highest val_accuracy (ties: the later epoch)
+};
+// How a run's model did on the test images (Project::set_evaluation).
+struct Evaluation {
+  int64_t count = 0;                     // images evaluated
+  double loss = 0, accuracy = 0;         // mean cross-entropy (nats); top-1 fraction in [0, 1]
+  std::vector<std::string> class_names;  // by label, C names without line breaks
+  std::vector<int64_t> confusion;        // [truth * C + predicted] image counts, C * C
+  struct Misclassified {
+    int64_t index = 0;  // in the test split
+    int truth = 0, predicted = 0;
+  };
+  std::vector<Misclassified> misclassified;  // the first few, in test-split order
+  int image_height = 0, image_width = 0;     // of `images`
+  std::vector<uint8_t> images;  // misclassified.size() * H * W grey bytes (row-major), or empty
+};
 
 class Project {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -83,7 +104,7 @@ class Project {
   static Project create(const std::string& path);
   // Opens an existing project, migrating an older schema. ProjectError when the file is
   // missing, not SQLite, not a Kiln project, corrupt or truncated, or newer ("made by a
-  // newer Kiln: schema 7, this build reads <= 2"); a rejected file is never written to.
+  // newer Kiln: schema 7, this build reads <= 3"); a rejected file is never written to.
   // Then marks the runs whose process is gone as interrupted (mark_interrupted_runs();
   // skipped silently when the file is read-only: runs() still reports them so).
   static Project open(const std::string& path);
@@ -129,11 +150,25 @@ class Project {
   // replaces an earlier checkpoint of the same run and epoch. ProjectError when the run is
   // unknown or the directory is missing, empty or unreadable.
   void add_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir);
+  // A checkpoint taken after `epoch` with its validation accuracy (NaN: none): stored,
+  // then every checkpoint of the run other than the latest epoch and the best (highest
+  // val_accuracy, NaN ranking last, ties to the later epoch) is deleted in the same
+  // transaction, so a run keeps at most two and the file does not grow with the epochs
+  // (SQLite reuses the freed pages). Errors as add_checkpoint.
+  void add_epoch_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy);
   std::vector<int> checkpoint_epochs(int64_t run) const;
+  std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // by epoch
   // Writes the files back byte-identical into into_dir (created); ProjectError when there
   // is no such checkpoint or a file cannot be written.
   void restore_checkpoint(int64_t run, int epoch, const std::string& into_dir) const;
   void add_export(const std::string& kind, const std::string& path);  // kind: "onnx", "csv" ...
+
+  // Stores (replaces) the run's evaluation. ProjectError for an unknown run, a confusion
+  // matrix that is not C * C, a label outside [0, C), a class name with a line break, or
+  // an image byte count that is not misclassified.size() * H * W.
+  void set_evaluation(int64_t run, const Evaluation&);
+  // nullopt when the run has none; ProjectError when the stored one is damaged.
+  std::optional<Evaluation> evaluation(int64_t run) const;
 
   // Copies the project (VACUUM INTO, replacing new_path and its -wal/-shm if present) and
   // continues on the copy. ProjectError when new_path is this file or cannot be written.
@@ -150,6 +185,7 @@ class Project {
  private:
   explicit Project(std::unique_ptr<Database> db);
   void require_run(int64_t run) const;
+  void store_checkpoint(int64_t run, int epoch, const std::string& dir, double val_accuracy);  // in a transaction
   std::unique_ptr<Database> db_;
 };
 

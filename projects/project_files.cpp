@@ -1,5 +1,6 @@
 // Project: checkpoints stored as file blobs, the export log, Save As.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,12 @@ namespace kiln::projects {
 namespace fs = std::filesystem;
 
 void Project::add_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir) {
+  Transaction tx(*db_);
+  store_checkpoint(run, epoch, checkpoint_dir, std::nan(""));
+  tx.commit();
+}
+
+void Project::store_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy) {
   require_run(run);
   const std::string where = "project " + path() + ": checkpoint of run " + std::to_string(run) + " epoch " +
                             std::to_string(epoch) + " from " + checkpoint_dir;
@@ -25,12 +32,12 @@ void Project::add_checkpoint(int64_t run, int epoch, const std::string& checkpoi
   if (files.empty()) throw ProjectError(where + ": the folder holds no files");
   std::sort(files.begin(), files.end());
 
-  Transaction tx(*db_);
   db_->prepare("DELETE FROM checkpoints WHERE run = ? AND epoch = ?").bind(1, run).bind(2, epoch).run();
-  db_->prepare("INSERT INTO checkpoints(run, epoch, created_at) VALUES(?, ?, ?)")
+  db_->prepare("INSERT INTO checkpoints(run, epoch, created_at, val_accuracy) VALUES(?, ?, ?, ?)")
       .bind(1, run)
       .bind(2, epoch)
       .bind(3, utc_now())
+      .bind(4, val_accuracy)
       .run();
   const int64_t id = db_->last_insert_rowid();
   Statement insert = db_->prepare("INSERT INTO checkpoint_files(checkpoint, name, data) VALUES(?, ?, ?)");
@@ -43,7 +50,6 @@ void Project::add_checkpoint(int64_t run, int epoch, const std::string& checkpoi
     insert.bind(1, id).bind(2, fs::relative(file, checkpoint_dir).generic_string()).bind_blob(3, bytes.data(), bytes.size());
     insert.run();
   }
-  tx.commit();
 }
 
 std::vector<int> Project::checkpoint_epochs(int64_t run) const {

@@ -90,6 +90,22 @@ DROP TABLE runs;
 ALTER TABLE runs_v2 RENAME TO runs;
 )sql";
 
+// Schema 3: checkpoints remember the validation accuracy they were taken at (to keep a
+// run's best and latest epoch, Project::add_epoch_checkpoint), and each run may carry the
+// evaluation of its model on the test images (Project::set_evaluation).
+constexpr const char* kSchema3 = R"sql(
+ALTER TABLE checkpoints ADD COLUMN val_accuracy REAL;
+CREATE TABLE evaluations(
+  run INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  count INTEGER NOT NULL, loss REAL, accuracy REAL,
+  class_names TEXT NOT NULL,
+  confusion BLOB NOT NULL,
+  misclassified TEXT NOT NULL,
+  image_height INTEGER NOT NULL DEFAULT 0, image_width INTEGER NOT NULL DEFAULT 0,
+  images BLOB,
+  created_at TEXT NOT NULL);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -146,7 +162,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}};
   return steps;
 }
 
@@ -236,7 +252,7 @@ int check_project_file(const std::string& path, int supported) {
     }
     if (version == kCurrentSchema) {
       for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
-                                "checkpoints", "checkpoint_files", "exports"}) {
+                                "checkpoints", "checkpoint_files", "exports", "evaluations"}) {
         Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
         t.bind(1, table);
         if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");

@@ -11,6 +11,7 @@
 #include <QStatusBar>
 
 #include "app/studio/main_window.h"
+#include "app/studio/run_restore.h"
 #include "app/studio/templates.h"
 #include "engine/graph/json.h"
 #include "widgets/graph/graph_canvas.h"
@@ -158,6 +159,23 @@ void MainWindow::loadProjectIntoUi() {
   runs_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
+  // The last run as it ended: its curves, its evaluation, selected in the Runs view.
+  try {
+    const auto runs = project_ ? project_->runs() : std::vector<projects::RunRecord>{};
+    if (!runs.empty()) {
+      QString error;
+      const projects::RunRecord& last = runs.back();
+      if (showStoredRun(*project_, last.id, plots_, evaluation_, &error))
+        log_->info(tr("showing run %1 (%2): its curves in Plots, its test results in Evaluation")
+                       .arg(last.id)
+                       .arg(QString::fromStdString(projects::to_string(last.status))));
+      else
+        log_->warning(tr("cannot show run %1: %2").arg(last.id).arg(error));
+      runs_->selectRuns({last.id});
+    }
+  } catch (const std::exception& e) {
+    log_->warning(tr("cannot read the project's runs: %1").arg(QString::fromStdString(e.what())));
+  }
   updateTitle();
   updateTrainState();
 }

@@ -5,10 +5,13 @@
 #include <QFileInfo>
 #include <QPushButton>
 #include <QThread>
+#include <QUndoView>
 
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
 #include "widgets/graph/graph_document.h"
+#include "widgets/graph/layer_palette.h"
+#include "widgets/graph/property_editor.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
@@ -16,6 +19,20 @@
 #include "widgets/training/training_panel.h"
 
 namespace kiln::studio {
+
+namespace {
+// Note [Editing during training]: the run trains the graph as it was at Train; the
+// document is read-only until the run ends (finished, stopped or failed), so the
+// canvas, palette, property editor, history and the editing actions are off meanwhile.
+void enableEditing(bool on, std::initializer_list<QWidget*> widgets, std::initializer_list<QAction*> actions) {
+  const QString why = on ? QString() : QObject::tr("Editing is locked while training runs; stop the run to edit");
+  for (QWidget* w : widgets) {
+    w->setEnabled(on);
+    w->setToolTip(why);
+  }
+  for (QAction* a : actions) a->setEnabled(on);
+}
+}  // namespace
 
 QStringList MainWindow::trainBlockers() const {
   QStringList reasons;
@@ -73,6 +90,9 @@ bool MainWindow::startTraining() {
     return false;
   }
   document_->setClean();  // the run stores this graph as a version
+  document_->setReadOnly(true, tr("a training run uses this graph; stop it or wait until it ends"));
+  enableEditing(false, {palette_, properties_, history_},
+                {undoAction_, redoAction_, pasteAction_, deleteAction_, layoutAction_});
   trainingPanel_->setState(TrainingPanel::State::Running);
   trainingPanel_->setStatusText(tr("Starting: loading the data set..."));
   if (QDockWidget* d = dock("plots")) d->raise();
@@ -81,6 +101,10 @@ bool MainWindow::startTraining() {
 }
 
 void MainWindow::onTrainingFinished(qint64 run, const QString& status, const QString& message) {
+  document_->setReadOnly(false);
+  enableEditing(true, {palette_, properties_, history_}, {pasteAction_, deleteAction_, layoutAction_});
+  undoAction_->setEnabled(document_->undoStack()->canUndo());
+  redoAction_->setEnabled(document_->undoStack()->canRedo());
   trainingPanel_->setState(TrainingPanel::State::Idle);
   trainingPanel_->setEnded(status);
   runs_->refresh();

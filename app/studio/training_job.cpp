@@ -158,14 +158,17 @@ void TrainingJob::run() {
     spec_.dataset.validate();
     const Device device = resolve_device(c.device);  // DeviceError naming the devices that exist
     result_.device = device.str();
-    if (!spec_.project_path.empty()) {  // SQLite commits wait on the disk: never on the UI thread
-      projects::Project project = projects::Project::open(spec_.project_path);
+    // One connection for the whole run, used only from this thread. SQLite commits wait
+    // on the disk: never on the UI thread.
+    std::optional<projects::Project> project;
+    if (!spec_.project_path.empty()) {
+      project.emplace(projects::Project::open(spec_.project_path));
       projects::RunConfig rc = spec_.run_config;
       rc.device = device.str();
-      rc.graph_version = spec_.graph_version ? spec_.graph_version : project.save_graph(spec_.graph_json, "trained");
+      rc.graph_version = spec_.graph_version ? spec_.graph_version : project->save_graph(spec_.graph_json, "trained");
       for (auto& [key, json] : spec_.settings)
-        if (project.setting(key) != json) project.set_setting(key, json);
-      const int64_t run = project.begin_run(rc);
+        if (project->setting(key) != json) project->set_setting(key, json);
+      const int64_t run = project->begin_run(rc);
       auto writer = std::make_shared<projects::MetricsWriter>(spec_.project_path, run);
       std::lock_guard<std::mutex> lock(mutex_);
       writer_ = writer;
@@ -196,6 +199,14 @@ void TrainingJob::run() {
     to.epochs = c.epochs;
     to.num_classes = kFashionMnistClasses;
     to.device = device;
+    const std::string checkpoint_dir = spec_.work_dir + "/checkpoint";
+    if (project && !spec_.work_dir.empty()) {
+      to.checkpoint_dir = checkpoint_dir;
+      to.on_checkpoint = [&](const train::EpochEnd& e) {
+        project->add_epoch_checkpoint(run_, e.epoch + 1, checkpoint_dir, e.val_accuracy);
+        result_.checkpoint_epoch = e.epoch + 1;
+      };
+    }
     auto scheduler = make_scheduler(c, *optimizer, train_loader.size(), to.scheduler_per_batch);
     auto loss = [](const Tensor& logits, const Tensor& target) { return nn::functional::cross_entropy(logits, target); };
     auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler, loss, to);
@@ -214,19 +225,15 @@ void TrainingJob::run() {
     trainer->fit(train_loader, val_loader.get());
     result_.cancelled = trainer->cancelled();
 
-    if (!spec_.project_path.empty() && !spec_.work_dir.empty() && trainer->epoch() > 0) {
-      const std::string dir = spec_.work_dir + "/checkpoint";
-      trainer->save_checkpoint(dir);
-      projects::Project project = projects::Project::open(spec_.project_path);
-      project.add_checkpoint(run_, trainer->epoch(), dir);
-      result_.checkpoint_epoch = trainer->epoch();
+    if (result_.checkpoint_epoch > 0) {
       std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      message("checkpoint of epoch " + std::to_string(trainer->epoch()) + " stored in the project");
+      std::filesystem::remove_all(checkpoint_dir, ec);
+      message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
     }
     if (!result_.cancelled && spec_.test_size > 0) {
       message("evaluating on " + std::to_string(spec_.test_size) + " test images");
       evaluate(*model, device);
+      if (project) project->set_evaluation(run_, result_.evaluation);
     }
   } catch (const std::exception& e) {
     result_.error = plain_error(e);
@@ -256,21 +263,23 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
     const auto pred = argmax(logits, 1).to(Device()).to_vector<int64_t>();
     const auto truth = b.target.to_vector<int64_t>();
     for (size_t j = 0; j < pred.size(); ++j) {
-      if (pred[j] == truth[j] || result_.misclassified.size() >= kMaxMisclassified) continue;
-      const size_t at = static_cast<size_t>(offset + static_cast<int64_t>(j)) * 28 * 28;
-      MisclassifiedSample s;
-      s.pixels.assign(bytes.begin() + at, bytes.begin() + at + 28 * 28);
-      s.truth = static_cast<int>(truth[j]);
-      s.predicted = static_cast<int>(pred[j]);
-      result_.misclassified.push_back(std::move(s));
+      projects::Evaluation& ev = result_.evaluation;
+      if (pred[j] == truth[j] || ev.misclassified.size() >= kMaxMisclassified) continue;
+      const int64_t index = offset + static_cast<int64_t>(j);
+      const size_t at = static_cast<size_t>(index) * 28 * 28;
+      ev.images.insert(ev.images.end(), bytes.begin() + at, bytes.begin() + at + 28 * 28);
+      ev.misclassified.push_back({index, static_cast<int>(truth[j]), static_cast<int>(pred[j])});
     }
     offset += static_cast<int64_t>(truth.size());
   }
+  projects::Evaluation& ev = result_.evaluation;
+  ev.count = metrics.count();
+  ev.loss = metrics.loss();
+  ev.accuracy = metrics.accuracy();
+  ev.confusion = metrics.confusion();
+  ev.image_height = ev.image_width = 28;
+  for (const char* name : data::FashionMNIST::kClassNames) ev.class_names.emplace_back(name);
   result_.evaluated = true;
-  result_.test_count = metrics.count();
-  result_.test_loss = metrics.loss();
-  result_.test_accuracy = metrics.accuracy();
-  result_.confusion = metrics.confusion();
 }
 
 }  // namespace kiln::studio

@@ -1,6 +1,7 @@
 // TrainingJob: everything one training run does off the UI thread — load the data
-// set, build the GraphModule, optimizer and scheduler, Trainer::fit, the final
-// checkpoint into the project, and the evaluation on the test images. No Qt: the
+// set, build the GraphModule, optimizer and scheduler, Trainer::fit with a checkpoint
+// per epoch into the project (its latest and best kept, Project::add_epoch_checkpoint),
+// and the evaluation on the test images (stored with Project::set_evaluation). No Qt: the
 // TrainingSession (training_session.h) runs it on a QThread and polls it.
 #pragma once
 #include <atomic>
@@ -36,8 +37,8 @@ struct JobSpec {
   int64_t test_size = 10000;    // test images evaluated at the end (first ones of the split)
   // The project the run is recorded in. The job writes, through its own connection:
   // graph_json as a new graph version when graph_version is 0, the settings (key ->
-  // JSON), the run (begin_run with `run_config`), its metrics (metrics_writer()) and
-  // the final checkpoint. "" = record nothing.
+  // JSON), the run (begin_run with `run_config`), its metrics (metrics_writer()), a
+  // checkpoint per epoch and the evaluation. "" = record nothing.
   std::string project_path;
   std::string graph_json;
   int64_t graph_version = 0;
@@ -47,22 +48,16 @@ struct JobSpec {
   int threads = 0;              // OpenMP threads for the kernels (0 = default)
 };
 
-struct MisclassifiedSample {
-  std::vector<uint8_t> pixels;  // 28 * 28 grey bytes, row-major
-  int truth = 0, predicted = 0;
-};
-
 struct JobResult {
   bool cancelled = false;
   std::string error;            // plain-words message of what stopped the run ("" = none)
   std::string device;           // the device it ran on ("cpu")
   int64_t total_steps = 0;      // epochs * batches per epoch
-  bool evaluated = false;       // test results below are set
-  int64_t test_count = 0;
-  double test_loss = 0, test_accuracy = 0;
-  std::vector<int64_t> confusion;  // [true * 10 + predicted]
-  std::vector<MisclassifiedSample> misclassified;  // up to kMaxMisclassified
-  int checkpoint_epoch = -1;       // epoch stored with Project::add_checkpoint (-1: none)
+  bool evaluated = false;       // `evaluation` is set
+  // Test images: count, loss, accuracy, class names, confusion, up to kMaxMisclassified
+  // misclassified images (28 x 28 grey) with their test-split indices.
+  projects::Evaluation evaluation;
+  int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
 };
 
 class TrainingJob {

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "engine/data/fashion_mnist.h"
+#include "app/studio/run_restore.h"
 #include "engine/graph/json.h"
 
 #ifdef __linux__
@@ -26,12 +27,6 @@ struct Overloaded : F... {
 };
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
-
-QImage toImage(const MisclassifiedSample& s) {
-  QImage image(28, 28, QImage::Format_Grayscale8);
-  for (int y = 0; y < 28; ++y) std::copy_n(s.pixels.data() + y * 28, 28, image.scanLine(y));
-  return image;
-}
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -235,9 +230,9 @@ void TrainingSession::finish() {
     m["val_accuracy"] = number(lastEpoch_.val_accuracy);
   }
   if (r.evaluated) {
-    m["test_loss"] = number(r.test_loss);
-    m["test_accuracy"] = number(r.test_accuracy);
-    m["test_images"] = r.test_count;
+    m["test_loss"] = number(r.evaluation.loss);
+    m["test_accuracy"] = number(r.evaluation.accuracy);
+    m["test_images"] = r.evaluation.count;
   }
   m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
   const auto runStatus = !r.error.empty() ? projects::RunStatus::failed
@@ -245,15 +240,8 @@ void TrainingSession::finish() {
                                           : projects::RunStatus::finished;
   if (!r.error.empty()) emit errorMessage(QString::fromStdString(r.error));
   if (r.evaluated) {
-    EvaluationResult ev;
-    ev.count = r.test_count;
-    ev.loss = r.test_loss;
-    ev.accuracy = r.test_accuracy;
-    for (const char* name : data::FashionMNIST::kClassNames) ev.classNames << QString::fromUtf8(name);
-    ev.confusion = r.confusion;
-    for (const MisclassifiedSample& s : r.misclassified) ev.misclassified.push_back({toImage(s), s.truth, s.predicted});
-    emit evaluated(ev);
-    emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.test_accuracy, 0, 'f', 2).arg(r.test_count));
+    emit evaluated(toEvaluationResult(r.evaluation));
+    emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.evaluation.accuracy, 0, 'f', 2).arg(r.evaluation.count));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
   // (through their own connections); finished() follows when they are on disk.

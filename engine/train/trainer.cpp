@@ -132,6 +132,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       events_.push(end);
       if (!options_.checkpoint_dir.empty()) {
         save_checkpoint(options_.checkpoint_dir);
+        if (options_.on_checkpoint) options_.on_checkpoint(end);
         events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir});
       }
     }

@@ -34,6 +34,10 @@ struct TrainerOptions {
   int64_t num_classes = 10;
   Device device;                // where the model lives; batches are moved there
   std::string checkpoint_dir;   // a checkpoint every epoch when not empty
+  // Called on fit()'s thread after each epoch's checkpoint is written to checkpoint_dir
+  // (before the next epoch overwrites it), with that epoch's EpochEnd; e.g. to copy it
+  // elsewhere. An exception it throws ends fit() like an error of training. May be empty.
+  std::function<void(const EpochEnd&)> on_checkpoint;
   bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
   int64_t top_k = 5;
   // Settings a resumed run must share with the run that wrote the checkpoint

@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QFileInfo>
 #include <QtTest>
 #include <cmath>
 #include <limits>
@@ -136,6 +137,102 @@ class TestProjectStore : public QObject {
     QCOMPARE(epochs[1].val_accuracy, 0.81);
     QCOMPARE(epochs[1].seconds, 12.25);
     QCOMPARE(epochs[0].lr, 0.001);
+  }
+
+  // add_epoch_checkpoint keeps the latest and the best epoch only; the file stops growing.
+  void epochCheckpointsKeepLatestAndBest() {
+    QDir(dir_.path()).mkpath("epoch");
+    std::mt19937 rng(3);
+    QByteArray weights(200000, '\0');
+    for (auto& c : weights) c = static_cast<char>(rng());
+    kiln_test::write_file(file("epoch/model.safetensors"), weights);
+    const QString path = file("epochs.kiln");
+    Project p = Project::create(path.toStdString());
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    const int64_t other = p.begin_run({"other", "{}", "cpu", 0});
+    p.add_epoch_checkpoint(other, 1, file("epoch").toStdString(), 0.99);
+    const double val[] = {0.50, 0.70, 0.65, 0.60, 0.70, 0.55, 0.52, 0.51};
+    qint64 size_after_3 = 0;
+    for (int e = 1; e <= 8; ++e) {
+      p.add_epoch_checkpoint(run, e, file("epoch").toStdString(), val[e - 1]);
+      p.database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      if (e == 3) size_after_3 = QFileInfo(path).size();
+    }
+    // The file holds at most two of this run's checkpoints at any time: no growth after epoch 3.
+    // Epoch 5 ties epoch 2 at 0.70: the later one is the best.
+    QCOMPARE(p.checkpoint_epochs(run), (std::vector<int>{5, 8}));
+    const auto info = p.checkpoints(run);
+    QCOMPARE(info.size(), size_t(2));
+    QVERIFY(info[0].best && !info[0].latest);
+    QVERIFY(info[1].latest && !info[1].best);
+    QCOMPARE(info[0].val_accuracy, 0.70);
+    QCOMPARE(kiln_test::raw_int(path, "SELECT count(*) FROM checkpoint_files"), int64_t(3));  // 2 + other's 1
+    QCOMPARE(p.checkpoint_epochs(other), std::vector<int>{1});  // other runs untouched
+    QVERIFY2(QFileInfo(path).size() <= size_after_3 + 64 * 1024,
+             qPrintable(QString("%1 bytes after 8 epochs, %2 after 3").arg(QFileInfo(path).size()).arg(size_after_3)));
+    p.restore_checkpoint(run, 8, file("epoch-restored").toStdString());
+    QCOMPARE(kiln_test::file_sha256(file("epoch-restored/model.safetensors")),
+             kiln_test::file_sha256(file("epoch/model.safetensors")));
+    // Without validation accuracy (NaN) the best is the latest: one checkpoint.
+    const int64_t noval = p.begin_run({"no validation", "{}", "cpu", 0});
+    for (int e = 1; e <= 3; ++e) p.add_epoch_checkpoint(noval, e, file("epoch").toStdString(), std::nan(""));
+    QCOMPARE(p.checkpoint_epochs(noval), std::vector<int>{3});
+    QVERIFY(p.checkpoints(noval)[0].best && p.checkpoints(noval)[0].latest);
+    const QString e = project_error([&] { p.add_epoch_checkpoint(99, 1, file("epoch").toStdString(), 0.5); });
+    QVERIFY2(e.contains("no run with id 99"), qPrintable(e));
+  }
+
+  void evaluationRoundTripAndBadInput() {
+    const QString path = file("eval.kiln");
+    int64_t run = 0;
+    Evaluation ev;
+    ev.count = 100;
+    ev.loss = 0.42;
+    ev.accuracy = 0.87;
+    ev.class_names = {"a", "b", "c"};
+    ev.confusion = {40, 2, 1, 3, 30, 0, 4, 3, 17};
+    ev.misclassified = {{5, 0, 1}, {17, 2, 0}};
+    ev.image_height = 2;
+    ev.image_width = 3;
+    ev.images = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    {
+      Project p = Project::create(path.toStdString());
+      run = p.begin_run({"r", "{}", "cpu", 0});
+      QVERIFY(!p.evaluation(run));
+      p.set_evaluation(run, ev);
+    }
+    Project p = Project::open(path.toStdString());
+    const auto back = p.evaluation(run);
+    QVERIFY(back);
+    QCOMPARE(back->count, int64_t(100));
+    QCOMPARE(back->loss, 0.42);
+    QCOMPARE(back->accuracy, 0.87);
+    QCOMPARE(back->class_names, ev.class_names);
+    QCOMPARE(back->confusion, ev.confusion);
+    QCOMPARE(back->misclassified.size(), size_t(2));
+    QCOMPARE(back->misclassified[1].index, int64_t(17));
+    QCOMPARE(back->misclassified[1].truth, 2);
+    QCOMPARE(back->misclassified[1].predicted, 0);
+    QCOMPARE(back->images, ev.images);
+
+    Evaluation bad = ev;
+    bad.confusion.pop_back();
+    QString e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("confusion matrix has 8 cells, 3 classes need 9"), qPrintable(e));
+    bad = ev;
+    bad.misclassified[0].predicted = 3;
+    e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("label outside"), qPrintable(e));
+    bad = ev;
+    bad.images.pop_back();
+    e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("11 image bytes for 2 images of 2x3"), qPrintable(e));
+    e = project_error([&] { p.set_evaluation(run + 5, ev); });
+    QVERIFY2(e.contains("no run with id"), qPrintable(e));
+    QCOMPARE(p.evaluation(run)->confusion, ev.confusion);  // the refused ones changed nothing
+    p.database().exec("UPDATE evaluations SET misclassified = 'x:y'");
+    e = project_error([&] { p.evaluation(run); });
+    QVERIFY2(e.contains("damaged") && e.contains("x:y"), qPrintable(e));
   }
 
   void checkpointBlobsRestoreByteIdentical() {

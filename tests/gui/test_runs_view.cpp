@@ -2,6 +2,7 @@
 // overlays one curve per run in both plots; Export CSV writes the selected runs.
 #include <qcustomplot.h>
 
+#include <QHeaderView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -96,6 +97,60 @@ class TestRunsView : public QObject {
     QCOMPARE(view.lossPlot()->graph(2)->data()->size(), 0);  // the running run has no steps
     view.table()->clearSelection();
     QCOMPARE(view.lossPlot()->graphCount(), 0);
+  }
+
+  // Test accuracy from final_metrics_json or the stored evaluation; columns fit their
+  // contents with the last one stretched; header clicks sort numerically, Run by id.
+  void testAccuracyWidthsAndSorting() {
+    Project p = Project::create(file("sort.kiln").toStdString());
+    const auto ids = fill(p);  // val. accuracy: run 1 87.65 %, run 2 76.00 %, run 3 (running) 82.00 %
+    p.database().exec("UPDATE runs SET final_metrics_json = '{\"val_accuracy\":0.8765,\"test_accuracy\":0.8612}' "
+                      "WHERE id = " + std::to_string(ids[0]));
+    Evaluation ev;
+    ev.count = 10;
+    ev.accuracy = 0.9;
+    ev.class_names = {"a"};
+    ev.confusion = {9};
+    p.set_evaluation(ids[1], ev);
+    RunsView view(&p);
+    view.resize(1400, 600);
+    view.show();
+    QTableWidget* t = view.table();
+    QCOMPARE(t->columnCount(), int(RunsView::ColumnCount));
+    QCOMPARE(t->horizontalHeaderItem(RunsView::TestAccuracy)->text(), QString("Test acc."));
+    QCOMPARE(t->item(0, RunsView::TestAccuracy)->text(), QString("86.12 %"));
+    QCOMPARE(t->item(1, RunsView::TestAccuracy)->text(), QString("90.00 %"));  // the stored evaluation
+    QCOMPARE(t->item(2, RunsView::TestAccuracy)->text(), QString());
+    QVERIFY(t->horizontalHeader()->stretchLastSection());
+    QVERIFY(t->isSortingEnabled());
+    // Widths fit the contents: no cell text is cut off.
+    const QFontMetrics fm(t->font());
+    for (int c = 0; c + 1 < t->columnCount(); ++c)
+      for (int r = 0; r < t->rowCount(); ++r)
+        QVERIFY2(t->columnWidth(c) >= fm.horizontalAdvance(t->item(r, c)->text()),
+                 qPrintable(QString("column %1 row %2: %3 px for '%4'").arg(c).arg(r).arg(t->columnWidth(c)).arg(t->item(r, c)->text())));
+    auto column = [&](int c) {
+      QStringList cells;
+      for (int r = 0; r < t->rowCount(); ++r) cells << t->item(r, c)->text();
+      return cells;
+    };
+    QCOMPARE(column(RunsView::Name), (QStringList{"run 1", "run 2", "run 3"}));  // by id
+    // A click on the header sorts by that column (numbers, not text).
+    QTest::mouseClick(t->horizontalHeader()->viewport(), Qt::LeftButton, {},
+                      QPoint(t->horizontalHeader()->sectionViewportPosition(RunsView::ValAccuracy) + 5, 5));
+    QCOMPARE(t->horizontalHeader()->sortIndicatorSection(), int(RunsView::ValAccuracy));
+    t->sortItems(RunsView::ValAccuracy, Qt::AscendingOrder);
+    QCOMPARE(column(RunsView::ValAccuracy), (QStringList{"76.00 %", "82.00 %", "87.65 %"}));
+    t->sortItems(RunsView::TestAccuracy, Qt::DescendingOrder);
+    QCOMPARE(column(RunsView::Name), (QStringList{"run 2", "run 1", "run 3"}));  // empty cell last
+    // Selection and refresh work on the sorted table.
+    view.selectRuns({ids[0]});
+    QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[0]});
+    view.refresh();
+    QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[0]});
+    QCOMPARE(column(RunsView::Name), (QStringList{"run 2", "run 1", "run 3"}));  // the sort is kept
+    t->sortItems(RunsView::Name, Qt::AscendingOrder);
+    QCOMPARE(column(RunsView::Name), (QStringList{"run 1", "run 2", "run 3"}));
   }
 
   void exportSelectedToCsv() {

@@ -3,12 +3,21 @@
 // requirement: a 10 ms QTimer measures the largest gap between its timeouts).
 #include <QAction>
 #include <QElapsedTimer>
+#include <QLabel>
+#include <QListWidget>
+#include <QTableWidget>
 #include <QtTest>
 #include <sys/resource.h>
 
 #include "app/studio/main_window.h"
 #include "projects/project.h"
 #include "studio_test_util.h"
+#include "engine/graph/json.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/graph/layer_palette.h"
+#include "widgets/graph/property_editor.h"
+#include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
 #include "widgets/training/training_panel.h"
@@ -86,6 +95,70 @@ class TestStudioTraining : public QObject {
     QVERIFY(w.trainAction()->isEnabled());
   }
 
+  // A run of 2 epochs: a checkpoint per epoch (latest and best kept) and the evaluation
+  // are stored; a new window opening the project shows the run in Runs, its curves in
+  // Plots and its test results in Evaluation, as they were.
+  void reopenedProjectShowsTheLastRun() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("r.kiln");
+    int steps = 0, misclassified = 0;
+    QString summary;
+    {
+      MainWindow w;
+      w.setSilent(true);
+      QVERIFY(w.newProjectFile(path, "fashion_mnist_mlp"));
+      test::quickSettings(w, 512, 2);
+      QVERIFY(w.startTraining());
+      QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 120000);
+      QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError()));
+      steps = w.plots()->stepCount();
+      QCOMPARE(steps, 2 * 512 / 64);
+      summary = w.evaluationView()->summaryText();
+      misclassified = w.evaluationView()->misclassifiedList()->count();
+      QVERIFY(misclassified > 0);
+    }
+    {
+      kiln::projects::Project p = kiln::projects::Project::open(path.toStdString());
+      const int64_t run = p.runs().back().id;
+      const auto checkpoints = p.checkpoints(run);
+      QVERIFY(!checkpoints.empty() && checkpoints.size() <= 2);
+      QCOMPARE(checkpoints.back().epoch, 2);
+      QVERIFY(checkpoints.back().latest);
+      QVERIFY(p.evaluation(run));
+      QCOMPARE(p.evaluation(run)->count, int64_t(256));
+    }
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.openProject(path));
+    QCOMPARE(w.runsView()->table()->rowCount(), 1);
+    QCOMPARE(w.runsView()->selectedRuns().size(), 1);
+    QVERIFY(!w.runsView()->table()->item(0, RunsView::TestAccuracy)->text().isEmpty());
+    QCOMPARE(w.plots()->stepCount(), steps);
+    QCOMPARE(w.plots()->epochCount(), 2);
+    QCOMPARE(w.evaluationView()->summaryText(), summary);
+    QCOMPARE(w.evaluationView()->misclassifiedList()->count(), misclassified);
+    QCOMPARE(w.evaluationView()->confusionTable()->rowCount(), 10);
+  }
+
+  // A run that fails (a dataset folder without the Fashion-MNIST files) unlocks the editor too.
+  void failedRunUnlocksEditing() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(dir.filePath("f.kiln"), "fashion_mnist_mlp"));
+    test::quickSettings(w, 256);
+    DatasetConfig d = w.datasetConfig();
+    d.dir = dir.path().toStdString();  // exists, but holds no IDX files
+    w.setDatasetConfig(d);
+    QVERIFY2(w.startTraining(), qPrintable(w.lastError()));
+    QVERIFY(w.document()->isReadOnly());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 60000);
+    QVERIFY(!w.lastError().isEmpty());
+    QVERIFY(!w.document()->isReadOnly());
+    QVERIFY(w.canvas()->lockNote()->isHidden());
+    QVERIFY(w.findChild<LayerPalette*>()->isEnabled());
+  }
+
   void stopEndsTheRunAsStopped() {
     QTemporaryDir dir;
     MainWindow w;
@@ -93,7 +166,19 @@ class TestStudioTraining : public QObject {
     const QString path = dir.filePath("s.kiln");
     QVERIFY(w.newProjectFile(path, "fashion_mnist_mlp"));
     test::quickSettings(w, 20000, 3);
+    const std::string graphBefore = kiln::graph::to_json(w.document()->graph());
     QVERIFY(w.startTraining());
+    // Editing is locked while the run goes on, with a visible note why.
+    QVERIFY(w.document()->isReadOnly());
+    QVERIFY(!w.canvas()->lockNote()->isHidden());
+    QVERIFY2(w.canvas()->lockNote()->text().contains("training"), qPrintable(w.canvas()->lockNote()->text()));
+    QVERIFY(!w.findChild<LayerPalette*>()->isEnabled());
+    QVERIFY(!w.findChild<PropertyEditor*>()->isEnabled());
+    QCOMPARE(w.canvas()->addLayer("ReLU"), kiln::graph::NodeId(-1));
+    w.canvas()->selectNode(w.document()->graph().nodes().at(1).id);
+    QTest::keyClick(w.canvas()->viewport(), Qt::Key_Delete);
+    QTest::keyClick(w.canvas(), Qt::Key_Delete);
+    QCOMPARE(kiln::graph::to_json(w.document()->graph()), graphBefore);
     QTRY_VERIFY_WITH_TIMEOUT(w.plots()->stepCount() >= 3, 60000);
     w.session()->setPaused(true);
     QTest::qWait(300);
@@ -104,6 +189,11 @@ class TestStudioTraining : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 60000);
     kiln::projects::Project p = kiln::projects::Project::open(path.toStdString());
     QCOMPARE(p.runs().back().status, kiln::projects::RunStatus::stopped);
+    QVERIFY(!w.document()->isReadOnly());  // unlocked when the run stopped
+    QVERIFY(w.canvas()->lockNote()->isHidden());
+    QVERIFY(w.findChild<LayerPalette*>()->isEnabled());
+    QVERIFY(w.findChild<PropertyEditor*>()->isEnabled());
+    QVERIFY(w.canvas()->addLayer("ReLU") >= 0);
     QVERIFY(p.step_metrics(p.runs().back().id).size() < size_t(3 * 20000 / 64));
   }
 };

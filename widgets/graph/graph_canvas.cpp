@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QKeyEvent>
+#include <QLabel>
 #include <QMimeData>
 #include <QScrollBar>
 #include <QToolTip>
@@ -30,10 +31,34 @@ GraphCanvas::GraphCanvas(GraphDocument* document, QWidget* parent)
   setFocusPolicy(Qt::StrongFocus);
   setBackgroundBrush(QColor(0x1e, 0x21, 0x26));
   connect(doc_, &GraphDocument::changed, this, &GraphCanvas::sync);
+  connect(doc_, &GraphDocument::readOnlyChanged, this, &GraphCanvas::applyReadOnly);
+  lockNote_ = new QLabel(viewport());
+  lockNote_->setObjectName("canvasLockNote");
+  lockNote_->setStyleSheet("QLabel { background: rgba(120, 84, 20, 220); color: white; padding: 6px 10px;"
+                           " border-radius: 4px; }");
+  lockNote_->move(8, 8);
+  lockNote_->hide();
   connect(&scene_, &QGraphicsScene::selectionChanged, this, [this] {
     if (!syncing_) emit selectionChanged(selectedNodes());
   });
   sync();
+}
+
+// Read-only document: nodes do not move, the note says why; the input handlers
+// (graph_canvas_input.cpp) refuse edits with the same reason.
+void GraphCanvas::applyReadOnly() {
+  const bool ro = doc_->isReadOnly();
+  for (auto& [id, item] : nodes_) item->setFlag(QGraphicsItem::ItemIsMovable, !ro);
+  setAcceptDrops(!ro);
+  lockNote_->setText(tr("Editing is locked: %1").arg(doc_->readOnlyReason()));
+  lockNote_->adjustSize();
+  lockNote_->setVisible(ro);
+}
+
+bool GraphCanvas::refuseEdit(QPoint globalPos) {
+  if (!doc_->isReadOnly()) return false;
+  say(tr("Editing is locked: %1").arg(doc_->readOnlyReason()), globalPos);
+  return true;
 }
 
 GraphCanvas::~GraphCanvas() {
@@ -74,6 +99,7 @@ void GraphCanvas::sync() {
     NodeItem*& item = nodes_[n.id];
     if (!item) {
       item = new NodeItem(n);
+      item->setFlag(QGraphicsItem::ItemIsMovable, !doc_->isReadOnly());
       scene_.addItem(item);
     }
     item->setState(n, info, a.problems_of(n.id));
@@ -192,6 +218,7 @@ QPointF GraphCanvas::freeSpotNear(QPointF centre) const {
 }
 
 graph::NodeId GraphCanvas::addLayer(const QString& op) {
+  if (refuseEdit()) return -1;
   const graph::OpSchema* schema = graph::OpRegistry::global().find(toStd(op));
   if (!schema) {
     QString reason;

@@ -10,7 +10,9 @@
 //     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
 //     action has taken the shortcut);
 //   - Ctrl+wheel and +/- zoom (5% .. 400%), middle-button or Space+drag pans, fitAll();
-//   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips.
+//   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips;
+//   - while the document is read-only (GraphDocument::setReadOnly, e.g. during training)
+//     nothing is edited: a note over the canvas says why; select, copy, zoom and pan work.
 // Items are synced to the graph by node id after every change (no rebuild).
 #pragma once
 #include <QGraphicsView>
@@ -20,6 +22,8 @@
 
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/graph_items.h"
+
+class QLabel;
 
 namespace kiln::studio {
 
@@ -45,6 +49,8 @@ class GraphCanvas : public QGraphicsView {
   double zoom() const { return transform().m11(); }        // 1 = 100%
   // "in0 (input) of add_1: f32[N, 16, 28, 28]": the tooltip of a port.
   QString portToolTip(graph::NodeId node, PortHit port) const;
+  // The note shown over the canvas while the document is read-only (hidden otherwise).
+  QLabel* lockNote() const { return lockNote_; }
 
  public slots:
   // Adds a node of `op` and selects it: below the selected node and connected to it when
@@ -88,6 +94,8 @@ class GraphCanvas : public QGraphicsView {
   void finishPortDrag(QPointF scenePos, QPoint globalPos);
   void say(const QString& text, QPoint globalPos = {});
   void fitToInput(graph::NodeId id);
+  void applyReadOnly();
+  bool refuseEdit(QPoint globalPos = {});  // true (and says why) when the document is read-only
   QPointF freeSpotNear(QPointF centre) const;
 
   GraphDocument* doc_;
@@ -103,6 +111,7 @@ class GraphCanvas : public QGraphicsView {
   int pasteCount_ = 0;
   bool syncing_ = false;
   bool labelsShown_ = true;
+  QLabel* lockNote_ = nullptr;
 };
 
 }  // namespace kiln::studio

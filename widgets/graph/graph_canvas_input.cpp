@@ -30,7 +30,7 @@ void GraphCanvas::mousePressEvent(QMouseEvent* e) {
   }
   if (e->button() == Qt::LeftButton) {
     const QPointF sp = mapToScene(e->pos());
-    if (auto hit = portUnder(sp)) {
+    if (auto hit = portUnder(sp); hit && !refuseEdit(e->globalPosition().toPoint())) {
       const auto [item, port] = *hit;
       portDrag_ = PortDrag{{item->id(), port.port}, port.output};
       dragLine_ = new QGraphicsPathItem;
@@ -148,6 +148,7 @@ void GraphCanvas::finishPortDrag(QPointF scenePos, QPoint globalPos) {
 }
 
 void GraphCanvas::deleteSelection() {
+  if (refuseEdit()) return;
   const QList<graph::NodeId> nodes = selectedNodes();
   std::vector<graph::PortRef> inputs;  // edges to remove, by the input they feed
   for (QGraphicsItem* item : scene_.selectedItems()) {
@@ -176,6 +177,7 @@ void GraphCanvas::copySelection() {
 }
 
 void GraphCanvas::pasteClipboard() {
+  if (refuseEdit()) return;
   const QMimeData* mime = QApplication::clipboard()->mimeData();
   if (!mime) return;
   const QString json = mime->hasFormat(kGraphMimeType) ? QString::fromUtf8(mime->data(kGraphMimeType))
@@ -204,13 +206,13 @@ void GraphCanvas::keyPressEvent(QKeyEvent* e) {
   } else if (e->matches(QKeySequence::Paste)) {
     pasteClipboard();
   } else if (e->matches(QKeySequence::Undo) && !shiftCtrlZ) {
-    doc_->undoStack()->undo();
+    if (!refuseEdit()) doc_->undoStack()->undo();
   } else if (e->matches(QKeySequence::Redo) || shiftCtrlZ) {
-    doc_->undoStack()->redo();
+    if (!refuseEdit()) doc_->undoStack()->redo();
   } else if (e->matches(QKeySequence::SelectAll)) {
     for (auto& [id, item] : nodes_) item->setSelected(true);
   } else if ((e->key() == Qt::Key_Left || e->key() == Qt::Key_Right || e->key() == Qt::Key_Up ||
-              e->key() == Qt::Key_Down) && !selectedNodes().isEmpty()) {
+              e->key() == Qt::Key_Down) && !selectedNodes().isEmpty() && !refuseEdit()) {
     // Nudge the selection; holding the key (auto-repeat) stays one undo step.
     const double step = e->modifiers() & Qt::ShiftModifier ? 50 : 10;
     const QPointF delta = e->key() == Qt::Key_Left ? QPointF(-step, 0) : e->key() == Qt::Key_Right ? QPointF(step, 0)
@@ -260,7 +262,7 @@ void GraphCanvas::wheelEvent(QWheelEvent* e) {
 }
 
 void GraphCanvas::dragEnterEvent(QDragEnterEvent* e) {
-  if (e->mimeData()->hasFormat(kOpMimeType)) {
+  if (e->mimeData()->hasFormat(kOpMimeType) && !doc_->isReadOnly()) {
     e->setDropAction(Qt::CopyAction);
     e->accept();
   } else {
@@ -269,7 +271,7 @@ void GraphCanvas::dragEnterEvent(QDragEnterEvent* e) {
 }
 
 void GraphCanvas::dragMoveEvent(QDragMoveEvent* e) {
-  if (e->mimeData()->hasFormat(kOpMimeType)) {
+  if (e->mimeData()->hasFormat(kOpMimeType) && !doc_->isReadOnly()) {
     e->setDropAction(Qt::CopyAction);
     e->accept();
   } else {
@@ -282,6 +284,7 @@ void GraphCanvas::dropEvent(QDropEvent* e) {
     QGraphicsView::dropEvent(e);
     return;
   }
+  if (refuseEdit()) return;
   const QString op = QString::fromUtf8(e->mimeData()->data(kOpMimeType));
   QString reason;
   const graph::NodeId id = doc_->addNode(op, mapToScene(e->position().toPoint()), &reason);
@@ -336,16 +339,16 @@ void GraphCanvas::contextMenuEvent(QContextMenuEvent* e) {
     scene_.clearSelection();
     under->setSelected(true);
   }
-  const bool selection = !scene_.selectedItems().isEmpty();
+  const bool selection = !scene_.selectedItems().isEmpty(), editable = !doc_->isReadOnly();
   QMenu menu(this);
-  menu.addAction(tr("Delete"), this, &GraphCanvas::deleteSelection)->setEnabled(selection);
+  menu.addAction(tr("Delete"), this, &GraphCanvas::deleteSelection)->setEnabled(selection && editable);
   menu.addAction(tr("Copy"), this, &GraphCanvas::copySelection)->setEnabled(!selectedNodes().isEmpty());
-  menu.addAction(tr("Paste"), this, &GraphCanvas::pasteClipboard);
+  menu.addAction(tr("Paste"), this, &GraphCanvas::pasteClipboard)->setEnabled(editable);
   menu.addSeparator();
   menu.addAction(tr("Auto layout"), this, [this] {
     doc_->autoLayout();
     fitAll();
-  });
+  })->setEnabled(editable);
   menu.addAction(tr("Fit all"), this, &GraphCanvas::fitAll);
   menu.exec(e->globalPos());
 }

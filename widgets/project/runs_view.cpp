@@ -44,6 +44,21 @@ QDateTime parse_time(const std::string& iso) {
   return QDateTime::fromString(QString::fromStdString(iso), Qt::ISODateWithMs);
 }
 
+// Sorts by SortRole as a number when both cells have one, else by text.
+class RunItem : public QTableWidgetItem {
+ public:
+  using QTableWidgetItem::QTableWidgetItem;
+  bool operator<(const QTableWidgetItem& other) const override {
+    const QVariant a = data(RunsView::SortRole), b = other.data(RunsView::SortRole);
+    if (a.isValid() && b.isValid()) {
+      const double x = a.toDouble(), y = b.toDouble();
+      if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && !std::isnan(y);
+      return x < y;
+    }
+    return QTableWidgetItem::operator<(other);
+  }
+};
+
 QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   auto* plot = new QCustomPlot;
   plot->xAxis->setLabel(x_label);
@@ -68,13 +83,16 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_ = new QTableWidget(0, ColumnCount);
   table_->setHorizontalHeaderLabels({tr("Run"), tr("Status"), tr("Device"), tr("Started"), tr("Duration"),
                                      tr("Epochs"), tr("Train loss"), tr("Train acc."), tr("Val. loss"),
-                                     tr("Val. acc."), tr("Optimizer"), tr("LR")});
+                                     tr("Val. acc."), tr("Test acc."), tr("Optimizer"), tr("LR")});
   table_->verticalHeader()->setVisible(false);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Interactive widths, fitted to the contents on every refresh; the last column takes the rest.
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setSortIndicator(Name, Qt::AscendingOrder);
+  table_->setSortingEnabled(true);
 
   lossPlot_ = make_plot(tr("step"), tr("training loss"));
   accuracyPlot_ = make_plot(tr("epoch"), tr("val. accuracy (%)"));
@@ -126,14 +144,19 @@ void RunsView::setProject(projects::Project* project) {
 
 void RunsView::refresh() {
   const QList<int64_t> selected = selectedRuns();
-  const QSignalBlocker block(table_);
-  table_->clearSelection();
-  table_->setRowCount(0);
-  if (project_) {
-    const auto runs = project_->runs();
-    table_->setRowCount(static_cast<int>(runs.size()));
-    for (size_t i = 0; i < runs.size(); ++i) fillRow(static_cast<int>(i), runs[i]);
+  {
+    const QSignalBlocker block(table_);
+    table_->setSortingEnabled(false);  // rows stay where fillRow puts them
+    table_->clearSelection();
+    table_->setRowCount(0);
+    if (project_) {
+      const auto runs = project_->runs();
+      table_->setRowCount(static_cast<int>(runs.size()));
+      for (size_t i = 0; i < runs.size(); ++i) fillRow(static_cast<int>(i), runs[i]);
+    }
+    table_->setSortingEnabled(true);  // sorts by the header's current indicator
   }
+  table_->resizeColumnsToContents();
   selectRuns(selected);
   updatePlots();
 }
@@ -153,6 +176,21 @@ void RunsView::fillRow(int row, const projects::RunRecord& run) {
   const int configured = config.value("epochs").toInt(0);
   const QString done = QString::number(epochs.empty() ? 0 : epochs.back().epoch);
   const QJsonValue lr = config.contains("lr") ? config.value("lr") : config.value("learning_rate");
+  double test_accuracy = number(final_metrics, "test_accuracy");
+  if (std::isnan(test_accuracy)) {
+    try {
+      if (auto e = project_->evaluation(run.id)) test_accuracy = e->accuracy;
+    } catch (const std::exception&) {
+      // A damaged stored evaluation: the cell stays empty.
+    }
+  }
+  const double nan = std::nan("");
+  const double configured_lr = lr.isDouble() ? lr.toDouble() : nan;
+  const double sort_keys[ColumnCount] = {double(run.id), nan, nan, nan, double(seconds >= 0 ? seconds : -1),
+                                         double(epochs.empty() ? 0 : epochs.back().epoch),
+                                         number(final_metrics, "train_loss"), number(final_metrics, "train_accuracy"),
+                                         number(final_metrics, "val_loss"), number(final_metrics, "val_accuracy"),
+                                         test_accuracy, nan, configured_lr};
 
   const QString cells[ColumnCount] = {
       QString::fromStdString(run.name),
@@ -165,16 +203,18 @@ void RunsView::fillRow(int row, const projects::RunRecord& run) {
       percent(number(final_metrics, "train_accuracy")),
       fixed(number(final_metrics, "val_loss"), 4),
       percent(number(final_metrics, "val_accuracy")),
+      percent(test_accuracy),
       config.value("optimizer").toString(),
       lr.isDouble() ? QString::number(lr.toDouble(), 'g', 6) : QString()};
   for (int c = 0; c < ColumnCount; ++c) {
-    auto* item = new QTableWidgetItem(cells[c]);
+    auto* item = new RunItem(cells[c]);
+    if (c != Status && c != Device && c != Started && c != Optimizer) item->setData(SortRole, sort_keys[c]);
     if (c == Name) {
       item->setData(Qt::UserRole, QVariant::fromValue<qint64>(run.id));
       item->setToolTip(QString("#%1\n%2").arg(run.id).arg(QString::fromStdString(run.config_json)));
     }
     if (c == Status && !run.message.empty()) item->setToolTip(QString::fromStdString(run.message));
-    if (c >= Epochs && c <= ValAccuracy) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if ((c >= Epochs && c <= TestAccuracy) || c == LearningRate) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     table_->setItem(row, c, item);
   }
 }

@@ -1,0 +1,60 @@
+#include "app/studio/run_restore.h"
+
+#include <QVector>
+#include <algorithm>
+
+#include "widgets/training/live_plots.h"
+
+namespace kiln::studio {
+
+EvaluationResult toEvaluationResult(const projects::Evaluation& e) {
+  EvaluationResult r;
+  r.count = e.count;
+  r.loss = e.loss;
+  r.accuracy = e.accuracy;
+  for (const std::string& name : e.class_names) r.classNames << QString::fromStdString(name);
+  r.confusion = e.confusion;
+  const size_t pixels = static_cast<size_t>(e.image_height) * static_cast<size_t>(e.image_width);
+  for (size_t i = 0; i < e.misclassified.size(); ++i) {
+    QImage image;
+    if (pixels > 0 && e.images.size() >= (i + 1) * pixels) {
+      image = QImage(e.image_width, e.image_height, QImage::Format_Grayscale8);
+      for (int y = 0; y < e.image_height; ++y)
+        std::copy_n(e.images.data() + i * pixels + static_cast<size_t>(y * e.image_width), e.image_width,
+                    image.scanLine(y));
+    }
+    r.misclassified.push_back({image, e.misclassified[i].truth, e.misclassified[i].predicted});
+  }
+  return r;
+}
+
+bool showStoredRun(const projects::Project& project, int64_t run, LivePlots* plots, EvaluationView* evaluation,
+                   QString* error) {
+  plots->clear();
+  evaluation->clear();
+  try {
+    const auto steps = project.step_metrics(run);
+    QVector<double> x, loss, lr;
+    x.reserve(static_cast<qsizetype>(steps.size()));
+    loss.reserve(x.capacity());
+    lr.reserve(x.capacity());
+    for (const projects::StepMetric& m : steps) {
+      x << static_cast<double>(m.step);
+      loss << m.loss;
+      lr << m.lr;
+    }
+    if (!x.isEmpty()) plots->addSteps(x, loss, lr);
+    for (const projects::EpochMetric& m : project.epoch_metrics(run))
+      plots->addEpoch(m.epoch, m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy);
+    plots->fitToData();
+    if (auto e = project.evaluation(run)) evaluation->setResult(toEvaluationResult(*e));
+  } catch (const std::exception& e) {
+    plots->clear();
+    evaluation->clear();
+    if (error) *error = QString::fromUtf8(e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace kiln::studio
