@@ -1,5 +1,9 @@
 // `kiln run model.onnx --input x.npy`: runs an ONNX model on NumPy inputs and writes each
 // output as <output name>.npy (for scripts), printing the output names, shapes and dtypes.
+// --repeat N then runs it N more times and prints the latency (median and minimum, in ms;
+// outputs are read back to the host in each run, so the device has finished).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -21,7 +25,8 @@ int onnx_run_command(const std::vector<std::string>& argv) {
                           "to OUT-DIR/<output name>.npy.");
   parser.flag("input", "LIST", "", "comma-separated .npy files, in the model's input order, or NAME=FILE pairs")
       .flag("out-dir", "DIR", ".", "folder for the outputs' .npy files")
-      .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)");
+      .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
+      .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)");
   parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results");
   std::vector<std::string> rest = argv;
   std::string path;
@@ -56,7 +61,20 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     if (feed.count(name)) args.fail("input '" + name + "' is given twice");
     feed[name] = onnx::load_npy(file);
   }
+  int64_t repeat = args.integer("repeat", 0);
   std::vector<Tensor> out = session.run(feed);
+  if (repeat > 0) {
+    std::vector<double> ms;
+    for (int64_t r = 0; r < repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<Tensor> o = session.run(feed);
+      for (const Tensor& t : o) (void)t.to(Device()).contiguous();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency: median %.3f ms, min %.3f ms over %lld runs on %s\n", ms[ms.size() / 2], ms.front(),
+                static_cast<long long>(repeat), device.str().c_str());
+  }
   std::filesystem::create_directories(args.str("out-dir"));
   std::vector<std::string> out_names = session.output_names();
   for (size_t i = 0; i < out.size(); ++i) {

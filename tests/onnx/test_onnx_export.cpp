@@ -271,7 +271,7 @@ TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
       ++checked;
     }
   std::printf("pytorch-converted, pytorch-operator and simple cases exported and checked: %d\n", checked);
-  EXPECT_GE(checked, 119);  // 82 + 14 + 23 with libonnx-testdata 1.12 and the importer of this commit
+  EXPECT_GE(checked, 119);  // libonnx-testdata 1.12 with the importer of this commit
 }
 
 // The node cases of the suite that import into the graph IR and whose opset libonnx 1.12 knows
