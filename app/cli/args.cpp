@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace kiln::cli {
@@ -118,6 +119,13 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
     }
     if (!f->choices.empty() && std::find(f->choices.begin(), f->choices.end(), value) == f->choices.end())
       failing.fail("--" + name + " must be one of " + join(f->choices, ", ") + "; got '" + value + "'");
+    // A folder where a file is expected (and the reverse) is named here, not by a reader's
+    // "cannot read" later: FILE... flags refuse an existing directory, DIR flags an existing file.
+    std::error_code ec;
+    if (f->metavar.rfind("FILE", 0) == 0 && std::filesystem::is_directory(value, ec))
+      failing.fail("--" + name + ": '" + value + "' is a directory, not a file");
+    if (f->metavar == "DIR" && std::filesystem::exists(value, ec) && !std::filesystem::is_directory(value, ec))
+      failing.fail("--" + name + ": '" + value + "' is a file, not a directory");
     values[name] = value;
     given[name] = true;
   }

@@ -3,8 +3,9 @@
 //
 // Every flag takes a value (`--epochs 5` or `--epochs=5`) unless it is a switch
 // (`--resume`). A mistake on the command line (unknown flag, missing or malformed
-// value, a value outside the flag's choices) throws UsageError; main() prints it as
-// one line and exits with status 2.
+// value, a value outside the flag's choices, an existing directory given to a flag whose
+// metavar starts with FILE, an existing file given to a DIR flag) throws UsageError; main()
+// prints it as one line and exits with status 2.
 #pragma once
 #include <cstdint>
 #include <map>

@@ -1,6 +1,8 @@
-// `kiln eval`: loads safetensors weights into a reference model and reports its loss,
-// accuracy, top-5 accuracy and confusion matrix on a test set.
+// `kiln eval`: loads safetensors weights into a reference model, or into the graph a
+// `kiln train --graph` run kept (train_graph.h), and reports its loss, accuracy, top-5
+// accuracy and confusion matrix on a test set. Ctrl-C stops it between batches (exit 130).
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -8,11 +10,14 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
+#include "app/cli/interrupt.h"
+#include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/registry.h"
 #include "engine/data/dataloader.h"
+#include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/functional.h"
 #include "engine/train/metrics.h"
@@ -29,19 +34,32 @@ ArgParser eval_parser() {
       .flag("dataset", "NAME", "fashion-mnist", "dataset whose test set to use", dataset_names())
       .flag("model", "NAME", "", "reference model (default: inferred from the file's keys)",
             train::reference_model_names())
+      .flag("graph", "FILE", "", "graph JSON the weights belong to (default: the graph.json that a\n"
+                                 "`kiln train --graph` run keeps next to its model.safetensors)")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
       .flag("batch-size", "B", "256", "images per batch")
       .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
-  p.epilog("example: kiln eval --model-file runs/cnn/model.safetensors");
+  p.epilog("Ctrl-C stops the evaluation between batches (exit status 130).\n\n"
+           "example: kiln eval --model-file runs/cnn/model.safetensors");
   return p;
 }
 
-// The model of `model_name` (or the one the file's keys name) with the file's weights.
-std::shared_ptr<nn::Module> load_model(const std::string& path, std::string& model_name, Device device) {
+// The model with the file's weights: the graph of `graph_path` (or the one the run kept), else the
+// reference model `model_name` (or the one the file's keys name). model_name becomes what was loaded.
+std::shared_ptr<nn::Module> load_model(const std::string& path, std::string graph_path, std::string& model_name,
+                                       Device device) {
+  KILN_CHECK(!std::filesystem::is_directory(path), IoError, path, " is a directory, not a safetensors file");
   io::SafetensorsFile file = io::load_safetensors(path);
-  if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
-  std::shared_ptr<nn::Module> model = train::make_model(model_name);
+  if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
+  std::shared_ptr<nn::Module> model;
+  if (!graph_path.empty()) {
+    model = std::make_shared<graph::GraphModule>(load_checked_graph(graph_path));
+    model_name = "graph " + graph_path;
+  } else {
+    if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
+    model = train::make_model(model_name);
+  }
   model->to(device);
   try {
     model->load_state_dict(file.tensors);
@@ -51,11 +69,14 @@ std::shared_ptr<nn::Module> load_model(const std::string& path, std::string& mod
   return model;
 }
 
-train::ClassificationMetrics evaluate(nn::Module& model, data::DataLoader& loader, Device device, int64_t classes) {
+// Stops early (interrupted = true) when Ctrl-C arrives (an InterruptGuard must be installed).
+train::ClassificationMetrics evaluate(nn::Module& model, data::DataLoader& loader, Device device, int64_t classes,
+                                      bool& interrupted) {
   NoGradGuard no_grad;
   model.eval();
   train::ClassificationMetrics metrics(classes, 5);
   for (const data::Batch& batch : loader) {
+    if ((interrupted = InterruptGuard::interrupted())) break;
     Tensor target = batch.target.to(device);
     Tensor logits = model(batch.input.to(device));
     double loss = nn::F::cross_entropy(logits, target).item<double>();
@@ -96,6 +117,7 @@ int eval_command(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (!args.given("model-file")) args.fail("--model-file FILE is required (see kiln eval --help)");
+  if (args.given("graph") && args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
   const std::string path = args.str("model-file");
   const std::string dataset = args.str("dataset");
   std::string model_name = args.str("model");
@@ -104,10 +126,22 @@ int eval_command(const std::vector<std::string>& argv) {
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
 
   const Device device = resolve_device(args.str("device"));
-  std::shared_ptr<nn::Module> model = load_model(path, model_name, device);
-  data::DataLoader loader(open_dataset(dataset, data_dir, /*train=*/false), batch_size);
+  InterruptGuard interrupt_guard;  // Ctrl-C from here on ends with a message, not a kill
+  std::shared_ptr<nn::Module> model = load_model(path, args.str("graph"), model_name, device);
+  auto test_set = open_dataset(dataset, data_dir, /*train=*/false);
+  if (auto* g = dynamic_cast<graph::GraphModule*>(model.get())) check_graph_fits(g->graph(), dataset, *test_set);
+  data::DataLoader loader(test_set, batch_size);
   const std::vector<std::string> names = class_names(dataset);
-  train::ClassificationMetrics m = evaluate(*model, loader, device, static_cast<int64_t>(names.size()));
+  std::fprintf(stderr, "evaluating %s on %lld test images of %s on %s ...\n", model_name.c_str(),
+               static_cast<long long>(test_set->size()), dataset.c_str(), device.str().c_str());
+  bool interrupted = InterruptGuard::interrupted();
+  train::ClassificationMetrics m(static_cast<int64_t>(names.size()), 5);
+  if (!interrupted) m = evaluate(*model, loader, device, static_cast<int64_t>(names.size()), interrupted);
+  if (interrupted) {
+    std::fprintf(stderr, "kiln: evaluation interrupted after %lld of %lld test images; no results\n",
+                 static_cast<long long>(m.count()), static_cast<long long>(test_set->size()));
+    return kExitInterrupted;
+  }
 
   std::printf("%s: %s on %s, %lld test images of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
               static_cast<long long>(m.count()), dataset.c_str());

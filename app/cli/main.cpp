@@ -1,5 +1,6 @@
 // `kiln`: the headless front end of the engine. Dispatches to one command per file
-// (commands.h) and turns every error into one line on stderr:
+// (commands.h) and turns every error into one line on stderr (`kiln --version` prints
+// KILN_VERSION, CMake's project version):
 //   kiln: error: <what the engine said>      exit status 1
 //   kiln train: unknown flag --foo ...        exit status 2 (a command-line mistake)
 #include <cstdio>
@@ -34,7 +35,7 @@ void print_help(std::FILE* out) {
                "Kiln's deep-learning engine from the command line.\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out,
-               "\n`kiln <command> --help` lists a command's flags and their defaults.\n"
+               "\n`kiln <command> --help` lists a command's flags and their defaults; `kiln --version` the version.\n"
                "KILN_DEVICE=cuda:0 (or vulkan:0, cpu, ...) picks the default device.\n");
 }
 
@@ -47,6 +48,10 @@ int dispatch(int argc, char** argv) {
   const std::string& name = args[0];
   if (name == "--help" || name == "-h" || name == "help") {
     print_help(stdout);
+    return kExitOk;
+  }
+  if (name == "--version" || name == "-V" || name == "version") {
+    std::printf("kiln %s\n", KILN_VERSION);
     return kExitOk;
   }
   for (const Command& c : kCommands)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,12 +18,12 @@
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
 #include "app/cli/train_config.h"
+#include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
-#include "engine/graph/analysis.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/io/safetensors.h"
@@ -69,38 +70,6 @@ Loaders make_loaders(const TrainConfig& c) {
 }
 
 std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
-
-// The graph of --graph: ValueError listing every problem when it cannot run, and
-// unless it has one Input and one Output.
-graph::Graph load_checked_graph(const std::string& path) {
-  graph::Graph g = graph::load_graph(path);
-  graph::Analysis a = graph::analyze(g);
-  if (!a.ok()) {
-    std::string msg = path + ": the graph cannot be trained:";
-    for (const graph::Problem& p : a.problems)
-      msg += "\n  " + (p.node >= 0 ? "'" + g.node(p.node).name + "': " : std::string()) + p.message;
-    throw ValueError(msg);
-  }
-  KILN_CHECK(g.input_nodes().size() == 1 && g.output_nodes().size() == 1, ValueError, path,
-             ": training needs a graph with one Input and one Output node, it has ", g.input_nodes().size(), " and ",
-             g.output_nodes().size());
-  return g;
-}
-
-// ShapeError naming both shapes when the data set's images or classes do not fit the graph.
-void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data) {
-  graph::Analysis a = graph::analyze(g);
-  const graph::TensorType in = *a.type_of({g.input_nodes()[0], 0});
-  const Tensor sample = data.get_batch({0}).input;
-  graph::SymShape have{graph::kBatch};
-  for (int64_t d = 1; d < sample.dim(); ++d) have.push_back(sample.size(d));
-  KILN_CHECK(have == in.shape, ShapeError, "the graph's input is ", graph::shape_str(in.shape), " but ", dataset,
-             " images are ", graph::shape_str(have));
-  const graph::TensorType out = a.nodes.at(g.output_nodes()[0]).inputs.at(0);
-  const auto classes = static_cast<int64_t>(class_names(dataset).size());
-  KILN_CHECK(out.shape == graph::SymShape({graph::kBatch, classes}), ShapeError, "the graph's output is ",
-             graph::shape_str(out.shape), " but ", dataset, " has ", classes, " classes (want [N, ", classes, "])");
-}
 
 }  // namespace
 
@@ -160,6 +129,7 @@ int train_command(const std::vector<std::string>& argv) {
   }
 
   std::filesystem::create_directories(out);
+  if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
   MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);
   std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld images, %lld batches of %lld%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
@@ -183,8 +153,9 @@ int train_command(const std::vector<std::string>& argv) {
                static_cast<long long>(loaders.test->dataset().size()));
   train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
 
-  io::save_safetensors((out / "model.safetensors").string(), model->state_dict(),
-                       {{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}});
+  std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
+  if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
+  io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =
       seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;
@@ -208,6 +179,7 @@ int train_command(const std::vector<std::string>& argv) {
       {"precision", precision.autocast ? dtype_name(*precision.autocast) : "f32"},
       {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
   };
+  if (net) summary["graph"] = kRunGraphFile;
   if (options.grad_scaler)
     std::fprintf(stderr, "f16 loss scaling: %lld of %lld steps skipped (non-finite gradients), final scale %g\n",
                  static_cast<long long>(options.grad_scaler->skipped_steps()),
@@ -215,9 +187,9 @@ int train_command(const std::vector<std::string>& argv) {
   write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
 
   std::printf("test accuracy %.2f%% (loss %.4f), %.0f images/s training, %s total; files in %s/: "
-              "model.safetensors metrics.csv summary.json checkpoint/\n",
+              "model.safetensors metrics.csv summary.json checkpoint/%s\n",
               100 * test.accuracy(), test.loss(), images_per_second, format_duration(seconds).c_str(),
-              display_path(out).c_str());
+              display_path(out).c_str(), net ? " graph.json" : "");
   return kExitOk;
 }
 

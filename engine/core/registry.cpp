@@ -132,6 +132,14 @@ Backend* backend_for(const Device& device) {
       if (device.type == DeviceType::cpu) cpu_fast = static_cast<cpu::CpuBackend*>(b.get());
       return b.get();
     }
+  // A family that found no device says why (missing plugin, driver or hardware), as `kiln devices` does.
+  const std::string family = std::string(device_type_name(device.type)) + ": ";
+  for (const std::string& why : r.unavailable)
+    if (why.rfind(family, 0) == 0) {
+      const char* shown = device.type == DeviceType::cuda ? "CUDA" : device.type == DeviceType::hip ? "HIP" : "Vulkan";
+      throw DeviceError(detail::str_cat("device '", device.str(), "': ", shown, " backend unavailable: ",
+                                        why.substr(family.size()), "; devices found: ", known_devices(r)));
+    }
   throw DeviceError(detail::str_cat("unknown device '", device.str(), "'; devices found: ", known_devices(r)));
 }
 

@@ -37,7 +37,8 @@ std::vector<DeviceInfo> list_devices();
 // Why each backend family that found nothing is unavailable ("vulkan: no loader").
 std::vector<std::string> unavailable_backends();
 // The Backend of a device; throws DeviceError naming the device and the devices
-// that do exist when it is unknown.
+// that do exist when it is unknown, with the reason unavailable_backends() gives when its
+// whole family is missing ("device 'cuda:0': CUDA backend unavailable: <why>; devices found: cpu").
 Backend* backend_for(const Device& device);
 // The best device: KILN_DEVICE when set (validated), else the highest score.
 Device default_device();

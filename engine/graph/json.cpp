@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -211,6 +212,8 @@ Graph from_json(const std::string& text) {
 }
 
 Graph load_graph(const std::string& path) {
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), IoError, path, " is a directory, not a graph JSON file");
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in, IoError, "cannot open graph file '", path, "'");
   std::ostringstream text;

@@ -148,6 +148,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
+  KILN_CHECK(!fs::is_directory(path), IoError, path, " is a directory, not a safetensors file");
   KILN_CHECK(fs::is_regular_file(path), IoError, path, ": no such file");
   uint64_t size = fs::file_size(path);
   KILN_CHECK(size >= 8, IoError, path, ": file too small for safetensors (", size,

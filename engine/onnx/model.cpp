@@ -223,6 +223,7 @@ Model parse_model(const std::string& bytes, const std::string& base_dir, const s
 
 Model load_model(const std::string& path) {
   std::error_code ec;
+  KILN_CHECK(!fs::is_directory(path, ec), IoError, path, " is a directory, not an ONNX model file");
   KILN_CHECK(fs::is_regular_file(path, ec), IoError, "cannot open ", path, ": no such file");
   auto size = fs::file_size(path, ec);
   KILN_CHECK(!ec, IoError, "cannot read ", path, ": ", ec.message());

@@ -1,6 +1,7 @@
 #include "engine/onnx/npy.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -37,6 +38,8 @@ std::string field(const std::string& header, const std::string& key, const std::
 }  // namespace
 
 Tensor load_npy(const std::string& path) {
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), IoError, path, " is a directory, not a .npy file");
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in, IoError, "cannot open ", path);
   std::stringstream ss;

@@ -7,7 +7,8 @@
 #   tests/engine/test_cli.sh path/to/kiln CASE
 #
 # Cases: help usage bad_model bad_device devices eval_missing eval_wrong_shapes
-#        missing_data train_smoke interrupt graph_bad graph_train
+#        missing_data train_smoke interrupt graph_bad graph_train graph_eval eval_interrupt
+#        version dir_args device_reason
 set -uo pipefail
 kiln=$1 case=$2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -48,7 +49,8 @@ write_wrong_shapes() {
 }
 
 # Cases that train need the real data set; without it they are skipped (exit 77), naming the package.
-if [[ $case == train_smoke || $case == interrupt || $case == graph_train ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
+if [[ $case == train_smoke || $case == interrupt || $case == graph_train || $case == graph_eval ||
+      $case == eval_interrupt ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
   echo "SKIP: the Debian package dataset-fashion-mnist is not installed"; exit 77
 fi
 
@@ -192,6 +194,84 @@ graph_train)
       "$templates/fashion_mnist_mlp.json" >"$work/flat_input.json"
   run 1 train --graph "$work/flat_input.json" --epochs 1 --limit-batches 1 --out "$work/run2"
   contains "$err" "the graph's input is [N, 784] but fashion-mnist images are [N, 1, 28, 28]" "input that does not fit"
+  ;;
+graph_eval)  # a run trained from a graph keeps it, and `kiln eval` rebuilds the network from it
+  templates=$(dirname "$0")/../../projects/templates
+  run 0 train --graph "$templates/residual_cnn.json" --epochs 1 --batch-size 32 --limit-batches 2 --out "$work/run"
+  [[ -f $work/run/graph.json ]] || fail "the run did not keep graph.json"
+  contains "$(cat "$work/run/summary.json")" '"graph": "graph.json"' "summary.json"
+  run 0 eval --model-file "$work/run/model.safetensors" --batch-size 500
+  contains "$out" "graph $work/run/graph.json" "kiln eval of a graph run"; contains "$out" "accuracy" "kiln eval of a graph run"
+  contains "$out" "Ankle boot" "kiln eval of a graph run"
+  # the weights alone: the file names its graph, which is missing; --graph gives it
+  mkdir "$work/alone" && cp "$work/run/model.safetensors" "$work/alone/"
+  run 1 eval --model-file "$work/alone/model.safetensors"
+  contains "$err" "$work/alone/graph.json, which is missing; pass the graph with --graph" "eval without graph.json"
+  run 0 eval --model-file "$work/alone/model.safetensors" --graph "$templates/residual_cnn.json" --batch-size 500
+  contains "$out" "accuracy" "kiln eval --graph"
+  # weights of another network
+  run 1 eval --model-file "$work/alone/model.safetensors" --graph "$templates/fashion_mnist_mlp.json"
+  contains "$err" "load_state_dict" "eval with another graph"; contains "$err" "model.safetensors" "eval with another graph"
+  run 2 eval --model-file "$work/alone/model.safetensors" --graph "$templates/residual_cnn.json" --model mlp
+  contains "$err" "--graph and --model are exclusive" "eval --graph --model"
+  ;;
+eval_interrupt)  # Ctrl-C during `kiln eval` ends it with a message and status 130
+  run 0 train --model mlp --epochs 1 --batch-size 64 --limit-batches 1 --out "$work/run"
+  set -m  # background jobs keep SIGINT
+  "$kiln" eval --model-file "$work/run/model.safetensors" --batch-size 1 --threads 1 >"$work/out" 2>"$work/err" &
+  pid=$!
+  for _ in $(seq 300); do
+    grep -q "evaluating" "$work/err" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -INT "$pid"
+  wait "$pid"; status=$?
+  [[ $status == 130 ]] || fail "after SIGINT kiln eval exited $status, expected 130; stderr: $(cat "$work/err")"
+  contains "$(cat "$work/err")" "evaluation interrupted after" "stderr after SIGINT"
+  [[ ! -s $work/out ]] || fail "an interrupted eval printed results: $(cat "$work/out")"
+  ;;
+version)
+  want=$(sed -n 's/^project(Kiln VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")
+  [[ -n $want ]] || fail "no project version in CMakeLists.txt"
+  run 0 --version; [[ $out == "kiln $want" ]] || fail "kiln --version printed '$out', expected 'kiln $want'"
+  run 0 --help; contains "$out" "--version" "kiln --help"
+  ;;
+dir_args)  # a folder where a file is expected (and the reverse) is named as such
+  mkdir -p "$work/dir"; : >"$work/file"
+  run 2 train --graph "$work/dir"; contains "$err" "--graph: '$work/dir' is a directory, not a file" "train --graph DIR"
+  one_line "$err" "stderr"
+  run 2 eval --model-file "$work/dir"; contains "$err" "'$work/dir' is a directory, not a file" "eval --model-file DIR"
+  run 2 eval --model-file "$work/file" --graph "$work/dir"; contains "$err" "is a directory, not a file" "eval --graph DIR"
+  run 2 train --out "$work/file"; contains "$err" "--out: '$work/file' is a file, not a directory" "train --out FILE"
+  if "$kiln" --help | grep -q "^  export "; then
+    run 2 export "$work/file" --out "$work/dir"; contains "$err" "is a directory, not a file" "export --out DIR"
+    run 2 codegen "$work/file" --out "$work/file"; contains "$err" "is a file, not a directory" "codegen --out FILE"
+    run 1 codegen "$work/dir" --out "$work/gen"; contains "$err" "$work/dir is a directory" "kiln codegen DIR"
+    run 1 import "$work/dir"; contains "$err" "$work/dir is a directory" "kiln import DIR"
+    run 1 export "$work/dir" --out "$work/x.onnx"; contains "$err" "$work/dir is a directory" "kiln export DIR"
+    relu=/usr/share/libonnx-testdata/data/node/test_relu/model.onnx
+    if [[ -f $relu ]]; then
+      run 1 run "$relu" --input "$work/dir"; contains "$err" "$work/dir is a directory, not a .npy file" "kiln run --input DIR"
+    fi
+  fi
+  ;;
+device_reason)  # a GPU device whose backend is missing gives the registry's reason, not "unknown device"
+  run 0 devices
+  checked=0
+  for family in cuda hip vulkan; do
+    why=$(printf '%s\n' "$out" | sed -n "s/^unavailable: $family: //p" | head -n1)
+    [[ -n $why ]] || continue
+    case $family in cuda) shown=CUDA ;; hip) shown=HIP ;; vulkan) shown=Vulkan ;; esac
+    devices_out=$out
+    run 1 eval --model-file /nonexistent.safetensors --device "$family:0"
+    contains "$err" "$shown backend unavailable: $why" "--device $family:0"; one_line "$err" "stderr"
+    run 1 train --device "$family:0" --epochs 1
+    contains "$err" "$shown backend unavailable" "train --device $family:0"
+    out=$devices_out checked=$((checked + 1))
+  done
+  run 1 train --device cpu:3; contains "$err" "unknown device 'cpu:3'" "absent CPU device"
+  [[ $checked -gt 0 ]] || { echo "SKIP: every GPU backend is available here"; exit 77; }
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;
