@@ -9,7 +9,8 @@
 //   example_inputs.safetensors / example_outputs.safetensors   random inputs (batch 2, seed 0)
 //                           and the executor's outputs for them, by graph input/output name
 //   main.cpp                runs the class on example_inputs (or the files given) and, on the
-//                           examples, exits 1 unless every output matches at rtol 1e-4, atol 1e-5
+//                           examples, exits 1 unless every output matches at rtol 1e-4, atol 1e-5;
+//                           other arguments print its usage (exit 2), errors name the file (exit 1)
 //   CMakeLists.txt          find_package(Kiln), target_link_libraries(... Kiln::engine)
 // The ops it translates (to engine/core/ops.h and nn::functional): Conv (2-d), MaxPool,
 // AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, Relu, LeakyRelu, Sigmoid,
@@ -27,7 +28,7 @@ namespace kiln::onnx {
 
 struct CodegenOptions {
   // "" = from the graph name ("Fashion-MNIST CNN" -> "FashionMnistCnn"); "Model" if empty. Otherwise a C++
-  // identifier that is not a keyword (nor kiln, std, main, take, conv_params, pool_params, read): ValueError.
+  // identifier that is not a keyword (nor kiln, std, main, take, conv_params, pool_params, read, usage): ValueError.
   // Names from the model reach the generated files only as escaped string literals or comment-safe text.
   std::string class_name;
 };

@@ -19,3 +19,24 @@ run("configuring the generated project" ${CMAKE_COMMAND} -S ${WORK_DIR}/gen -B $
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
 run("building the generated project" ${CMAKE_COMMAND} --build ${WORK_DIR}/gen/build)
 run("the generated program (outputs against the executor)" ${WORK_DIR}/gen/build/small_cnn_main)
+# The generated main refuses other arguments with its usage (exit 2) and names a file it cannot use
+# (exit 1) instead of aborting.
+function(expect_failure what want_rc want_err)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL want_rc OR NOT err MATCHES "${want_err}")
+    message(FATAL_ERROR "${what}: exit ${rc} (want ${want_rc}), stderr lacks '${want_err}': ${err}")
+  endif()
+endfunction()
+set(main ${WORK_DIR}/gen/build/small_cnn_main)
+expect_failure("main with one argument" 2 "expected no arguments or WEIGHTS INPUTS OUTPUTS, got 1.*usage:" ${main} x)
+expect_failure("main with a missing weights file" 1 "error: .*${WORK_DIR}/missing.safetensors"
+               ${main} ${WORK_DIR}/missing.safetensors ${WORK_DIR}/gen/example_inputs.safetensors ${WORK_DIR}/out.safetensors)
+expect_failure("main with inputs that lack the model's input" 1 "has no tensor named"
+               ${main} ${WORK_DIR}/gen/small_cnn_weights.safetensors ${WORK_DIR}/gen/small_cnn_weights.safetensors
+               ${WORK_DIR}/out.safetensors)
+run("main --help" ${main} --help)
+run("main on files given" ${main} ${WORK_DIR}/gen/small_cnn_weights.safetensors ${WORK_DIR}/gen/example_inputs.safetensors
+    ${WORK_DIR}/out.safetensors)
+if(NOT EXISTS ${WORK_DIR}/out.safetensors)
+  message(FATAL_ERROR "main WEIGHTS INPUTS OUTPUTS did not write ${WORK_DIR}/out.safetensors")
+endif()
