@@ -133,9 +133,26 @@ std::vector<Tensor> conv_op(OpContext& c) {
   if (w.dim() != x.dim()) c.fail("weight " + shape_str(w.shape()) + " does not fit input " + shape_str(x.shape()));
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", spatial(w));
   Window win = window_of(c, spatial(x), kernel, false);
-  Tensor xp = pad_spatial(x, win.pad_begin, win.pad_end, 0.0);
   Tensor b = c.optional_input(2);
-  return {conv_valid(xp, w, b.defined() ? as(b, x.dtype()) : b, win.strides, win.dilations, c.attr_int("group", 1))};
+  if (b.defined()) b = as(b, x.dtype());
+  // 1-d and 2-d with the same padding on both sides (the usual case): the kernel pads, no copy of x
+  bool symmetric = x.dim() <= 4;
+  for (size_t i = 0; i < win.pad_begin.size(); ++i)
+    symmetric &= win.pad_begin[i] == win.pad_end[i] && win.pad_begin[i] >= 0;
+  if (symmetric) {
+    Conv2dParams p;
+    size_t first = x.dim() == 3 ? 1 : 0;  // 1-d runs as [N, C, 1, W]
+    for (size_t i = 0; i < win.strides.size(); ++i) {
+      p.stride[first + i] = win.strides[i];
+      p.dilation[first + i] = win.dilations[i];
+      p.padding[first + i] = win.pad_begin[i];
+    }
+    p.groups = c.attr_int("group", 1);
+    if (x.dim() == 3) return {conv2d(x.unsqueeze(2), w.unsqueeze(2), b, p).squeeze(2)};
+    return {conv2d(x, w, b, p)};
+  }
+  Tensor xp = pad_spatial(x, win.pad_begin, win.pad_end, 0.0);
+  return {conv_valid(xp, w, b, win.strides, win.dilations, c.attr_int("group", 1))};
 }
 
 // ConvTranspose as a convolution of the stride-dilated input with the flipped, transposed
