@@ -137,7 +137,7 @@ DeviceCaps query_caps(VkPhysicalDevice pd) {
                            s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
                            s.scope == VK_SCOPE_SUBGROUP_NV;
         const bool tiles = s.MSize > 0 && s.NSize > 0 && s.KSize > 0 && 64 % s.MSize == 0 && 32 % s.NSize == 0 &&
-                           32 % s.KSize == 0 && s.MSize * s.NSize <= 256;
+                           32 % s.KSize == 0 && s.NSize % 8 == 0 && s.KSize % 8 == 0 && s.MSize * s.NSize <= 256;
         if (types && tiles && s.MSize * s.NSize * s.KSize > c.coop_m * c.coop_n * c.coop_k) {
           c.coop_m = s.MSize;
           c.coop_n = s.NSize;

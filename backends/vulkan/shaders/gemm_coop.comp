@@ -4,10 +4,12 @@
 // f16. A 256-thread work group (8 subgroups of 32) computes a 128 x 128 tile of C; each
 // subgroup a 64 x 32 part of it as (64 / LM) x (32 / LN) accumulators of the LM x LN x LK
 // shape the device lists (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV). 32-deep K
-// slices of A and B are staged in shared memory as f16, loaded 8 halves at a time where
-// the host found the operand contiguous and aligned (i[26] / i[27]), else element by element
-// with any strides. Results go through a per-subgroup staging tile so that edges and any
-// C strides are handled.
+// slices of A and B are staged in shared memory as f16 (uvec4 = 8 halves, the layout of
+// NVIDIA's vk_cooperative_matrix_perf sample), read from memory 8 halves at a time where the
+// host found the operand contiguous and aligned (i[26] / i[27]), else element by element
+// with any strides; the next slice is read into registers while the current one is
+// multiplied. Results go through a per-subgroup staging tile so that edges and any C
+// strides are handled.
 // Params as gemm.comp mode 0: ptr[0] = C, ptr[1] = A, ptr[2] = B; i[0..2] = M, N, K;
 // i[3..8] = A (m, k), B (k, n), C (m, n) strides; i[9] = batch rank, i[10..25] batch sizes
 // and strides; i[26] = A vector loads (1: k-contiguous rows), i[27] = B vector loads
@@ -27,14 +29,15 @@ layout(constant_id = 4) const int IN_DT = DT_F16;
 layout(constant_id = 5) const int OUT_DT = DT_F32;
 
 const uint BM = 128, BN = 128, BK = 32, WM = 64, WN = 32;
-const uint SA = BK + 8, SB = BN + 8;  // shared row strides (halves): padded against bank conflicts
+// Shared tiles as uvec4 (8 halves): rows padded by one uvec4 against bank conflicts.
+const uint SA4 = BK / 8 + 1, SB4 = BN / 8 + 1;
 const uint RM = WM / LM, RN = WN / LN;
 const int IN_ES = IN_DT == DT_F32 ? 4 : 2, OUT_ES = OUT_DT == DT_F32 ? 4 : 2;
 
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4 { uvec4 v[]; };
 
-shared float16_t shA[BM * SA];
-shared float16_t shB[BK * SB];
+shared uvec4 shA[BM * SA4];
+shared uvec4 shB[BK * SB4];
 shared float stage[8 * 256];
 
 float ld(uint64_t a, uint i) {
@@ -42,11 +45,36 @@ float ld(uint64_t a, uint i) {
   return unpackHalf2x16(uint(B16(a).v[i])).x;
 }
 
+uint64_t pa, pb;
+int M, N, K, sam, sak, sbk, sbn;
+bool va, vb;
+
+// 8 halves of A: row m, columns k .. k+7 (zero beyond the edges).
+uvec4 load_a8(int m, int k) {
+  if (va && m < M && k + 8 <= K) return V4(pa).v[uint(m * sam + k) / 8];
+  float x[8];
+  for (int j = 0; j < 8; ++j) x[j] = (m < M && k + j < K) ? ld(pa, uint(m * sam + (k + j) * sak)) : 0.0;
+  return uvec4(packHalf2x16(vec2(x[0], x[1])), packHalf2x16(vec2(x[2], x[3])), packHalf2x16(vec2(x[4], x[5])),
+               packHalf2x16(vec2(x[6], x[7])));
+}
+// 8 halves of B: row k, columns n .. n+7.
+uvec4 load_b8(int k, int n) {
+  if (vb && k < K && n + 8 <= N) return V4(pb).v[uint(k * sbk + n) / 8];
+  float x[8];
+  for (int j = 0; j < 8; ++j) x[j] = (k < K && n + j < N) ? ld(pb, uint(k * sbk + (n + j) * sbn)) : 0.0;
+  return uvec4(packHalf2x16(vec2(x[0], x[1])), packHalf2x16(vec2(x[2], x[3])), packHalf2x16(vec2(x[4], x[5])),
+               packHalf2x16(vec2(x[6], x[7])));
+}
+
+const uint LOADS = BM * BK / 8 / 256;  // uvec4 of A (and of B) per thread per K slice
+
 void main() {
   ParamsRef p = P;
-  const int M = p.i[0], N = p.i[1], K = p.i[2];
-  const int sam = p.i[3], sak = p.i[4], sbk = p.i[5], sbn = p.i[6], scm = p.i[7], scn = p.i[8];
-  uint64_t pa = p.ptr[1], pb = p.ptr[2], pc = p.ptr[0];
+  M = p.i[0]; N = p.i[1]; K = p.i[2];
+  sam = p.i[3]; sak = p.i[4]; sbk = p.i[5]; sbn = p.i[6];
+  const int scm = p.i[7], scn = p.i[8];
+  pa = p.ptr[1]; pb = p.ptr[2];
+  uint64_t pc = p.ptr[0];
   uint rem = gl_WorkGroupID.z;
   for (int d = p.i[9] - 1; d >= 0; --d) {
     uint s = uint(p.i[10 + d]), c = rem % s;
@@ -55,7 +83,8 @@ void main() {
     pb += uint64_t(c * uint(p.i[18 + d])) * IN_ES;
     pc += uint64_t(c * uint(p.i[22 + d])) * OUT_ES;
   }
-  const bool va = p.i[26] != 0, vb = p.i[27] != 0;
+  va = p.i[26] != 0;
+  vb = p.i[27] != 0;
   const uint tid = gl_LocalInvocationID.x, warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint wm = warp / 4, wn = warp % 4;
   const int m0 = int(gl_WorkGroupID.y * BM), n0 = int(gl_WorkGroupID.x * BN);
@@ -65,52 +94,35 @@ void main() {
   fcoopmatNV<16, gl_ScopeSubgroup, LM, LK> am[RM];
   fcoopmatNV<16, gl_ScopeSubgroup, LK, LN> bm;
 
+  // The next K slice is read into registers while the current one is multiplied.
+  uvec4 ra[LOADS], rb[LOADS];
+  for (uint l = 0; l < LOADS; ++l) {
+    const uint e = tid + l * 256;
+    ra[l] = load_a8(m0 + int(e / (BK / 8)), int((e % (BK / 8)) * 8));
+    rb[l] = load_b8(int(e / (BN / 8)), n0 + int((e % (BN / 8)) * 8));
+  }
   for (int k0 = 0; k0 < K; k0 += int(BK)) {
-    // A slice [BM, BK] -> shA[m * SA + k]: 512 runs of 8 along k, two per thread
-    for (uint e = tid; e < BM * BK / 8; e += 256) {
-      const uint mm = e / (BK / 8), kk = (e % (BK / 8)) * 8;
-      const int m = m0 + int(mm), k = k0 + int(kk);
-      if (va && m < M && k + 8 <= K) {
-        uvec4 q = V4(pa).v[uint(m * sam + k) / 8];
-        f16vec2 h0 = unpackFloat2x16(q.x), h1 = unpackFloat2x16(q.y), h2 = unpackFloat2x16(q.z),
-                h3 = unpackFloat2x16(q.w);
-        const uint o = mm * SA + kk;
-        shA[o] = h0.x; shA[o + 1] = h0.y; shA[o + 2] = h1.x; shA[o + 3] = h1.y;
-        shA[o + 4] = h2.x; shA[o + 5] = h2.y; shA[o + 6] = h3.x; shA[o + 7] = h3.y;
-      } else {
-        for (uint j = 0; j < 8; ++j) {
-          const bool in_range = m < M && k + int(j) < K;
-          shA[mm * SA + kk + j] = float16_t(in_range ? ld(pa, uint(m * sam + (k + int(j)) * sak)) : 0.0);
-        }
-      }
-    }
-    // B slice [BK, BN] -> shB[k * SB + n]: 512 runs of 8 along n
-    for (uint e = tid; e < BK * BN / 8; e += 256) {
-      const uint kk = e / (BN / 8), nn = (e % (BN / 8)) * 8;
-      const int k = k0 + int(kk), n = n0 + int(nn);
-      if (vb && k < K && n + 8 <= N) {
-        uvec4 q = V4(pb).v[uint(k * sbk + n) / 8];
-        f16vec2 h0 = unpackFloat2x16(q.x), h1 = unpackFloat2x16(q.y), h2 = unpackFloat2x16(q.z),
-                h3 = unpackFloat2x16(q.w);
-        const uint o = kk * SB + nn;
-        shB[o] = h0.x; shB[o + 1] = h0.y; shB[o + 2] = h1.x; shB[o + 3] = h1.y;
-        shB[o + 4] = h2.x; shB[o + 5] = h2.y; shB[o + 6] = h3.x; shB[o + 7] = h3.y;
-      } else {
-        for (uint j = 0; j < 8; ++j) {
-          const bool in_range = k < K && n + int(j) < N;
-          shB[kk * SB + nn + j] = float16_t(in_range ? ld(pb, uint(k * sbk + (n + int(j)) * sbn)) : 0.0);
-        }
-      }
+    barrier();  // the previous slice is no longer read
+    for (uint l = 0; l < LOADS; ++l) {
+      const uint e = tid + l * 256;
+      shA[(e / (BK / 8)) * SA4 + e % (BK / 8)] = ra[l];
+      shB[(e / (BN / 8)) * SB4 + e % (BN / 8)] = rb[l];
     }
     barrier();
+    if (k0 + int(BK) < K) {
+      for (uint l = 0; l < LOADS; ++l) {
+        const uint e = tid + l * 256;
+        ra[l] = load_a8(m0 + int(e / (BK / 8)), k0 + int(BK) + int((e % (BK / 8)) * 8));
+        rb[l] = load_b8(k0 + int(BK) + int(e / (BN / 8)), n0 + int((e % (BN / 8)) * 8));
+      }
+    }
     for (uint kk = 0; kk < BK; kk += LK) {
-      for (uint i = 0; i < RM; ++i) coopMatLoadNV(am[i], shA, (wm * WM + i * LM) * SA + kk, SA, false);
+      for (uint i = 0; i < RM; ++i) coopMatLoadNV(am[i], shA, (wm * WM + i * LM) * SA4 + kk / 8, SA4, false);
       for (uint j = 0; j < RN; ++j) {
-        coopMatLoadNV(bm, shB, kk * SB + wn * WN + j * LN, SB, false);
+        coopMatLoadNV(bm, shB, kk * SB4 + (wn * WN + j * LN) / 8, SB4, false);
         for (uint i = 0; i < RM; ++i) acc[i * RN + j] = coopMatMulAddNV(am[i], bm, acc[i * RN + j]);
       }
     }
-    barrier();
   }
 
   // epilogue: each accumulator through this subgroup's staging tile, then to C
