@@ -84,8 +84,9 @@ class MainWindow : public QMainWindow {
   // the edges); unsupported ops, corrupt files and import errors go to the log, the document
   // stays as it was. Exports refuse a graph with problems (listed), write opset 17 ONNX checked
   // by libonnx, or C++ source (engine/onnx/codegen.h) into a folder, and are recorded in the
-  // open project (Project::add_export). Weights: those of the imported model for its
-  // initializers, the layers' initialization for everything else.
+  // open project (Project::add_export). Weights: the last checkpoint of the project's newest
+  // run whose parameters have the graph's names and shapes (a trained model); else those of
+  // the imported model for its initializers and the layers' initialization for the rest.
   enum class PathKind { OpenFile, SaveFile, Directory };
   // Asks for a path ("" = cancelled); QFileDialog unless a test sets its own.
   using PathChooser = std::function<QString(const QString& title, const QString& filter, PathKind kind)>;
@@ -119,7 +120,9 @@ class MainWindow : public QMainWindow {
   void onTrainingFinished(qint64 run, const QString& status, const QString& message);
   void createOnnxActions(QMenu* file);  // main_window_onnx.cpp
   QString choosePath(const QString& title, const QString& filter, PathKind kind);
-  nn::StateDict exportState(const graph::Graph& g) const;  // ValueError when imported weights are missing
+  // The weights to export and where they come from (`source`, for the log); ValueError when
+  // imported weights are missing.
+  nn::StateDict exportState(const graph::Graph& g, QString* source) const;
 
   GraphDocument* document_;
   GraphCanvas* canvas_;

@@ -8,6 +8,7 @@
 #include <QMenu>
 #include <QSaveFile>
 #include <QStatusBar>
+#include <QTemporaryDir>
 
 #include "app/studio/main_window.h"
 #include "app/studio/training_job.h"
@@ -15,6 +16,7 @@
 #include "engine/graph/analysis.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/layout.h"
+#include "engine/io/checkpoint.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/training/log_panel.h"
@@ -85,11 +87,35 @@ QString MainWindow::choosePath(const QString& title, const QString& filter, Path
   return QString();
 }
 
-nn::StateDict MainWindow::exportState(const graph::Graph& g) const {
+nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source) const {
   graph::GraphModule module(g);
   nn::StateDict state = module.state_dict();
+  auto find = [](const nn::StateDict& d, const std::string& key) {
+    return std::find_if(d.begin(), d.end(), [&](const auto& kv) { return kv.first == key; });
+  };
+  // A trained model: the newest run with a checkpoint whose parameters all fit this graph.
+  if (project_) {
+    const std::vector<projects::RunRecord> runs = project_->runs();
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+      const std::vector<int> epochs = project_->checkpoint_epochs(run->id);
+      if (epochs.empty()) continue;
+      const int epoch = *std::max_element(epochs.begin(), epochs.end());
+      QTemporaryDir dir;
+      if (!dir.isValid()) break;
+      project_->restore_checkpoint(run->id, epoch, toStd(dir.path()));
+      const nn::StateDict trained = io::load_checkpoint(toStd(dir.path())).model;
+      const bool fits = trained.size() == state.size() && std::all_of(state.begin(), state.end(), [&](const auto& kv) {
+        auto it = find(trained, kv.first);
+        return it != trained.end() && it->second.shape() == kv.second.shape() && it->second.dtype() == kv.second.dtype();
+      });
+      if (!fits) continue;
+      *source = tr("the weights of run %1 (epoch %2)").arg(run->id).arg(epoch);
+      return trained;
+    }
+  }
+  *source = importedState_.empty() ? tr("the layers' initialization (untrained)") : tr("the imported weights");
   for (auto& [key, value] : state) {
-    auto it = std::find_if(importedState_.begin(), importedState_.end(), [&](const auto& kv) { return kv.first == key; });
+    auto it = find(importedState_, key);
     if (it != importedState_.end() && it->second.shape() == value.shape() && it->second.dtype() == value.dtype())
       value = it->second;
     else if (key.size() > 6 && key.ends_with(".value"))  // an onnx.Initializer: its values came from the file
@@ -146,7 +172,8 @@ bool MainWindow::exportOnnx(const QString& path) {
     return false;
   }
   try {
-    const std::string bytes = onnx::export_model(g, exportState(g));
+    QString source;
+    const std::string bytes = onnx::export_model(g, exportState(g, &source));
     // libonnx 1.12 checks opsets up to 17 (a model imported at a later opset exports at that one).
     if (onnx::parse_model(bytes, "", toStd(path)).opset() <= 17) onnx::check_model_bytes(bytes);
     QSaveFile file(path);
@@ -154,7 +181,7 @@ bool MainWindow::exportOnnx(const QString& path) {
         !file.commit())
       throw IoError(toStd(path) + ": cannot write: " + toStd(file.errorString()));
     if (project_) project_->add_export("onnx", toStd(QFileInfo(path).absoluteFilePath()));
-    log_->info(tr("exported ONNX to %1 (%2 bytes)").arg(path).arg(bytes.size()));
+    log_->info(tr("exported ONNX to %1 (%2 bytes) with %3").arg(path).arg(bytes.size()).arg(source));
     statusBar()->showMessage(tr("Exported %1").arg(path), 4000);
     return true;
   } catch (const std::exception& e) {
@@ -175,11 +202,15 @@ bool MainWindow::exportCpp(const QString& dir) {
     return false;
   }
   try {
-    const std::string bytes = onnx::export_model(g, exportState(g));
+    QString source;
+    const std::string bytes = onnx::export_model(g, exportState(g, &source));
     const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
     const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));
     if (project_) project_->add_export("cpp", toStd(QFileInfo(dir).absoluteFilePath()));
-    log_->info(tr("exported C++ to %1 (%2 files; build with cmake -S %1 -B %1/build)").arg(dir).arg(files.size()));
+    log_->info(tr("exported C++ to %1 (%2 files, %3; build with cmake -S %1 -B %1/build)")
+                   .arg(dir)
+                   .arg(files.size())
+                   .arg(source));
     statusBar()->showMessage(tr("Exported C++ to %1").arg(dir), 4000);
     return true;
   } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 // Kiln Studio's File > Import ONNX / Export ONNX / Export C++, driven through the menu actions
 // with the file dialogs replaced by a chooser that returns temporary paths: export -> import
-// round trip with shapes on the edges, unsupported ops and corrupt files reported in the log
+// round trip with shapes on the edges, the trained weights of the project's run exported, unsupported ops and corrupt files reported in the log
 // with the document untouched, an invalid graph refused with its problems, exports recorded in
 // the open project.
 #include <QAction>
@@ -11,7 +11,10 @@
 #include <onnx/onnx_pb.h>
 
 #include "app/studio/main_window.h"
+#include "app/studio/training_session.h"
 #include "engine/graph/json.h"
+#include "engine/io/checkpoint.h"
+#include "engine/onnx/model.h"
 #include "projects/project.h"
 #include "studio_test_util.h"
 #include "tests/onnx/model_builder.h"
@@ -220,6 +223,42 @@ class TestStudioOnnx : public QObject {
     w.exportOnnxAction()->trigger();
     w.importOnnxAction()->trigger();
     QCOMPARE(w.logPanel()->lineCount(), lines);
+  }
+
+  void exportUsesTheTrainedWeights() {
+    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(tmp.filePath("p.kiln"), "fashion_mnist_mlp"));
+    const QString untrained = tmp.filePath("untrained.onnx"), trained = tmp.filePath("trained.onnx");
+    QVERIFY(w.exportOnnx(untrained));
+    QVERIFY(w.logPanel()->text().contains("with the layers' initialization (untrained)"));
+    test::quickSettings(w, 256);
+    QVERIFY2(w.startTraining(), qPrintable(w.lastError()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 120000);
+    const auto runs = w.project()->runs();
+    QCOMPARE(runs.size(), size_t{1});
+    const std::vector<int> epochs = w.project()->checkpoint_epochs(runs[0].id);
+    QVERIFY(!epochs.empty());
+    answerWith(w, trained);
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(w.logPanel()->text().contains(QString("with the weights of run %1 (epoch %2)").arg(runs[0].id).arg(epochs.back())),
+             qPrintable(w.logPanel()->text()));
+    QTemporaryDir ckpt;
+    w.project()->restore_checkpoint(runs[0].id, epochs.back(), ckpt.path().toStdString());
+    const kiln::io::Checkpoint c = kiln::io::load_checkpoint(ckpt.path().toStdString());
+    const kiln::onnx::Model after = kiln::onnx::load_model(trained.toStdString());
+    const kiln::onnx::Model before = kiln::onnx::load_model(untrained.toStdString());
+    int compared = 0;
+    for (const auto& [key, value] : c.model) {
+      if (!after.graph.initializers.count(key)) continue;
+      QCOMPARE(after.graph.initializers.at(key).to_vector<float>(), value.to_vector<float>());
+      ++compared;
+    }
+    QVERIFY(compared >= 4);  // fc1 and fc2, weight and bias
+    QVERIFY(after.graph.initializers.at("fc1.weight").to_vector<float>() !=
+            before.graph.initializers.at("fc1.weight").to_vector<float>());
   }
 };
 
