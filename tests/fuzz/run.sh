@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Builds and runs the libFuzzer target of the ONNX importer (fuzz_onnx_import.cpp) with Debian's
+# clang (-fsanitize=fuzzer,address): engine/onnx is compiled instrumented into the fuzzer, the
+# engine core comes from BUILD_DIR's libkiln.so. The seed corpus is every model.onnx of
+# libonnx-testdata. Not part of CI.
+# Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS=180] [extra libFuzzer flags ...]
+#   Crashes land in BUILD_DIR/fuzz/crash-*; reproduce one with: BUILD_DIR/fuzz/fuzz_onnx_import FILE
+set -eu
+BUILD=$(cd "$1" && pwd)
+SECONDS_TO_RUN=${2:-180}
+shift $(( $# >= 2 ? 2 : 1 ))
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+CXX=${CXX:-clang++}
+OUT=$BUILD/fuzz
+mkdir -p "$OUT/obj" "$OUT/corpus" "$OUT/seeds"
+[ -f "$BUILD/lib/libkiln.so" ] || { echo "build the engine first: cmake --build $BUILD --target kiln_engine"; exit 2; }
+FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer -I$SRC -DONNX_NAMESPACE=onnx -DONNX_ML=1"
+objs=()
+for f in "$SRC"/engine/onnx/*.cpp "$SRC"/tests/fuzz/fuzz_onnx_import.cpp; do
+  o="$OUT/obj/$(basename "${f%.cpp}").o"
+  if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ -n "$(find "$SRC/engine/onnx" "$SRC/engine/core" -name '*.h' -newer "$o" -print -quit)" ]; then
+    echo "compiling $(basename "$f")"
+    $CXX $FLAGS -c "$f" -o "$o"
+  fi
+  objs+=("$o")
+done
+$CXX -fsanitize=fuzzer,address "${objs[@]}" -o "$OUT/fuzz_onnx_import" -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lkiln \
+  -lonnx -lonnx_proto -lprotobuf -lpthread
+i=0
+for m in /usr/share/libonnx-testdata/data/*/*/model.onnx; do
+  cp "$m" "$OUT/seeds/$(printf %04d $i).onnx"
+  i=$((i + 1))
+done
+cd "$OUT"
+exec ./fuzz_onnx_import corpus seeds -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 -max_len=65536 "$@"
