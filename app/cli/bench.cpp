@@ -15,7 +15,8 @@
 // Each device appears once (a device named twice in --devices is measured once; the same
 // GPU through two backends, cuda:0 and vulkan:0, gives two rows). Peak memory is the
 // backend's peak of bytes held by tensors (MemoryStats::peak_allocated, as PyTorch's
-// max_memory_allocated), "n/a" (JSON null) where the backend cannot tell. CSV follows
+// max_memory_allocated), "n/a" (JSON null) where the backend cannot tell; the speedup is
+// n/a (null) without a CPU row. CSV follows
 // RFC 4180 (CRLF line ends; fields holding a comma, quote or line break are quoted, quotes
 // doubled). Ctrl-C stops after the current step: the devices measured so far (and the
 // interrupted one's completed steps) are printed and written, marked "interrupted", and
@@ -245,25 +246,26 @@ int bench_command(const std::vector<std::string>& argv) {
   int status = kExitOk;
   for (const Row& r : rows) {
     const double speedup = cpu_train_ms > 0 && r.train_ms > 0 ? cpu_train_ms / r.train_ms : 0;
-    char peak[32] = "n/a";
+    char peak[32] = "n/a", ratio[32] = "n/a";  // n/a: untracked memory; no CPU row to compare with
     if (r.peak_known) std::snprintf(peak, sizeof(peak), "%.1f", static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
+    if (speedup > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", speedup);
     if (!r.error.empty()) {
       std::printf("%-10s %-48s failed: %s\n", r.info.device.str().c_str(), r.info.name.c_str(), r.error.c_str());
       status = kExitError;
     } else {
-      std::printf("%-10s %-48s %12.2f %12.0f %12.2f %12.0f %10s %8.2fx%s\n", r.info.device.str().c_str(),
-                  r.info.name.c_str(), r.train_ms, ips(r.train_ms), r.infer_ms, ips(r.infer_ms), peak, speedup,
+      std::printf("%-10s %-48s %12.2f %12.0f %12.2f %12.0f %10s %9s%s\n", r.info.device.str().c_str(),
+                  r.info.name.c_str(), r.train_ms, ips(r.train_ms), r.infer_ms, ips(r.infer_ms), peak, ratio,
                   r.interrupted ? "  (interrupted)" : "");
     }
     const nlohmann::json peak_json = r.peak_known ? nlohmann::json(r.peak_bytes) : nlohmann::json(nullptr);
     results.push_back({{"device", r.info.device.str()}, {"name", r.info.name}, {"kind", r.info.kind},
                        {"train_step_ms", r.train_ms}, {"train_images_per_second", ips(r.train_ms)},
                        {"infer_step_ms", r.infer_ms}, {"infer_images_per_second", ips(r.infer_ms)},
-                       {"peak_memory_bytes", peak_json}, {"train_speedup_vs_cpu", speedup},
+                       {"peak_memory_bytes", peak_json}, {"train_speedup_vs_cpu", speedup > 0 ? nlohmann::json(speedup) : nlohmann::json(nullptr)},
                        {"interrupted", r.interrupted}, {"error", r.error}});
     std::ostringstream num;
     num << r.train_ms << "," << ips(r.train_ms) << "," << r.infer_ms << "," << ips(r.infer_ms) << ","
-        << (r.peak_known ? std::to_string(r.peak_bytes) : "n/a") << "," << speedup;
+        << (r.peak_known ? std::to_string(r.peak_bytes) : "n/a") << "," << (speedup > 0 ? std::to_string(speedup) : "n/a");
     csv << csv_field(r.info.device.str()) << "," << csv_field(r.info.name) << "," << csv_field(r.info.kind) << ","
         << num.str() << "," << (r.interrupted ? "true" : "false") << "," << csv_field(r.error) << "\r\n";
   }

@@ -6,6 +6,7 @@
 #              on lavapipe the device name "llvmpipe (LLVM ..., 256 bits)" holds a comma
 #   peak       every device row reports its backend's peak memory (bytes > 0, not n/a)
 #   interrupt  SIGINT mid-run: exit 130, the partial row printed and written, marked interrupted
+#   no_cpu     without a CPU row the speedup is n/a (JSON null), not 0.00x (needs a Vulkan device)
 # Exits 77 (skipped) without python3.
 set -uo pipefail
 kiln=$1 case=$2
@@ -70,6 +71,19 @@ assert len(r) == 1 and r[0]["device"] == "cpu" and r[0]["interrupted"] is True, 
 assert r[0]["train_step_ms"] > 0, "completed steps must be timed"
 rows = list(csv.reader(open(sys.argv[2], newline="")))
 assert len(rows) == 2 and rows[1][9] == "true", rows
+PY
+    ;;
+  no_cpu)
+    "$kiln" devices 2>/dev/null | grep -q '^vulkan:0 ' || { echo "SKIPPED: no vulkan:0"; exit 77; }
+    "$kiln" bench "${quick[@]}" --devices vulkan:0 >"$work/out" 2>&1 || { cat "$work/out"; fail "bench failed"; }
+    cat "$work/out"
+    grep -qE '^vulkan:0 .* n/a *$' "$work/out" || fail "the speedup column is not n/a"
+    python3 - "$work/b.json" "$work/b.csv" <<'PY' || fail "the files do not say n/a"
+import csv, json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["train_speedup_vs_cpu"] is None, r
+rows = list(csv.reader(open(sys.argv[2], newline="")))
+assert rows[1][8] == "n/a", rows
 PY
     ;;
   *) fail "unknown case $case" ;;
