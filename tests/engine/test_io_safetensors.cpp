@@ -118,6 +118,8 @@ TEST(SafetensorsRoundTrip, OverwriteIsAtomicAndBadInputLeavesFileAlone) {
 TEST(SafetensorsErrors, MissingAndTooSmall) {
   TempDir dir("kiln-st");
   EXPECT_NE(error_of([&] { load_safetensors(dir / "none"); }).find("none: no such file"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_safetensors(dir.path); }).find("is a directory, not a safetensors file"),
+            std::string::npos);
   std::ofstream(dir / "tiny", std::ios::binary) << "abc";
   EXPECT_NE(error_of([&] { load_safetensors(dir / "tiny"); }).find("tiny: file too small"), std::string::npos);
 }
