@@ -197,7 +197,7 @@ graph_train)
   ;;
 graph_eval)  # a run trained from a graph keeps it, and `kiln eval` rebuilds the network from it
   templates=$(dirname "$0")/../../projects/templates
-  run 0 train --graph "$templates/residual_cnn.json" --epochs 1 --batch-size 32 --limit-batches 2 --out "$work/run"
+  run 0 train --graph "$templates/fashion_mnist_mlp.json" --epochs 1 --batch-size 32 --limit-batches 2 --out "$work/run"
   [[ -f $work/run/graph.json ]] || fail "the run did not keep graph.json"
   contains "$(cat "$work/run/summary.json")" '"graph": "graph.json"' "summary.json"
   run 0 eval --model-file "$work/run/model.safetensors" --batch-size 500
@@ -207,12 +207,12 @@ graph_eval)  # a run trained from a graph keeps it, and `kiln eval` rebuilds the
   mkdir "$work/alone" && cp "$work/run/model.safetensors" "$work/alone/"
   run 1 eval --model-file "$work/alone/model.safetensors"
   contains "$err" "$work/alone/graph.json, which is missing; pass the graph with --graph" "eval without graph.json"
-  run 0 eval --model-file "$work/alone/model.safetensors" --graph "$templates/residual_cnn.json" --batch-size 500
+  run 0 eval --model-file "$work/alone/model.safetensors" --graph "$templates/fashion_mnist_mlp.json" --batch-size 500
   contains "$out" "accuracy" "kiln eval --graph"
   # weights of another network
-  run 1 eval --model-file "$work/alone/model.safetensors" --graph "$templates/fashion_mnist_mlp.json"
+  run 1 eval --model-file "$work/alone/model.safetensors" --graph "$templates/residual_cnn.json"
   contains "$err" "load_state_dict" "eval with another graph"; contains "$err" "model.safetensors" "eval with another graph"
-  run 2 eval --model-file "$work/alone/model.safetensors" --graph "$templates/residual_cnn.json" --model mlp
+  run 2 eval --model-file "$work/alone/model.safetensors" --graph "$templates/fashion_mnist_mlp.json" --model mlp
   contains "$err" "--graph and --model are exclusive" "eval --graph --model"
   ;;
 eval_interrupt)  # Ctrl-C during `kiln eval` ends it with a message and status 130
