@@ -87,8 +87,11 @@ FoldReport fold_shape_subgraphs(Model& model) {
     for (const std::string& o : n.outputs)
       if (!o.empty()) cone_values.insert(o);
   }
+  // Without a Shape or Size node nothing can depend on the symbolic dimensions, and the runs
+  // (which cost two inferences) are not worth it: Constant nodes run as cheaply as initializers.
   bool any = false;
-  for (bool c : in_cone) any |= c;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    any |= in_cone[k] && (g.nodes[k].op_type == "Shape" || g.nodes[k].op_type == "Size");
   if (!any || !find_unsupported(model).empty()) return report;
   // two runs, recording the cone's values
   std::map<std::string, Tensor> seen[2];

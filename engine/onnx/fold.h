@@ -21,7 +21,8 @@ struct FoldReport {
 // (dtype, shape and every element; at most 2^20 elements) is taken as independent of the
 // symbolic dimensions and becomes an initializer — the same two-run reading of symbolic
 // dimensions as import_graph's. Nodes of the cone left without readers are removed; values
-// read by subgraphs or named as graph outputs are kept. Nothing is folded (an empty report)
+// read by subgraphs or named as graph outputs are kept. Nothing is folded (an empty report,
+// and the model does not run) when the cone holds no Shape or Size node; nothing is folded
 // when an input is not a numeric tensor of known rank or when a run fails. Outputs of the
 // folded model equal those of the original for every input.
 FoldReport fold_shape_subgraphs(Model& model);
