@@ -69,6 +69,8 @@ bool CpuBackend::supports(OpId op, DType dtype) const {
       return is_floating(dtype);
     case OpId::adam_step:
       return dtype == DType::f32 || dtype == DType::f64;
+    case OpId::batch_norm_forward: case OpId::batch_norm_backward:  // cpu_batch_norm.cpp; others decomposed
+      return dtype == DType::f32;
     case OpId::count:
       break;
   }

@@ -34,6 +34,14 @@ class CpuBackend final : public Backend {
   void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
+  // cpu_batch_norm.cpp (f32)
+  void batch_norm_forward(const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
+                          const TensorArg& x, const TensorArg& weight, const TensorArg& bias,
+                          const TensorArg& running_mean, const TensorArg& running_var, double momentum,
+                          double eps) override;
+  void batch_norm_backward(const TensorArg& grad_x, const TensorArg& grad_weight, const TensorArg& grad_bias,
+                           const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
+                           const TensorArg& save_mean, const TensorArg& save_invstd) override;
   // cpu_reduce.cpp
   void reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, double p0) override;
   // cpu_matmul.cpp (oneDNN)
