@@ -7,6 +7,8 @@
 #   peak       every device row reports its backend's peak memory (bytes > 0, not n/a)
 #   interrupt  SIGINT mid-run: exit 130, the partial row printed and written, marked interrupted
 #   no_cpu     without a CPU row the speedup is n/a (JSON null), not 0.00x (needs a Vulkan device)
+#   train_f16  `kiln train --device vulkan:0 --precision f16` (autocast, loss scaling) trains and
+#              evaluates a few batches (needs a Vulkan device and Fashion-MNIST)
 # Exits 77 (skipped) without python3.
 set -uo pipefail
 kiln=$1 case=$2
@@ -84,6 +86,23 @@ r = json.load(open(sys.argv[1]))["results"][0]
 assert r["train_speedup_vs_cpu"] is None, r
 rows = list(csv.reader(open(sys.argv[2], newline="")))
 assert rows[1][8] == "n/a", rows
+PY
+    ;;
+  train_f16)
+    "$kiln" devices 2>/dev/null | grep -q '^vulkan:0 ' || { echo "SKIPPED: no vulkan:0"; exit 77; }
+    data=/usr/share/datasets/fashion-mnist
+    [[ -e $data/train-images-idx3-ubyte.gz || -e $data/train-images-idx3-ubyte ]] ||
+      { echo "SKIPPED: no Fashion-MNIST in $data"; exit 77; }
+    "$kiln" train --model mlp --device vulkan:0 --precision f16 --epochs 1 --batch-size 32 --limit-batches 6 \
+      --data-dir "$data" --out "$work/run" >"$work/out" 2>&1 || { cat "$work/out"; fail "f16 training failed"; }
+    cat "$work/out"
+    grep -q "f16 loss scaling" "$work/out" || fail "no loss scaling report"
+    python3 - "$work/run/summary.json" <<'PY' || fail "the summary lacks f16 or a finite loss"
+import json, math, sys
+s = json.load(open(sys.argv[1]))
+print({k: s[k] for k in s if k in ("precision", "test_loss", "test_accuracy")})
+assert s.get("precision") == "f16", s.get("precision")
+assert math.isfinite(float(s["test_loss"])), s["test_loss"]
 PY
     ;;
   *) fail "unknown case $case" ;;
