@@ -30,12 +30,22 @@ int devices_command(const std::vector<std::string>& argv) {
     kind_w = std::max(kind_w, d.kind.size());
   }
   const int nw = static_cast<int>(name_w), kw = static_cast<int>(kind_w);
-  std::printf("%-10s %-*s %-*s %12s %14s %8s\n", "device", nw, "name", kw, "kind", "memory GiB", "compute units",
-              "score");
+  // reserved / peak: what this process's caching allocator holds on the device and the most
+  // its tensors have held (MemoryStats of the GPU backends' caching allocators), in MiB; n/a
+  // for the CPU, whose tensors live in ordinary host memory.
+  std::printf("%-10s %-*s %-*s %12s %14s %8s %13s %9s\n", "device", nw, "name", kw, "kind", "memory GiB",
+              "compute units", "score", "reserved MiB", "peak MiB");
+  auto mib = [](bool known, uint64_t bytes) {
+    char s[32] = "n/a";
+    if (known) std::snprintf(s, sizeof(s), "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    return std::string(s);
+  };
   for (const DeviceInfo& d : devices) {
-    std::printf("%-10s %-*s %-*s %12.1f %14d %8.1f\n", d.device.str().c_str(), nw, d.name.c_str(), kw,
+    const bool gpu = d.device.type != DeviceType::cpu;
+    const MemoryStats m = gpu ? backend_for(d.device)->memory_stats() : MemoryStats{};
+    std::printf("%-10s %-*s %-*s %12.1f %14d %8.1f %13s %9s\n", d.device.str().c_str(), nw, d.name.c_str(), kw,
                 d.kind.c_str(), static_cast<double>(d.memory_bytes) / (1024.0 * 1024.0 * 1024.0), d.compute_units,
-                d.score);
+                d.score, mib(gpu, m.reserved).c_str(), mib(gpu, m.peak_allocated).c_str());
   }
   std::printf("\n");
   for (const std::string& why : unavailable_backends()) std::printf("unavailable: %s\n", why.c_str());

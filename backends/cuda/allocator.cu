@@ -16,12 +16,20 @@ size_t CachingAllocator::round(size_t nbytes) {
   return (nbytes + kGranule - 1) / kGranule * kGranule;
 }
 
+void CachingAllocator::set_private(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  private_ = on;
+}
+
 void* CachingAllocator::allocate(size_t nbytes) {
   const size_t size = round(nbytes);
+  bool priv = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(size);
-    if (it != free_.end() && !it->second.empty()) {
+    priv = private_;
+    auto& pool = priv ? private_free_ : free_;
+    auto it = pool.find(size);
+    if (it != pool.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
       stats_.allocated += size;
@@ -31,7 +39,7 @@ void* CachingAllocator::allocate(size_t nbytes) {
   }
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, size);
-  if (err != cudaSuccess) {
+  if (err != cudaSuccess && !priv) {  // (emptying the cache waits for the device: not while recording)
     cudaGetLastError();
     empty_cache();
     err = cudaMalloc(&p, size);
@@ -47,6 +55,7 @@ void* CachingAllocator::allocate(size_t nbytes) {
                                       cudaGetErrorString(err), ")"));
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (priv) private_blocks_.insert(p);
   stats_.allocated += size;
   stats_.reserved += size;
   stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
@@ -58,7 +67,7 @@ void CachingAllocator::deallocate(void* p, size_t nbytes) {
   const size_t size = round(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.allocated -= size;
-  free_[size].push_back(p);
+  (private_blocks_.count(p) ? private_free_ : free_)[size].push_back(p);
 }
 
 void CachingAllocator::empty_cache() {

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -114,6 +115,7 @@ void run_binary(cudaStream_t s, const char* name, const TensorArg& out, const Te
 }  // namespace
 
 void CudaBackend::binary(BinaryOp op, const TensorArg& out, const TensorArg& a, const TensorArg& b) {
+  ProfileScope prof_(stream_, binary_op_name(op), a);
   const char* name = binary_op_name(op);
   for (const TensorArg* t : {&a, &b})
     KILN_CHECK(t->shape == out.shape && t->strides.size() == out.shape.size(), ShapeError, name, ": input has shape ",

@@ -1,11 +1,13 @@
 // conv2d through cuDNN's convolution API (cudnnConvolutionForward, BackwardData,
 // BackwardFilter; bias through cudnnAddTensor). One plan per shape, dtype and TF32
-// setting: descriptors and the algorithms cuDNN's heuristics rank first
-// (cudnnGet*Algorithm_v7, as PyTorch with benchmark off) among those whose workspace fits
-// 1 GiB; f32 runs with CUDNN_FMA_MATH (no TF32) unless TF32 is allowed, f16/bf16 on tensor
+// setting: descriptors and the fastest algorithms (timed once by cudnnFind*Algorithm, as
+// PyTorch with cudnn.benchmark on; KILN_CUDNN_FIND=0 takes the ones cuDNN's heuristics rank
+// first, cudnnGet*Algorithm_v7) among those whose workspace fits 1 GiB; f32 runs with CUDNN_FMA_MATH (no TF32) unless TF32 is allowed, f16/bf16 on tensor
 // cores. Errors carry cuDNN's string, the op and the shapes.
 #include <cudnn.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -52,6 +54,18 @@ struct Plan {
 
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                        int64_t, int64_t, int64_t, int64_t, int, bool>;
+
+// KILN_CUDNN_FIND=0: take the algorithm cuDNN's heuristics rank first; otherwise (default)
+// time them once per shape (cudnnFind*, as torch.backends.cudnn.benchmark) and take the fastest.
+// The search runs twice and the second ranking counts: the first loads the candidates' kernels
+// (CUDA loads modules lazily), which would otherwise decide the ranking.
+bool find() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_CUDNN_FIND");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
 
 // The first ranked algorithm that ran in the heuristics and whose workspace fits.
 template <class Perf>
@@ -121,24 +135,28 @@ Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
                                                                    : CUDNN_TENSOR_OP_MATH),
             "math type", g);
   int n = 0;
+  const int passes = find() ? 2 : 1;
   cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
-                                                   fp),
-            "forward algorithm", g);
+  for (int pass = 0; pass < passes; ++pass)
+    check_dnn(find() ? cudnnFindConvolutionForwardAlgorithm(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp)
+                     : cudnnGetConvolutionForwardAlgorithm_v7(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp),
+              "forward algorithm", g);
   const auto* f = pick(fp, n, fma_only);
   if (!f && fma_only) f = pick(fp, n, false);
   if (f) p.have_fwd = true, p.fwd = f->algo, p.fwd_ws = f->memory;
   cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, p.w, p.y, p.conv, p.x,
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp),
-            "backward-data algorithm", g);
+  for (int pass = 0; pass < passes; ++pass)
+    check_dnn(find() ? cudnnFindConvolutionBackwardDataAlgorithm(s.handle, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp)
+                     : cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp),
+              "backward-data algorithm", g);
   const auto* d = pick(dp, n, fma_only);
   if (!d && fma_only) d = pick(dp, n, false);
   if (d) p.have_bd = true, p.bd = d->algo, p.bd_ws = d->memory;
   cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, p.x, p.y, p.conv, p.w,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp),
-            "backward-filter algorithm", g);
+  for (int pass = 0; pass < passes; ++pass)
+    check_dnn(find() ? cudnnFindConvolutionBackwardFilterAlgorithm(s.handle, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp)
+                     : cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp),
+              "backward-filter algorithm", g);
   const auto* w = pick(wp, n, fma_only);
   if (!w && fma_only) w = pick(wp, n, false);
   if (w) p.have_bf = true, p.bf = w->algo, p.bf_ws = w->memory;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/cuda/common.cuh"
+#include "backends/cuda/profile.h"
 #include "engine/core/registry.h"
 
 namespace kiln::cuda {
@@ -85,6 +86,8 @@ bool CudaBackend::supports(OpId op, DType dtype) const {
       return flt;
     case OpId::adam_step:
       return dtype == DType::f32 || dtype == DType::f64;
+    case OpId::batch_norm_forward: case OpId::batch_norm_backward:
+      return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpId::count:
       break;
   }
@@ -103,27 +106,36 @@ void CudaBackend::empty_cache() {
   alloc_.empty_cache();
 }
 
-// Host memory is pageable here: cudaMemcpyAsync returns once the bytes are staged, so the
-// caller may free them at once, and the copy stays in stream order.
+// Large copies go through pinned staging buffers (pinned.cu) and return before the copy
+// ends; others from pageable memory: cudaMemcpyAsync returns once the bytes are staged.
+// Either way the caller may free its bytes at once, and the copy stays in stream order.
 void CudaBackend::upload(void* dst, size_t off, const void* host, size_t nbytes) {
   if (!nbytes) return;
   make_current();
+  KILN_CHECK(!capturing(), DeviceError, name(), ": upload of ", nbytes,
+             " bytes while a CUDA graph is being recorded (a replay would read host memory long freed)");
+  if (staging_.upload(stream_, static_cast<char*>(dst) + off, host, nbytes, name())) return;
   check_cuda(cudaMemcpyAsync(static_cast<char*>(dst) + off, host, nbytes, cudaMemcpyHostToDevice, stream_), "upload",
              std::to_string(nbytes) + " bytes to " + name());
 }
 
 void CudaBackend::download(void* host, const void* src, size_t off, size_t nbytes) {
   if (!nbytes) return;
+  KILN_CHECK(!capturing(), DeviceError, name(), ": reading ", nbytes,
+             " bytes back while a CUDA graph is being recorded (recorded work does not run)");
   make_current();
   check_cuda(cudaMemcpyAsync(host, static_cast<const char*>(src) + off, nbytes, cudaMemcpyDeviceToHost, stream_),
              "download", std::to_string(nbytes) + " bytes from " + name());
   check_cuda(cudaStreamSynchronize(stream_), "download", std::to_string(nbytes) + " bytes from " + name());
+  profile_flush();
   flush_deferred_checks();
 }
 
 void CudaBackend::synchronize() {
+  KILN_CHECK(!capturing(), DeviceError, name(), ": waiting for the device while a CUDA graph is being recorded");
   make_current();
   check_cuda(cudaStreamSynchronize(stream_), "synchronize", name());
+  profile_flush();
   flush_deferred_checks();
 }
 

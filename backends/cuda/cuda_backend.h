@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/cuda/gpu_runtime.h"
@@ -31,6 +32,9 @@ class CachingAllocator {
   explicit CachingAllocator(std::string device_name) : name_(std::move(device_name)) {}
   void* allocate(size_t nbytes);
   void deallocate(void* p, size_t nbytes);
+  // While on, allocate() serves from the private pool of recorded graphs (graph.cu): its
+  // blocks, once freed, go back to that pool only, so work outside a graph never gets one.
+  void set_private(bool on);
   void empty_cache();  // frees cached blocks (waits for the device)
   MemoryStats stats() const;
   static size_t round(size_t nbytes);
@@ -38,8 +42,32 @@ class CachingAllocator {
  private:
   std::string name_;
   mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  std::unordered_map<size_t, std::vector<void*>> free_, private_free_;
+  std::unordered_set<void*> private_blocks_;
+  bool private_ = false;
   MemoryStats stats_;
+};
+
+// Page-locked staging buffers for host-to-device copies (pinned.cu).
+class PinnedStaging {
+ public:
+  static constexpr size_t kMinStaged = size_t{64} << 10;  // bytes; smaller copies go direct
+  static constexpr int kSlots = 4;
+  // Copies nbytes through a pinned slot, asynchronously on stream; false when it did not
+  // (small copy, or no page-locked memory): the caller copies directly.
+  bool upload(cudaStream_t stream, void* dst, const void* host, size_t nbytes, const std::string& dev);
+  void release();  // waits for the slots' copies and frees them
+  ~PinnedStaging() { release(); }
+
+ private:
+  struct Slot {
+    void* host = nullptr;
+    size_t size = 0;
+    void* done = nullptr;  // cudaEvent_t of the last copy from this slot
+  };
+  std::mutex mutex_;
+  Slot slots_[kSlots];
+  int next_ = 0;
 };
 
 struct ConvState;  // conv_cudnn.cu or conv_im2col.cu
@@ -98,6 +126,23 @@ class CudaBackend final : public Backend {
   void index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) override;
   void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
 
+  // batch_norm.cu (f32, f16, bf16 inputs; f32 statistics)
+  void batch_norm_forward(const TensorArg& y, const TensorArg& save_mean, const TensorArg& save_invstd,
+                          const TensorArg& x, const TensorArg& weight, const TensorArg& bias,
+                          const TensorArg& running_mean, const TensorArg& running_var, double momentum,
+                          double eps) override;
+  void batch_norm_backward(const TensorArg& grad_x, const TensorArg& grad_weight, const TensorArg& grad_bias,
+                           const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
+                           const TensorArg& save_mean, const TensorArg& save_invstd) override;
+
+  // graph.cu (CUDA graphs)
+  bool begin_capture(std::string& why) override;
+  int64_t end_capture() override;
+  void abort_capture() override;
+  void replay(int64_t graph) override;
+  // The replay counter of the graph being recorded (device memory), else null.
+  int64_t* replay_counter() const { return replay_counter_; }
+
   // ---- for the kernels' files ----
   cudaStream_t stream() const { return stream_; }
   int index() const { return index_; }
@@ -127,6 +172,7 @@ class CudaBackend final : public Backend {
   cudaDeviceProp prop_;
   cudaStream_t stream_ = nullptr;
   CachingAllocator alloc_;
+  PinnedStaging staging_;
   bool allow_tf32_ = false;
   void* cublas_ = nullptr;        // cublasHandle_t
   void* blas_workspace_ = nullptr;
@@ -141,6 +187,12 @@ class CudaBackend final : public Backend {
   std::vector<Pending> pending_;  // checks since the last flush; id = position + 1
   bool graph_checks_ = false;     // a captured graph holds index checks (id -1)
   std::unique_ptr<ConvState, ConvStateDeleter> conv_;
+  struct Graph {
+    void* exec;        // cudaGraphExec_t
+    int64_t* counter;  // replays so far (device)
+  };
+  std::vector<Graph> graphs_;  // kept until exit, as their memory
+  int64_t* replay_counter_ = nullptr;
   friend struct ConvState;
   friend ConvState& conv_state(CudaBackend& be);
 };

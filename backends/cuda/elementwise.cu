@@ -1,8 +1,10 @@
 // CudaBackend::copy (with dtype conversion), fill, where and adam_step.
 #include <cmath>
+#include <optional>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -12,10 +14,12 @@ void check_shape(const char* op, const char* what, const TensorArg& t, const Sha
              shape_str(t.shape), ", expected ", shape_str(shape));
 }
 
+// coef (when not null) replaces neg_step and bc2_sqrt: the step of a replayed graph.
 template <class T>
 __global__ void adam_kernel(int64_t n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
                             T* __restrict__ v, T decay, T wd, T w1, T b2, T c2, T neg_step, T bc2_sqrt, T eps,
-                            bool decoupled) {
+                            bool decoupled, const double* __restrict__ coef) {
+  if (coef) neg_step = T(coef[0]), bc2_sqrt = T(coef[1]);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     T pi = p[i], gi = g[i], mi = m[i];
@@ -29,9 +33,18 @@ __global__ void adam_kernel(int64_t n, T* __restrict__ p, const T* __restrict__ 
   }
 }
 
+// coef = {-(lr / bc1), sqrt(bc2)} at step step0 + *replays (a graph's replay counter).
+__global__ void adam_coef_kernel(double* coef, const int64_t* replays, int64_t step0, double lr, double beta1,
+                                 double beta2) {
+  const double t = static_cast<double>(step0 + *replays);
+  coef[0] = -(lr / (1 - pow(beta1, t)));
+  coef[1] = sqrt(1 - pow(beta2, t));
+}
+
 }  // namespace
 
 void CudaBackend::copy(const TensorArg& out, const TensorArg& in) {
+  ProfileScope prof_(stream_, "copy", in);
   check_shape("copy", "input", in, out.shape);
   if (out.numel() == 0) return;
   make_current();
@@ -47,6 +60,7 @@ void CudaBackend::copy(const TensorArg& out, const TensorArg& in) {
 }
 
 void CudaBackend::fill(const TensorArg& out, double value) {
+  ProfileScope prof_(stream_, "fill", out);
   if (out.numel() == 0) return;
   make_current();
   KILN_CUDA_DISPATCH_ALL(out.dtype, "fill", {
@@ -58,6 +72,7 @@ void CudaBackend::fill(const TensorArg& out, double value) {
 }
 
 void CudaBackend::where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) {
+  ProfileScope prof_(stream_, "where", out);
   check_shape("where", "condition", cond, out.shape);
   check_shape("where", "first input", a, out.shape);
   check_shape("where", "second input", b, out.shape);
@@ -78,6 +93,7 @@ void CudaBackend::where(const TensorArg& out, const TensorArg& cond, const Tenso
 
 void CudaBackend::adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                             const TensorArg& exp_avg_sq, const AdamParams& ap) {
+  ProfileScope prof_(stream_, "adam_step", param);
   for (const TensorArg* t : {&grad, &exp_avg, &exp_avg_sq}) {
     check_shape("adam_step", "state", *t, param.shape);
     KILN_CHECK(t->dtype == param.dtype, DTypeError, "adam_step: param is ", dtype_name(param.dtype), ", state is ",
@@ -92,12 +108,20 @@ void CudaBackend::adam_step(const TensorArg& param, const TensorArg& grad, const
   make_current();
   const double bc1 = 1 - std::pow(ap.beta1, static_cast<double>(ap.step));
   const double bc2 = 1 - std::pow(ap.beta2, static_cast<double>(ap.step));
+  // Recording a graph: the step is counted on the device (graph.cu).
+  std::optional<Scratch> coef;
+  if (replay_counter_) {
+    coef.emplace(*this, 2 * sizeof(double));
+    adam_coef_kernel<<<1, 1, 0, stream_>>>(static_cast<double*>(coef->get()), replay_counter_, ap.step, ap.lr,
+                                           ap.beta1, ap.beta2);
+  }
+  const double* cp = coef ? static_cast<const double*>(coef->get()) : nullptr;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     adam_kernel<T><<<grid_for(n), kThreads, 0, stream_>>>(
         n, ptr<T>(param), ptr<const T>(grad), ptr<T>(exp_avg), ptr<T>(exp_avg_sq), T(1 - ap.lr * ap.weight_decay),
         T(ap.weight_decay), T(1 - ap.beta1), T(ap.beta2), T(1 - ap.beta2), T(-(ap.lr / bc1)), T(std::sqrt(bc2)),
-        T(ap.eps), ap.decoupled);
+        T(ap.eps), ap.decoupled, cp);
     check_launch("adam_step", param.shape);
   };
   if (param.dtype == DType::f32) run(float{});

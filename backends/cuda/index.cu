@@ -7,6 +7,7 @@
 #include "backends/cuda/atomic.cuh"
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -116,6 +117,7 @@ void ordered_add(CudaBackend& be, const char* op, const TensorArg& out, const Te
 }  // namespace
 
 void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
+  ProfileScope prof_(stream_, "gather", out);
   const char* op = "gather";
   check_index_arg(op, index, dim, in.shape.size());
   KILN_CHECK(out.shape == index.shape && out.dtype == in.dtype, ShapeError, op, ": output ", args_str({&out}),
@@ -142,6 +144,7 @@ void CudaBackend::gather(const TensorArg& out, const TensorArg& in, int64_t dim,
 }
 
 void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) {
+  ProfileScope prof_(stream_, "scatter_add", src);
   const char* op = "scatter_add";
   check_index_arg(op, index, dim, out.shape.size());
   KILN_CHECK(src.dtype == out.dtype, DTypeError, op, ": source ", dtype_name(src.dtype), " and output ",
@@ -170,6 +173,7 @@ void CudaBackend::scatter_add(const TensorArg& out, int64_t dim, const TensorArg
 }
 
 void CudaBackend::index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) {
+  ProfileScope prof_(stream_, "index_select", out);
   const char* op = "index_select";
   const size_t rank = in.shape.size();
   check_index_arg(op, index, dim, rank);
@@ -199,6 +203,7 @@ void CudaBackend::index_select(const TensorArg& out, const TensorArg& in, int64_
 }
 
 void CudaBackend::index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) {
+  ProfileScope prof_(stream_, "index_add", src);
   const char* op = "index_add";
   const size_t rank = out.shape.size();
   check_index_arg(op, index, dim, rank);

@@ -17,6 +17,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 #include "backends/cuda/gemm.h"
 
 namespace kiln::cuda {
@@ -103,6 +104,7 @@ void* CudaBackend::blas_handle() {
 #endif
 
 void CudaBackend::matmul(const TensorArg& out, const TensorArg& a_in, const TensorArg& b_in) {
+  ProfileScope prof_(stream_, "matmul", a_in);
   const size_t r = out.shape.size();
   const std::string shapes = args_str({&a_in, &b_in});
   KILN_CHECK(r >= 2 && a_in.shape.size() == r && b_in.shape.size() == r, ShapeError, "matmul: operands ", shapes,

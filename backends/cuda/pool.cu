@@ -9,6 +9,7 @@
 #include "backends/cuda/atomic.cuh"
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -173,6 +174,7 @@ void check_index_shape(const char* op, const TensorArg& indices, const TensorArg
 
 void CudaBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indices, const TensorArg& in,
                                      const Pool2dParams& p) {
+  ProfileScope prof_(stream_, "max_pool2d_forward", in);
   const char* op = "max_pool2d_forward";
   check_dtypes(op, out, in);
   check_index_shape(op, indices, out);
@@ -187,6 +189,7 @@ void CudaBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indi
 }
 
 void CudaBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
+  ProfileScope prof_(stream_, "max_pool2d_backward", grad_out);
   const char* op = "max_pool2d_backward";
   check_dtypes(op, grad_in, grad_out);
   check_index_shape(op, indices, grad_out);
@@ -205,6 +208,7 @@ void CudaBackend::max_pool2d_backward(const TensorArg& grad_in, const TensorArg&
 }
 
 void CudaBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
+  ProfileScope prof_(stream_, "avg_pool2d_forward", in);
   const char* op = "avg_pool2d_forward";
   check_dtypes(op, out, in);
   Pool2dParams q = p;
@@ -219,6 +223,7 @@ void CudaBackend::avg_pool2d_forward(const TensorArg& out, const TensorArg& in, 
 }
 
 void CudaBackend::avg_pool2d_backward(const TensorArg& grad_in, const TensorArg& grad_out, const Pool2dParams& p) {
+  ProfileScope prof_(stream_, "avg_pool2d_backward", grad_out);
   const char* op = "avg_pool2d_backward";
   check_dtypes(op, grad_in, grad_out);
   Pool2dParams q = p;

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -158,6 +159,7 @@ void launch_reduce(cudaStream_t s, int64_t M, int64_t R, const Indexer<2>& kept,
 }  // namespace
 
 void CudaBackend::reduce(ReduceOp op, const TensorArg& out, const TensorArg& in, double p0) {
+  ProfileScope prof_(stream_, reduce_op_name(op), in);
   const char* name = reduce_op_name(op);
   const size_t rank = in.shape.size();
   KILN_CHECK(out.shape.size() == rank, ShapeError, name, ": output rank ", out.shape.size(), " differs from input rank ",

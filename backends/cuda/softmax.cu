@@ -8,6 +8,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -114,6 +115,7 @@ Geometry geometry(const char* op, const TensorArg& t, int64_t dim) {
 }  // namespace
 
 void CudaBackend::softmax_forward(const TensorArg& out, const TensorArg& in, int64_t dim, bool log) {
+  ProfileScope prof_(stream_, "softmax_forward", in);
   const char* op = log ? "log_softmax" : "softmax";
   KILN_CHECK(in.shape == out.shape && in.dtype == out.dtype, ShapeError, op, ": output ", args_str({&out}),
              " does not match input ", args_str({&in}));
@@ -133,6 +135,7 @@ void CudaBackend::softmax_forward(const TensorArg& out, const TensorArg& in, int
 
 void CudaBackend::softmax_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out,
                                    int64_t dim, bool log) {
+  ProfileScope prof_(stream_, "softmax_backward", grad_out);
   const char* op = log ? "log_softmax_backward" : "softmax_backward";
   for (const TensorArg* t : {&grad_out, &out})
     KILN_CHECK(t->shape == grad_in.shape && t->dtype == grad_in.dtype, ShapeError, op, ": ", args_str({t}),

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/profile.h"
 
 namespace kiln::cuda {
 namespace {
@@ -165,6 +166,7 @@ void run_unary(cudaStream_t s, const char* name, const TensorArg& out, const Ten
 }  // namespace
 
 void CudaBackend::unary(UnaryOp op, const TensorArg& out, const TensorArg& in_arg, double p0, double p1) {
+  ProfileScope prof_(stream_, unary_op_name(op), in_arg);
   const char* name = unary_op_name(op);
   KILN_CHECK(in_arg.shape == out.shape && in_arg.strides.size() == out.shape.size(), ShapeError, name, ": input has shape ",
              shape_str(in_arg.shape), ", expected ", shape_str(out.shape));

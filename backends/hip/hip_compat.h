@@ -50,6 +50,24 @@
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
 #define cudaStreamSynchronize hipStreamSynchronize
 #define cudaStreamIsCapturing hipStreamIsCapturing
+#define cudaFreeHost hipHostFree
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventCreateWithFlags hipEventCreateWithFlags
+#define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaEventDestroy hipEventDestroy
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphLaunch hipGraphLaunch
+// HIP 5.2 keeps CUDA 11's five-argument form.
+#define cudaGraphInstantiate(exec, graph, flags) hipGraphInstantiate(exec, graph, nullptr, nullptr, 0)
 
 // ---- device intrinsics ----
 namespace kiln::hip_compat {

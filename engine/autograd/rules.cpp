@@ -243,6 +243,24 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       }
       return {gx, gw, gb};
     }
+    case OpKind::batch_norm: {  // inputs x, [weight], [bias]; saved mean, invstd (ops_nn.cpp)
+      Tensor x = input(n, 0);
+      const bool has_w = n.ints[0] != 0, has_b = n.ints[1] != 0;
+      Tensor w = has_w ? input(n, 1) : Tensor();
+      Tensor gy = g.to(x.dtype()).contiguous();
+      Tensor gx, gw, gb;
+      if (wants(n, 0)) gx = Tensor::empty(x.shape(), x.dtype(), x.device());
+      if (has_w && wants(n, 1)) gw = Tensor::empty({x.size(1)}, DType::f32, x.device());
+      if (has_b && wants(n, has_w ? 2 : 1)) gb = Tensor::empty({x.size(1)}, DType::f32, x.device());
+      auto arg = [](const Tensor& t) { return t.defined() ? t.arg() : TensorArg{}; };
+      if (x.numel())
+        x.backend()->batch_norm_backward(arg(gx), arg(gw), arg(gb), gy.arg(), x.arg(), arg(w), saved(n, 0).arg(),
+                                         saved(n, 1).arg());
+      std::vector<Tensor> grads{gx};
+      if (has_w) grads.push_back(gw);
+      if (has_b) grads.push_back(gb);
+      return grads;
+    }
     case OpKind::max_pool2d: {
       Tensor x = input(n, 0);
       Tensor gx = Tensor::zeros(x.shape(), x.dtype(), x.device());

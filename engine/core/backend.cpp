@@ -53,7 +53,8 @@ const char* op_id_name(OpId op) {
                                 "conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight",
                                 "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
                                 "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
-                                "scatter_add", "index_select", "index_add", "adam_step"};
+                                "scatter_add", "index_select", "index_add", "adam_step", "batch_norm_forward",
+                                "batch_norm_backward"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
   return names[static_cast<int>(op)];
 }
@@ -61,6 +62,29 @@ const char* op_id_name(OpId op) {
 void Backend::adam_step(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
                         const AdamParams&) {
   throw DTypeError(detail::str_cat("adam_step is not supported on ", info().device.str()));
+}
+
+void Backend::batch_norm_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                                 const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&, double, double) {
+  throw DTypeError(detail::str_cat("batch_norm_forward is not supported on ", info().device.str()));
+}
+
+void Backend::batch_norm_backward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                                  const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&) {
+  throw DTypeError(detail::str_cat("batch_norm_backward is not supported on ", info().device.str()));
+}
+
+bool Backend::begin_capture(std::string& why) {
+  why = info().device.str() + " cannot record work for replay";
+  return false;
+}
+
+int64_t Backend::end_capture() {
+  throw DeviceError(detail::str_cat("end_capture: ", info().device.str(), " records no work"));
+}
+
+void Backend::replay(int64_t graph) {
+  throw DeviceError(detail::str_cat("replay: ", info().device.str(), " has no recorded graph ", graph));
 }
 
 Storage::Storage(Backend* backend, size_t nbytes)

@@ -210,6 +210,21 @@ class Backend {
                                    const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
                                    const TensorArg& save_mean, const TensorArg& save_invstd);
 
+  // ---- captured work (optional; CUDA graphs) ----
+  // begin_capture() starts recording, instead of running, the work enqueued from now on and
+  // returns true, or returns false with the reason in `why` (the default: cannot record).
+  // While recording nothing may wait for the device or copy from the host (DeviceError), and
+  // memory comes from a pool kept for the recorded graphs, so that a replay never writes
+  // into a tensor made outside them. end_capture() ends the recording and returns the
+  // graph's id (> 0; DeviceError when the recording failed); abort_capture() drops a
+  // recording after an error. replay(id) enqueues the recorded work again: same buffers,
+  // same arguments, except that adam_step counts its step on the device (AdamParams::step
+  // at recording + the replays before this one).
+  virtual bool begin_capture(std::string& why);
+  virtual int64_t end_capture();
+  virtual void abort_capture() {}
+  virtual void replay(int64_t graph);
+
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.
   virtual void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,

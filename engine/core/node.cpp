@@ -10,7 +10,7 @@ const char* op_kind_name(OpKind k) {
       "maximum", "minimum", "where",
       "sum", "mean", "prod", "amax", "amin", "var",
       "matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "log_softmax",
-      "gather", "scatter_add", "index_select", "index_add"};
+      "gather", "scatter_add", "index_select", "index_add", "batch_norm"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpKind::count));
   return names[static_cast<int>(k)];
 }

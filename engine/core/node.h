@@ -22,6 +22,7 @@ enum class OpKind : uint16_t {
   // linear algebra and nn
   matmul, conv2d, max_pool2d, avg_pool2d, softmax, log_softmax,
   gather, scatter_add, index_select, index_add,
+  batch_norm,  // the fused training-mode op (ops.h batch_norm_training)
   count
 };
 const char* op_kind_name(OpKind k);

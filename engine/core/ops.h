@@ -93,6 +93,17 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);  // x [N, C, H, W]
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
 // Output [N, C, oh, ow]; bins as PyTorch: start = floor(i*H/oh), end = ceil((i+1)*H/oh).
 Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size);
+// Fused training-mode batch normalization (Backend::batch_norm_forward / _backward):
+// x [N, C, *] floating; weight, bias, running_mean, running_var contiguous f32 [C] on x's
+// device or undefined; the running stats are updated in place (momentum as
+// torch.nn.functional.batch_norm). y has x's dtype (bf16 under autocast, as PyTorch's).
+// batch_norm_fused_available says whether x's backend runs it for these tensors;
+// batch_norm_training throws DTypeError when it does not. nn::functional::batch_norm picks
+// it where available and otherwise decomposes (the reference on the CPU and Vulkan).
+bool batch_norm_fused_available(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                const Tensor& running_mean, const Tensor& running_var);
+Tensor batch_norm_training(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                           const Tensor& running_var, double momentum, double eps);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // torch.gather / scatter_add / index_select / index_add (index i64).

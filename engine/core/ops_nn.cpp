@@ -95,6 +95,41 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   return out;
 }
 
+bool batch_norm_fused_available(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                const Tensor& running_mean, const Tensor& running_var) {
+  if (!x.defined() || x.dim() < 2 || !x.backend()->supports(OpId::batch_norm_forward, x.dtype()) ||
+      !x.backend()->supports(OpId::batch_norm_backward, x.dtype()))
+    return false;
+  for (const Tensor* t : {&weight, &bias, &running_mean, &running_var})
+    if (t->defined() && (t->dtype() != DType::f32 || t->device() != x.device() || t->dim() != 1 ||
+                         t->numel() != x.size(1) || !t->is_contiguous()))
+      return false;
+  return true;
+}
+
+Tensor batch_norm_training(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                           const Tensor& running_var, double momentum, double eps) {
+  KILN_CHECK(batch_norm_fused_available(x, weight, bias, running_mean, running_var), DTypeError,
+             "batch_norm_training: ", x.defined() ? x.device().str() : "an undefined tensor",
+             " has no fused batch norm for input ", x.defined() ? shape_str(x.shape()) : "", " ",
+             x.defined() ? dtype_name(x.dtype()) : "", " with f32 [C] statistics");
+  const int64_t c = x.size(1);
+  Tensor xc = x.contiguous();
+  Tensor y = detail::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = detail::empty({c}, DType::f32, x.device()), invstd = detail::empty({c}, DType::f32, x.device());
+  auto arg = [](const Tensor& t) { return t.defined() ? t.arg() : TensorArg{}; };
+  if (x.numel())
+    x.backend()->batch_norm_forward(y.arg(), mean.arg(), invstd.arg(), xc.arg(), arg(weight), arg(bias),
+                                    arg(running_mean), arg(running_var), momentum, eps);
+  if (detail::needs_grad({&x, &weight, &bias})) {
+    std::vector<Tensor> inputs{xc};
+    if (weight.defined()) inputs.push_back(weight);
+    if (bias.defined()) inputs.push_back(bias);
+    detail::record(y, OpKind::batch_norm, inputs, {weight.defined(), bias.defined()}, {}, {mean, invstd});
+  }
+  return y;
+}
+
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Shape s = pool_output(x, p, "max_pool2d");
   Tensor xc = x.contiguous();

@@ -36,6 +36,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     KILN_CHECK(!t->defined() || t->numel() == c, ShapeError, "batch_norm: input of shape ", shape_str(x.shape()),
                " has ", c, " channels but a statistic or affine tensor has shape ", shape_str(t->shape()));
   bool use_batch_stats = training || !running_mean.defined() || !running_var.defined();
+  if (use_batch_stats && x.numel() / std::max<int64_t>(c, 1) > 1) {
+    // A backend's fused kernels where it has them (ops.h batch_norm_training); with running
+    // stats only while training, as below.
+    const bool upd = training && running_mean.defined() && running_var.defined();
+    if (batch_norm_fused_available(x, weight, bias, upd ? running_mean : Tensor(), upd ? running_var : Tensor()))
+      return batch_norm_training(x, weight, bias, upd ? running_mean : Tensor(), upd ? running_var : Tensor(),
+                                 momentum, eps);
+  }
   std::vector<int64_t> dims{0};
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   Tensor mean_, var_;

@@ -41,6 +41,11 @@ void check_class_target(const Tensor& x, const Tensor& target, int64_t ignore_in
   KILN_CHECK(target.shape() == want, ShapeError, op, ": input of shape ", shape_str(x.shape()),
              " expects a target of shape ", shape_str(want), ", got ", shape_str(target.shape()));
   int64_t classes = x.size(1);
+  // CUDA and HIP check every index inside gather (IndexError at the next wait for the
+  // device, backends/cuda/README.md); reading the targets back here would stall each
+  // training step and keep it from being recorded as a CUDA graph.
+  const DeviceType where_ = target.device().type;
+  if (where_ == DeviceType::cuda || where_ == DeviceType::hip) return;
   for (int64_t t : target.to_vector<int64_t>())
     KILN_CHECK(t == ignore_index || (t >= 0 && t < classes), IndexError, op, ": target ", t,
                " is out of bounds for ", classes, " classes");

@@ -42,6 +42,10 @@ struct CheckpointSaved {
 struct Finished {
   bool cancelled = false;
   std::string error;  // empty on success; the message of the error that stopped training
+  // The training device's caching allocator at the end (Backend::memory_stats), in bytes:
+  // the most its tensors held during the run's process, and what it holds now.
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t reserved_bytes = 0;
 };
 
 using Event = std::variant<BatchEnd, EpochEnd, CheckpointSaved, Finished>;

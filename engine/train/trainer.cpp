@@ -6,6 +6,7 @@
 
 #include "engine/core/grad_mode.h"
 #include "engine/core/random.h"
+#include "engine/core/registry.h"
 #include "engine/io/checkpoint.h"
 
 namespace kiln::train {
@@ -136,7 +137,11 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir});
       }
     }
-    events_.push(Finished{cancelled_.load(), ""});
+    Finished fin{cancelled_.load(), "", 0, 0};
+    const MemoryStats mem = backend_for(options_.device)->memory_stats();
+    fin.peak_allocated_bytes = mem.peak_allocated;
+    fin.reserved_bytes = mem.reserved;
+    events_.push(fin);
   } catch (const std::exception& e) {
     events_.push(Finished{false, e.what()});
     throw;

@@ -109,6 +109,10 @@ std::vector<GradCase> grad_cases() {
   v.push_back({"batch_norm_train", {{6, 3, 4, 4}, {3}, {3}}, [](V x) {
                  return F::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true);
                }, false, {}});
+  v.push_back({"batch_norm_train_running_odd", {{5, 4, 3, 3}, {4}, {4}}, [](V x) {  // 9 values a plane: no 4-wide loads
+                 Tensor rm = Tensor::zeros({4}).to(x[0].device()), rv = Tensor::ones({4}).to(x[0].device());
+                 return F::batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-3);
+               }, false, {}});
   v.push_back({"mse_loss", {s, s}, [](V x) { return F::mse_loss(x[0], x[1]); }, false, {}});
   return v;
 }

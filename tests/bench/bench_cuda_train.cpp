@@ -3,23 +3,30 @@
 // beside it (tests/bench/pytorch_cuda_bench.py). A benchmark, not a test.
 //
 //   bench_cuda_train train  [--device D] [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30]
-//                           [--precision f32|bf16|f16] [--epochs E]
+//                           [--precision f32|bf16|f16] [--epochs E] [--no-cuda-graph] [--compare-graph K]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
 // train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
 // images and labels held on the device (Fashion-MNIST shapes, 60,000 of them, taken in order
 // batch by batch); each step is forward, cross-entropy, backward, Adam, and reading the loss
 // (as the Trainer does), so the figure includes one device round trip per step.
+// After 3 eager steps the step is recorded as a CUDA graph and replayed (engine/train/
+// captured_step.h; --no-cuda-graph or KILN_CUDA_GRAPH=0 keeps it eager; "graph_note" says
+// why it stayed eager). --compare-graph K: K steps eager, then the same K steps from the same
+// seed with the graph; prints the largest loss difference (exit 1 unless replayed and < 1e-3).
 // --precision bf16|f16: mixed precision (engine/train/mixed_precision.h), f16 with loss scaling.
 // resnet18: the CIFAR form of ResNet-18 (He et al. 2016; 3x3 stem, no max pool, BasicBlocks
 // [2, 2, 2, 2] of 64..512 channels, BatchNorm) on 3x32x32 images, 10 classes.
 // --epochs E: E passes over the 60,000 images instead of --steps; the device's reserved bytes
 // after each pass are listed (the caching allocator should stop growing after the first).
 // matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "engine/core/autocast.h"
 #include "engine/core/ops.h"
@@ -28,6 +35,7 @@
 #include "engine/core/registry.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/adam.h"
+#include "engine/train/captured_step.h"
 #include "engine/train/mixed_precision.h"
 #include "engine/train/reference_models.h"
 
@@ -82,11 +90,17 @@ std::shared_ptr<nn::Module> resnet18() {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-int train_bench(int argc, char** argv) {
+// One training run of the benchmark (see the header); losses, when given, gets every step's loss.
+struct RunResult {
+  double images_per_second = 0, mean_loss = 0;
+  std::string reserved_after_each_epoch, graph_note;
+  bool replayed = false;
+};
+
+RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::vector<float>* losses) {
   const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
   const std::string model_name = flag(argc, argv, "model", "cnn");
   const int64_t batch = std::stoll(flag(argc, argv, "batch", "128"));
-  int steps = std::stoi(flag(argc, argv, "steps", "400"));
   const int warmup = std::stoi(flag(argc, argv, "warmup", "30"));
   const bool resnet = model_name == "resnet18";
   const int64_t n = resnet ? 50000 : 60000;
@@ -102,14 +116,17 @@ int train_bench(int argc, char** argv) {
   const train::PrecisionPlan plan = train::plan_precision(precision, dev);
   AutocastGuard autocast_scope(plan.autocast);
   train::GradScaler scaler;
+  // The batch is copied into fixed tensors, so a recorded step reads each new batch.
+  Shape xs_shape = images.shape();
+  xs_shape[0] = batch;
+  Tensor xs = Tensor::empty(xs_shape, DType::f32, dev), ys = Tensor::empty({batch}, DType::i64, dev);
+  Tensor loss;
+  train::CapturedStep graph(dev, 3, use_graph && !plan.loss_scaling);
   int64_t pos = 0;
   double loss_sum = 0;
-  auto step = [&] {
-    if (pos + batch > n) pos = 0;
-    Tensor x = images.slice(0, pos, pos + batch), y = labels.slice(0, pos, pos + batch);
-    pos += batch;
+  auto compute = [&] {
     opt.zero_grad();
-    Tensor loss = nn::F::cross_entropy((*model)(x), y);
+    loss = nn::F::cross_entropy((*model)(xs), ys);
     if (plan.loss_scaling) {
       scaler.scale(loss).backward();
       scaler.step(opt);
@@ -117,7 +134,16 @@ int train_bench(int argc, char** argv) {
       loss.backward();
       opt.step();
     }
-    loss_sum += loss.item<float>();
+  };
+  auto step = [&] {
+    if (pos + batch > n) pos = 0;
+    xs.copy_(images.slice(0, pos, pos + batch));
+    ys.copy_(labels.slice(0, pos, pos + batch));
+    pos += batch;
+    graph.run(compute);
+    const float l = loss.item<float>();
+    loss_sum += l;
+    if (losses) losses->push_back(l);
   };
   for (int i = 0; i < warmup; ++i) step();
   Backend* be = backend_for(dev);
@@ -135,15 +161,47 @@ int train_bench(int argc, char** argv) {
   }
   reserved += "]";
   be->synchronize();
-  const double dt = now() - t0;
-  const MemoryStats m = be->memory_stats();
-  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %lld, \"steps\": %d, "
+  RunResult r;
+  r.images_per_second = static_cast<double>(steps * batch) / (now() - t0);
+  r.mean_loss = loss_sum / steps;
+  r.reserved_after_each_epoch = reserved;
+  r.replayed = graph.replaying();
+  r.graph_note = graph.note();
+  return r;
+}
+
+int train_bench(int argc, char** argv) {
+  const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
+  const int steps = std::stoi(flag(argc, argv, "steps", "400"));
+  bool use_graph = true;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--no-cuda-graph") use_graph = false;
+  const int compare = std::stoi(flag(argc, argv, "compare-graph", "0"));
+  if (compare > 0) {  // the same run eager and recorded: the loss curves must agree
+    std::vector<float> eager, replayed;
+    RunResult a = run_training(argc, argv, false, compare, &eager);
+    RunResult b = run_training(argc, argv, true, compare, &replayed);
+    double worst = 0;
+    for (size_t i = 0; i < eager.size() && i < replayed.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(eager[i] - replayed[i])));
+    std::printf("{\"bench\": \"compare_graph\", \"steps\": %zu, \"replayed\": %s, \"graph_note\": \"%s\", "
+                "\"first_loss\": %.6f, \"last_loss_eager\": %.6f, \"last_loss_replayed\": %.6f, "
+                "\"max_abs_loss_difference\": %.3g}\n",
+                eager.size(), b.replayed ? "true" : "false", b.graph_note.c_str(), eager.empty() ? 0.0 : eager.front(),
+                eager.empty() ? 0.0 : eager.back(), replayed.empty() ? 0.0 : replayed.back(), worst);
+    (void)a;
+    return b.replayed && worst < 1e-3 ? 0 : 1;
+  }
+  const RunResult r = run_training(argc, argv, use_graph, steps, nullptr);
+  const MemoryStats m = backend_for(dev)->memory_stats();
+  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %s, \"steps\": %d, "
+              "\"cuda_graph\": %s, \"graph_note\": \"%s\", "
               "\"images_per_second\": %.1f, \"mean_loss\": %.4f, \"peak_allocated_bytes\": %llu, "
               "\"reserved_bytes\": %llu, \"reserved_after_each_epoch\": %s}\n",
-              model_name.c_str(), precision.c_str(), dev.str().c_str(), static_cast<long long>(batch), steps,
-              static_cast<double>(steps * batch) / dt, loss_sum / steps,
-              static_cast<unsigned long long>(m.peak_allocated), static_cast<unsigned long long>(m.reserved),
-              reserved.c_str());
+              flag(argc, argv, "model", "cnn").c_str(), flag(argc, argv, "precision", "f32").c_str(), dev.str().c_str(),
+              flag(argc, argv, "batch", "128").c_str(), steps, r.replayed ? "true" : "false", r.graph_note.c_str(),
+              r.images_per_second, r.mean_loss, static_cast<unsigned long long>(m.peak_allocated),
+              static_cast<unsigned long long>(m.reserved), r.reserved_after_each_epoch.c_str());
   return 0;
 }
 

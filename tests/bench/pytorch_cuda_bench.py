@@ -3,6 +3,7 @@
 """PyTorch side of tests/bench/cuda_vs_pytorch.sh: the same figures as bench_cuda_train.
 
   pytorch_cuda_bench.py train  [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30] [--amp bf16|f16]
+                               [--profile]
   pytorch_cuda_bench.py matmul [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 
 train: the reference model, Adam lr 1e-3, random images/labels held on the GPU (60,000,
@@ -86,6 +87,13 @@ def train(a):
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
+    if a.profile:  # per-kernel GPU time of `steps` steps, to stderr (beside KILN_CUDA_PROFILE=1)
+        import sys
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(a.steps):
+                step()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=40), file=sys.stderr)
     t0 = time.perf_counter()
     total = sum(step() for _ in range(a.steps))
     torch.cuda.synchronize()
@@ -122,6 +130,7 @@ def main():
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--profile", action="store_true", help="print per-kernel GPU times first (stderr)")
     a = p.parse_args()
     train(a) if a.what == "train" else matmul(a)
 

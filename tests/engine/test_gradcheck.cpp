@@ -148,8 +148,12 @@ TEST(Gradcheck, CoversEveryDifferentiableOp) {
     keep.push_back(y);
     collect_kinds(y.impl()->grad_fn.get(), kinds, seen);
   }
-  for (int k = 0; k < static_cast<int>(OpKind::count); ++k)
+  for (int k = 0; k < static_cast<int>(OpKind::count); ++k) {
+    // The fused batch norm exists only on GPU backends (the CPU decomposes it, and that
+    // decomposition is checked here): backend-ops --mode=grad checks its rule against it.
+    if (static_cast<OpKind>(k) == OpKind::batch_norm) continue;
     EXPECT_TRUE(kinds.count(static_cast<OpKind>(k))) << "no gradcheck case for " << op_kind_name(static_cast<OpKind>(k));
+  }
 }
 
 TEST(Gradcheck, DetectsAWrongGradient) {
