@@ -348,8 +348,10 @@ std::vector<int64_t> spatial_axes(const Tensor& x) {
   return a;
 }
 
-// Per-channel parameters [C] shaped to broadcast along dim 1 of a rank-r tensor.
+// Per-channel parameters [C] shaped to broadcast along dim 1 of a rank-r tensor; ShapeError
+// when the input has no channel dimension (rank < 2: it must be [N, C, ...]).
 Tensor channel(const Tensor& p, int64_t rank, DType dt) {
+  KILN_CHECK(rank >= 2, ShapeError, "the input must be [N, C, ...] (rank 2 or more), got rank ", rank);
   Shape s(static_cast<size_t>(rank), 1);
   s[1] = p.numel();
   return as(p, dt).reshape(s);

@@ -55,3 +55,32 @@ TEST(OnnxFuzzRegressions, FoldDoesNotRunModelsWithoutShapeOps) {
   EXPECT_EQ(r.folded_values, 0u);
   EXPECT_EQ(m.graph.nodes.size(), 2u);
 }
+
+// crash-ce24ed12: BatchNormalization (and InstanceNormalization) of a rank-1 input wrote the
+// channel count past the end of a one-element shape; now a ShapeError naming the node.
+TEST(OnnxFuzzRegressions, NormalizationOfARank1InputIsAShapeError) {
+  for (const char* op : {"BatchNormalization", "InstanceNormalization"}) {
+    SCOPED_TRACE(op);
+    ::onnx::GraphProto g;
+    *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {3});
+    std::vector<std::string> in{"x", "scale", "bias"};
+    add_float_initializer(g, "scale", {3}, {1, 1, 1});
+    add_float_initializer(g, "bias", {3}, {0, 0, 0});
+    if (std::string(op) == "BatchNormalization") {
+      add_float_initializer(g, "mean", {3}, {0, 0, 0});
+      add_float_initializer(g, "var", {3}, {1, 1, 1});
+      in.push_back("mean");
+      in.push_back("var");
+    }
+    add_node(g, op, in, {"y"}, "norm");
+    g.add_output()->set_name("y");
+    kiln::onnx::Session s(kiln::onnx::parse_model(model_with(g, 15).SerializeAsString(), ""));
+    try {
+      s.run({{"x", Tensor::zeros({3})}});
+      FAIL() << "expected a ShapeError";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'norm'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+  }
+}
