@@ -1,11 +1,13 @@
 #include "projects/schema.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include <sqlite3.h>
 
 namespace kiln::projects {
 
@@ -120,6 +122,28 @@ std::string hex32(uint32_t v) {
   throw ProjectError("cannot open project " + path + ": " + why);
 }
 
+// Reads the first n bytes of the file through SQLite's VFS, never with a file descriptor
+// of our own: closing any descriptor of a file releases every POSIX lock this process
+// holds on it, so an ifstream here would silently drop the locks of a connection this
+// process already has open (another Project on the same file) and let two writers
+// corrupt it (https://sqlite.org/howtocorrupt.html#_posix_advisory_locks_canceled_by_a_separate_thread_doing_close_).
+// The unix VFS keeps such a descriptor open until the other connections release their locks.
+size_t read_head(const std::string& path, unsigned char* out, uint64_t n) {
+  sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
+  if (!vfs) reject(path, "SQLite has no default VFS");
+  std::vector<char> storage(static_cast<size_t>(vfs->szOsFile));
+  auto* file = reinterpret_cast<sqlite3_file*>(storage.data());
+  int flags = 0;
+  if (vfs->xOpen(vfs, path.c_str(), file, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &flags) != SQLITE_OK) {
+    if (file->pMethods) file->pMethods->xClose(file);
+    reject(path, "cannot be read (permission denied?)");
+  }
+  const int rc = file->pMethods->xRead(file, out, static_cast<int>(n), 0);
+  file->pMethods->xClose(file);
+  if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) reject(path, "cannot be read: I/O error " + std::to_string(rc));
+  return static_cast<size_t>(n);
+}
+
 // The header checks that need no SQLite connection (https://sqlite.org/fileformat.html#the_database_header).
 void check_header(const std::string& path) {
   namespace fs = std::filesystem;
@@ -129,11 +153,8 @@ void check_header(const std::string& path) {
   const uint64_t size = fs::file_size(path, ec);
   if (ec) reject(path, "cannot read its size: " + ec.message());
   if (size == 0) reject(path, "the file is empty (0 bytes), not a Kiln project");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) reject(path, "cannot be read (permission denied?)");
   std::array<unsigned char, 100> h{};
-  in.read(reinterpret_cast<char*>(h.data()), static_cast<std::streamsize>(h.size()));
-  const auto got = static_cast<size_t>(in.gcount());
+  const size_t got = read_head(path, h.data(), std::min<uint64_t>(size, h.size()));
   static const char kMagic[16] = "SQLite format 3";  // with its NUL: 16 bytes
   if (got < 16 || std::memcmp(h.data(), kMagic, 16) != 0)
     reject(path, "not a Kiln project: not a SQLite database (it does not start with \"SQLite format 3\")");

@@ -13,6 +13,10 @@
 #include <cstdio>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "project_test_util.h"
 
 using namespace kiln::projects;
@@ -30,6 +34,25 @@ static int run_child(const std::string& path, int64_t run) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// Whether another process sees a lock on SQLite's SHARED byte range of the file
+// (https://sqlite.org/lockingv3.html: PENDING_BYTE 0x40000000, SHARED range from +2, 510 bytes).
+static bool other_process_sees_lock(const std::string& path) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const int fd = ::open(path.c_str(), O_RDWR);
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_start = 0x40000002;
+    probe.l_len = 510;
+    const bool locked = fd >= 0 && fcntl(fd, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    _exit(locked ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 class TestProjectCrash : public QObject {
@@ -185,6 +208,23 @@ class TestProjectCrash : public QObject {
     QVERIFY(child.waitForFinished(10000));
     Project p = Project::open(path.toStdString());
     QCOMPARE(p.runs().at(0).status, RunStatus::interrupted);
+  }
+
+  // Opening the same project a second time in one process (the Studio's training thread
+  // does, and end_run at the end of a run) must not drop the SQLite file locks of the
+  // first connection: closing any descriptor of a file releases all of the process's POSIX
+  // locks on it, after which another process could checkpoint and delete the WAL under us.
+  void secondOpenKeepsTheFirstConnectionsLocks() {
+    const std::string path = file("locks.kiln").toStdString();
+    Project::create(path);
+    Project first = Project::open(path);
+    (void)first.runs();  // a read: in WAL mode the connection now holds a SHARED lock on the file
+    QVERIFY2(other_process_sees_lock(path), "the first connection holds no lock to begin with");
+    {
+      Project second = Project::open(path);
+      (void)second.runs();
+    }
+    QVERIFY2(other_process_sees_lock(path), "opening the project again dropped the first connection's lock");
   }
 
   // The rules of Project::run_process_gone on hand-made runs.
