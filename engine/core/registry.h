@@ -26,7 +26,9 @@ void register_backend_factory(BackendFactory factory);
 // (or $KILN_BACKEND_DIR/libkiln_backend_<name>.so when that variable is set) and calls
 // its exported function
 //   extern "C" kiln::BackendFactory* kiln_backend_factory();
-// A plugin that is absent or fails to load is listed by unavailable_backends() with the
+// and its exported `const char kiln_backend_abi[]` must equal libkiln's fingerprint of
+// the Backend interface (CMakeLists.txt: KILN_BACKEND_ABI), else the plugin is refused.
+// A plugin that is absent, stale or fails to load is listed by unavailable_backends() with the
 // loader's reason ("cuda: libcublas.so.13: cannot open shared object file").
 inline constexpr const char* kBackendPlugins[] = {"cuda", "hip", "vulkan"};
 // Where the plugins are looked for.
