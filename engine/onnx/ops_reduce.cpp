@@ -142,6 +142,16 @@ Tensor nll(OpContext& c, const Tensor& lp, const Tensor& target, const Tensor& w
     valid = ne(t, ig);
     t = where(valid, t, Tensor::scalar(0, DType::i64, t.device()));
   }
+  // the engine's gather and index_select expect valid indices: check them here
+  if (lp.dim() < 2) c.fail("input must be [N, C, d...], got " + shape_str(lp.shape()));
+  Shape want(lp.shape());
+  want.erase(want.begin() + 1);
+  if (t.shape() != want) c.fail("target " + shape_str(t.shape()) + " does not fit input " + shape_str(lp.shape()));
+  int64_t classes = lp.size(1);
+  if (weight.defined() && (weight.dim() != 1 || weight.numel() != classes))
+    c.fail("weight must be [C] = [" + std::to_string(classes) + "], got " + shape_str(weight.shape()));
+  for (int64_t v : t.to_vector<int64_t>())
+    if (v < 0 || v >= classes) c.fail("target class " + std::to_string(v) + " is outside [0, " + std::to_string(classes) + ")");
   Tensor picked = gather(lp, 1, t.unsqueeze(1)).squeeze(1);
   Tensor w = weight.defined() ? index_select(as(weight, lp.dtype()), 0, t.reshape({-1})).reshape(t.shape())
                               : Tensor::ones(t.shape(), lp.dtype(), lp.device());

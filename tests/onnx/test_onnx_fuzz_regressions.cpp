@@ -84,3 +84,25 @@ TEST(OnnxFuzzRegressions, NormalizationOfARank1InputIsAShapeError) {
     }
   }
 }
+
+// crash-42ae05f7: NegativeLogLikelihoodLoss with a target class outside [0, C) read past the
+// class weights (the engine's index_select trusts its indices); now a ValueError naming the node.
+TEST(OnnxFuzzRegressions, NllTargetOutsideTheClassesIsAnError) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("lp", ::onnx::TensorProto::FLOAT, {2, 3});
+  *g.add_input() = value_info("t", ::onnx::TensorProto::INT64, {2});
+  add_float_initializer(g, "w", {3}, {1, 1, 1});
+  add_node(g, "NegativeLogLikelihoodLoss", {"lp", "t", "w"}, {"loss"}, "nll");
+  g.add_output()->set_name("loss");
+  kiln::onnx::Session s(kiln::onnx::parse_model(model_with(g, 13).SerializeAsString(), ""));
+  Tensor lp = Tensor::zeros({2, 3});
+  try {
+    s.run({{"lp", lp}, {"t", Tensor::from_vector(std::vector<int64_t>{1, 1000000}, {2})}});
+    FAIL() << "expected a ValueError";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'nll' (NegativeLogLikelihoodLoss): target class 1000000 is outside [0, 3)"),
+              std::string::npos) << e.what();
+  }
+  // valid targets still work: mean of -lp at the targets, weights 1
+  EXPECT_EQ(s.run({{"lp", lp}, {"t", Tensor::from_vector(std::vector<int64_t>{0, 2}, {2})}})[0].item<float>(), 0.0f);
+}
