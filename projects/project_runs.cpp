@@ -33,7 +33,7 @@ bool Project::run_process_gone(const RunRecord& run, double now) {
 }
 
 int Project::mark_interrupted_runs() {
-  std::vector<int64_t> gone;
+  std::vector<std::pair<int64_t, double>> gone;  // run, its last sign of life (s since the epoch)
   {
     Statement s = db_->prepare("SELECT id, pid, host, heartbeat_at FROM runs WHERE status = 'running'");
     const double now = unix_time_now();
@@ -42,7 +42,7 @@ int Project::mark_interrupted_runs() {
       r.pid = s.int64(1);
       r.host = s.text(2);
       r.heartbeat_at = s.real(3);
-      if (run_process_gone(r, now)) gone.push_back(s.int64(0));
+      if (run_process_gone(r, now)) gone.emplace_back(s.int64(0), r.heartbeat_at);
     }
   }
   if (gone.empty()) return 0;
@@ -50,9 +50,9 @@ int Project::mark_interrupted_runs() {
   Transaction tx(*db_);
   Statement u = db_->prepare(
       "UPDATE runs SET status = 'interrupted', message = ?, ended_at = ? WHERE id = ? AND status = 'running'");
-  for (int64_t id : gone) {
-    u.reset();
-    u.bind(1, kInterruptedMessage).bind(2, utc_now()).bind(3, id).run();
+  for (const auto& [id, heartbeat] : gone) {
+    u.reset();  // it ended at its last heartbeat, not now
+    u.bind(1, kInterruptedMessage).bind(2, heartbeat > 0 ? utc_from_unix(heartbeat) : utc_now()).bind(3, id).run();
     marked += db_->changes();
   }
   tx.commit();

@@ -150,18 +150,23 @@ void Transaction::commit() {
   done_ = true;
 }
 
-std::string utc_now() {
-  using namespace std::chrono;
-  auto now = system_clock::now();
-  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::time_t t = system_clock::to_time_t(now);
+std::string utc_from_unix(double seconds) {
+  const auto total_ms = static_cast<int64_t>(std::llround(seconds * 1000.0));
+  const std::time_t t = static_cast<std::time_t>(total_ms / 1000);
+  const int ms = static_cast<int>(total_ms % 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, ms);
   return out;
+}
+
+std::string utc_now() {
+  using namespace std::chrono;
+  return utc_from_unix(static_cast<double>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count()) /
+                       1000.0);
 }
 
 }  // namespace kiln::projects

@@ -96,5 +96,7 @@ class Transaction {
 
 // Current time as ISO-8601 UTC with milliseconds: "2026-11-29T19:26:27.123Z".
 std::string utc_now();
+// The same format for a time in seconds since the Unix epoch (e.g. a heartbeat).
+std::string utc_from_unix(double seconds);
 
 }  // namespace kiln::projects

@@ -259,6 +259,8 @@ class TestProjectCrash : public QObject {
     p.end_run(mine, RunStatus::finished, "", "{}");
     QCOMPARE(p.runs().at(0).status, RunStatus::finished);
     QCOMPARE(p.runs().at(3).message, std::string(kInterruptedMessage));
+    // An interrupted run ended at its last heartbeat, not when the project was reopened.
+    QCOMPARE(p.runs().at(4).ended_at, utc_from_unix(static_cast<double>(std::stoll(t))));
   }
 };
 
