@@ -123,6 +123,9 @@ class TestRunsView : public QObject {
     QCOMPARE(t->item(2, RunsView::TestAccuracy)->text(), QString());
     QVERIFY(t->horizontalHeader()->stretchLastSection());
     QVERIFY(t->isSortingEnabled());
+    // Even in a short dock the three runs are all visible without scrolling.
+    view.resize(1400, 200);
+    QTRY_VERIFY(t->viewport()->height() >= 3 * t->verticalHeader()->defaultSectionSize());
     // Widths fit the contents: no cell text is cut off.
     const QFontMetrics fm(t->font());
     for (int c = 0; c + 1 < t->columnCount(); ++c)

@@ -93,6 +93,9 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->setSortIndicator(Name, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
+  // Room for at least five runs before the table scrolls (the plots below take the rest).
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() +
+                           5 * table_->verticalHeader()->defaultSectionSize() + 2 * table_->frameWidth());
 
   lossPlot_ = make_plot(tr("step"), tr("training loss"));
   accuracyPlot_ = make_plot(tr("epoch"), tr("val. accuracy (%)"));
