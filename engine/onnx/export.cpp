@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <fstream>
 #include <map>
@@ -120,6 +121,17 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
     }
     if (n.op.rfind("onnx.", 0) == 0) detail::export_imported(ctx, n, inputs);
     else detail::export_studio(ctx, n, info, inputs);
+  }
+  if (opset < options.opset && options.opset <= 17) {
+    // Up to the requested opset where libonnx can; it throws when an op has no adapter
+    // (then the model stays valid at its imported opset).
+    try {
+      ::onnx::ModelProto converted =
+          ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(options.opset));
+      ::onnx::checker::check_model(converted);
+      model = std::move(converted);
+    } catch (const std::exception&) {
+    }
   }
   std::string bytes;
   KILN_CHECK(model.SerializeToString(&bytes), ValueError, "export: the model does not serialize (over 2 GB?)");

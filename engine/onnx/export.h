@@ -21,8 +21,11 @@
 // Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").
 // Imported nodes (onnx.<Op>) become their ONNX node again (attributes from onnx_attributes,
 // inputs at onnx_input_slots), onnx.Initializer nodes initializers named "<node>.value";
-// the model's opset is then the imported one (all onnx.* nodes must agree; Studio ops next to
-// nodes imported below opset 17 are refused, as their mapping needs opset 17).
+// the model is written at the imported opset (all onnx.* nodes must agree; Studio ops next to
+// nodes imported below opset 17 are refused, as their mapping needs opset 17) and then, when
+// that is below options.opset, converted by libonnx's version converter
+// (onnx::version_conversion::ConvertVersion, which knows opsets up to 17 in Debian's 1.12);
+// where the converter has no adapter for an op the model keeps its imported opset.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -33,7 +36,7 @@
 namespace kiln::onnx {
 
 struct ExportOptions {
-  int64_t opset = 17;                // ai.onnx opset of a graph without imported nodes
+  int64_t opset = 17;                // ai.onnx opset written (imported models are converted up to it)
   std::string producer_name = "Kiln";
   std::string graph_name;            // "" = the graph's name, or "kiln_graph"
 };
