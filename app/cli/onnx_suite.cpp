@@ -77,6 +77,12 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   if (!filter.empty())
     std::erase_if(cases, [&](const std::string& c) { return c.find(filter) == std::string::npos; });
 
+  if (cases.empty()) {  // a wrong folder or filter must not look like a clean run
+    std::fprintf(stderr, "kiln onnx-suite: no test cases (folders with model.onnx and test_data_set_*) in %s%s\n",
+                 dir.c_str(), filter.empty() ? "" : (" matching '" + filter + "'").c_str());
+    return kExitError;
+  }
+
   // Unsupported ops first, all at once, before anything runs.
   std::vector<std::string> to_run;
   std::vector<onnx::CaseResult> results;

@@ -86,6 +86,11 @@ PY
     grep -q "REGRESSION test_abs_wrong" <<<"$out" || fail "$out"
     out=$("$KILN" onnx-suite "$TMP/missing" 2>&1) && fail "exit status 0"
     grep -q "no such folder" <<<"$out" || fail "$out"
+    mkdir "$TMP/empty"
+    out=$("$KILN" onnx-suite "$TMP/empty" 2>&1) && fail "exit status 0 for a folder without cases: $out"
+    grep -q "no test cases" <<<"$out" || fail "$out"
+    out=$("$KILN" onnx-suite "$DATA/node" --filter no_such_case 2>&1) && fail "exit status 0 for a filter matching nothing"
+    grep -q "matching 'no_such_case'" <<<"$out" || fail "$out"
     ;;
   *) fail "unknown case $CASE" ;;
 esac
