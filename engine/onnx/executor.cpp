@@ -5,6 +5,7 @@
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
 #include "engine/onnx/op_context.h"
+#include "engine/onnx/tensor_proto.h"
 
 namespace kiln::onnx {
 
@@ -329,6 +330,15 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
     if (v.is_optional && !val.has_element()) continue;
     KILN_CHECK(val.is_sequence() == v.is_sequence, ValueError, "model input '", v.name, "' expects ",
                v.is_sequence ? "a sequence" : "a tensor", ", got ", val.is_sequence() ? "a sequence" : "a tensor");
+    if (!v.is_sequence && v.elem_type != 0 && val.tensor.defined()) {  // FLOAT vs an f64 .npy, before any node runs
+      DType want = val.tensor.dtype();
+      try {
+        want = dtype_of_onnx(v.elem_type, "model input '" + v.name + "'");
+      } catch (const Error&) {  // a type without an engine dtype: the nodes judge
+      }
+      KILN_CHECK(want == val.tensor.dtype(), DTypeError, "model input '", v.name, "' expects ", v.type_str(), " (",
+                 dtype_name(want), "), got ", dtype_name(val.tensor.dtype()));
+    }
     if (v.has_shape && !v.is_sequence) {
       const Shape& shape = val.is_strings() ? val.strings->shape : val.tensor.shape();
       bool ok = shape.size() == v.shape.size();

@@ -55,6 +55,16 @@ assert all(abs(v - max(0.0, (-1) ** i * i * 0.5)) < 1e-6 for i, v in enumerate(y
 PY
     out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "z=$TMP/x.npy" --device cpu 2>&1) && fail "exit status 0"
     grep -q "'z' is not an input of the model (inputs: x)" <<<"$out" || fail "$out"
+    # an f64 .npy for a FLOAT input is refused at the input, before any node runs
+    python3 - "$TMP/x64.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4, 5), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<60d", *range(60)))
+PY
+    out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$TMP/x64.npy" --device cpu 2>&1) && fail "exit status 0"
+    grep -q "model input 'x' expects FLOAT\[3, 4, 5\] (f32), got f64" <<<"$out" || fail "$out"
     ;;
   suite_summary)
     out=$("$KILN" onnx-suite "$DATA/node" --filter test_abs --json "$TMP/r.json" --device cpu) || fail "$out"
