@@ -100,7 +100,7 @@ int train(const HeadlessOptions& o) {
   QObject::connect(&session, &TrainingSession::errorMessage, [&](const QString& m) { err(m); });
   QObject::connect(&session, &TrainingSession::finished, [&](qint64 run, const QString& s, const QString&) {
     if (last.step > 0) line(last);
-    out(QString("run %1 %2; stored in %3").arg(run).arg(s, o.project));
+    out(QString("the run (id %1) is stored in %2").arg(run).arg(o.project));  // "run N <status>" came as a log line
     status = s == "finished" ? 0 : s == "stopped" ? 130 : 1;
     QCoreApplication::exit(status);
   });
