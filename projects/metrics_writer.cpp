@@ -14,9 +14,14 @@ MetricsWriter::MetricsWriter(const std::string& project_path, int64_t run) : run
   if (db_->pragma_int("application_id") != kApplicationId || db_->pragma_int("user_version") != kCurrentSchema)
     throw ProjectError("project " + project_path + ": metrics writer: not a Kiln project of schema " +
                        std::to_string(kCurrentSchema) + " (open it with Project::open first)");
-  Statement s = db_->prepare("SELECT 1 FROM runs WHERE id = ?");
-  s.bind(1, run);
-  if (!s.step()) throw ProjectError("project " + project_path + ": metrics writer: no run with id " + std::to_string(run));
+  {  // finished before the UPDATE: a statement left open keeps its read snapshot, and
+     // upgrading that to a write after another connection committed fails at once with
+     // SQLITE_BUSY (no busy timeout applies: https://sqlite.org/wal.html#sometimes_queries_return_sqlite_busy_in_wal_mode)
+    Statement s = db_->prepare("SELECT 1 FROM runs WHERE id = ?");
+    s.bind(1, run);
+    if (!s.step())
+      throw ProjectError("project " + project_path + ": metrics writer: no run with id " + std::to_string(run));
+  }
   db_->prepare("UPDATE runs SET pid = ?, host = ? WHERE id = ?")
       .bind(1, static_cast<int64_t>(getpid()))
       .bind(2, host_name())
