@@ -55,6 +55,21 @@ static bool other_process_sees_lock(const std::string& path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// A new project at `path` with one run, and this binary started in --child mode writing
+// that run's metrics; returns the run's id.
+static int64_t start_writer_child(const QString& path, const char* run_name, QProcess& child) {
+  int64_t run = 0;
+  {
+    Project p = Project::create(path.toStdString());
+    run = p.begin_run({run_name, "{}", "cpu", 0});
+  }
+  child.setProgram(QCoreApplication::applicationFilePath());
+  child.setArguments({"--child", path, QString::number(run)});
+  child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+  child.start();
+  return run;
+}
+
 class TestProjectCrash : public QObject {
   Q_OBJECT
   QTemporaryDir dir_;
@@ -126,16 +141,8 @@ class TestProjectCrash : public QObject {
 
   void sigkilledWriterKeepsCommittedRows() {
     const QString path = file("crash.kiln");
-    int64_t run = 0;
-    {
-      Project p = Project::create(path.toStdString());
-      run = p.begin_run({"killed", "{}", "cpu", 0});
-    }
     QProcess child;
-    child.setProgram(QCoreApplication::applicationFilePath());
-    child.setArguments({"--child", path, QString::number(run)});
-    child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    child.start();
+    const int64_t run = start_writer_child(path, "killed", child);
     QVERIFY(child.waitForStarted(10000));
     int64_t reported = 0;
     int commits = 0;
@@ -180,16 +187,8 @@ class TestProjectCrash : public QObject {
   // leaves its run running; the pid and host in the run are the child's.
   void liveWriterIsNotInterrupted() {
     const QString path = file("alive.kiln");
-    int64_t run = 0;
-    {
-      Project p = Project::create(path.toStdString());
-      run = p.begin_run({"alive", "{}", "cpu", 0});
-    }
     QProcess child;
-    child.setProgram(QCoreApplication::applicationFilePath());
-    child.setArguments({"--child", path, QString::number(run)});
-    child.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    child.start();
+    start_writer_child(path, "alive", child);
     QVERIFY(child.waitForStarted(10000));
     QVERIFY2(child.waitForReadyRead(10000), "the child reported no commit");
     {
