@@ -112,6 +112,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.num_classes = static_cast<int64_t>(class_names(c.dataset).size());
   options.device = device;
   options.checkpoint_dir = (out / "checkpoint").string();
+  options.cuda_graph = !args.given("no-cuda-graph");
   auto text = [](double v) { return nlohmann::json(v).dump(); };
   options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},
                           {"optimizer", c.optimizer}, {"lr", text(c.lr)}, {"momentum", text(c.momentum)},
@@ -149,6 +150,7 @@ int train_command(const std::vector<std::string>& argv) {
     return kExitInterrupted;
   }
 
+  if (device.type != DeviceType::cpu) std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
   std::fprintf(stderr, "evaluating on %lld test images ...\n",
                static_cast<long long>(loaders.test->dataset().size()));
   train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
@@ -178,6 +180,7 @@ int train_command(const std::vector<std::string>& argv) {
       {"reserved_memory_bytes", backend_for(device)->memory_stats().reserved},
       {"precision", precision.autocast ? dtype_name(*precision.autocast) : "f32"},
       {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
+      {"cuda_graph", trainer.cuda_graph_note()},
   };
   if (net) summary["graph"] = kRunGraphFile;
   if (options.grad_scaler)

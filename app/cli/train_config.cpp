@@ -41,7 +41,12 @@ ArgParser train_parser() {
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)")
       .flag("out", "DIR", "", "run directory (default: runs/<model>-<timestamp>)")
       .toggle("resume", "continue the run in --out from its checkpoint/ (the flags must match)")
-      .flag("limit-batches", "N", "0", "train, validate and test on at most N batches each (for smoke tests)");
+      .flag("limit-batches", "N", "0", "train, validate and test on at most N batches each (for smoke tests)")
+      .toggle("no-cuda-graph",
+              "on a CUDA device, run every training step eagerly instead of recording the step once\n"
+              "and replaying it as a CUDA graph (also KILN_CUDA_GRAPH=0); the captured step is used\n"
+              "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
+              "kiln train prints which it was");
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
       "finished epoch stays, and `--resume` continues from it.\n\n"

@@ -139,9 +139,15 @@ class CudaBackend final : public Backend {
   bool begin_capture(std::string& why) override;
   int64_t end_capture() override;
   void abort_capture() override;
-  void replay(int64_t graph) override;
-  // The replay counter of the graph being recorded (device memory), else null.
-  int64_t* replay_counter() const { return replay_counter_; }
+  void replay(int64_t graph, const ReplayArgs& args) override;
+  void release_graph(int64_t graph) override;
+  // What replay() writes before each launch of a graph (device memory, one per graph).
+  struct ReplayState {
+    double lr;
+    int64_t step_offset;
+  };
+  // The ReplayState of the graph being recorded, else null: adam_step reads it (elementwise.cu).
+  const ReplayState* replay_state() const { return replay_state_; }
 
   // ---- for the kernels' files ----
   cudaStream_t stream() const { return stream_; }
@@ -188,11 +194,11 @@ class CudaBackend final : public Backend {
   bool graph_checks_ = false;     // a captured graph holds index checks (id -1)
   std::unique_ptr<ConvState, ConvStateDeleter> conv_;
   struct Graph {
-    void* exec;        // cudaGraphExec_t
-    int64_t* counter;  // replays so far (device)
+    void* exec;           // cudaGraphExec_t; null once released
+    ReplayState* state;   // device
   };
-  std::vector<Graph> graphs_;  // kept until exit, as their memory
-  int64_t* replay_counter_ = nullptr;
+  std::vector<Graph> graphs_;  // kept until exit or release_graph (their memory stays in the private pool)
+  ReplayState* replay_state_ = nullptr;
   friend struct ConvState;
   friend ConvState& conv_state(CudaBackend& be);
 };

@@ -14,12 +14,12 @@ void check_shape(const char* op, const char* what, const TensorArg& t, const Sha
              shape_str(t.shape), ", expected ", shape_str(shape));
 }
 
-// coef (when not null) replaces neg_step and bc2_sqrt: the step of a replayed graph.
+// coef (when not null) replaces neg_step, bc2_sqrt and decay: the step of a recorded graph.
 template <class T>
 __global__ void adam_kernel(int64_t n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
                             T* __restrict__ v, T decay, T wd, T w1, T b2, T c2, T neg_step, T bc2_sqrt, T eps,
                             bool decoupled, const double* __restrict__ coef) {
-  if (coef) neg_step = T(coef[0]), bc2_sqrt = T(coef[1]);
+  if (coef) neg_step = T(coef[0]), bc2_sqrt = T(coef[1]), decay = T(coef[2]);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     T pi = p[i], gi = g[i], mi = m[i];
@@ -33,12 +33,15 @@ __global__ void adam_kernel(int64_t n, T* __restrict__ p, const T* __restrict__ 
   }
 }
 
-// coef = {-(lr / bc1), sqrt(bc2)} at step step0 + *replays (a graph's replay counter).
-__global__ void adam_coef_kernel(double* coef, const int64_t* replays, int64_t step0, double lr, double beta1,
-                                 double beta2) {
-  const double t = static_cast<double>(step0 + *replays);
+// coef = {-(lr / bc1), sqrt(bc2), 1 - lr * weight_decay} with lr = state->lr at step
+// t = max(1, step0 + state->step_offset): a graph's ReplayState, written before each launch (graph.cu).
+__global__ void adam_coef_kernel(double* coef, const CudaBackend::ReplayState* state, int64_t step0, double beta1,
+                                 double beta2, double weight_decay) {
+  const int64_t step = step0 + state->step_offset;
+  const double t = static_cast<double>(step < 1 ? 1 : step), lr = state->lr;
   coef[0] = -(lr / (1 - pow(beta1, t)));
   coef[1] = sqrt(1 - pow(beta2, t));
+  coef[2] = 1 - lr * weight_decay;
 }
 
 }  // namespace
@@ -108,12 +111,12 @@ void CudaBackend::adam_step(const TensorArg& param, const TensorArg& grad, const
   make_current();
   const double bc1 = 1 - std::pow(ap.beta1, static_cast<double>(ap.step));
   const double bc2 = 1 - std::pow(ap.beta2, static_cast<double>(ap.step));
-  // Recording a graph: the step is counted on the device (graph.cu).
+  // Recording a graph: lr and step come from the graph's ReplayState on each launch (graph.cu).
   std::optional<Scratch> coef;
-  if (replay_counter_) {
-    coef.emplace(*this, 2 * sizeof(double));
-    adam_coef_kernel<<<1, 1, 0, stream_>>>(static_cast<double*>(coef->get()), replay_counter_, ap.step, ap.lr,
-                                           ap.beta1, ap.beta2);
+  if (replay_state_) {
+    coef.emplace(*this, 3 * sizeof(double));
+    adam_coef_kernel<<<1, 1, 0, stream_>>>(static_cast<double*>(coef->get()), replay_state_, ap.step, ap.beta1,
+                                           ap.beta2, ap.weight_decay);
   }
   const double* cp = coef ? static_cast<const double*>(coef->get()) : nullptr;
   auto run = [&](auto tag) {

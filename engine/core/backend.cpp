@@ -83,7 +83,7 @@ int64_t Backend::end_capture() {
   throw DeviceError(detail::str_cat("end_capture: ", info().device.str(), " records no work"));
 }
 
-void Backend::replay(int64_t graph) {
+void Backend::replay(int64_t graph, const ReplayArgs&) {
   throw DeviceError(detail::str_cat("replay: ", info().device.str(), " has no recorded graph ", graph));
 }
 

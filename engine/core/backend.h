@@ -217,13 +217,25 @@ class Backend {
   // memory comes from a pool kept for the recorded graphs, so that a replay never writes
   // into a tensor made outside them. end_capture() ends the recording and returns the
   // graph's id (> 0; DeviceError when the recording failed); abort_capture() drops a
-  // recording after an error. replay(id) enqueues the recorded work again: same buffers,
-  // same arguments, except that adam_step counts its step on the device (AdamParams::step
-  // at recording + the replays before this one).
+  // recording after an error. replay(id, args) enqueues the recorded work again: same
+  // buffers, same arguments, except the adam_step calls, which take their learning rate and
+  // step count from `args` (written to a small device buffer of the graph just before the
+  // launch): lr = args.lr (AdamParams::lr at recording is ignored on every launch, the first
+  // included), step = AdamParams::step at recording + args.step_offset (clamped to >= 1), and
+  // AdamW's decay 1 - lr * weight_decay follows lr. So a replayed Adam follows a scheduler
+  // and the host's step count (engine/train/captured_step.h passes both). Every other kernel
+  // keeps the scalars it was recorded with (SGD's lr, for one). DeviceError for an unknown id.
+  // release_graph(id) frees a graph that will not be replayed again (its id stays unused;
+  // a no-op for an unknown id and by default).
+  struct ReplayArgs {
+    double lr = 0;            // learning rate of the recorded adam_step calls
+    int64_t step_offset = 0;  // added to each recorded AdamParams::step (0: the recorded step itself)
+  };
   virtual bool begin_capture(std::string& why);
   virtual int64_t end_capture();
   virtual void abort_capture() {}
-  virtual void replay(int64_t graph);
+  virtual void replay(int64_t graph, const ReplayArgs& args);
+  virtual void release_graph(int64_t /*graph*/) {}
 
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.

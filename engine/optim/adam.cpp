@@ -25,6 +25,7 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o)
 void Adam::step() {
   NoGradGuard no_grad;
   const AdamOptions& o = options_;
+  fused_ = true;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     Tensor g = p.grad();
@@ -41,6 +42,7 @@ void Adam::step() {
       p.backend()->adam_step(p.arg(), g.arg(), m.arg(), v.arg(), ap);
       continue;
     }
+    fused_ = false;
     if (o.weight_decay != 0) {
       if (decoupled_)
         p.copy_(p * (1 - lr_ * o.weight_decay));

@@ -33,6 +33,9 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, const AdamOptions& options);
   void step() override;
   const AdamOptions& options() const { return options_; }  // as constructed; the current lr is lr()
+  // follows_lr when the last step() updated every parameter with the fused adam_step,
+  // else not_replayable (the composed update bakes in the bias corrections of its step).
+  ReplayMode replay_mode() const override { return fused_ ? ReplayMode::follows_lr : ReplayMode::not_replayable; }
 
  protected:
   Adam(std::vector<Tensor> params, const AdamOptions& options, bool decoupled);
@@ -42,6 +45,7 @@ class Adam : public Optimizer {
  private:
   AdamOptions options_;
   bool decoupled_;  // AdamW's decoupled weight decay
+  bool fused_ = false;  // the last step() used adam_step for every parameter it updated
 };
 
 class AdamW : public Adam {

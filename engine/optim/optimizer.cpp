@@ -20,6 +20,15 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
+void Optimizer::set_step_counts(std::vector<int64_t> counts) {
+  KILN_CHECK(counts.size() == params_.size(), ValueError, "optimizer set_step_counts: got ", counts.size(),
+             " counts for ", params_.size(), " parameters");
+  for (size_t i = 0; i < counts.size(); ++i)
+    KILN_CHECK(counts[i] >= 0, ValueError, "optimizer set_step_counts: parameter ", i, " gets a negative count ",
+               counts[i]);
+  steps_ = std::move(counts);
+}
+
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }

@@ -42,6 +42,25 @@ class Optimizer {
   void set_lr(double lr);  // ValueError when negative
   const std::vector<Tensor>& params() const { return params_; }
 
+  // Per-parameter step counts (0 before a parameter's first step), as state_dict's
+  // "state.<i>.step". set_step_counts() replaces them, e.g. to count the steps that a
+  // recorded step() made when replayed on the device (engine/train/captured_step.h) or to
+  // undo the count of a recording that failed. ValueError when the size differs from
+  // params().size() or a count is negative.
+  const std::vector<int64_t>& step_counts() const { return steps_; }
+  void set_step_counts(std::vector<int64_t> counts);
+
+  // What a step() recorded by Backend::begin_capture does when replayed (Backend::replay):
+  //  follows_lr:  every update is one fused adam_step, which takes lr and step count from
+  //               the replay's ReplayArgs, so a scheduler and the bias corrections are followed
+  //  fixed_lr:    the recording keeps the lr it saw; the update does not depend on the step
+  //               count (SGD, RMSprop): replayable while the lr stays (the default)
+  //  not_replayable: the recording would keep host-computed step-dependent constants
+  //               (Adam's bias corrections without the fused kernel, e.g. amsgrad)
+  // Valid after a step(); the answer may depend on the device (which ops it fuses).
+  enum class ReplayMode { follows_lr, fixed_lr, not_replayable };
+  virtual ReplayMode replay_mode() const { return ReplayMode::fixed_lr; }
+
   OptimizerState state_dict() const;
   // Restores state saved by the same kind of optimizer over the same parameters.
   // ValueError when a tensor's shape differs from its parameter's or a parameter index

@@ -46,6 +46,10 @@ struct Finished {
   // the most its tensors held during the run's process, and what it holds now.
   uint64_t peak_allocated_bytes = 0;
   uint64_t reserved_bytes = 0;
+  // The captured training step (TrainerOptions::cuda_graph): "replaying" when the step was
+  // recorded and its replays trained the run's full batches, else why every step ran
+  // eagerly (e.g. "cpu cannot record work for replay"); "" when an error stopped training.
+  std::string cuda_graph;
 };
 
 using Event = std::variant<BatchEnd, EpochEnd, CheckpointSaved, Finished>;

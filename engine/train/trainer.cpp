@@ -1,6 +1,7 @@
 #include "engine/train/trainer.h"
 
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/io/checkpoint.h"
+#include "engine/train/captured_step.h"
 
 namespace kiln::train {
 
@@ -57,6 +59,14 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
   try {
     const int64_t batches = train.size();
     const int64_t total_batches = batches * options_.epochs;
+    // The captured step (TrainerOptions::cuda_graph) and the fixed tensors it reads and writes.
+    std::optional<CapturedStep> captured;
+    std::string graph_note = "turned off";
+    if (options_.cuda_graph && options_.grad_scaler)
+      graph_note = "f16 loss scaling reads the gradients' finite check back every step";
+    else if (options_.cuda_graph)
+      captured.emplace(options_.device, *optimizer_);
+    Tensor x_static, y_static, static_logits, static_loss;
     while (epoch_ < options_.epochs && !cancelled_) {
       model_->train();
       train.set_epoch(epoch_);
@@ -73,23 +83,46 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         ++batch_index;
         Tensor x = batch->input.to(options_.device), y = batch->target.to(options_.device);
         double lr = optimizer_->lr();
-        optimizer_->zero_grad();
-        Tensor logits = model_->forward(x);
-        Tensor loss = loss_(logits, y);
-        double loss_value = loss.item<double>();
-        if (!std::isfinite(loss_value)) {
-          std::ostringstream os;
-          os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
-             << step_ + 1 << " (batch " << batch_index << " of " << batches << ") with learning rate " << lr
-             << "; try a lower learning rate (e.g. " << lr / 10 << ")";
-          throw NonFiniteLossError(os.str());
-        }
-        if (options_.grad_scaler) {
-          options_.grad_scaler->scale(loss).backward();
-          options_.grad_scaler->step(*optimizer_);
+        double loss_value = NAN;
+        bool loss_read = false;
+        auto read_loss = [&](const Tensor& loss) {
+          loss_value = loss.item<double>();
+          loss_read = true;
+          if (!std::isfinite(loss_value)) {
+            std::ostringstream os;
+            os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
+               << step_ + 1 << " (batch " << batch_index << " of " << batches << ") with learning rate " << lr
+               << "; try a lower learning rate (e.g. " << lr / 10 << ")";
+            throw NonFiniteLossError(os.str());
+          }
+        };
+        // One eager step on (xs, ys); the loss is checked before the update unless recording.
+        auto train_step = [&](const Tensor& xs, const Tensor& ys, Tensor& logits, Tensor& loss) {
+          optimizer_->zero_grad();
+          logits = model_->forward(xs);
+          loss = loss_(logits, ys);
+          if (!captured || !captured->recording()) read_loss(loss);
+          if (options_.grad_scaler) {
+            options_.grad_scaler->scale(loss).backward();
+            options_.grad_scaler->step(*optimizer_);
+          } else {
+            loss.backward();
+            optimizer_->step();
+          }
+        };
+        Tensor logits, loss;
+        if (captured && (!x_static.defined() || (x.shape() == x_static.shape() && y.shape() == y_static.shape()))) {
+          if (!x_static.defined()) {  // the full batch's shape: the first batch's
+            x_static = Tensor::empty(x.shape(), x.dtype(), options_.device);
+            y_static = Tensor::empty(y.shape(), y.dtype(), options_.device);
+          }
+          x_static.copy_(x);
+          y_static.copy_(y);
+          captured->run([&] { train_step(x_static, y_static, static_logits, static_loss); });
+          logits = static_logits, loss = static_loss;  // rewritten by each replay
+          if (!loss_read) read_loss(loss);
         } else {
-          loss.backward();
-          optimizer_->step();
+          train_step(x, y, logits, loss);
         }
         ++step_;
         if (scheduler_ && options_.scheduler_per_batch) scheduler_->step();
@@ -137,13 +170,15 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir});
       }
     }
-    Finished fin{cancelled_.load(), "", 0, 0};
+    Finished fin{cancelled_.load(), "", 0, 0, ""};
+    fin.cuda_graph = !captured ? graph_note : captured->replaying() ? "replaying" : captured->note();
+    cuda_graph_note_ = fin.cuda_graph;
     const MemoryStats mem = backend_for(options_.device)->memory_stats();
     fin.peak_allocated_bytes = mem.peak_allocated;
     fin.reserved_bytes = mem.reserved;
     events_.push(fin);
   } catch (const std::exception& e) {
-    events_.push(Finished{false, e.what()});
+    events_.push(Finished{false, e.what(), 0, 0, ""});
     throw;
   }
 }

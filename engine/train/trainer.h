@@ -47,6 +47,17 @@ struct TrainerOptions {
   // f16 mixed precision: backward runs on the scaled loss and the step goes through the
   // scaler (engine/train/mixed_precision.h), which skips steps with non-finite gradients.
   std::shared_ptr<GradScaler> grad_scaler;
+  // Record the training step once and replay it (CUDA graphs; engine/train/captured_step.h)
+  // where the device's backend can record: each batch of the first batch's shape is copied
+  // into fixed device tensors and the step (zero_grad, forward, loss, backward, optimizer
+  // step) is replayed; the loss and logits it rewrites feed the metrics and the NaN check.
+  // A batch of another shape (the last partial batch), f16 loss scaling (grad_scaler) and
+  // a step that cannot be recorded run eagerly; Finished::cuda_graph says which happened.
+  // Off: always eager (as KILN_CUDA_GRAPH=0). The losses match the eager run's within
+  // float rounding; on a device that cannot record, the run is the eager run bit for bit.
+  // A replayed step's loss is read after its update, so NonFiniteLossError comes one
+  // update later than eagerly (the checkpoint of the last finished epoch is unaffected).
+  bool cuda_graph = true;
 };
 
 // Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr).
@@ -91,6 +102,8 @@ class Trainer {
   int64_t step() const { return step_; }       // optimizer steps taken
   double seconds_training() const { return train_seconds_; }  // wall time of training batches
   int64_t samples_trained() const { return samples_trained_; }
+  // Finished::cuda_graph of the last fit() that ended without an error ("" before).
+  const std::string& cuda_graph_note() const { return cuda_graph_note_; }
 
  private:
   std::shared_ptr<nn::Module> model_;
@@ -108,6 +121,7 @@ class Trainer {
   int64_t step_ = 0;
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;
+  std::string cuda_graph_note_;
 };
 
 }  // namespace kiln::train

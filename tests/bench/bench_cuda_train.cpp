@@ -4,6 +4,7 @@
 //
 //   bench_cuda_train train  [--device D] [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30]
 //                           [--precision f32|bf16|f16] [--epochs E] [--no-cuda-graph] [--compare-graph K]
+//                           [--scheduler none|onecycle|cosine]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
 // train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
@@ -14,6 +15,8 @@
 // captured_step.h; --no-cuda-graph or KILN_CUDA_GRAPH=0 keeps it eager; "graph_note" says
 // why it stayed eager). --compare-graph K: K steps eager, then the same K steps from the same
 // seed with the graph; prints the largest loss difference (exit 1 unless replayed and < 1e-3).
+// --scheduler onecycle|cosine: OneCycleLR (max lr 1e-3) or CosineAnnealingLR stepped after every
+// step over the run's steps, so each replay gets another learning rate (Backend::ReplayArgs).
 // --precision bf16|f16: mixed precision (engine/train/mixed_precision.h), f16 with loss scaling.
 // resnet18: the CIFAR form of ResNet-18 (He et al. 2016; 3x3 stem, no max pool, BasicBlocks
 // [2, 2, 2, 2] of 64..512 channels, BatchNorm) on 3x32x32 images, 10 classes.
@@ -25,16 +28,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/core/autocast.h"
+#include "engine/core/error.h"
 #include "engine/core/ops.h"
 #include "engine/nn/nn.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/adam.h"
+#include "engine/optim/lr_scheduler.h"
 #include "engine/train/captured_step.h"
 #include "engine/train/mixed_precision.h"
 #include "engine/train/reference_models.h"
@@ -121,7 +127,7 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
   xs_shape[0] = batch;
   Tensor xs = Tensor::empty(xs_shape, DType::f32, dev), ys = Tensor::empty({batch}, DType::i64, dev);
   Tensor loss;
-  train::CapturedStep graph(dev, 3, use_graph && !plan.loss_scaling);
+  train::CapturedStep graph(dev, opt, 3, use_graph && !plan.loss_scaling);
   int64_t pos = 0;
   double loss_sum = 0;
   auto compute = [&] {
@@ -135,6 +141,14 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
       opt.step();
     }
   };
+  const int epochs = std::stoi(flag(argc, argv, "epochs", "0"));
+  const int per_epoch = static_cast<int>(n / batch);
+  if (epochs > 0) steps = epochs * per_epoch;
+  const std::string sched_name = flag(argc, argv, "scheduler", "none");
+  std::unique_ptr<optim::LRScheduler> sched;
+  if (sched_name == "onecycle") sched = std::make_unique<optim::OneCycleLR>(opt, 1e-3, warmup + steps + 1);
+  else if (sched_name == "cosine") sched = std::make_unique<optim::CosineAnnealingLR>(opt, warmup + steps);
+  else if (sched_name != "none") throw ValueError("--scheduler: unknown '" + sched_name + "'; known: none, onecycle, cosine");
   auto step = [&] {
     if (pos + batch > n) pos = 0;
     xs.copy_(images.slice(0, pos, pos + batch));
@@ -144,14 +158,12 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
     const float l = loss.item<float>();
     loss_sum += l;
     if (losses) losses->push_back(l);
+    if (sched) sched->step();
   };
   for (int i = 0; i < warmup; ++i) step();
   Backend* be = backend_for(dev);
   be->synchronize();
   loss_sum = 0;
-  const int epochs = std::stoi(flag(argc, argv, "epochs", "0"));
-  const int per_epoch = static_cast<int>(n / batch);
-  if (epochs > 0) steps = epochs * per_epoch;
   std::string reserved = "[";
   const double t0 = now();
   for (int i = 0; i < steps; ++i) {
