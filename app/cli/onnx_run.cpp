@@ -1,7 +1,9 @@
 // `kiln run model.onnx --input x.npy`: runs an ONNX model on NumPy inputs and writes each
 // output as <output name>.npy (for scripts), printing the output names, shapes and dtypes.
 // --repeat N then runs it N more times and prints the latency (median and minimum, in ms;
-// outputs are read back to the host in each run, so the device has finished).
+// outputs are read back to the host in each run, so the device has finished). Nodes the
+// device lacks an op or dtype for run on the CPU (onnx::SessionOptions), said in one line when
+// any did; --no-fallback keeps them on the device (their error is then the run's error).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,7 +28,8 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   parser.flag("input", "LIST", "", "comma-separated .npy files, in the model's input order, or NAME=FILE pairs")
       .flag("out-dir", "DIR", ".", "folder for the outputs' .npy files")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
-      .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)");
+      .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)")
+      .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks");
   parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results");
   std::vector<std::string> rest = argv;
   std::string path;
@@ -41,7 +44,9 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   }
   if (path.empty()) args.fail("needs a model: kiln run MODEL.onnx --input x.npy");
   Device device = resolve_device(args.str("device"));
-  onnx::Session session(onnx::load_model(path), device);
+  onnx::SessionOptions session_options;
+  session_options.cpu_fallback = !args.given("no-fallback");
+  onnx::Session session(onnx::load_model(path), device, session_options);
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
   std::stringstream list(args.str("input"));
@@ -63,6 +68,9 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   }
   int64_t repeat = args.integer("repeat", 0);
   std::vector<Tensor> out = session.run(feed);
+  if (onnx::FallbackStats fb = session.fallback_stats(); !fb.empty())
+    std::printf("cpu fallback: %s ran on the CPU instead of %s; --no-fallback keeps them there\n", fb.str().c_str(),
+                device.str().c_str());
   if (repeat > 0) {
     std::vector<double> ms;
     for (int64_t r = 0; r < repeat; ++r) {

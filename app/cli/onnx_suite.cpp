@@ -1,6 +1,8 @@
 // `kiln onnx-suite DIR`: runs the ONNX backend test cases under DIR (engine/onnx/suite.h)
 // and prints the failures with their largest error, the unsupported ops (all at once,
-// before running), then `passed: P failed: F unsupported: U total: T`.
+// before running), then `passed: P failed: F unsupported: U total: T`, and, on a device
+// other than the CPU, one line saying how many nodes ran on the CPU instead (only when any;
+// --no-fallback keeps every node on the device, so the counts are the device's own).
 // Exit status 1 when any case fails or is unsupported; with --expect FILE it is a regression
 // check instead: 1 only when a case named in FILE does not pass (or does not exist).
 #include <algorithm>
@@ -33,7 +35,8 @@ ArgParser suite_parser() {
       .flag("expect", "FILE", "", "expected passes, one case name a line: any of them failing is an error")
       .flag("write-passes", "FILE", "", "write the names of the passing cases (sorted) to FILE")
       .flag("filter", "TEXT", "", "only cases whose name contains TEXT")
-      .toggle("quiet", "print only the unsupported list, regressions and the summary");
+      .toggle("quiet", "print only the unsupported list, regressions and the summary")
+      .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks");
   p.epilog("example: kiln onnx-suite /usr/share/libonnx-testdata/data/node --json node.json");
   return p;
 }
@@ -68,6 +71,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   if (dir.empty()) args.fail("needs the folder of test cases first: kiln onnx-suite DIR [flags]");
   onnx::SuiteOptions opt;
   opt.device = resolve_device(args.str("device"));
+  opt.cpu_fallback = !args.given("no-fallback");
   std::set<std::string> expected;
   if (args.given("expect")) expected = read_list(args.str("expect"));
   bool quiet = args.given("quiet");
@@ -109,9 +113,12 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     results.push_back(r);
   }
   std::fflush(stdout);
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, fallback_cases = 0;
+  onnx::FallbackStats fallback;
   for (const std::string& c : to_run) {
     onnx::CaseResult r = onnx::run_case(c, opt);
+    fallback_cases += !r.fallback.empty();
+    fallback.merge(r.fallback);
     if (r.status == onnx::CaseResult::Status::Passed) ++passed;
     else if (r.status == onnx::CaseResult::Status::Unsupported) ++unsupported_cases;
     else {
@@ -159,11 +166,16 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     j["unsupported"] = unsupported_cases;
     j["total"] = results.size();
     j["device"] = opt.device.str();
+    j["cpu_fallback"] = opt.cpu_fallback;
+    j["cpu_fallback_nodes"] = fallback.nodes;
     j["cases"] = nlohmann::json::array();
     for (const auto& r : results) {
       nlohmann::json c{{"name", r.name}, {"status", onnx::status_name(r.status)}};
       if (!r.reason.empty()) c["reason"] = r.reason;
       if (r.max_error > 0) c["max_error"] = r.max_error;
+      if (r.seconds > 0) c["seconds"] = r.seconds;
+      if (!r.fallback.empty())
+        c["cpu_fallback"] = {{"nodes", r.fallback.nodes}, {"op_types", r.fallback.op_types}, {"reasons", r.fallback.reasons}};
       j["cases"].push_back(c);
     }
     std::ofstream out(args.str("json"));
@@ -171,6 +183,9 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     out << j.dump(1) << "\n";
   }
   std::printf("passed: %d failed: %d unsupported: %d total: %zu\n", passed, failed, unsupported_cases, results.size());
+  if (!fallback.empty())
+    std::printf("cpu fallback: %s of %d case%s ran on the CPU instead of %s; --no-fallback keeps them there\n",
+                fallback.str().c_str(), fallback_cases, fallback_cases == 1 ? "" : "s", opt.device.str().c_str());
   return status;
 }
 

@@ -1,9 +1,12 @@
 #include "engine/onnx/executor.h"
 
+#include <algorithm>
+#include <mutex>
 #include <set>
 
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
+#include "engine/core/registry.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/tensor_proto.h"
 
@@ -13,6 +16,37 @@ std::string UnsupportedOp::str() const {
   std::string s = domain.empty() ? op_type : domain + "." + op_type;
   return s + " (node '" + node + "', opset " + std::to_string(opset) + ")";
 }
+
+std::string FallbackStats::str() const {
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [op, k] : op_types) by_count.emplace_back(-k, op);
+  std::sort(by_count.begin(), by_count.end());
+  std::string s = std::to_string(nodes) + (nodes == 1 ? " node (" : " nodes (");
+  for (size_t i = 0; i < by_count.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
+  return s + ")";
+}
+
+void FallbackStats::merge(const FallbackStats& other) {
+  nodes += other.nodes;
+  for (const auto& [op, k] : other.op_types) op_types[op] += k;
+  for (const auto& [op, why] : other.reasons) reasons.emplace(op, why);
+}
+
+namespace detail {
+struct FallbackLog {
+  std::mutex mutex;
+  std::set<const Node*> counted;
+  FallbackStats stats;
+  void record(const Node& n, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!counted.insert(&n).second) return;
+    ++stats.nodes;
+    ++stats.op_types[op_key(n)];
+    stats.reasons.emplace(op_key(n), why);
+  }
+};
+}  // namespace detail
 
 namespace {
 
@@ -85,14 +119,53 @@ struct Scope {
   }
 };
 
+bool has_subgraph(const Node& n) {
+  for (const auto& [name, a] : n.attributes)
+    if (a.g || !a.graphs.empty()) return true;
+  return false;
+}
+
+// The backend whose missing ops and dtypes the session runs on the CPU; null when none
+// (the CPU itself, or the fallback turned off).
+Backend* fallback_backend(Device device, const SessionOptions& options) {
+  return options.cpu_fallback && device.type != DeviceType::cpu ? backend_for(device) : nullptr;
+}
+
+// t on `device`, or left where it is when the fallback backend cannot hold its dtype.
+Tensor place(const Tensor& t, Device device, const Backend* fallback) {
+  if (fallback && !fallback->supports(OpId::copy, t.dtype())) return t;
+  return t.to(device);
+}
+
+// The node's values with their tensors (and sequence items) on `device`; strings stay on the host.
+std::vector<Value> values_on(const std::vector<Value>& in, Device device) {
+  std::vector<Value> out;
+  out.reserve(in.size());
+  for (const Value& v : in) {
+    Value c = v;
+    if (v.tensor.defined()) c.tensor = v.tensor.to(device);
+    if (v.is_sequence()) {
+      std::vector<Tensor> items;
+      for (const Tensor& t : *v.sequence) items.push_back(t.to(device));
+      c.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 class Runner {
  public:
-  Runner(const Model& m, Device d, const Session::NodeObserver* observer = nullptr)
-      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer) {}
+  Runner(const Model& m, Device d, const SessionOptions& options, detail::FallbackLog* log,
+         const Session::NodeObserver* observer = nullptr)
+      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer) {
+    backend_ = fallback_backend(d, options);
+    if (backend_) fallback_ = log;
+  }
 
   std::vector<Value> run_graph(const Graph& g, Scope& scope) const {
     for (const auto& [name, t] : g.initializers)
-      if (!scope.values.count(name)) scope.values[name] = t.to(device_);
+      if (!scope.values.count(name)) scope.values[name] = place(t, device_, backend_);
     for (const Node& n : g.nodes) {
       if (is_gradient(n)) run_gradient(g, n, scope);
       else run_node(n, scope, observer_ && &g == &model_.graph);
@@ -205,38 +278,21 @@ class Runner {
       KILN_CHECK(t, ValueError, "node '", n.name, "' (", n.op_type, "): input '", name, "' has no value");
       in.push_back(*t);
     }
-    const OpTable& ops = onnx_ops();
-    const SequenceOpTable& seq_ops = sequence_ops();
-    auto it = ops.find(op_key(n));
-    auto sit = n.domain.empty() ? seq_ops.find(n.op_type) : seq_ops.end();
-    KILN_CHECK(it != ops.end() || sit != seq_ops.end(), ValueError, "node '", n.name, "': unsupported op ",
-               op_key(n));
     std::vector<Tensor> observed_in;
     if (observe)
       for (const Value& v : in) observed_in.push_back(v.tensor);
-    OpContext ctx(n, n.domain.empty() ? opset_ : opset_of(model_, n.domain), std::move(in), device_, [this, &scope](const Graph& sub, const std::vector<Value>& v) {
-      Scope inner;
-      inner.parent = &scope;
-      KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
-                 " inputs, got ", v.size());
-      for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
-      return run_graph(sub, inner);
-    });
+    auto where = [&n] { return "node '" + n.name + "' (" + n.op_type + ")"; };
     std::vector<Value> out;
     try {
-      if (sit != seq_ops.end()) {  // ops on values of any kind take precedence
-        out = sit->second(ctx);
-      } else {
-        std::vector<Tensor> t = it->second(ctx);
-        out.assign(t.begin(), t.end());
-      }
+      if (fallback_ && !has_subgraph(n)) out = run_op_or_fallback(n, std::move(in), scope);
+      else out = run_op(n, std::move(in), device_, scope);
     } catch (const std::exception& e) {
       if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
-      rethrow_with(ctx.where(), e);
+      rethrow_with(where(), e);
     }
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty()) continue;
-      KILN_CHECK(i < out.size() && out[i].defined(), ValueError, ctx.where(), ": output ", i, " '", n.outputs[i],
+      KILN_CHECK(i < out.size() && out[i].defined(), ValueError, where(), ": output ", i, " '", n.outputs[i],
                  "' is not computed by Kiln's ", n.op_type);
       scope.values[n.outputs[i]] = out[i];
     }
@@ -247,10 +303,73 @@ class Runner {
     }
   }
 
+  // Runs the node's op on `device` with inputs that are already there.
+  std::vector<Value> run_op(const Node& n, std::vector<Value> in, Device device, Scope& scope) const {
+    const OpTable& ops = onnx_ops();
+    const SequenceOpTable& seq_ops = sequence_ops();
+    auto it = ops.find(op_key(n));
+    auto sit = n.domain.empty() ? seq_ops.find(n.op_type) : seq_ops.end();
+    KILN_CHECK(it != ops.end() || sit != seq_ops.end(), ValueError, "node '", n.name, "': unsupported op ",
+               op_key(n));
+    OpContext ctx(n, n.domain.empty() ? opset_ : opset_of(model_, n.domain), std::move(in), device, [this, &scope](const Graph& sub, const std::vector<Value>& v) {
+      Scope inner;
+      inner.parent = &scope;
+      KILN_CHECK(v.size() <= sub.inputs.size(), ValueError, "subgraph '", sub.name, "' takes ", sub.inputs.size(),
+                 " inputs, got ", v.size());
+      for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
+      return run_graph(sub, inner);
+    });
+    if (sit != seq_ops.end()) return sit->second(ctx);  // ops on values of any kind take precedence
+    std::vector<Tensor> t = it->second(ctx);
+    return std::vector<Value>(t.begin(), t.end());
+  }
+
+  // Why the device cannot take the node's inputs ("" when it can): a tensor left on the host
+  // because the backend cannot hold its dtype (Backend::supports(OpId::copy, ...)).
+  std::string device_lacks(const std::vector<Value>& in) const {
+    auto check = [&](const Tensor& t) -> std::string {
+      if (!t.defined() || t.device() == device_) return "";
+      if (!backend_->supports(OpId::copy, t.dtype()))
+        return std::string(dtype_name(t.dtype())) + " is not supported on " + device_.str() + " (Backend::supports)";
+      return "an input is on " + t.device().str();
+    };
+    for (const Value& v : in) {
+      std::string why = check(v.tensor);
+      for (size_t k = 0; why.empty() && v.is_sequence() && k < v.sequence->size(); ++k) why = check((*v.sequence)[k]);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+
+  // The node on the device, or on the CPU when the device lacks what it needs (SessionOptions).
+  std::vector<Value> run_op_or_fallback(const Node& n, std::vector<Value> in, Scope& scope) const {
+    std::string why = device_lacks(in);
+    if (why.empty()) {
+      try {
+        return run_op(n, in, device_, scope);
+      } catch (const DTypeError& e) {  // the backend lacks an op or dtype (or the node is wrong: the CPU says)
+        why = e.what();
+      }
+    }
+    std::vector<Value> out = run_op(n, values_on(in, Device{}), Device{}, scope);
+    fallback_->record(n, why);
+    for (Value& v : out) {  // back to the device, unless it cannot hold the dtype
+      if (v.tensor.defined()) v.tensor = place(v.tensor, device_, backend_);
+      if (v.is_sequence()) {
+        std::vector<Tensor> items;
+        for (const Tensor& t : *v.sequence) items.push_back(place(t, device_, backend_));
+        v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
+      }
+    }
+    return out;
+  }
+
   const Model& model_;
   Device device_;
   int64_t opset_;
   const Session::NodeObserver* observer_;
+  Backend* backend_ = nullptr;                 // set with fallback_
+  detail::FallbackLog* fallback_ = nullptr;    // null: no CPU fallback (the CPU, or turned off)
 };
 
 }  // namespace
@@ -261,7 +380,8 @@ std::vector<UnsupportedOp> find_unsupported(const Model& model) {
   return out;
 }
 
-Session::Session(Model model, Device device) : model_(std::move(model)), device_(device) {
+Session::Session(Model model, Device device, SessionOptions options)
+    : model_(std::move(model)), device_(device), options_(options), fallback_(std::make_shared<detail::FallbackLog>()) {
   std::vector<UnsupportedOp> bad = find_unsupported(model_);
   if (!bad.empty()) {
     std::string msg = std::to_string(bad.size()) + " unsupported op" + (bad.size() > 1 ? "s" : "") + ": ";
@@ -274,7 +394,13 @@ Session::Session(Model model, Device device) : model_(std::move(model)), device_
       break;
     }
   check_defined(model_.graph, {});
-  for (auto& [name, t] : model_.graph.initializers) t = t.to(device_);
+  const Backend* fallback = fallback_backend(device_, options_);
+  for (auto& [name, t] : model_.graph.initializers) t = place(t, device_, fallback);
+}
+
+FallbackStats Session::fallback_stats() const {
+  std::lock_guard<std::mutex> lock(fallback_->mutex);
+  return fallback_->stats;
 }
 
 std::vector<std::string> Session::input_names() const {
@@ -307,6 +433,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& inputs, co
 std::vector<Value> Session::run_values(const std::map<std::string, Value>& inputs, const NodeObserver& observer) const {
   NoGradGuard no_grad;
   Scope scope;
+  const Backend* fallback = fallback_backend(device_, options_);
   std::string names;
   for (const auto& v : model_.graph.inputs) names += (names.empty() ? "" : ", ") + v.name;
   for (const auto& [name, t] : inputs) {
@@ -316,10 +443,10 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
     Value v = t;
     if (t.is_sequence()) {
       std::vector<Tensor> items;
-      for (const Tensor& e : *t.sequence) items.push_back(e.to(device_));
+      for (const Tensor& e : *t.sequence) items.push_back(place(e, device_, fallback));
       v = Value::of_sequence(std::move(items));
     } else if (t.tensor.defined()) {
-      v = t.tensor.to(device_);
+      v = place(t.tensor, device_, fallback);
     }  // string tensors stay on the host
     v.optional = t.optional;
     scope.values[name] = v;
@@ -346,7 +473,7 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
       KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(shape));
     }
   }
-  Runner runner(model_, device_, observer ? &observer : nullptr);
+  Runner runner(model_, device_, options_, fallback_.get(), observer ? &observer : nullptr);
   return runner.run_graph(model_.graph, scope);
 }
 

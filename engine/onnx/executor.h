@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,42 @@ struct UnsupportedError : ValueError {
   UnsupportedError(const std::string& what, std::vector<UnsupportedOp> o) : ValueError(what), ops(std::move(o)) {}
 };
 
+struct SessionOptions {
+  // Per-node CPU fallback (what onnxruntime does for ops an execution provider lacks), on a
+  // device other than the CPU. Backend::supports() answers per engine op and dtype while a node
+  // is several engine ops, so the node runs on the device first; when a backend refuses an op
+  // or dtype there (the DTypeError its supports() check throws: "sub: f64 is not supported on
+  // vulkan:0"), or an input is of a dtype the device cannot even hold (supports(OpId::copy)
+  // false: such values stay on the host), the node runs on the CPU instead: its inputs copied
+  // to the host, its outputs copied back (those the device cannot hold stay on the host). Nodes
+  // with subgraphs (If, Loop, Scan) stay on the device; the nodes of their bodies fall back one
+  // by one. When the CPU run fails too, its error is the node's error. false: the device's
+  // error is the node's error (the device's own coverage). No effect on the CPU.
+  bool cpu_fallback = true;
+};
+
+// The nodes of a session that ran on the CPU instead of its device (SessionOptions::cpu_fallback).
+struct FallbackStats {
+  int64_t nodes = 0;                           // distinct nodes (one in a Loop body counts once)
+  std::map<std::string, int64_t> op_types;     // op type ("Pow", "ai.onnx.ml.X") -> its nodes among them
+  std::map<std::string, std::string> reasons;  // op type -> why its first node left the device
+  bool empty() const { return nodes == 0; }
+  // "3 nodes (2 Pow, 1 Mod)": most frequent op type first.
+  std::string str() const;
+  void merge(const FallbackStats& other);  // adds other's counts (the suite totals its cases)
+};
+
+namespace detail {
+struct FallbackLog;  // executor.cpp: the stats, the nodes counted, a mutex
+}
+
 class Session {
  public:
   // Checks the model before anything runs: every op supported (UnsupportedError listing all
   // of them), every node input produced by a graph input, an initializer or an earlier node
   // (ValueError naming the node and the missing value, e.g. a missing initializer). Moves the
-  // initializers to `device`.
-  explicit Session(Model model, Device device = {});
+  // initializers to `device` (DeviceError naming the device when it is unknown).
+  explicit Session(Model model, Device device = {}, SessionOptions options = {});
 
   // Feeds the graph inputs by name and returns the graph outputs in the model's order.
   // ValueError when a name is not a graph input or an input is missing; errors of an op
@@ -48,6 +78,10 @@ class Session {
   // Inputs and outputs that may be sequences (ONNX seq(tensor)); run() refuses sequence outputs.
   std::vector<Value> run_values(const std::map<std::string, Value>& inputs, const NodeObserver& observer = {}) const;
 
+  // The nodes that ran on the CPU instead of the device, over all runs of this session so far
+  // (empty on the CPU and with cpu_fallback off). Safe to call while another thread runs.
+  FallbackStats fallback_stats() const;
+
   const Model& model() const { return model_; }
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
@@ -55,6 +89,8 @@ class Session {
  private:
   Model model_;
   Device device_;
+  SessionOptions options_;
+  std::shared_ptr<detail::FallbackLog> fallback_;
 };
 
 }  // namespace kiln::onnx

@@ -4,9 +4,11 @@
 #include <onnx/onnx-data_pb.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "engine/onnx/tensor_proto.h"
@@ -166,9 +168,45 @@ std::string compare_tensors(const Tensor& expected, const Tensor& actual, double
   return os.str();
 }
 
-CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
+namespace {
+
+// Runs every test_data_set_* of the case; r gets the first mismatch, else Passed.
+void run_data_sets(const Session& session, const std::string& case_dir, const SuiteOptions& opt, CaseResult& r) {
+  std::vector<std::string> names = session.input_names();
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(case_dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) throw IoError(case_dir + ": no test_data_set_* folder");
+  for (const fs::path& set : sets) {
+    std::vector<std::string> inputs = sorted_files(set, "input_"), outputs = sorted_files(set, "output_");
+    if (inputs.size() > names.size())
+      throw ValueError(set.string() + ": " + std::to_string(inputs.size()) + " input files for " +
+                       std::to_string(names.size()) + " model inputs");
+    const std::vector<ValueInfo>& in_info = session.model().graph.inputs;
+    const std::vector<ValueInfo>& out_info = session.model().graph.outputs;
+    std::map<std::string, Value> feed;
+    for (size_t i = 0; i < inputs.size(); ++i) feed[names[i]] = load_value_file(inputs[i], in_info[i]);
+    std::vector<Value> got = session.run_values(feed);
+    if (got.size() != outputs.size())
+      throw ValueError(std::to_string(got.size()) + " outputs for " + std::to_string(outputs.size()) + " expected");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string why = compare_values(load_value_file(outputs[i], out_info[i]), got[i], opt, r.max_error);
+      if (!why.empty()) {
+        r.reason = set.filename().string() + " output " + std::to_string(i) + " '" + session.output_names()[i] +
+                   "': " + why;
+        return;
+      }
+    }
+  }
+  r.status = CaseResult::Status::Passed;
+}
+
+// Loads and runs the case (run_case without the clock).
+CaseResult run_case_untimed(const std::string& case_dir, const SuiteOptions& opt) {
   CaseResult r;
   r.name = fs::path(case_dir).filename().string();
+  std::unique_ptr<Session> session;
   try {
     Model model = load_model((fs::path(case_dir) / "model.onnx").string());
     r.unsupported = find_unsupported(model);
@@ -177,35 +215,10 @@ CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
       r.reason = "unsupported op " + r.unsupported[0].str();
       return r;
     }
-    Session session(std::move(model), opt.device);
-    std::vector<std::string> names = session.input_names();
-    std::vector<fs::path> sets;
-    for (const auto& e : fs::directory_iterator(case_dir))
-      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
-    std::sort(sets.begin(), sets.end());
-    if (sets.empty()) throw IoError(case_dir + ": no test_data_set_* folder");
-    for (const fs::path& set : sets) {
-      std::vector<std::string> inputs = sorted_files(set, "input_"), outputs = sorted_files(set, "output_");
-      if (inputs.size() > names.size())
-        throw ValueError(set.string() + ": " + std::to_string(inputs.size()) + " input files for " +
-                         std::to_string(names.size()) + " model inputs");
-      const std::vector<ValueInfo>& in_info = session.model().graph.inputs;
-      const std::vector<ValueInfo>& out_info = session.model().graph.outputs;
-      std::map<std::string, Value> feed;
-      for (size_t i = 0; i < inputs.size(); ++i) feed[names[i]] = load_value_file(inputs[i], in_info[i]);
-      std::vector<Value> got = session.run_values(feed);
-      if (got.size() != outputs.size())
-        throw ValueError(std::to_string(got.size()) + " outputs for " + std::to_string(outputs.size()) + " expected");
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        std::string why = compare_values(load_value_file(outputs[i], out_info[i]), got[i], opt, r.max_error);
-        if (!why.empty()) {
-          r.reason = set.filename().string() + " output " + std::to_string(i) + " '" + session.output_names()[i] +
-                     "': " + why;
-          return r;
-        }
-      }
-    }
-    r.status = CaseResult::Status::Passed;
+    SessionOptions session_options;
+    session_options.cpu_fallback = opt.cpu_fallback;
+    session = std::make_unique<Session>(std::move(model), opt.device, session_options);
+    run_data_sets(*session, case_dir, opt, r);
   } catch (const UnsupportedError& e) {
     r.status = CaseResult::Status::Unsupported;
     r.unsupported = e.ops;
@@ -214,6 +227,16 @@ CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
     r.status = CaseResult::Status::Failed;
     r.reason = e.what();
   }
+  if (session) r.fallback = session->fallback_stats();
+  return r;
+}
+
+}  // namespace
+
+CaseResult run_case(const std::string& case_dir, const SuiteOptions& opt) {
+  auto start = std::chrono::steady_clock::now();
+  CaseResult r = run_case_untimed(case_dir, opt);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

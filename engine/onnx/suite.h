@@ -15,6 +15,7 @@ namespace kiln::onnx {
 struct SuiteOptions {
   Device device;
   double rtol = 1e-3, atol = 1e-7;
+  bool cpu_fallback = true;  // SessionOptions::cpu_fallback: false measures the device alone
 };
 
 struct CaseResult {
@@ -24,6 +25,8 @@ struct CaseResult {
   std::string reason;                 // why it failed (the first mismatch or error)
   double max_error = 0;               // largest |actual - expected| over compared outputs
   std::vector<UnsupportedOp> unsupported;
+  FallbackStats fallback;             // nodes that ran on the CPU instead of the device
+  double seconds = 0;                 // wall time of loading and running the case
 };
 const char* status_name(CaseResult::Status s);  // "passed", "failed", "unsupported"
 
