@@ -135,6 +135,10 @@ class CudaBackend final : public Backend {
                            const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
                            const TensorArg& save_mean, const TensorArg& save_invstd) override;
 
+  // timing.cu (CUDA events around the span)
+  bool begin_timing() override;
+  double end_timing() override;
+
   // graph.cu (CUDA graphs)
   bool begin_capture(std::string& why) override;
   int64_t end_capture() override;
@@ -199,6 +203,9 @@ class CudaBackend final : public Backend {
   };
   std::vector<Graph> graphs_;  // kept until exit or release_graph (their memory stays in the private pool)
   ReplayState* replay_state_ = nullptr;
+  void* timing_start_ = nullptr;  // cudaEvent_t, made by the first begin_timing
+  void* timing_stop_ = nullptr;
+  bool timing_ = false;
   friend struct ConvState;
   friend ConvState& conv_state(CudaBackend& be);
 };
