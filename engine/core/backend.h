@@ -134,7 +134,7 @@ class Backend {
 
   // ---- profiling (optional) ----
   // Device time of the work enqueued between begin_timing() and end_timing(), read from
-  // the device's own clock (Vulkan timestamp queries). begin_timing() returns false when
+  // the device's own clock (Vulkan timestamp queries, CUDA events). begin_timing() returns false when
   // the device cannot time its work (no timestamps; the default): the caller then times on
   // the host and says so. end_timing() waits for the work and returns seconds (0 unless a
   // begin_timing() returned true).
