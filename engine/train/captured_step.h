@@ -50,6 +50,8 @@ class CapturedStep {
 
   void run(const std::function<void()>& step);
   bool replaying() const { return graph_ > 0; }
+  // True once run() stays eager for good (recording off, impossible, or given up).
+  bool eager_for_good() const { return !enabled_ && graph_ == 0; }
   // True while run() records the step: the step must then not read the device.
   bool recording() const { return recording_; }
   // Why the step runs eagerly ("" while replaying or still warming up).

@@ -111,7 +111,8 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
           }
         };
         Tensor logits, loss;
-        if (captured && (!x_static.defined() || (x.shape() == x_static.shape() && y.shape() == y_static.shape()))) {
+        const bool fixed_shape = !x_static.defined() || (x.shape() == x_static.shape() && y.shape() == y_static.shape());
+        if (captured && !captured->eager_for_good() && fixed_shape) {
           if (!x_static.defined()) {  // the full batch's shape: the first batch's
             x_static = Tensor::empty(x.shape(), x.dtype(), options_.device);
             y_static = Tensor::empty(y.shape(), y.dtype(), options_.device);

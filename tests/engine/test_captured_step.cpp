@@ -126,6 +126,7 @@ TEST(CapturedStep, EagerOnTheCpuWithTheReason) {
   train::CapturedStep graph(Device(), opt, 2);
   int calls = 0;
   for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(graph.eager_for_good(), i > 2) << "after 2 warm-up steps and the failed recording, call " << i;
     graph.run([&] {
       EXPECT_FALSE(graph.recording());
       ++calls;
@@ -144,6 +145,7 @@ TEST(CapturedStep, OffByFlagOrEnvironmentAndRefusesAmsgrad) {
   Fixture f(Device(), 4);
   optim::Adam opt(f.model->parameters(), {});
   EXPECT_EQ(train::CapturedStep(Device(), opt, 3, false).note(), "recording turned off");
+  EXPECT_TRUE(train::CapturedStep(Device(), opt, 3, false).eager_for_good());
   ::setenv("KILN_CUDA_GRAPH", "0", 1);
   EXPECT_EQ(train::CapturedStep(Device(), opt).note(), "recording turned off (KILN_CUDA_GRAPH=0)");
   ::unsetenv("KILN_CUDA_GRAPH");
