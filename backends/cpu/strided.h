@@ -222,6 +222,10 @@ KILN_INLINE void visit_dtype(DType dt, F&& f) {
     case DType::u8: f(TypeTag<uint8_t>{}); return;
     case DType::i8: f(TypeTag<int8_t>{}); return;
     case DType::bool_: f(TypeTag<bool>{}); return;
+    case DType::i16: f(TypeTag<int16_t>{}); return;
+    case DType::u16: f(TypeTag<uint16_t>{}); return;
+    case DType::u32: f(TypeTag<uint32_t>{}); return;
+    case DType::u64: f(TypeTag<uint64_t>{}); return;
   }
   throw DTypeError("cpu: unknown dtype");
 }
@@ -250,12 +254,18 @@ template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 template <class T> using sum_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
 
 // Value conversion as torch's .to(): floats truncate toward zero into ints, anything
-// nonzero (NaN included) is true.
+// nonzero (NaN included) is true. Floats go to u8/u16/u32 through int64 and wrap
+// (c10::convert's path for uint8: -1.0 -> 255), so a negative value is defined; u64 takes
+// a negative float through int64 too. Floats outside int64 (or u64) stay undefined in C++.
 template <class D, class S>
 KILN_INLINE D convert(S s) {
   if constexpr (is_half_v<S>) return convert<D>(static_cast<float>(s));
   else if constexpr (is_half_v<D>) return D(static_cast<float>(s));
   else if constexpr (std::is_same_v<D, bool>) return s != S(0);
+  else if constexpr (std::is_floating_point_v<S> && std::is_unsigned_v<D> && sizeof(D) < 8)
+    return static_cast<D>(static_cast<int64_t>(s));
+  else if constexpr (std::is_floating_point_v<S> && std::is_unsigned_v<D>)
+    return s < S(0) ? static_cast<D>(static_cast<int64_t>(s)) : static_cast<D>(s);
   else return static_cast<D>(s);
 }
 

@@ -60,7 +60,8 @@ __host__ __device__ __forceinline__ To convert(From x) {
 }
 
 // Runs the block with `T` bound to the device type of dt. FLOAT_ONLY limits to f32, f64,
-// f16, bf16. Other dtypes throw DTypeError naming `op`.
+// f16, bf16; ALL adds i64, i32, u8, i8, bool (no kernels for i16, u16, u32, u64). Other
+// dtypes throw DTypeError naming `op`.
 #define KILN_CUDA_CASE(E, CT, ...) \
   case ::kiln::DType::E: {         \
     using T = CT;                  \
@@ -89,7 +90,8 @@ __host__ __device__ __forceinline__ To convert(From x) {
     KILN_CUDA_CASE(i8, int8_t, __VA_ARGS__)                                                       \
     KILN_CUDA_CASE(bool_, bool, __VA_ARGS__)                                                      \
     default:                                                                                      \
-      throw ::kiln::DTypeError(::kiln::detail::str_cat(op, ": unknown dtype"));                   \
+      throw ::kiln::DTypeError(::kiln::detail::str_cat(op, ": dtype ", ::kiln::dtype_name(dt),    \
+                                                       " is not supported on the CUDA backend")); \
   }
 
 // Typed base pointer of a kernel argument (data + offset).

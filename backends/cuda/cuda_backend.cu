@@ -74,6 +74,8 @@ DeviceInfo CudaBackend::info() const {
 
 bool CudaBackend::supports(OpId op, DType dtype) const {
   const bool flt = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f64;
+  // No kernel is instantiated for i16 or the unsigned types other than u8 (common.cuh).
+  if (dtype == DType::i16 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64) return false;
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::unary: case OpId::binary: case OpId::where: case OpId::reduce:
     case OpId::gather: case OpId::scatter_add: case OpId::index_select: case OpId::index_add:

@@ -34,6 +34,8 @@ DeviceInfo VulkanBackend::info() const {
 
 bool VulkanBackend::supports(OpId op, DType dtype) const {
   if (dtype == DType::f64) return op == OpId::copy || op == OpId::fill;  // conversions only
+  // No shader handles 16-bit integers or unsigned 16/32/64-bit integers.
+  if (dtype == DType::i16 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64) return false;
   const bool fp = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::binary: case OpId::where: case OpId::reduce:

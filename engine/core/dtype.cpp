@@ -6,9 +6,9 @@ namespace kiln {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f64: case DType::i64: return 8;
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::bf16: return 2;
+    case DType::f64: case DType::i64: case DType::u64: return 8;
+    case DType::f32: case DType::i32: case DType::u32: return 4;
+    case DType::f16: case DType::bf16: case DType::i16: case DType::u16: return 2;
     case DType::u8: case DType::i8: case DType::bool_: return 1;
   }
   return 0;
@@ -25,6 +25,10 @@ const char* dtype_name(DType t) {
     case DType::u8: return "u8";
     case DType::i8: return "i8";
     case DType::bool_: return "bool";
+    case DType::i16: return "i16";
+    case DType::u16: return "u16";
+    case DType::u32: return "u32";
+    case DType::u64: return "u64";
   }
   return "?";
 }
@@ -38,6 +42,10 @@ DType dtype_from_name(std::string_view n) {
   if (n == "i32" || n == "int32" || n == "int") return DType::i32;
   if (n == "u8" || n == "uint8") return DType::u8;
   if (n == "i8" || n == "int8") return DType::i8;
+  if (n == "i16" || n == "int16" || n == "short") return DType::i16;
+  if (n == "u16" || n == "uint16") return DType::u16;
+  if (n == "u32" || n == "uint32") return DType::u32;
+  if (n == "u64" || n == "uint64") return DType::u64;
   if (n == "bool") return DType::bool_;
   throw DTypeError(detail::str_cat("unknown dtype '", n, "'"));
 }
@@ -46,9 +54,17 @@ bool is_floating(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
 }
 bool is_integral(DType t) {
-  return t == DType::i64 || t == DType::i32 || t == DType::u8 || t == DType::i8;
+  switch (t) {
+    case DType::i64: case DType::i32: case DType::i16: case DType::i8:
+    case DType::u64: case DType::u32: case DType::u16: case DType::u8:
+      return true;
+    default:
+      return false;
+  }
 }
-bool is_signed(DType t) { return t != DType::u8 && t != DType::bool_; }
+bool is_signed(DType t) {
+  return t != DType::bool_ && t != DType::u8 && t != DType::u16 && t != DType::u32 && t != DType::u64;
+}
 
 namespace {
 int category(DType t) { return t == DType::bool_ ? 0 : is_integral(t) ? 1 : 2; }
@@ -63,8 +79,15 @@ DType promote_types(DType a, DType b) {
     return dtype_size(a) >= dtype_size(b) ? a : b;
   }
   // integers
-  if ((a == DType::u8 && b == DType::i8) || (a == DType::i8 && b == DType::u8)) return DType::i32;
-  return dtype_size(a) >= dtype_size(b) ? a : b;
+  if (is_signed(a) == is_signed(b)) return dtype_size(a) >= dtype_size(b) ? a : b;
+  DType u = is_signed(a) ? b : a, i = is_signed(a) ? a : b;
+  if (dtype_size(i) > dtype_size(u)) return i;
+  switch (dtype_size(u)) {  // the smallest signed type holding both
+    case 1: return DType::i16;
+    case 2: return DType::i32;
+    case 4: return DType::i64;
+    default: return DType::f64;  // u64 with a signed type (NumPy; PyTorch raises)
+  }
 }
 
 DType promote_with_scalar(DType t, bool scalar_is_floating) {

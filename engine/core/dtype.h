@@ -8,20 +8,28 @@
 
 namespace kiln {
 
-enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, u8, i8, bool_ };
-constexpr int kNumDTypes = 9;
+// Values are stable (serialized in .kiln projects and the plugin ABI): new types append.
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, u8, i8, bool_, i16, u16, u32, u64 };
+constexpr int kNumDTypes = 13;
 
 size_t dtype_size(DType t);                    // bytes per element
-const char* dtype_name(DType t);               // "f32", "bf16", "bool" ...
-DType dtype_from_name(std::string_view name);  // accepts our names and PyTorch's ("float32"); throws DTypeError
+const char* dtype_name(DType t);               // "f32", "bf16", "u16", "bool" ...
+// Accepts our names and PyTorch's ("float32", "int16", "uint16", "uint32", "uint64");
+// throws DTypeError naming an unknown one.
+DType dtype_from_name(std::string_view name);
 bool is_floating(DType t);
-bool is_integral(DType t);  // integer types, bool excluded
-bool is_signed(DType t);
+bool is_integral(DType t);  // integer types (i8..i64, u8..u64), bool excluded
+bool is_signed(DType t);    // floating types and i8..i64
 
 // Result type of a binary op on tensors of types a and b, following
-// torch.result_type for tensors of equal dimension category: bool < integers <
-// floating; within a category the wider type; u8 with i8 gives i16 in PyTorch,
-// which Kiln lacks, so it gives i32; f16 with bf16 gives f32 (as PyTorch).
+// torch.promote_types / torch.result_type (PyTorch 2.x, c10/core/ScalarType.cpp) for tensors
+// of equal dimension category: bool < integers < floating; within a category the wider
+// type; f16 with bf16 gives f32; u8 with i8 gives i16 (PyTorch's table).
+// PyTorch raises "Promotion for uint16, uint32, uint64 types is not supported" when u16,
+// u32 or u64 meets a different non-floating type (bool included). Kiln gives NumPy's
+// result there instead (numpy.promote_types): bool with uN -> uN; two unsigned types ->
+// the wider; uN with a signed type -> the smallest signed type holding both (u16+i16 ->
+// i32, u32+i32 -> i64); u64 with a signed type -> f64 (no integer type holds both).
 DType promote_types(DType a, DType b);
 
 // Tensor-with-scalar promotion (PyTorch: a Python scalar does not widen the
@@ -69,6 +77,10 @@ template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
 template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::bool_; };
+template <> struct dtype_of<int16_t> { static constexpr DType value = DType::i16; };
+template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::u16; };
+template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::u32; };
+template <> struct dtype_of<uint64_t> { static constexpr DType value = DType::u64; };
 
 }  // namespace kiln
 
@@ -91,4 +103,8 @@ template <> struct dtype_of<bool> { static constexpr DType value = DType::bool_;
     KILN_DISPATCH_CASE(u8, uint8_t, __VA_ARGS__)                          \
     KILN_DISPATCH_CASE(i8, int8_t, __VA_ARGS__)                           \
     KILN_DISPATCH_CASE(bool_, bool, __VA_ARGS__)                          \
+    KILN_DISPATCH_CASE(i16, int16_t, __VA_ARGS__)                         \
+    KILN_DISPATCH_CASE(u16, uint16_t, __VA_ARGS__)                        \
+    KILN_DISPATCH_CASE(u32, uint32_t, __VA_ARGS__)                        \
+    KILN_DISPATCH_CASE(u64, uint64_t, __VA_ARGS__)                        \
   }

@@ -249,10 +249,15 @@ template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<int16_t> Tensor::to_vector<int16_t>() const;
+template std::vector<uint16_t> Tensor::to_vector<uint16_t>() const;
+template std::vector<uint32_t> Tensor::to_vector<uint32_t>() const;
+template std::vector<uint64_t> Tensor::to_vector<uint64_t>() const;
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
 template bool Tensor::item<bool>() const;
+template uint64_t Tensor::item<uint64_t>() const;
 
 // ---------------------------------------------------------------- views
 

@@ -154,9 +154,14 @@ extern template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 extern template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
 extern template std::vector<int8_t> Tensor::to_vector<int8_t>() const;
 extern template std::vector<bool> Tensor::to_vector<bool>() const;
+extern template std::vector<int16_t> Tensor::to_vector<int16_t>() const;
+extern template std::vector<uint16_t> Tensor::to_vector<uint16_t>() const;
+extern template std::vector<uint32_t> Tensor::to_vector<uint32_t>() const;
+extern template std::vector<uint64_t> Tensor::to_vector<uint64_t>() const;
 extern template float Tensor::item<float>() const;
 extern template double Tensor::item<double>() const;
 extern template int64_t Tensor::item<int64_t>() const;
 extern template bool Tensor::item<bool>() const;
+extern template uint64_t Tensor::item<uint64_t>() const;
 
 }  // namespace kiln

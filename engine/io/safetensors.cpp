@@ -32,6 +32,10 @@ const char* st_name(DType t) {
     case DType::u8: return "U8";
     case DType::i8: return "I8";
     case DType::bool_: return "BOOL";
+    case DType::i16: return "I16";
+    case DType::u16: return "U16";
+    case DType::u32: return "U32";
+    case DType::u64: return "U64";
   }
   return "?";
 }
@@ -41,10 +45,10 @@ const char* st_name(DType t) {
 bool st_dtype(const std::string& s, DType& out, bool& known) {
   static const std::pair<const char*, DType> kSupported[] = {
       {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64}, {"I64", DType::i64},
-      {"I32", DType::i32}, {"U8", DType::u8},   {"I8", DType::i8},     {"BOOL", DType::bool_}};
-  static const std::set<std::string> kUnsupported = {"I16",     "U16",      "U32",      "U64",      "F8_E4M3",
-                                                     "F8_E5M2", "F8_E8M0",  "F4",       "F6_E2M3",  "F6_E3M2",
-                                                     "C64"};
+      {"I32", DType::i32}, {"U8", DType::u8},   {"I8", DType::i8},     {"BOOL", DType::bool_}, {"I16", DType::i16},
+      {"U16", DType::u16}, {"U32", DType::u32}, {"U64", DType::u64}};
+  static const std::set<std::string> kUnsupported = {"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",
+                                                     "F6_E2M3", "F6_E3M2", "C64"};
   for (const auto& [name, t] : kSupported)
     if (s == name) {
       out = t;

@@ -17,7 +17,7 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Writes `tensors` (any device, any strides: each is copied to a contiguous host
 // buffer on the way) and string metadata. Kiln dtypes map to F32 F16 BF16 F64 I64
-// I32 U8 I8 BOOL. Tensors are laid out as the Python library does (largest
+// I32 I16 I8 U64 U32 U16 U8 BOOL. Tensors are laid out as the Python library does (largest
 // element size first, then by name), so every tensor is aligned in the file.
 // The file is written to a temporary name beside `path` and renamed over it, so
 // an existing file is never left half-written. ValueError for a duplicate, empty or
@@ -34,8 +34,8 @@ struct SafetensorsFile {
 // small, its header length exceeds the file or 100 MB, the header is not a JSON
 // object of well-formed entries, a dtype is unknown, numel * itemsize differs from
 // end - begin, offsets run past the buffer, overlap or leave gaps, or a name repeats.
-// DTypeError naming the tensor for a valid safetensors dtype that Kiln lacks (I16,
-// U16, U32, U64, F8_*, ...).
+// DTypeError naming the tensor for a valid safetensors dtype that Kiln lacks (F8_*,
+// F6_*, F4, C64).
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace kiln::io

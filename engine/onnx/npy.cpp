@@ -17,7 +17,8 @@ struct Descr {
   DType dtype;
 };
 constexpr Descr kDescrs[] = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<f2", DType::f16}, {"<i8", DType::i64},
-                             {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"|b1", DType::bool_}};
+                             {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"|b1", DType::bool_},
+                             {"<i2", DType::i16}, {"<u2", DType::u16}, {"<u4", DType::u32}, {"<u8", DType::u64}};
 
 // The value of `key` in the header dict: "'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), "
 std::string field(const std::string& header, const std::string& key, const std::string& path) {
@@ -68,7 +69,7 @@ Tensor load_npy(const std::string& path) {
   const Descr* d = nullptr;
   for (const Descr& c : kDescrs)
     if (descr == c.text) d = &c;
-  KILN_CHECK(d, DTypeError, path, ": .npy dtype '", descr, "' is not supported (<f4, <f8, <f2, <i8, <i4, |i1, |u1, |b1)");
+  KILN_CHECK(d, DTypeError, path, ": .npy dtype '", descr, "' is not supported (<f4, <f8, <f2, <i8, <i4, <i2, |i1, <u8, <u4, <u2, |u1, |b1)");
   bool fortran = field(header, "fortran_order", path) == "True";
   std::string shape_text = field(header, "shape", path);
   Shape shape;

@@ -154,15 +154,34 @@ std::vector<Tensor> det_op(OpContext& c) {
   return {from_doubles(out, Shape(x.shape().begin(), x.shape().end() - 2), x.dtype(), x.device())};
 }
 
+// BitShift-11: X and Y of one unsigned type (UINT8/16/32/64); a shift by the type's width or
+// more gives 0 (NumPy's left_shift/right_shift, the spec's reference).
+template <class U>
+Tensor bitshift_host(const Tensor& x, const Tensor& y, const Shape& shape, bool left) {
+  std::vector<U> a = x.expand(shape).contiguous().to_vector<U>(), b = y.expand(shape).contiguous().to_vector<U>();
+  constexpr U bits = static_cast<U>(sizeof(U) * 8);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = b[i] >= bits ? U(0) : static_cast<U>(left ? a[i] << b[i] : a[i] >> b[i]);
+  return Tensor::from_host(a.data(), a.size(), x.dtype(), shape, x.device());
+}
+
 std::vector<Tensor> bitshift_op(OpContext& c) {
   const Tensor& x = c.input(0);
-  if (x.dtype() != DType::u8) c.fail(std::string("Kiln's BitShift takes UINT8, got ") + dtype_name(x.dtype()));
-  Shape shape = broadcast_shapes(x.shape(), c.input(1).shape(), "BitShift");
-  std::vector<uint8_t> a = x.expand(shape).contiguous().to_vector<uint8_t>(), b = c.input(1).expand(shape).contiguous().to_vector<uint8_t>();
-  bool left = c.attr_string("direction", "") == "LEFT";
-  if (!left && c.attr_string("direction", "") != "RIGHT") c.fail("direction must be LEFT or RIGHT");
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(b[i] >= 8 ? 0 : left ? a[i] << b[i] : a[i] >> b[i]);
-  return {Tensor::from_host(a.data(), a.size(), DType::u8, shape, x.device())};
+  const Tensor& y = c.input(1);
+  if (y.dtype() != x.dtype())
+    c.fail(std::string("X is ") + dtype_name(x.dtype()) + " but Y is " + dtype_name(y.dtype()) + "; both must match");
+  Shape shape = broadcast_shapes(x.shape(), y.shape(), "BitShift");
+  std::string dir = c.attr_string("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") c.fail("direction must be LEFT or RIGHT, got '" + dir + "'");
+  bool left = dir == "LEFT";
+  switch (x.dtype()) {
+    case DType::u8: return {bitshift_host<uint8_t>(x, y, shape, left)};
+    case DType::u16: return {bitshift_host<uint16_t>(x, y, shape, left)};
+    case DType::u32: return {bitshift_host<uint32_t>(x, y, shape, left)};
+    case DType::u64: return {bitshift_host<uint64_t>(x, y, shape, left)};
+    default: break;
+  }
+  c.fail(std::string("takes UINT8, UINT16, UINT32 or UINT64, got ") + dtype_name(x.dtype()));
 }
 
 // ---- GridSample-16: X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]) ----

@@ -48,6 +48,27 @@ std::vector<Tensor> pow_op(OpContext& c) {
   return {pow(a.to(DType::f64), b.to(DType::f64)).to(a.dtype())};
 }
 
+// Integer Mod, exact for every integer type (an f64 detour would round int64/uint64 values
+// above 2^53): fmod = 1 truncates (C %, the dividend's sign), fmod = 0 floors (Python %, the
+// divisor's sign). A zero divisor is a ValueError naming the node.
+template <class T>
+Tensor int_mod_host(OpContext& c, const Tensor& a, const Tensor& b, bool fmod) {
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), "Mod");
+  std::vector<T> x = a.expand(shape).contiguous().to_vector<T>(), y = b.expand(shape).contiguous().to_vector<T>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (y[i] == T(0)) c.fail("integer division by zero (divisor element " + std::to_string(i) + ")");
+    T r;
+    if constexpr (std::is_signed_v<T>) {
+      r = y[i] == T(-1) ? T(0) : static_cast<T>(x[i] % y[i]);  // INT_MIN % -1 would trap
+      if (!fmod && r != T(0) && ((r < T(0)) != (y[i] < T(0)))) r = static_cast<T>(r + y[i]);
+    } else {
+      r = static_cast<T>(x[i] % y[i]);
+    }
+    x[i] = r;
+  }
+  return Tensor::from_host(x.data(), x.size(), a.dtype(), shape, a.device());
+}
+
 // Mod: fmod = 1 takes the dividend's sign (C fmod); fmod = 0 the divisor's (Python %),
 // integers only.
 std::vector<Tensor> mod_op(OpContext& c) {
@@ -55,9 +76,23 @@ std::vector<Tensor> mod_op(OpContext& c) {
   const Tensor& b = c.input(1);
   int64_t fmod = c.attr_int("fmod", 0);
   if (fmod == 0 && is_floating(a.dtype())) c.fail("fmod = 0 is only defined for integer inputs");
+  if (!is_floating(a.dtype())) {
+    Tensor bb = as(b, a.dtype());
+    switch (a.dtype()) {
+      case DType::i8: return {int_mod_host<int8_t>(c, a, bb, fmod != 0)};
+      case DType::i16: return {int_mod_host<int16_t>(c, a, bb, fmod != 0)};
+      case DType::i32: return {int_mod_host<int32_t>(c, a, bb, fmod != 0)};
+      case DType::i64: return {int_mod_host<int64_t>(c, a, bb, fmod != 0)};
+      case DType::u8: return {int_mod_host<uint8_t>(c, a, bb, fmod != 0)};
+      case DType::u16: return {int_mod_host<uint16_t>(c, a, bb, fmod != 0)};
+      case DType::u32: return {int_mod_host<uint32_t>(c, a, bb, fmod != 0)};
+      case DType::u64: return {int_mod_host<uint64_t>(c, a, bb, fmod != 0)};
+      default: c.fail(std::string("not defined for ") + dtype_name(a.dtype()) + " inputs");
+    }
+  }
   Tensor x = a.to(DType::f64), y = b.to(DType::f64);
   Tensor q = div(x, y);
-  Tensor t = fmod ? mul(sign(q), floor(abs(q))) : floor(q);
+  Tensor t = mul(sign(q), floor(abs(q)));
   return {sub(x, mul(t, y)).to(a.dtype())};
 }
 

@@ -37,6 +37,10 @@ int32_t onnx_type_of(DType d) {
     case DType::i8: return TensorProto::INT8;
     case DType::u8: return TensorProto::UINT8;
     case DType::bool_: return TensorProto::BOOL;
+    case DType::i16: return TensorProto::INT16;
+    case DType::u16: return TensorProto::UINT16;
+    case DType::u32: return TensorProto::UINT32;
+    case DType::u64: return TensorProto::UINT64;
   }
   throw DTypeError("no ONNX type for this dtype");
 }
@@ -52,11 +56,15 @@ DType dtype_of_onnx(int32_t t, const std::string& what) {
     case TensorProto::INT8: return DType::i8;
     case TensorProto::UINT8: return DType::u8;
     case TensorProto::BOOL: return DType::bool_;
+    case TensorProto::INT16: return DType::i16;
+    case TensorProto::UINT16: return DType::u16;
+    case TensorProto::UINT32: return DType::u32;
+    case TensorProto::UINT64: return DType::u64;
     default: break;
   }
   throw DTypeError(detail::str_cat(what, ": ONNX element type ", onnx_type_name(t), " (", t,
                                    ") has no Kiln dtype (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, "
-                                   "INT32, INT8, UINT8, BOOL)"));
+                                   "INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BOOL)"));
 }
 
 namespace {
@@ -178,6 +186,26 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir) {
       std::vector<uint8_t> v;
       copy_field(p.int32_data(), v, count, what, "int32_data");
       for (auto& b : v) b = b != 0;
+      return Tensor::from_host(v.data(), count, dt, shape);
+    }
+    case DType::i16: {  // onnx.proto: INT16 and UINT16 in int32_data, UINT32/64 in uint64_data
+      std::vector<int16_t> v;
+      copy_field(p.int32_data(), v, count, what, "int32_data");
+      return Tensor::from_host(v.data(), count, dt, shape);
+    }
+    case DType::u16: {
+      std::vector<uint16_t> v;
+      copy_field(p.int32_data(), v, count, what, "int32_data");
+      return Tensor::from_host(v.data(), count, dt, shape);
+    }
+    case DType::u32: {
+      std::vector<uint32_t> v;
+      copy_field(p.uint64_data(), v, count, what, "uint64_data");
+      return Tensor::from_host(v.data(), count, dt, shape);
+    }
+    case DType::u64: {
+      std::vector<uint64_t> v;
+      copy_field(p.uint64_data(), v, count, what, "uint64_data");
       return Tensor::from_host(v.data(), count, dt, shape);
     }
   }
