@@ -138,9 +138,12 @@ void register_io_tensor_ops(OpRegistry& r) {
     s.attributes = {
         ints_attr("shape", {1, 28, 28}, 0, 8, 1, kMaxSize, "",
                   "Shape of one sample, without the batch dimension (Fashion-MNIST: [1, 28, 28])."),
-        choice_attr("dtype", "f32", {"f32", "i64"}, "Element type: f32 for images and features, i64 for token ids.")};
+        choice_attr("dtype", "f32", {"f32", "i64"}, "Element type: f32 for images and features, i64 for token ids."),
+        int_attr("batch", 0, 0, kMaxSize, "",
+                 "Batch size the model fixes (an imported model whose input is [1, 3, 224, 224]); 0: any (N).")};
     s.infer = [](const std::vector<TensorType>&, const Attributes& a) {
-      SymShape shape{kBatch};
+      const int64_t batch = attr_int(a, "batch");
+      SymShape shape{batch == 0 ? kBatch : batch};
       for (int64_t d : attr_ints(a, "shape")) shape.push_back(d);
       return std::vector<TensorType>{{dtype_from_name(attr_string(a, "dtype")), shape}};
     };

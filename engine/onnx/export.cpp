@@ -3,13 +3,15 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
-#include <onnx/version_converter/convert.h>
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "engine/core/error.h"
 #include "engine/graph/analysis.h"
+#include "engine/onnx/export_convert.h"
+#include "engine/onnx/export_names.h"
 #include "engine/onnx/export_nodes.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/tensor_proto.h"
@@ -19,18 +21,6 @@ namespace kiln::onnx {
 using graph::kBatch;
 
 namespace {
-
-void set_value_info(::onnx::ValueInfoProto* v, const std::string& name, const graph::TensorType& t) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx_type_of(t.dtype));
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : t.shape) {
-    auto* dim = shape->add_dim();
-    if (d == kBatch) dim->set_dim_param("N");
-    else dim->set_dim_value(d);
-  }
-}
 
 // The batch size imported nodes fed by `input` recorded for it (the original model fixed it),
 // or kBatch when none did. onnx_types reads "f32[2, 3];i64[2] -> f32[2, 10]".
@@ -48,6 +38,19 @@ int64_t recorded_batch(const graph::Graph& g, graph::NodeId input) {
     if (!first.empty() && first != "N") return std::stoll(first);
   }
   return kBatch;
+}
+
+// Renames value `from` to `to` in the nodes from index `first` on (a Studio node's output,
+// named after the node by export_studio, that an Output names: export_names.h).
+void rename_value(::onnx::GraphProto* gp, int first, const std::string& from, const std::string& to) {
+  if (from == to) return;
+  for (int i = first; i < gp->node_size(); ++i) {
+    ::onnx::NodeProto* node = gp->mutable_node(i);
+    for (std::string& v : *node->mutable_input())
+      if (v == from) v = to;
+    for (std::string& v : *node->mutable_output())
+      if (v == from) v = to;
+  }
 }
 
 // The imported graph's opset (all onnx.* nodes agree), or 0 when there is none.
@@ -95,6 +98,7 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
 
   std::map<std::string, Tensor> params(state.begin(), state.end());
   detail::ExportContext ctx{gp, params, opset, {}};
+  const detail::ExportNames names = detail::assign_names(g);
   for (graph::NodeId id : g.topological_order()) {
     const graph::Node& n = g.node(id);
     const graph::NodeInfo& info = an.nodes.at(id);
@@ -102,37 +106,30 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
     const graph::OpSchema& schema = graph::OpRegistry::global().get(n.op);
     for (int p = 0; p < schema.input_count(n.attrs); ++p) {
       std::optional<graph::PortRef> src = g.source_of({id, p});
-      inputs.push_back(src ? detail::value_name(g.node(src->node), src->port) : std::string());
+      inputs.push_back(src ? names.values.at(*src) : std::string());
     }
     if (n.op == "Input") {
       graph::TensorType t = info.outputs.at(0);
-      if (!t.shape.empty()) t.shape[0] = recorded_batch(g, id);
-      set_value_info(gp->add_input(), n.name, t);
-      continue;
-    }
-    if (n.op == "Output") {
-      detail::add_node(ctx, "Identity", n.name, {inputs.at(0)}, {n.name});
-      set_value_info(gp->add_output(), n.name, info.inputs.at(0));
-      continue;
-    }
-    if (n.op == "onnx.Initializer") {
-      detail::add_initializer(ctx, n, n.name + ".value", info.outputs.at(0));
-      continue;
-    }
-    if (n.op.rfind("onnx.", 0) == 0) detail::export_imported(ctx, n, inputs);
-    else detail::export_studio(ctx, n, info, inputs);
-  }
-  if (opset < options.opset && options.opset <= 17) {
-    // Up to the requested opset where libonnx can; it throws when an op has no adapter
-    // (then the model stays valid at its imported opset).
-    try {
-      ::onnx::ModelProto converted =
-          ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(options.opset));
-      ::onnx::checker::check_model(converted);
-      model = std::move(converted);
-    } catch (const std::exception&) {
+      if (!t.shape.empty() && t.shape[0] == kBatch) t.shape[0] = recorded_batch(g, id);
+      detail::set_value_info(gp->add_input(), names.values.at({id, 0}), t);
+    } else if (n.op == "Output") {
+      if (names.identity_outputs.count(id)) detail::add_node(ctx, "Identity", n.name, {inputs.at(0)}, {names.outputs.at(id)});
+    } else if (n.op == "onnx.Initializer") {
+      detail::add_initializer(ctx, n, n.name + ".value", info.outputs.at(0), names.values.at({id, 0}));
+    } else if (n.op.rfind("onnx.", 0) == 0) {
+      std::vector<std::string> outputs;
+      for (int64_t i = 0; i < graph::attr_int(n.attrs, "onnx_outputs"); ++i)
+        outputs.push_back(names.values.at({id, static_cast<int>(i)}));
+      detail::export_imported(ctx, n, inputs, outputs, names.nodes.at(id));
+    } else {
+      int first = gp->node_size();
+      detail::export_studio(ctx, n, info, inputs);
+      rename_value(gp, first, n.name, names.values.at({id, 0}));
     }
   }
+  for (graph::NodeId id : g.output_nodes())  // in id order, as GraphModule returns them
+    detail::set_value_info(gp->add_output(), names.outputs.at(id), an.nodes.at(id).inputs.at(0));
+  if (opset < options.opset && options.opset <= 17) detail::convert_opset(model, g, names, options.opset);
   std::string bytes;
   KILN_CHECK(model.SerializeToString(&bytes), ValueError, "export: the model does not serialize (over 2 GB?)");
   return bytes;

@@ -2,9 +2,11 @@
 // graph_import.h. No protobuf types in this header; export.cpp uses Debian's libonnx.
 //
 // Studio ops map to ai.onnx opset 17 (onnx.ai Operators.md):
-//   Input / Output        graph inputs / outputs (value named after the node; dim 0 is dim_param "N",
-//                         or the batch size imported nodes recorded when the original model fixed it;
-//                         an Output is an Identity node producing the output value)
+//   Input / Output        graph inputs / outputs (dim 0 is dim_param "N", or Input's "batch" when the
+//                         model fixes it); names as export_names.h says: an imported model keeps its
+//                         value, initializer and node names, a Studio node's output that an Output
+//                         receives takes the Output's name, and an Output is an Identity node only
+//                         where it receives a graph input or a value an earlier Output receives
 //   Linear                Gemm(transB=1) on [N, in]; MatMul(x, Transpose(weight)) [+ Add(bias)] on higher ranks
 //   Conv2d                Conv (pads [ph, pw, ph, pw], strides, dilations, group)
 //   MaxPool2d/AvgPool2d   MaxPool / AveragePool (ceil_mode, count_include_pad)
@@ -20,12 +22,14 @@
 //   Embedding             Gather(weight, ids, axis 0)
 // Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").
 // Imported nodes (onnx.<Op>) become their ONNX node again (attributes from onnx_attributes,
-// inputs at onnx_input_slots), onnx.Initializer nodes initializers named "<node>.value";
-// the model is written at the imported opset (all onnx.* nodes must agree; Studio ops next to
-// nodes imported below opset 17 are refused, as their mapping needs opset 17) and then, when
-// that is below options.opset, converted by libonnx's version converter
-// (onnx::version_conversion::ConvertVersion, which knows opsets up to 17 in Debian's 1.12);
-// where the converter has no adapter for an op the model keeps its imported opset.
+// inputs at onnx_input_slots, names from onnx_names), onnx.Initializer nodes initializers
+// (named onnx_name, or "<node>.value" when none was recorded); the model is written at the
+// imported opset (all onnx.* nodes must agree; Studio ops next to nodes imported below opset
+// 17 are refused, as their mapping needs opset 17) and then, when that is below
+// options.opset, converted by libonnx's version converter (onnx::version_conversion::
+// ConvertVersion, which knows opsets up to 17 in Debian's 1.12) given the types recorded at
+// import (export_convert.h); where the converter has no adapter for an op the model keeps
+// its imported opset (no suite model of libonnx-testdata 1.12 that imports does).
 #pragma once
 #include <cstdint>
 #include <string>

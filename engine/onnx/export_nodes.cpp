@@ -108,7 +108,8 @@ void export_gelu(ExportContext& ctx, const graph::Node& n, const std::string& x)
 
 }  // namespace
 
-void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type) {
+void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type,
+                     const std::string& onnx_name) {
   if (ctx.used.count(key)) return;
   auto it = ctx.params.find(key);
   KILN_CHECK(it != ctx.params.end(), ValueError, "export: node '", n.name, "' (", n.op, "): parameter '", key,
@@ -118,11 +119,12 @@ void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string
              "': parameter '", key, "' has shape ", shape_str(t.shape()), ", the node needs ", graph::shape_str(type.shape));
   ::onnx::TensorProto* p = ctx.graph->add_initializer();
   tensor_to_proto(t, *p);
-  p->set_name(key);
+  p->set_name(onnx_name.empty() ? key : onnx_name);
   ctx.used[key] = 1;
 }
 
-void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs) {
+void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs,
+                     const std::vector<std::string>& outputs, const std::string& node_name) {
   const std::string op = n.op.substr(5);
   const Ints& slots = attr_ints(n.attrs, "onnx_input_slots");
   std::vector<std::string> in;
@@ -131,9 +133,9 @@ void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector
     if (in.size() <= slot) in.resize(slot + 1);
     in[slot] = inputs[p];
   }
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < attr_int(n.attrs, "onnx_outputs"); ++i) out.push_back(value_name(n, static_cast<int>(i)));
-  ::onnx::NodeProto* node = add_node(ctx, op, n.name, in, out);
+  std::vector<std::string> out = outputs;
+  while (!out.empty() && out.back().empty()) out.pop_back();  // trailing omitted optional outputs
+  ::onnx::NodeProto* node = add_node(ctx, op, node_name, in, out);
   json attrs = json::parse(attr_string(n.attrs, "onnx_attributes"));
   for (const auto& [name, v] : attrs.items()) {
     auto* a = node->add_attribute();

@@ -28,9 +28,12 @@ struct ExportContext {
 std::string value_name(const graph::Node& n, int port);
 ::onnx::NodeProto* add_node(ExportContext& ctx, const std::string& op, const std::string& name,
                             const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
-// The state_dict entry `key` as an initializer of that name (checked against `type`).
-void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type);
-void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs);
+// The state_dict entry `key` as an initializer named `onnx_name` ("" = `key`), checked against `type`.
+void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type,
+                     const std::string& onnx_name = "");
+// An imported node as its ONNX node `node_name` with these input and output values.
+void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs,
+                     const std::vector<std::string>& outputs, const std::string& node_name);
 void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeInfo& info,
                    const std::vector<std::string>& inputs);
 

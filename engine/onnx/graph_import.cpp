@@ -138,7 +138,9 @@ OpSchema initializer_schema() {
   s.outputs = {{"out", "the tensor"}};
   s.attributes = {spec("shape", AttrType::Ints, std::vector<int64_t>{}, "Shape of the tensor (no batch dimension)."),
                   spec("dtype", AttrType::String, std::string("f32"), "Element type (f32, f16, i64, ...)."),
-                  spec("trainable", AttrType::Bool, true, "Whether training updates it (floating tensors only).")};
+                  spec("trainable", AttrType::Bool, true, "Whether training updates it (floating tensors only)."),
+                  spec("onnx_name", AttrType::String, std::string(""),
+                       "Its value name in the imported model (export keeps it; \"\": the node's name + \".value\").")};
   s.infer = [](const std::vector<TensorType>&, const Attributes& a) {
     return std::vector<TensorType>{{dtype_from_name(graph::attr_string(a, "dtype")), graph::attr_ints(a, "shape")}};
   };
@@ -232,7 +234,9 @@ OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
                   spec("onnx_outputs", AttrType::Int, int64_t{1}, "Number of ONNX outputs."),
                   spec("onnx_attributes", AttrType::String, std::string("{}"), "The node's ONNX attributes (JSON)."),
                   spec("opset", AttrType::Int, int64_t{17}, "The ai.onnx opset of the model."),
-                  spec("onnx_types", AttrType::String, std::string(""), "Input and output types seen at import.")};
+                  spec("onnx_types", AttrType::String, std::string(""), "Input and output types seen at import."),
+                  spec("onnx_names", AttrType::String, std::string(""),
+                       "The node's name and its input and output value names in the imported model (JSON; export keeps them).")};
   s.attributes[0].min = 0;
   s.attributes[2].min = 1;
   s.infer = [op_type](const std::vector<TensorType>& in, const Attributes& a) {
@@ -297,6 +301,8 @@ void register_onnx_schemas(graph::OpRegistry& r) {
     if (!r.find("onnx." + op)) r.add(onnx_schema(op, fn));
 }
 
+std::vector<TensorType> parse_recorded_types(const std::string& types) { return parse_types(types); }
+
 ImportedGraph import_graph(const Model& model) {
   register_onnx_schemas();
   Model folded = model;
@@ -348,14 +354,17 @@ ImportedGraph import_graph(const Model& model) {
     KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64, ValueError, "graph input '", v.name, "' is ",
                onnx_type_name(v.elem_type), "; the graph IR's Input takes FLOAT or INT64");
     KILN_CHECK(!t.shape.empty(), ValueError, "graph input '", v.name, "' is a scalar; the graph IR's Input needs a batch dimension");
+    // A batch dimension the model fixes stays fixed (Input's "batch"), so shapes downstream agree.
     Attributes a{{"shape", std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())},
-                 {"dtype", std::string(dtype_name(t.dtype))}};
+                 {"dtype", std::string(dtype_name(t.dtype))},
+                 {"batch", t.shape[0] == kBatch ? int64_t{0} : t.shape[0]}};
     producer[v.name] = {out.add_node("Input", identifier(v.name, taken), a), 0};
   }
   auto add_initializer = [&](const std::string& name, const Tensor& t, bool trainable) {
     Attributes a{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
                  {"dtype", std::string(dtype_name(t.dtype()))},
-                 {"trainable", trainable}};
+                 {"trainable", trainable},
+                 {"onnx_name", name}};
     std::string node = identifier(name, taken);
     producer[name] = {out.add_node("onnx.Initializer", node, a), 0};
     result.state_dict.emplace_back(node + ".value", t);
@@ -384,7 +393,8 @@ ImportedGraph import_graph(const Model& model) {
                  {"onnx_outputs", static_cast<int64_t>(n.outputs.size())},
                  {"onnx_attributes", attributes_json(n).dump()},
                  {"opset", model.opset()},
-                 {"onnx_types", types_str(in_types) + " -> " + types_str(out_types)}};
+                 {"onnx_types", types_str(in_types) + " -> " + types_str(out_types)},
+                 {"onnx_names", json{{"node", n.name}, {"inputs", n.inputs}, {"outputs", n.outputs}}.dump()}};
     graph::NodeId id = out.add_node("onnx." + op_key(n), identifier(n.name, taken), a);
     for (size_t p = 0; p < slots.size(); ++p)
       out.connect(producer.at(n.inputs[static_cast<size_t>(slots[p])]), {id, static_cast<int>(p)});

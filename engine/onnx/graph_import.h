@@ -8,15 +8,19 @@
 //   onnx_attributes   the node's ONNX attributes as JSON ({"perm": {"ints": [0, 2, 1]}, ...})
 //   opset             the ai.onnx opset the model imports
 //   onnx_types        the input and output types seen at import ("f32[N, 64];i64[2] -> f32[N, 10]")
+//   onnx_names        the node's name and its input and output value names in the model
+//                     (JSON {"node": "/conv1/Conv", "inputs": ["x", "w"], "outputs": ["y"]}),
+//                     which export (export.h) writes again
 // Shape inference of these nodes returns the output types recorded at import, after checking
 // that the inputs still have the recorded types (the batch dimension N and any dimension the
 // import saw as symbolic match anything); Kiln's shapes come from running the model once at
 // import with every symbolic dimension 1 and once with 2 (dimensions that follow are N).
 // Initializers and Constant nodes become "onnx.Initializer" nodes (attributes shape, dtype,
-// trainable) whose module holds the tensor as parameter "value" (a buffer when not
+// trainable, onnx_name: the value's name in the model) whose module holds the tensor as parameter "value" (a buffer when not
 // trainable): GraphModule's state_dict key "<node>.value"; ImportedGraph::state_dict holds
 // the model's values under those keys.
-// Graph inputs become Input nodes (the first dimension is the batch N), outputs Output nodes.
+// Graph inputs become Input nodes (the first dimension is the batch: N where the model's
+// dimension is symbolic, else the model's size as Input's "batch"), outputs Output nodes.
 #pragma once
 #include <string>
 #include <vector>
@@ -31,6 +35,9 @@ namespace kiln::onnx {
 // Adds the "onnx.*" schemas (every op of onnx_ops(), and onnx.Initializer) to `registry`;
 // does nothing for names already there, so calling it twice is fine.
 void register_onnx_schemas(graph::OpRegistry& registry = graph::OpRegistry::global());
+
+// The types of an onnx_types side ("f32[N, 3];i64[2]", "" = none). ValueError when malformed.
+std::vector<graph::TensorType> parse_recorded_types(const std::string& types);
 
 struct ImportedGraph {
   graph::Graph graph;

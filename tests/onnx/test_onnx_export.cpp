@@ -60,9 +60,35 @@ std::vector<Tensor> example_inputs(const Graph& g) {
   return out;
 }
 
-// export -> checker -> executor, and -> import -> GraphModule, against `gm` on `inputs`.
+std::vector<std::string> names_of(const std::vector<kiln::onnx::ValueInfo>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(v.name);
+  return out;
+}
+
+// The export of an imported model keeps the model's graph input and output names (in order),
+// names its initializers and nodes as the model did (an input that opset conversion made of an
+// attribute: "<node>/<input>"), and has no more nodes.
+void expect_names_kept(const kiln::onnx::Model& original, const kiln::onnx::Model& exported) {
+  EXPECT_EQ(names_of(original.graph.inputs), names_of(exported.graph.inputs));
+  EXPECT_EQ(names_of(original.graph.outputs), names_of(exported.graph.outputs));
+  EXPECT_LE(exported.graph.nodes.size(), original.graph.nodes.size());
+  std::set<std::string> values, nodes;
+  for (const auto& [name, t] : original.graph.initializers) values.insert(name);
+  for (const kiln::onnx::Node& n : original.graph.nodes) {
+    values.insert(n.outputs.begin(), n.outputs.end());
+    nodes.insert(n.name);
+  }
+  for (const auto& [name, t] : exported.graph.initializers)
+    EXPECT_TRUE(values.count(name) || nodes.count(name.substr(0, name.rfind('/')))) << "initializer " << name;
+  for (const kiln::onnx::Node& n : exported.graph.nodes) EXPECT_TRUE(nodes.count(n.name)) << "node " << n.name;
+}
+
+// export -> checker -> executor, and -> import -> GraphModule, against `gm` on `inputs`;
+// with `original` (the model `gm` was imported from), expect_names_kept too.
 // Returns the exported model's opset (0 after a failed check).
-int64_t round_trip(GraphModule& gm, const std::vector<Tensor>& inputs, const std::string& what) {
+int64_t round_trip(GraphModule& gm, const std::vector<Tensor>& inputs, const std::string& what,
+                   const kiln::onnx::Model* original = nullptr) {
   SCOPED_TRACE(what);
   gm.eval();
   std::vector<Tensor> want = gm.forward(inputs);
@@ -74,6 +100,7 @@ int64_t round_trip(GraphModule& gm, const std::vector<Tensor>& inputs, const std
     return 0;
   }
   kiln::onnx::Model m = kiln::onnx::parse_model(bytes, "", what);
+  if (original) expect_names_kept(*original, m);
   kiln::onnx::Session s(m);
   std::map<std::string, Tensor> feed;
   std::vector<std::string> names = s.input_names();
@@ -288,13 +315,13 @@ TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
       std::vector<Tensor> inputs;
       for (size_t i = 0; i < m.graph.inputs.size(); ++i)
         inputs.push_back(kiln::onnx::load_tensor_file(c + "/test_data_set_0/input_" + std::to_string(i) + ".pb"));
-      if (round_trip(gm, inputs, c) >= 17) ++converted;
+      if (round_trip(gm, inputs, c, &m) >= 17) ++converted;
       ++checked;
     }
   std::printf("pytorch-converted, pytorch-operator and simple cases exported and checked: %d, at opset >= 17: %d\n",
               checked, converted);
   EXPECT_GE(checked, 119);  // libonnx-testdata 1.12 with the importer of this commit
-  EXPECT_GE(converted, 116);  // the rest have ops libonnx 1.12's version converter cannot adapt
+  EXPECT_EQ(converted, checked);  // issue 6: every imported model exports at opset 17
 }
 
 // The node cases of the suite that import into the graph IR and whose opset libonnx 1.12 knows
@@ -318,10 +345,10 @@ TEST(OnnxExport, ImportedNodeCasesRoundTrip) {
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < m.graph.inputs.size(); ++i)
       inputs.push_back(kiln::onnx::load_tensor_file(c + "/test_data_set_0/input_" + std::to_string(i) + ".pb"));
-    if (round_trip(gm, inputs, c) >= 17) ++converted;
+    if (round_trip(gm, inputs, c, &m) >= 17) ++converted;
     ++checked;
   }
   std::printf("node cases exported and checked: %d, at opset >= 17: %d\n", checked, converted);
   EXPECT_GE(checked, 631);  // libonnx-testdata 1.12 with the importer of this commit
-  EXPECT_GE(converted, 631);
+  EXPECT_EQ(converted, checked);
 }

@@ -7,6 +7,7 @@
 
 #include "engine/graph/analysis.h"
 #include "engine/graph/graph_module.h"
+#include "engine/onnx/export.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/suite.h"
 #include "engine/onnx/tensor_proto.h"
@@ -85,4 +86,50 @@ TEST(OnnxGraph, NodeNamesBecomeIdentifiersAndShapesKeepTheBatch) {
   gm.load_state_dict(ig.state_dict);
   Tensor y = gm.forward(Tensor::from_vector(std::vector<float>{1, -2, 3, 4, 5, 6}, {2, 3}));
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1.5f, 0.0f, 4.5f, 4.5f}));
+}
+
+// The batch shown on every edge follows the model's input: a model that fixes it ([1, 3])
+// shows 1 from its Input on (Input's "batch"), one with a symbolic batch shows N, and each
+// exports its input as it was.
+TEST(OnnxGraph, FixedBatchIsShownFixedFromTheInputOn) {
+  for (int64_t batch : {int64_t{1}, int64_t{-1}}) {
+    SCOPED_TRACE(batch);
+    ::onnx::GraphProto g;
+    g.set_name("mlp");
+    *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {batch, 3});
+    *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {batch, 2});
+    add_float_initializer(g, "fc.weight", {2, 3}, {1, 0, 0, 0, 1, 0});
+    auto* n = add_node(g, "Gemm", {"x", "fc.weight"}, {"h"}, "/fc/Gemm");
+    set_int(n, "transB", 1);
+    add_node(g, "Relu", {"h"}, {"y"}, "/act/Relu");
+    kiln::onnx::ImportedGraph ig =
+        kiln::onnx::import_graph(kiln::onnx::parse_model(model_with(g, 17).SerializeAsString(), ""));
+    graph::Analysis an = graph::analyze(ig.graph);
+    ASSERT_TRUE(an.ok());
+    const std::string first = batch == 1 ? "[1, " : "[N, ";
+    int edges = 0;
+    for (const graph::Node& node : ig.graph.nodes()) {
+      if (node.op == "onnx.Initializer" || node.op == "Output") continue;
+      const graph::TensorType& t = an.nodes.at(node.id).outputs.at(0);
+      EXPECT_EQ(graph::shape_str(t.shape).substr(0, 4), first) << node.name << ": " << t.str();
+      ++edges;
+    }
+    EXPECT_EQ(edges, 3);  // x, fc_Gemm, act_Relu
+    const graph::Node& input = ig.graph.node(ig.graph.input_nodes().at(0));
+    EXPECT_EQ(graph::attr_int(input.attrs, "batch"), batch == 1 ? 1 : 0);
+    kiln::onnx::Model back = kiln::onnx::parse_model(kiln::onnx::export_model(ig.graph, ig.state_dict), "");
+    EXPECT_EQ(back.graph.inputs.at(0).type_str(), batch == 1 ? "FLOAT[1, 3]" : "FLOAT[N, 3]");
+    EXPECT_EQ(back.graph.outputs.at(0).type_str(), batch == 1 ? "FLOAT[1, 2]" : "FLOAT[N, 2]");
+  }
+}
+
+// Input's "batch" is checked like any attribute: a negative size is refused, naming it.
+TEST(OnnxGraph, InputBatchMustNotBeNegative) {
+  graph::Graph g;
+  try {
+    g.add_node("Input", "x", {{"batch", int64_t{-2}}});
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+  }
 }
