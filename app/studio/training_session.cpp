@@ -202,7 +202,12 @@ void TrainingSession::poll() {
                                          .arg(e.seconds, 0, 'f', 1));
                    },
                    [&](const train::CheckpointSaved&) {},
-                   [&](const train::Finished&) {},
+                   [&](const train::Finished& f) {
+                     // Whether the step ran as a recorded CUDA graph, or why not (not said on the CPU).
+                     const std::string& dev = job_->result().device;
+                     if (!f.cuda_graph.empty() && dev.rfind("cpu", 0) != 0)
+                       emit logMessage(tr("CUDA graph: %1").arg(QString::fromStdString(f.cuda_graph)));
+                   },
                },
                event);
   }
