@@ -140,7 +140,8 @@ void register_io_tensor_ops(OpRegistry& r) {
                   "Shape of one sample, without the batch dimension (Fashion-MNIST: [1, 28, 28])."),
         choice_attr("dtype", "f32", {"f32", "i64"}, "Element type: f32 for images and features, i64 for token ids."),
         int_attr("batch", 0, 0, kMaxSize, "",
-                 "Batch size the model fixes (an imported model whose input is [1, 3, 224, 224]); 0: any (N).")};
+                 "Batch size an imported model fixes (its input is [1, 3, 224, 224]); 0: any batch size N, "
+                 "which the Studio's layers expect.")};
     s.infer = [](const std::vector<TensorType>&, const Attributes& a) {
       const int64_t batch = attr_int(a, "batch");
       SymShape shape{batch == 0 ? kBatch : batch};
