@@ -1,12 +1,11 @@
 #include "engine/onnx/executor.h"
 
-#include <algorithm>
 #include <mutex>
 #include <set>
 
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
-#include "engine/core/registry.h"
+#include "engine/onnx/executor_fallback.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/tensor_proto.h"
 
@@ -17,38 +16,13 @@ std::string UnsupportedOp::str() const {
   return s + " (node '" + node + "', opset " + std::to_string(opset) + ")";
 }
 
-std::string FallbackStats::str() const {
-  std::vector<std::pair<int64_t, std::string>> by_count;
-  for (const auto& [op, k] : op_types) by_count.emplace_back(-k, op);
-  std::sort(by_count.begin(), by_count.end());
-  std::string s = std::to_string(nodes) + (nodes == 1 ? " node (" : " nodes (");
-  for (size_t i = 0; i < by_count.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
-  return s + ")";
-}
-
-void FallbackStats::merge(const FallbackStats& other) {
-  nodes += other.nodes;
-  for (const auto& [op, k] : other.op_types) op_types[op] += k;
-  for (const auto& [op, why] : other.reasons) reasons.emplace(op, why);
-}
-
-namespace detail {
-struct FallbackLog {
-  std::mutex mutex;
-  std::set<const Node*> counted;
-  FallbackStats stats;
-  void record(const Node& n, const std::string& why) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!counted.insert(&n).second) return;
-    ++stats.nodes;
-    ++stats.op_types[op_key(n)];
-    stats.reasons.emplace(op_key(n), why);
-  }
-};
-}  // namespace detail
-
 namespace {
+
+using detail::device_lacks;
+using detail::fallback_backend;
+using detail::has_subgraph;
+using detail::place;
+using detail::values_on;
 
 // Gradient-1 of ai.onnx.preview.training differentiates the graph it sits in, so the
 // executor runs it itself (Runner::run_gradient) rather than an op of the tables.
@@ -118,41 +92,6 @@ struct Scope {
     return nullptr;
   }
 };
-
-bool has_subgraph(const Node& n) {
-  for (const auto& [name, a] : n.attributes)
-    if (a.g || !a.graphs.empty()) return true;
-  return false;
-}
-
-// The backend whose missing ops and dtypes the session runs on the CPU; null when none
-// (the CPU itself, or the fallback turned off).
-Backend* fallback_backend(Device device, const SessionOptions& options) {
-  return options.cpu_fallback && device.type != DeviceType::cpu ? backend_for(device) : nullptr;
-}
-
-// t on `device`, or left where it is when the fallback backend cannot hold its dtype.
-Tensor place(const Tensor& t, Device device, const Backend* fallback) {
-  if (fallback && !fallback->supports(OpId::copy, t.dtype())) return t;
-  return t.to(device);
-}
-
-// The node's values with their tensors (and sequence items) on `device`; strings stay on the host.
-std::vector<Value> values_on(const std::vector<Value>& in, Device device) {
-  std::vector<Value> out;
-  out.reserve(in.size());
-  for (const Value& v : in) {
-    Value c = v;
-    if (v.tensor.defined()) c.tensor = v.tensor.to(device);
-    if (v.is_sequence()) {
-      std::vector<Tensor> items;
-      for (const Tensor& t : *v.sequence) items.push_back(t.to(device));
-      c.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
 
 class Runner {
  public:
@@ -324,26 +263,9 @@ class Runner {
     return std::vector<Value>(t.begin(), t.end());
   }
 
-  // Why the device cannot take the node's inputs ("" when it can): a tensor left on the host
-  // because the backend cannot hold its dtype (Backend::supports(OpId::copy, ...)).
-  std::string device_lacks(const std::vector<Value>& in) const {
-    auto check = [&](const Tensor& t) -> std::string {
-      if (!t.defined() || t.device() == device_) return "";
-      if (!backend_->supports(OpId::copy, t.dtype()))
-        return std::string(dtype_name(t.dtype())) + " is not supported on " + device_.str() + " (Backend::supports)";
-      return "an input is on " + t.device().str();
-    };
-    for (const Value& v : in) {
-      std::string why = check(v.tensor);
-      for (size_t k = 0; why.empty() && v.is_sequence() && k < v.sequence->size(); ++k) why = check((*v.sequence)[k]);
-      if (!why.empty()) return why;
-    }
-    return "";
-  }
-
   // The node on the device, or on the CPU when the device lacks what it needs (SessionOptions).
   std::vector<Value> run_op_or_fallback(const Node& n, std::vector<Value> in, Scope& scope) const {
-    std::string why = device_lacks(in);
+    std::string why = device_lacks(in, device_, *backend_);
     if (why.empty()) {
       try {
         return run_op(n, in, device_, scope);
