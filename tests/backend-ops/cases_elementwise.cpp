@@ -12,7 +12,8 @@ const double kInf = std::numeric_limits<double>::infinity();
 const std::vector<Shape> kShapes = {{}, {1}, {0}, {7}, {3, 0, 2}, {5, 1, 3}, {33, 17}, {2, 3, 65}};
 const Layout kLayouts[] = {Layout::transposed, Layout::stepped, Layout::expanded};
 const DType kFloat[] = {DType::f32, DType::f16, DType::bf16};
-const DType kAll[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8, DType::i8, DType::bool_};
+const DType kAll[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8, DType::i8, DType::bool_,
+                      DType::i16, DType::u16, DType::u32, DType::u64};
 
 Rng rng_for(const std::string& name) { return Rng(std::hash<std::string>{}(name)); }
 
@@ -48,8 +49,8 @@ Fill unary_domain(UnaryOp op) {
 Fill values_for(DType dt) {
   switch (dt) {
     case DType::bool_: return integers(0, 1);
-    case DType::u8: return integers(0, 40);
-    case DType::i8: case DType::i32: case DType::i64: return integers(-20, 20);
+    case DType::u8: case DType::u16: case DType::u32: case DType::u64: return integers(0, 40);
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64: return integers(-20, 20);
     default: return uniform(-3, 3);
   }
 }
@@ -99,11 +100,12 @@ void add_binary(std::vector<Case>& out) {
     for (DType dt : kAll) {
       const bool fp = is_floating(dt);
       Fill fa = values_for(dt), fb = values_for(dt);
-      if (op == BinaryOp::div && !fp) fb = dt == DType::bool_ ? integers(1, 1) : choice({-7, -3, -1, 1, 2, 5, 9});
+      if (op == BinaryOp::div && !fp)
+        fb = dt == DType::bool_ ? integers(1, 1) : is_signed(dt) ? choice({-7, -3, -1, 1, 2, 5, 9}) : choice({1, 2, 5, 9});
       if (op == BinaryOp::div && fp) fb = signed_away_from_zero(0.3, 3);
       if (op == BinaryOp::pow) {
-        fa = fp ? uniform(0.1, 3) : (dt == DType::u8 || dt == DType::bool_ ? integers(0, 3) : integers(-3, 3));
-        fb = fp ? uniform(-2, 2) : (dt == DType::u8 || dt == DType::bool_ ? integers(0, 4) : integers(-2, 4));
+        fa = fp ? uniform(0.1, 3) : (!is_signed(dt) ? integers(0, 3) : integers(-3, 3));
+        fb = fp ? uniform(-2, 2) : (!is_signed(dt) ? integers(0, 4) : integers(-2, 4));
       }
       for (auto& [shape, layout] : shape_layouts(dt == DType::f32 || dt == DType::i32)) {
         for (Layout lb : {Layout::contiguous, Layout::expanded}) {
@@ -137,8 +139,11 @@ void add_binary(std::vector<Case>& out) {
   }
 }
 
-const DType kCopy[] = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64,
-                       DType::i32,  DType::u8, DType::i8,  DType::bool_};
+const DType kCopy[] = {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32, DType::u8,
+                       DType::i8,  DType::bool_, DType::i16, DType::u16, DType::u32, DType::u64};
+// i16 and the unsigned types past u8 came last (issue 6); a copy into one is that type's case,
+// so a backend without them skips it.
+bool newer_int(DType t) { return t == DType::i16 || t == DType::u16 || t == DType::u32 || t == DType::u64; }
 
 void add_copy_fill_where(std::vector<Case>& out) {
   for (DType from : kCopy)
@@ -148,7 +153,7 @@ void add_copy_fill_where(std::vector<Case>& out) {
         Case c;
         c.name = case_name("copy", from, {33, 17}, std::string("to ") + dtype_name(to) + "," + layout_name(l));
         c.op = OpId::copy;
-        c.dtype = from;
+        c.dtype = newer_int(to) ? to : from;
         Rng rng = rng_for(c.name);
         Fill f = is_floating(from) && is_floating(to) ? uniform(-3, 3)
                  : from == DType::bool_ || to == DType::bool_ ? integers(0, 1) : is_floating(from) ? uniform(0, 100)
@@ -160,7 +165,7 @@ void add_copy_fill_where(std::vector<Case>& out) {
         out.push_back(std::move(c));
       }
   for (DType dt : kCopy)
-    for (double v : {0.0, 2.5, dt == DType::u8 || dt == DType::bool_ ? 7.0 : -3.0})
+    for (double v : {0.0, 2.5, !is_signed(dt) ? 7.0 : -3.0})
       for (const Shape& s : std::vector<Shape>{{}, {0}, {1000, 3}}) {
         Case c;
         c.name = case_name("fill", dt, s, "value=" + std::to_string(v));

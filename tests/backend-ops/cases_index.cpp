@@ -10,15 +10,16 @@ Rng rng_for(const std::string& name) { return Rng(std::hash<std::string>{}(name)
 Fill values_for(DType dt) {
   switch (dt) {
     case DType::bool_: return integers(0, 1);
-    case DType::u8: return integers(0, 200);
-    case DType::i8: case DType::i32: case DType::i64: return integers(-1000, 1000);
+    case DType::u8: case DType::u16: case DType::u32: case DType::u64: return integers(0, 200);
+    case DType::i8: case DType::i16: case DType::i32: case DType::i64: return integers(-1000, 1000);
     default: return uniform(-3, 3);
   }
 }
 }  // namespace
 
 void add_index_cases(std::vector<Case>& out) {
-  const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8, DType::i8, DType::bool_};
+  const DType all[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8, DType::i8, DType::bool_,
+                       DType::i16, DType::u16, DType::u32, DType::u64};
   struct G {
     Shape in, index;
     int64_t dim;

@@ -42,7 +42,7 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims) {
 void add_reduce_cases(std::vector<Case>& out) {
   const double kNaN = std::numeric_limits<double>::quiet_NaN();
   const DType dtypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8, DType::i8,
-                          DType::bool_};
+                          DType::bool_, DType::i16, DType::u16, DType::u32, DType::u64};
   for (int o = 0; o < static_cast<int>(ReduceOp::count); ++o) {
     const ReduceOp op = static_cast<ReduceOp>(o);
     const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
@@ -65,11 +65,11 @@ void add_reduce_cases(std::vector<Case>& out) {
           c.op = OpId::reduce;
           c.dtype = dt;
           Rng rng = rng_for(c.name);
-          Fill f = fp ? uniform(-1, 1) : dt == DType::bool_ ? integers(0, 1) : dt == DType::u8 ? integers(0, 9)
-                                                                                                : integers(-9, 9);
+          Fill f = fp ? uniform(-1, 1) : dt == DType::bool_ ? integers(0, 1) : !is_signed(dt) ? integers(0, 9)
+                                                                                                 : integers(-9, 9);
           if (op == ReduceOp::prod) f = fp ? uniform(0.8, 1.25) : dt == DType::bool_ ? integers(0, 1)
-                                                                  : dt == DType::u8 ? integers(1, 2)
-                                                                                    : choice({-1, 1, 2, 1});
+                                                                  : !is_signed(dt) ? integers(1, 2)
+                                                                                   : choice({-1, 1, 2, 1});
           if (!fp && extreme) f = dt == DType::bool_ ? integers(0, 1) : integers(0, 3);  // ties
           DType od = arg ? DType::i64 : (!fp && (op == ReduceOp::sum || op == ReduceOp::prod)) ? DType::i64 : dt;
           c.bufs.push_back(output(rng, od, reduced_shape(cfg.shape, cfg.dims)));
