@@ -51,7 +51,8 @@ std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
       const Tensor& x = inputs[k];
       const TensorType& want = analysis_.nodes.at(id).outputs.at(0);
       bool fits = x.dim() == static_cast<int64_t>(want.shape.size());
-      for (size_t d = 1; fits && d < want.shape.size(); ++d) fits = x.size(static_cast<int64_t>(d)) == want.shape[d];
+      for (size_t d = 1; fits && d < want.shape.size(); ++d)  // a symbolic dim ("sequence") takes any size
+        fits = is_symbolic(want.shape[d]) || x.size(static_cast<int64_t>(d)) == want.shape[d];
       KILN_CHECK(fits, ShapeError, "GraphModule: input '", n.name, "' expects ", shape_str(want.shape), ", got ",
                  kiln::shape_str(x.shape()));
       args.push_back(x);

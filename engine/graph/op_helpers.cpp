@@ -7,7 +7,7 @@ namespace kiln::graph::detail {
 int64_t sample_numel(const SymShape& s) {
   int64_t n = 1;
   for (int64_t d : s)
-    if (d != kBatch) n = sat_mul(n, d);
+    if (!is_symbolic(d)) n = sat_mul(n, d);
   return n;
 }
 
@@ -15,6 +15,8 @@ int64_t checked_numel(const std::string& op, const SymShape& s) {
   int64_t n = 1;
   for (int64_t d : s) {
     if (d == kBatch) continue;
+    KILN_CHECK(!is_symbolic(d), ShapeError, op, ": the size of ", shape_str(s), " depends on its symbolic dimension ",
+               dim_str(d), "; give it a fixed size on the Input first");
     KILN_CHECK(!__builtin_mul_overflow(n, d, &n), ShapeError, op, ": size of ", shape_str(s), " overflows int64");
   }
   return n;
@@ -34,6 +36,7 @@ void expect_batched(const std::string& op, const TensorType& t) {
 }
 
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
+  if (is_symbolic(in)) return kUnknownDim;
   int64_t span = in + 2 * pad - dil * (k - 1) - 1;
   if (span < 0) return 0;
   int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;

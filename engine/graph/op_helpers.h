@@ -30,9 +30,10 @@ inline int64_t sat_add(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
 }
-// Product of the per-sample dims (kBatch skipped), saturating.
+// Product of the per-sample dims (every symbolic dim skipped, i.e. counted as 1), saturating.
 int64_t sample_numel(const SymShape& s);
-// Product of dims, ShapeError "<op>: size of <shape> overflows int64" when it does not fit.
+// Product of dims (kBatch skipped), ShapeError "<op>: size of <shape> overflows int64" when it
+// does not fit, ShapeError naming the dim when another symbolic dim ("sequence", "?") is in it.
 int64_t checked_numel(const std::string& op, const SymShape& s);
 
 // ShapeError "<op> expects input <layout>, got <shape>" unless the rank is `rank`.
@@ -41,7 +42,8 @@ void expect_rank(const std::string& op, const TensorType& t, size_t rank, const 
 void expect_floating(const std::string& op, const TensorType& t);
 // ShapeError unless the shape starts with the batch dimension.
 void expect_batched(const std::string& op, const TensorType& t);
-// PyTorch's pooling_output_shape (torch/nn/modules/utils; ATen Pool.h), floor division.
+// PyTorch's pooling_output_shape (torch/nn/modules/utils; ATen Pool.h), floor division;
+// kUnknownDim for a symbolic `in` (no symbol names the result).
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode);
 // Wraps a possibly negative dim of a rank-`rank` shape; ShapeError naming op and shape.
 int64_t wrap_dim(const std::string& op, int64_t dim, const TensorType& t);

@@ -44,8 +44,9 @@ std::vector<TensorType> infer_conv2d(const std::vector<TensorType>& in, const At
   int64_t k[2], s[2], p[2], d[2], o[2];
   pair_of(a, "kernel_size", k), pair_of(a, "stride", s), pair_of(a, "padding", p), pair_of(a, "dilation", d);
   for (int i = 0; i < 2; ++i) o[i] = pooled_size(t.shape[2 + static_cast<size_t>(i)], k[i], p[i], s[i], d[i], false);
-  KILN_CHECK(o[0] > 0 && o[1] > 0, ShapeError, "Conv2d: input ", shape_str(t.shape), " is too small for kernel ", k[0],
-             "x", k[1], " (output would be ", o[0], "x", o[1], ")");
+  const bool fits = (o[0] > 0 || o[0] == kUnknownDim) && (o[1] > 0 || o[1] == kUnknownDim);  // "?": symbolic H/W
+  KILN_CHECK(fits, ShapeError, "Conv2d: input ", shape_str(t.shape), " is too small for kernel ", k[0], "x", k[1],
+             " (output would be ", o[0], "x", o[1], ")");
   return {TensorType{t.dtype, {kBatch, cout, o[0], o[1]}}};
 }
 

@@ -38,8 +38,9 @@ std::vector<TensorType> infer_pool(const std::string& op, const std::vector<Tens
              " must be at most half the kernel size ", k.str());
   const bool ceil = attr_bool(a, "ceil_mode");
   int64_t oh = pooled_size(t.shape[2], k.h, p.h, s.h, d.h, ceil), ow = pooled_size(t.shape[3], k.w, p.w, s.w, d.w, ceil);
-  KILN_CHECK(oh > 0 && ow > 0, ShapeError, op, ": input ", shape_str(t.shape), " is too small for kernel ", k.h, "x",
-             k.w, " (output would be ", oh, "x", ow, ")");
+  const bool fits = (oh > 0 || oh == kUnknownDim) && (ow > 0 || ow == kUnknownDim);  // "?": symbolic H/W
+  KILN_CHECK(fits, ShapeError, op, ": input ", shape_str(t.shape), " is too small for kernel ", k.h, "x", k.w,
+             " (output would be ", oh, "x", ow, ")");
   return {TensorType{t.dtype, {kBatch, t.shape[1], oh, ow}}};
 }
 

@@ -78,7 +78,9 @@ std::vector<TensorType> infer_concat(const std::vector<TensorType>& in, const At
       fits = static_cast<int64_t>(d) == dim || in[i].shape[d] == t0.shape[d];
     KILN_CHECK(fits, ShapeError, "Concat along dim ", dim, " needs equal sizes in every other dim: in0 ",
                shape_str(t0.shape), " vs in", i, " ", shape_str(in[i].shape));
-    out.shape[static_cast<size_t>(dim)] = sat_add(out.shape[static_cast<size_t>(dim)], in[i].shape[static_cast<size_t>(dim)]);
+    int64_t& joined = out.shape[static_cast<size_t>(dim)];
+    const int64_t add = in[i].shape[static_cast<size_t>(dim)];
+    joined = is_symbolic(joined) || is_symbolic(add) ? kUnknownDim : sat_add(joined, add);
   }
   return {out};
 }
@@ -110,6 +112,41 @@ std::vector<TensorType> infer_reshape(const std::vector<TensorType>& in, const A
   return {TensorType{t.dtype, out}};
 }
 
+// Input's per-sample shape: "shape" with the k-th -1 replaced by the symbol of dim_params'
+// k-th name (Note [Symbolic dimensions]); names beyond the -1 entries are unused, so the editor
+// can change one attribute at a time ([-1] -> [128] keeps "sequence" until it is cleared).
+// ValueError when a size is 0, when a -1 has no name, or for a name sym_dim refuses ("?" too:
+// an Input names its dims).
+SymShape input_sample_shape(const Attributes& a) {
+  const auto& shape = attr_ints(a, "shape");
+  const std::string& text = attr_string(a, "dim_params");
+  std::vector<std::string> names;
+  for (size_t start = 0; !text.empty() && start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    names.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  const auto symbolic = static_cast<size_t>(std::count(shape.begin(), shape.end(), int64_t{-1}));
+  KILN_CHECK(names.size() >= symbolic, ValueError, "shape ", attr_str(shape), " has ", symbolic,
+             " symbolic entries (-1) but dim_params names ", names.size(), " (\"", text, "\")");
+  SymShape out;
+  size_t next = 0;
+  for (int64_t d : shape) {
+    KILN_CHECK(d != 0, ValueError, "shape ", attr_str(shape), " may not contain 0");
+    if (d != -1) {
+      out.push_back(d);
+      continue;
+    }
+    KILN_CHECK(names[next] != "?", ValueError, "dim_params: '?' is no name; name each symbolic dimension");
+    try {
+      out.push_back(sym_dim(names[next++]));
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("dim_params: ") + e.what());
+    }
+  }
+  return out;
+}
+
 std::vector<TensorType> infer_flatten(const std::vector<TensorType>& in, const Attributes& a) {
   const TensorType& t = in.at(0);
   expect_batched("Flatten", t);
@@ -121,7 +158,9 @@ std::vector<TensorType> infer_flatten(const std::vector<TensorType>& in, const A
              attr_int(a, "end_dim"), " for ", shape_str(t.shape));
   SymShape out(t.shape.begin(), t.shape.begin() + start);
   SymShape merged(t.shape.begin() + start, t.shape.begin() + end + 1);
-  out.push_back(checked_numel("Flatten", merged));
+  // A symbolic dim merged with others has no name: "?" (Note [Symbolic dimensions]).
+  const bool symbolic = std::any_of(merged.begin(), merged.end(), is_symbolic);
+  out.push_back(symbolic ? kUnknownDim : checked_numel("Flatten", merged));
   out.insert(out.end(), t.shape.begin() + end + 1, t.shape.end());
   return {TensorType{t.dtype, out}};
 }
@@ -135,17 +174,34 @@ void register_io_tensor_ops(OpRegistry& r) {
     s.category = "Input/Output";
     s.description = "A model input: a batch of samples of the given per-sample shape, N first.";
     s.outputs = {{"out", "[N, *shape]"}};
+    AttrSpec dim_params;
+    dim_params.name = "dim_params";
+    dim_params.type = AttrType::String;
+    dim_params.default_value = std::string();
+    dim_params.description =
+        "Names of the symbolic entries (-1) of shape, comma-separated in order (ONNX dim_param: \"sequence\", "
+        "\"height,width\"; \"N\" is the batch); names beyond the -1 entries are unused.";
     s.attributes = {
-        ints_attr("shape", {1, 28, 28}, 0, 8, 1, kMaxSize, "",
-                  "Shape of one sample, without the batch dimension (Fashion-MNIST: [1, 28, 28])."),
+        ints_attr("shape", {1, 28, 28}, 0, 8, -1, kMaxSize, "",
+                  "Shape of one sample, without the batch dimension (Fashion-MNIST: [1, 28, 28]); -1 marks a "
+                  "symbolic dimension named in dim_params (an imported model's [sequence, 768] is [-1, 768])."),
         choice_attr("dtype", "f32", {"f32", "i64"}, "Element type: f32 for images and features, i64 for token ids."),
         int_attr("batch", 0, 0, kMaxSize, "",
                  "Batch size an imported model fixes (its input is [1, 3, 224, 224]); 0: any batch size N, "
-                 "which the Studio's layers expect.")};
+                 "which the Studio's layers expect."),
+        dim_params};
+    s.check = [](const Attributes& a) -> std::optional<std::string> {
+      try {
+        input_sample_shape(a);
+      } catch (const ValueError& e) {
+        return e.what();
+      }
+      return std::nullopt;
+    };
     s.infer = [](const std::vector<TensorType>&, const Attributes& a) {
       const int64_t batch = attr_int(a, "batch");
       SymShape shape{batch == 0 ? kBatch : batch};
-      for (int64_t d : attr_ints(a, "shape")) shape.push_back(d);
+      for (int64_t d : input_sample_shape(a)) shape.push_back(d);
       return std::vector<TensorType>{{dtype_from_name(attr_string(a, "dtype")), shape}};
     };
     // GraphModule passes the model's input through this.

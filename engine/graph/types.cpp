@@ -1,15 +1,62 @@
 #include "engine/graph/types.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/error.h"
+
 namespace kiln::graph {
+
+namespace {
+
+// The interned names of Note [Symbolic dimensions]: names[i] has code -3 - i.
+struct SymbolTable {
+  std::mutex mutex;
+  std::vector<std::string> names;
+  std::map<std::string, int64_t> codes;
+};
+SymbolTable& symbols() {
+  static SymbolTable table;
+  return table;
+}
+
+}  // namespace
+
+int64_t sym_dim(const std::string& name) {
+  if (name == "N") return kBatch;
+  if (name == "?") return kUnknownDim;
+  KILN_CHECK(!name.empty(), ValueError, "a symbolic dimension needs a name");
+  KILN_CHECK(name.find_first_not_of("0123456789") != std::string::npos, ValueError, "symbolic dimension '", name,
+             "' is a number; a name needs a letter");
+  KILN_CHECK(name.find_first_of(",;[]") == std::string::npos && name.front() != ' ' && name.back() != ' ',
+             ValueError, "symbolic dimension '", name, "' may not contain , ; [ ] or start or end with a space");
+  SymbolTable& t = symbols();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.codes.find(name);
+  if (it != t.codes.end()) return it->second;
+  const int64_t code = -3 - static_cast<int64_t>(t.names.size());
+  t.names.push_back(name);
+  t.codes.emplace(name, code);
+  return code;
+}
+
+std::string dim_str(int64_t dim) {
+  if (dim >= 0) return std::to_string(dim);
+  if (dim == kBatch) return "N";
+  if (dim == kUnknownDim) return "?";
+  SymbolTable& t = symbols();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  const auto i = static_cast<size_t>(-3 - dim);
+  return i < t.names.size() ? t.names[i] : "?";
+}
 
 std::string shape_str(const SymShape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
-    s += shape[i] == kBatch ? std::string("N") : std::to_string(shape[i]);
+    s += dim_str(shape[i]);
   }
   return s + "]";
 }

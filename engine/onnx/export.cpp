@@ -29,13 +29,9 @@ int64_t recorded_batch(const graph::Graph& g, graph::NodeId input) {
     const graph::Node& n = g.node(to.node);
     if (n.op.rfind("onnx.", 0) != 0 || n.op == "onnx.Initializer") continue;
     std::string types = graph::attr_string(n.attrs, "onnx_types");
-    types = types.substr(0, types.find(" -> "));
-    size_t start = 0;
-    for (int p = 0; p < to.port && start != std::string::npos; ++p) start = types.find(';', start) + 1;
-    size_t lb = types.find('[', start);
-    if (start == std::string::npos || lb == std::string::npos) continue;
-    std::string first = types.substr(lb + 1, types.find_first_of(",]", lb) - lb - 1);
-    if (!first.empty() && first != "N") return std::stoll(first);
+    const std::vector<graph::TensorType> in = parse_recorded_types(types.substr(0, types.find(" -> ")));
+    const auto port = static_cast<size_t>(to.port);
+    if (port < in.size() && !in[port].shape.empty() && !graph::is_symbolic(in[port].shape[0])) return in[port].shape[0];
   }
   return kBatch;
 }

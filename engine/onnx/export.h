@@ -3,7 +3,8 @@
 //
 // Studio ops map to ai.onnx opset 17 (onnx.ai Operators.md):
 //   Input / Output        graph inputs / outputs (dim 0 is dim_param "N", or Input's "batch" when the
-//                         model fixes it); names as export_names.h says: an imported model keeps its
+//                         model fixes it; other symbolic dims are dim_params named as Input's
+//                         "dim_params" says, "?" dims have neither field); names as export_names.h says: an imported model keeps its
 //                         value, initializer and node names, a Studio node's output that an Output
 //                         receives takes the Output's name, and an Output is an Identity node only
 //                         where it receives a graph input or a value an earlier Output receives

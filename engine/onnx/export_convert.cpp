@@ -17,7 +17,7 @@ namespace kiln::onnx::detail {
 namespace {
 
 // value_info for every output of the imported nodes, from the types recorded at import
-// (onnx_types; a dimension that followed the inputs' symbolic ones is "N").
+// (onnx_types; symbolic dims keep their names, "N", "sequence", as set_value_info writes them).
 void add_recorded_value_info(const graph::Graph& g, const ExportNames& names, ::onnx::GraphProto* gp) {
   std::set<std::string> outputs;
   for (const auto& [id, name] : names.outputs) outputs.insert(name);
@@ -110,8 +110,9 @@ void set_value_info(::onnx::ValueInfoProto* v, const std::string& name, const gr
   auto* shape = tt->mutable_shape();
   for (int64_t d : t.shape) {
     auto* dim = shape->add_dim();
-    if (d == graph::kBatch) dim->set_dim_param("N");
-    else dim->set_dim_value(d);
+    if (d >= 0) dim->set_dim_value(d);
+    else if (d != graph::kUnknownDim) dim->set_dim_param(graph::dim_str(d));  // "N", "sequence"
+    // "?": neither field, ONNX's unknown dim
   }
 }
 

@@ -15,7 +15,8 @@ class ValueInfoProto;
 
 namespace kiln::onnx::detail {
 
-// `name` of type `t` (kBatch as dim_param "N").
+// `name` of type `t`: kBatch as dim_param "N", a named symbolic dim as dim_param with its name
+// ("sequence"), "?" as a dim with neither dim_value nor dim_param (Note [Symbolic dimensions]).
 void set_value_info(::onnx::ValueInfoProto* v, const std::string& name, const graph::TensorType& t);
 
 // Converts `model` (exported from `g`, named by `names`) to `opset` with

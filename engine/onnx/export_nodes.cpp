@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/error.h"
@@ -78,10 +79,17 @@ Ints pair_or(const graph::Attributes& a, const std::string& name, const Ints& fa
 }
 Ints pads_of(const Ints& p) { return {p.at(0), p.at(1), p.at(0), p.at(1)}; }
 
-// Reshape to the node's output type with the batch dimension copied (0).
+// Reshape to the node's output type with the batch dimension copied (0) and one other symbolic
+// dim ("sequence", "?") inferred (-1); ValueError naming the node when there are more.
 void reshape_to(ExportContext& ctx, const graph::Node& n, const std::string& in, const graph::TensorType& out) {
   Ints shape;
-  for (int64_t d : out.shape) shape.push_back(d == kBatch ? 0 : d);
+  for (size_t i = 0; i < out.shape.size(); ++i) {
+    const int64_t d = out.shape[i];
+    shape.push_back(i == 0 && d == kBatch ? 0 : (graph::is_symbolic(d) ? -1 : d));
+  }
+  KILN_CHECK(std::count(shape.begin(), shape.end(), int64_t{-1}) <= 1, ValueError, "export: node '", n.name,
+             "' reshapes to ", out.str(), ": ONNX Reshape infers one dimension besides the batch; fix the Input's "
+             "symbolic dimensions first");
   add_node(ctx, "Reshape", n.name, {in, ints_constant(ctx, n.name + "/shape", shape)}, {n.name});
 }
 

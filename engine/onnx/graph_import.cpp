@@ -2,12 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <exception>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/onnx/fold.h"
+#include "engine/onnx/graph_import_symbols.h"
 #include "engine/onnx/op_context.h"
 
 namespace kiln::onnx {
@@ -73,7 +75,10 @@ std::map<std::string, Attribute> attributes_of_json(const std::string& text) {
 // ---- recorded types: "f32[N, 3];i64[2] -> f32[N, 10]" ----
 std::string types_str(const std::vector<TensorType>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ";" : "") + v[i].str();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ';';
+    s += v[i].str();
+  }
   return s;
 }
 std::vector<TensorType> parse_types(const std::string& s) {
@@ -90,7 +95,9 @@ std::vector<TensorType> parse_types(const std::string& s) {
     std::string d;
     while (std::getline(ds, d, ',')) {
       d.erase(0, d.find_first_not_of(' '));
-      t.shape.push_back(d == "N" ? kBatch : std::stoll(d));
+      d.erase(d.find_last_not_of(' ') + 1);
+      const bool number = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
+      t.shape.push_back(number ? std::stoll(d) : graph::sym_dim(d));  // "N", "?", "sequence"
     }
     out.push_back(t);
   }
@@ -102,11 +109,33 @@ void split_types(const std::string& s, std::vector<TensorType>& in, std::vector<
   in = parse_types(s.substr(0, arrow));
   out = parse_types(s.substr(arrow + 4));
 }
+// Whether `got` may take the place of the recorded `want`: a symbolic dim on either side
+// matches any dim (the model ran with it at two sizes).
 bool fits(const TensorType& want, const TensorType& got) {
   if (want.dtype != got.dtype || want.shape.size() != got.shape.size()) return false;
   for (size_t i = 0; i < want.shape.size(); ++i)
-    if (want.shape[i] != kBatch && got.shape[i] != kBatch && want.shape[i] != got.shape[i]) return false;
+    if (!graph::is_symbolic(want.shape[i]) && !graph::is_symbolic(got.shape[i]) && want.shape[i] != got.shape[i])
+      return false;
   return true;
+}
+
+// The recorded outputs with each recorded symbol replaced by what the inputs now have in its
+// place (an Input whose "sequence" became 128 gives 128 downstream); a symbol the inputs give
+// two different dims for becomes "?". Symbols no input holds (and "?") stay as recorded.
+std::vector<TensorType> substitute(const std::vector<TensorType>& want, const std::vector<TensorType>& in,
+                                   std::vector<TensorType> out) {
+  std::map<int64_t, int64_t> now;
+  for (size_t i = 0; i < want.size(); ++i)
+    for (size_t d = 0; d < want[i].shape.size(); ++d) {
+      const int64_t w = want[i].shape[d];
+      if (!graph::is_symbolic(w) || w == graph::kUnknownDim) continue;
+      auto [it, fresh] = now.emplace(w, in[i].shape[d]);
+      if (!fresh && it->second != in[i].shape[d]) it->second = graph::kUnknownDim;
+    }
+  for (TensorType& t : out)
+    for (int64_t& d : t.shape)
+      if (auto it = now.find(d); it != now.end()) d = it->second;
+  return out;
 }
 
 AttrSpec spec(std::string name, AttrType type, graph::AttrValue def, std::string desc) {
@@ -175,7 +204,7 @@ size_t output_ports(const std::string& op) {
 int64_t sample_elems(const graph::SymShape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    int64_t v = d == kBatch ? 1 : d;
+    int64_t v = graph::is_symbolic(d) ? 1 : d;
     n = v != 0 && n > INT64_MAX / v ? INT64_MAX : n * v;
   }
   return n;
@@ -215,7 +244,7 @@ int64_t onnx_macs(const std::string& op, const std::vector<TensorType>& in, cons
       auto t = attrs.find("transA");
       if (t != attrs.end() && t->second.i != 0 && x->shape.size() == 2) k = x->shape[0];
     }
-    return sat_mul(sample_elems(out[0].shape), k == kBatch ? 1 : k);
+    return sat_mul(sample_elems(out[0].shape), graph::is_symbolic(k) ? 1 : k);
   }
   return 0;
 }
@@ -247,6 +276,7 @@ OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
     for (size_t i = 0; i < in.size(); ++i)
       KILN_CHECK(fits(want[i], in[i]), ShapeError, "onnx.", op_type, ": input ", i, " is ", in[i].str(),
                  " but the model was imported with ", want[i].str(), " (re-import it for other shapes)");
+    out = substitute(want, in, std::move(out));
     out.resize(output_ports(op_type), TensorType{DType::f32, {}});
     return out;
   };
@@ -314,35 +344,51 @@ ImportedGraph import_graph(const Model& model) {
                "): control flow and sequence ops do not map to the graph IR yet");
   for (const ValueInfo& v : g.inputs)
     KILN_CHECK(!v.is_sequence, ValueError, "graph input '", v.name, "' is a sequence; the graph IR takes tensors");
-  // Run twice, symbolic dims at 1 then 2, recording every value's type.
+  // Run twice, recording every value's type (Note [Symbols at import]).
+  for (const ValueInfo& v : g.inputs)
+    KILN_CHECK(v.has_shape, ValueError, "graph input '", v.name, "' has no shape; Kiln needs its rank to import");
+  const detail::InputSymbols symbols(g.inputs);
   std::map<std::string, TensorType> types;
   std::map<std::string, Tensor> constants;  // Constant nodes' values
-  for (int64_t sym : {1, 2}) {
-    std::map<std::string, Tensor> feed;
-    for (const ValueInfo& v : g.inputs) {
-      KILN_CHECK(v.has_shape, ValueError, "graph input '", v.name, "' has no shape; Kiln needs its rank to import");
-      Shape s;
-      for (const Dim& d : v.shape) s.push_back(d.known() ? d.value : sym);
-      DType dt = dtype_of_onnx(v.elem_type, "graph input '" + v.name + "'");
-      feed[v.name] = Tensor::ones(s, dt);
-    }
-    auto record = [&](const std::string& name, const Tensor& t) {
-      TensorType tt{t.dtype(), SymShape(t.shape().begin(), t.shape().end())};
-      if (sym == 1) {
-        types[name] = tt;
-        return;
+  auto run_twice = [&](bool shared) {
+    types.clear();
+    constants.clear();
+    for (int run : {0, 1}) {
+      std::map<std::string, Tensor> feed;
+      for (const ValueInfo& v : g.inputs) {
+        Shape s;
+        for (int64_t d : symbols.shape_of(v)) s.push_back(d >= 0 ? d : symbols.size_in_run(d, run, shared));
+        feed[v.name] = Tensor::ones(s, dtype_of_onnx(v.elem_type, "graph input '" + v.name + "'"));
       }
-      TensorType& first = types[name];
-      for (size_t i = 0; i < tt.shape.size() && i < first.shape.size(); ++i)
-        if (first.shape[i] != tt.shape[i]) first.shape[i] = kBatch;
-    };
-    for (const auto& [name, t] : feed) record(name, t);
-    for (const auto& [name, t] : g.initializers) record(name, t);
-    session.run(feed, [&](const Node& n, const std::vector<Tensor>&, const std::vector<Tensor>& out) {
-      for (size_t i = 0; i < n.outputs.size() && i < out.size(); ++i)
-        if (!n.outputs[i].empty() && out[i].defined()) record(n.outputs[i], out[i]);
-      if (n.op_type == "Constant" && sym == 1) constants[n.outputs[0]] = out[0];
-    });
+      auto record = [&](const std::string& name, const Tensor& t) {
+        TensorType tt{t.dtype(), SymShape(t.shape().begin(), t.shape().end())};
+        if (run == 0) {
+          types[name] = tt;
+          return;
+        }
+        TensorType& first = types[name];
+        for (size_t i = 0; i < tt.shape.size() && i < first.shape.size(); ++i)
+          first.shape[i] = symbols.classify(first.shape[i], tt.shape[i], shared);
+      };
+      for (const auto& [name, t] : feed) record(name, t);
+      for (const auto& [name, t] : g.initializers) record(name, t);
+      session.run(feed, [&](const Node& n, const std::vector<Tensor>&, const std::vector<Tensor>& out) {
+        for (size_t i = 0; i < n.outputs.size() && i < out.size(); ++i)
+          if (!n.outputs[i].empty() && out[i].defined()) record(n.outputs[i], out[i]);
+        if (n.op_type == "Constant" && run == 0) constants[n.outputs[0]] = out[0];
+      });
+    }
+  };
+  try {
+    run_twice(false);
+  } catch (const Error&) {
+    if (!symbols.has_named()) throw;
+    const std::exception_ptr first = std::current_exception();
+    try {
+      run_twice(true);  // named symbols the model needs equal
+    } catch (const Error&) {
+      std::rethrow_exception(first);  // the model's own error, not the retry's
+    }
   }
   ImportedGraph result;
   graph::Graph& out = result.graph;
@@ -354,10 +400,17 @@ ImportedGraph import_graph(const Model& model) {
     KILN_CHECK(t.dtype == DType::f32 || t.dtype == DType::i64, ValueError, "graph input '", v.name, "' is ",
                onnx_type_name(v.elem_type), "; the graph IR's Input takes FLOAT or INT64");
     KILN_CHECK(!t.shape.empty(), ValueError, "graph input '", v.name, "' is a scalar; the graph IR's Input needs a batch dimension");
-    // A batch dimension the model fixes stays fixed (Input's "batch"), so shapes downstream agree.
-    Attributes a{{"shape", std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())},
+    // A batch dimension the model fixes stays fixed (Input's "batch"), so shapes downstream
+    // agree; other symbolic dims are -1 in "shape", named in "dim_params".
+    const SymShape dims = symbols.shape_of(v);
+    std::vector<int64_t> shape;
+    for (size_t i = 1; i < dims.size(); ++i) shape.push_back(graph::is_symbolic(dims[i]) ? -1 : dims[i]);
+    std::string params;
+    for (const std::string& name : symbols.dim_params_of(v)) params += (params.empty() ? "" : ",") + name;
+    Attributes a{{"shape", shape},
                  {"dtype", std::string(dtype_name(t.dtype))},
-                 {"batch", t.shape[0] == kBatch ? int64_t{0} : t.shape[0]}};
+                 {"batch", dims[0] == kBatch ? int64_t{0} : dims[0]},
+                 {"dim_params", params}};
     producer[v.name] = {out.add_node("Input", identifier(v.name, taken), a), 0};
   }
   auto add_initializer = [&](const std::string& name, const Tensor& t, bool trainable) {

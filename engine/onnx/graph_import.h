@@ -12,15 +12,19 @@
 //                     (JSON {"node": "/conv1/Conv", "inputs": ["x", "w"], "outputs": ["y"]}),
 //                     which export (export.h) writes again
 // Shape inference of these nodes returns the output types recorded at import, after checking
-// that the inputs still have the recorded types (the batch dimension N and any dimension the
-// import saw as symbolic match anything); Kiln's shapes come from running the model once at
-// import with every symbolic dimension 1 and once with 2 (dimensions that follow are N).
+// that the inputs still have the recorded types (a symbolic dimension, N, "sequence" or "?",
+// matches anything), with each recorded symbol replaced by the dim the inputs now have in its
+// place. Kiln's shapes come from running the model twice at import with every symbolic
+// dimension at two sizes of its own (graph_import_symbols.h, Note [Symbols at import]): a
+// dim that follows one is that symbol ("f32[N, sequence, 768]"), one that follows none "?".
 // Initializers and Constant nodes become "onnx.Initializer" nodes (attributes shape, dtype,
 // trainable, onnx_name: the value's name in the model) whose module holds the tensor as parameter "value" (a buffer when not
 // trainable): GraphModule's state_dict key "<node>.value"; ImportedGraph::state_dict holds
 // the model's values under those keys.
 // Graph inputs become Input nodes (the first dimension is the batch: N where the model's
-// dimension is symbolic, else the model's size as Input's "batch"), outputs Output nodes.
+// dimension is symbolic, else the model's size as Input's "batch"; every later dim_param is
+// -1 in "shape" and named in "dim_params": input_ids [batch, sequence] is shape [-1],
+// dim_params "sequence"), outputs Output nodes.
 #pragma once
 #include <string>
 #include <vector>
@@ -47,7 +51,8 @@ struct ImportedGraph {
 // Maps the model's nodes to graph nodes, after folding its shape-only subgraphs
 // (fold_shape_subgraphs: they become onnx.Initializer nodes) (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
 // Throws UnsupportedError listing every op Kiln cannot run, ValueError for graph inputs whose
-// dtype the Input op cannot take (f32, i64), for sequence inputs and for control-flow and
+// dtype the Input op cannot take (f32, i64), for a graph input dim with neither a dim_value
+// >= 0 nor a dim_param name (or a name with , ; [ ]: naming the input and dim), for sequence inputs and for control-flow and
 // sequence ops (If, Loop, Sequence*: they do not map yet),
 // and what running the model once on example inputs throws (naming the node).
 ImportedGraph import_graph(const Model& model);
