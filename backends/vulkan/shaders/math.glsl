@@ -62,8 +62,18 @@ float k_pow(float x, float y) {
     return x < 0.0 && odd ? -z : z;
   }
   if (x < 0.0 && !yint) return k_nan();
+  if (yint && abs(y) <= 64.0) {  // small integer powers by squaring: within an ulp or two of std::pow
+    int e = int(abs(y));
+    float b = x, r = 1.0;
+    while (e > 0) {
+      if ((e & 1) != 0) r *= b;
+      b *= b;
+      e >>= 1;
+    }
+    if (y > 0.0) return r;
+    if (!isinf(r) && abs(r) >= 1.17549435e-38) return 1.0 / r;  // else x^n left the normal range: exp2 below
+  }
   float r = exp2(y * log2(abs(x)));
-  if (y == 2.0) r = x * x;
   return x < 0.0 && odd ? -r : r;
 }
 
