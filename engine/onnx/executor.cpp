@@ -266,7 +266,7 @@ class Runner {
   // The node on the device, or on the CPU when the device lacks what it needs (SessionOptions).
   std::vector<Value> run_op_or_fallback(const Node& n, std::vector<Value> in, Scope& scope) const {
     std::string why = device_lacks(in, device_, *backend_);
-    if (why.empty()) {
+    if (why.empty() && !fallback_->counts(n)) {  // a node that fell back once goes straight to the CPU
       try {
         return run_op(n, in, device_, scope);
       } catch (const DTypeError& e) {  // the backend lacks an op or dtype (or the node is wrong: the CPU says)

@@ -39,7 +39,8 @@ struct SessionOptions {
   // false: such values stay on the host), the node runs on the CPU instead: its inputs copied
   // to the host, its outputs copied back (those the device cannot hold stay on the host). Nodes
   // with subgraphs (If, Loop, Scan) stay on the device; the nodes of their bodies fall back one
-  // by one. When the CPU run fails too, its error is the node's error. false: the device's
+  // by one. A node that ran on the CPU once goes there directly in the session's later runs.
+  // When the CPU run fails too, its error is the node's error. false: the device's
   // error is the node's error (the device's own coverage). No effect on the CPU.
   bool cpu_fallback = true;
 };

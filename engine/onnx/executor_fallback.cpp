@@ -32,6 +32,11 @@ void FallbackLog::record(const Node& n, const std::string& why) {
   stats.reasons.emplace(op_key(n), why);
 }
 
+bool FallbackLog::counts(const Node& n) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return counted.count(&n) > 0;
+}
+
 bool has_subgraph(const Node& n) {
   for (const auto& [name, a] : n.attributes)
     if (a.g || !a.graphs.empty()) return true;

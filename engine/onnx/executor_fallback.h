@@ -18,6 +18,7 @@ struct FallbackLog {
   std::set<const Node*> counted;
   FallbackStats stats;
   void record(const Node& n, const std::string& why);  // why: the device's error, or device_lacks()
+  bool counts(const Node& n);  // n ran on the CPU before (its next runs skip the device attempt)
 };
 
 bool has_subgraph(const Node& n);  // If, Loop, Scan ...: attributes holding graphs
