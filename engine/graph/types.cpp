@@ -48,7 +48,7 @@ std::string dim_str(int64_t dim) {
   if (dim == kUnknownDim) return "?";
   SymbolTable& t = symbols();
   std::lock_guard<std::mutex> lock(t.mutex);
-  const auto i = static_cast<size_t>(-3 - dim);
+  const auto i = static_cast<uint64_t>(-(dim + 3));  // no overflow down to INT64_MIN
   return i < t.names.size() ? t.names[i] : "?";
 }
 

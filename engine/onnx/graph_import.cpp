@@ -5,7 +5,6 @@
 #include <exception>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/onnx/fold.h"
@@ -69,72 +68,6 @@ std::map<std::string, Attribute> attributes_of_json(const std::string& text) {
     else throw ValueError("onnx_attributes: attribute '" + name + "' has no value");
     out[name] = std::move(a);
   }
-  return out;
-}
-
-// ---- recorded types: "f32[N, 3];i64[2] -> f32[N, 10]" ----
-std::string types_str(const std::vector<TensorType>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ';';
-    s += v[i].str();
-  }
-  return s;
-}
-std::vector<TensorType> parse_types(const std::string& s) {
-  std::vector<TensorType> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ';')) {
-    auto lb = item.find('[');
-    KILN_CHECK(lb != std::string::npos && item.back() == ']', ValueError, "onnx_types: malformed type '", item, "'");
-    TensorType t;
-    t.dtype = dtype_from_name(item.substr(0, lb));
-    std::string dims = item.substr(lb + 1, item.size() - lb - 2);
-    std::stringstream ds(dims);
-    std::string d;
-    while (std::getline(ds, d, ',')) {
-      d.erase(0, d.find_first_not_of(' '));
-      d.erase(d.find_last_not_of(' ') + 1);
-      const bool number = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
-      t.shape.push_back(number ? std::stoll(d) : graph::sym_dim(d));  // "N", "?", "sequence"
-    }
-    out.push_back(t);
-  }
-  return out;
-}
-void split_types(const std::string& s, std::vector<TensorType>& in, std::vector<TensorType>& out) {
-  auto arrow = s.find(" -> ");
-  KILN_CHECK(arrow != std::string::npos, ValueError, "onnx_types: missing ' -> ' in '", s, "'");
-  in = parse_types(s.substr(0, arrow));
-  out = parse_types(s.substr(arrow + 4));
-}
-// Whether `got` may take the place of the recorded `want`: a symbolic dim on either side
-// matches any dim (the model ran with it at two sizes).
-bool fits(const TensorType& want, const TensorType& got) {
-  if (want.dtype != got.dtype || want.shape.size() != got.shape.size()) return false;
-  for (size_t i = 0; i < want.shape.size(); ++i)
-    if (!graph::is_symbolic(want.shape[i]) && !graph::is_symbolic(got.shape[i]) && want.shape[i] != got.shape[i])
-      return false;
-  return true;
-}
-
-// The recorded outputs with each recorded symbol replaced by what the inputs now have in its
-// place (an Input whose "sequence" became 128 gives 128 downstream); a symbol the inputs give
-// two different dims for becomes "?". Symbols no input holds (and "?") stay as recorded.
-std::vector<TensorType> substitute(const std::vector<TensorType>& want, const std::vector<TensorType>& in,
-                                   std::vector<TensorType> out) {
-  std::map<int64_t, int64_t> now;
-  for (size_t i = 0; i < want.size(); ++i)
-    for (size_t d = 0; d < want[i].shape.size(); ++d) {
-      const int64_t w = want[i].shape[d];
-      if (!graph::is_symbolic(w) || w == graph::kUnknownDim) continue;
-      auto [it, fresh] = now.emplace(w, in[i].shape[d]);
-      if (!fresh && it->second != in[i].shape[d]) it->second = graph::kUnknownDim;
-    }
-  for (TensorType& t : out)
-    for (int64_t& d : t.shape)
-      if (auto it = now.find(d); it != now.end()) d = it->second;
   return out;
 }
 
@@ -270,13 +203,13 @@ OpSchema onnx_schema(const std::string& op_type, const OpFn& fn) {
   s.attributes[2].min = 1;
   s.infer = [op_type](const std::vector<TensorType>& in, const Attributes& a) {
     std::vector<TensorType> want, out;
-    split_types(graph::attr_string(a, "onnx_types"), want, out);
+    detail::split_types(graph::attr_string(a, "onnx_types"), want, out);
     KILN_CHECK(want.size() == in.size(), ShapeError, "onnx.", op_type, ": ", in.size(), " inputs, imported with ",
                want.size());
     for (size_t i = 0; i < in.size(); ++i)
-      KILN_CHECK(fits(want[i], in[i]), ShapeError, "onnx.", op_type, ": input ", i, " is ", in[i].str(),
+      KILN_CHECK(detail::fits(want[i], in[i]), ShapeError, "onnx.", op_type, ": input ", i, " is ", in[i].str(),
                  " but the model was imported with ", want[i].str(), " (re-import it for other shapes)");
-    out = substitute(want, in, std::move(out));
+    out = detail::substitute(want, in, std::move(out));
     out.resize(output_ports(op_type), TensorType{DType::f32, {}});
     return out;
   };
@@ -331,7 +264,7 @@ void register_onnx_schemas(graph::OpRegistry& r) {
     if (!r.find("onnx." + op)) r.add(onnx_schema(op, fn));
 }
 
-std::vector<TensorType> parse_recorded_types(const std::string& types) { return parse_types(types); }
+std::vector<TensorType> parse_recorded_types(const std::string& types) { return detail::parse_types(types); }
 
 ImportedGraph import_graph(const Model& model) {
   register_onnx_schemas();
@@ -446,7 +379,7 @@ ImportedGraph import_graph(const Model& model) {
                  {"onnx_outputs", static_cast<int64_t>(n.outputs.size())},
                  {"onnx_attributes", attributes_json(n).dump()},
                  {"opset", model.opset()},
-                 {"onnx_types", types_str(in_types) + " -> " + types_str(out_types)},
+                 {"onnx_types", detail::types_str(in_types) + " -> " + detail::types_str(out_types)},
                  {"onnx_names", json{{"node", n.name}, {"inputs", n.inputs}, {"outputs", n.outputs}}.dump()}};
     graph::NodeId id = out.add_node("onnx." + op_key(n), identifier(n.name, taken), a);
     for (size_t p = 0; p < slots.size(); ++p)

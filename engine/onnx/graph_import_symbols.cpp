@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "engine/core/error.h"
 
 namespace kiln::onnx::detail {
 
+using graph::TensorType;
+
 namespace {
 
 // Run sizes of the named symbols (Note [Symbols at import]): each pair moves by its own
 // amount (3, 5, 6, 7, 9, 8, 10, 11; the batch moves by 1), so no pair is another shifted
-// (x + c), and none is another doubled; past the table
-// the sizes grow apart (k-th: 20 + 3k -> 40 + 7k).
+// (x + c), and none is another doubled; past the table the sizes grow apart (k-th: 20 + 3k
+// -> 40 + 7k).
 constexpr int64_t kRunSizes[][2] = {{5, 8}, {6, 11}, {7, 13}, {9, 16}, {10, 19}, {12, 20}, {14, 24}, {15, 26}};
 constexpr size_t kTable = sizeof(kRunSizes) / sizeof(kRunSizes[0]);
 
@@ -69,6 +72,66 @@ int64_t InputSymbols::size_in_run(int64_t code, int run, bool shared) const {
   if (k < kTable) return kRunSizes[k][run];
   const auto j = static_cast<int64_t>(k);
   return run == 0 ? 20 + 3 * j : 40 + 7 * j;
+}
+
+std::string types_str(const std::vector<TensorType>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ';';
+    s += v[i].str();
+  }
+  return s;
+}
+std::vector<TensorType> parse_types(const std::string& s) {
+  std::vector<TensorType> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    auto lb = item.find('[');
+    KILN_CHECK(lb != std::string::npos && item.back() == ']', ValueError, "onnx_types: malformed type '", item, "'");
+    TensorType t;
+    t.dtype = dtype_from_name(item.substr(0, lb));
+    std::string dims = item.substr(lb + 1, item.size() - lb - 2);
+    std::stringstream ds(dims);
+    std::string d;
+    while (std::getline(ds, d, ',')) {
+      d.erase(0, d.find_first_not_of(' '));
+      d.erase(d.find_last_not_of(' ') + 1);
+      const bool number = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
+      t.shape.push_back(number ? std::stoll(d) : graph::sym_dim(d));  // "N", "?", "sequence"
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+void split_types(const std::string& s, std::vector<TensorType>& in, std::vector<TensorType>& out) {
+  auto arrow = s.find(" -> ");
+  KILN_CHECK(arrow != std::string::npos, ValueError, "onnx_types: missing ' -> ' in '", s, "'");
+  in = parse_types(s.substr(0, arrow));
+  out = parse_types(s.substr(arrow + 4));
+}
+bool fits(const TensorType& want, const TensorType& got) {
+  if (want.dtype != got.dtype || want.shape.size() != got.shape.size()) return false;
+  for (size_t i = 0; i < want.shape.size(); ++i)
+    if (!graph::is_symbolic(want.shape[i]) && !graph::is_symbolic(got.shape[i]) && want.shape[i] != got.shape[i])
+      return false;
+  return true;
+}
+
+std::vector<TensorType> substitute(const std::vector<TensorType>& want, const std::vector<TensorType>& in,
+                                   std::vector<TensorType> out) {
+  std::map<int64_t, int64_t> now;
+  for (size_t i = 0; i < want.size(); ++i)
+    for (size_t d = 0; d < want[i].shape.size(); ++d) {
+      const int64_t w = want[i].shape[d];
+      if (!graph::is_symbolic(w) || w == graph::kUnknownDim) continue;
+      auto [it, fresh] = now.emplace(w, in[i].shape[d]);
+      if (!fresh && it->second != in[i].shape[d]) it->second = graph::kUnknownDim;
+    }
+  for (TensorType& t : out)
+    for (int64_t& d : t.shape)
+      if (auto it = now.find(d); it != now.end()) d = it->second;
+  return out;
 }
 
 int64_t InputSymbols::classify(int64_t first, int64_t second, bool shared) const {

@@ -23,6 +23,21 @@
 
 namespace kiln::onnx::detail {
 
+// ---- the types recorded at import (onnx_types: "f32[N, sequence];i64[2] -> f32[N, ?]") ----
+std::string types_str(const std::vector<graph::TensorType>& types);  // "f32[N, 3];i64[2]"
+// The inverse of types_str; ValueError when malformed or a dim name graph::sym_dim refuses.
+std::vector<graph::TensorType> parse_types(const std::string& types);
+// Both sides of "<inputs> -> <outputs>"; ValueError without the arrow.
+void split_types(const std::string& s, std::vector<graph::TensorType>& in, std::vector<graph::TensorType>& out);
+// Whether `got` may take the place of the recorded `want`: same dtype and rank, and each dim
+// equal or symbolic on either side (the model ran with it at two sizes).
+bool fits(const graph::TensorType& want, const graph::TensorType& got);
+// The recorded outputs `out` with each recorded input symbol replaced by what `in` has in its
+// place (an Input whose "sequence" became 128 gives 128 downstream); a symbol the inputs give
+// two different dims for becomes "?"; symbols no input holds (and "?") stay as recorded.
+std::vector<graph::TensorType> substitute(const std::vector<graph::TensorType>& want,
+                                          const std::vector<graph::TensorType>& in, std::vector<graph::TensorType> out);
+
 class InputSymbols {
  public:
   // The symbols of `inputs`: a symbolic first dim is the batch N (its dim_param, wherever it

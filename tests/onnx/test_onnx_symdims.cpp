@@ -282,3 +282,35 @@ TEST(OnnxSymbolicDims, StudioGraphOverASequenceExportsAndRuns) {
     expect_same(gm.forward(std::vector<Tensor>{in}), session.run({{"x", in}}));
   }
 }
+
+// An image model with dynamic height and width: a padded 3x3 Conv keeps both names, a
+// stride-2 one gives "?" (no name for ceil(height / 2)), GlobalAveragePool fixed 1s; it runs
+// like the model at two image sizes.
+TEST(OnnxSymbolicDims, ImageModelWithDynamicHeightAndWidth) {
+  ::onnx::GraphProto g;
+  g.set_name("image");
+  *g.add_input() = named_dims("image", ::onnx::TensorProto::FLOAT, {"batch", "3", "height", "width"});
+  *g.add_output() = named_dims("pooled", ::onnx::TensorProto::FLOAT, {"batch", "4", "1", "1"});
+  add_float_initializer(g, "w1", {4, 3, 3, 3}, ramp(4 * 3 * 3 * 3, 0.1f));
+  add_float_initializer(g, "w2", {4, 4, 3, 3}, ramp(4 * 4 * 3 * 3, 0.05f));
+  set_ints(add_node(g, "Conv", {"image", "w1"}, {"c1"}, "/conv1/Conv"), "pads", {1, 1, 1, 1});
+  auto* conv2 = add_node(g, "Conv", {"c1", "w2"}, {"c2"}, "/conv2/Conv");
+  set_ints(conv2, "pads", {1, 1, 1, 1});
+  set_ints(conv2, "strides", {2, 2});
+  add_node(g, "GlobalAveragePool", {"c2"}, {"pooled"}, "/pool/GlobalAveragePool");
+  const kiln::onnx::Model model = parse(model_with(g, 17));
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(model);
+  graph::Analysis an = graph::analyze(ig.graph);
+  ASSERT_TRUE(an.ok()) << an.problems.at(0).message;
+  EXPECT_EQ(type_of(ig.graph, an, "image"), "f32[N, 3, height, width]");
+  EXPECT_EQ(type_of(ig.graph, an, "conv1_Conv"), "f32[N, 4, height, width]");
+  EXPECT_EQ(type_of(ig.graph, an, "conv2_Conv"), "f32[N, 4, ?, ?]");
+  EXPECT_EQ(type_of(ig.graph, an, "pool_GlobalAveragePool"), "f32[N, 4, 1, 1]");
+  graph::GraphModule gm(ig.graph);
+  gm.load_state_dict(ig.state_dict);
+  kiln::onnx::Session session(model);
+  for (const Shape& shape : {Shape{1, 3, 9, 12}, Shape{2, 3, 16, 7}}) {
+    const Tensor in = Tensor::from_vector(ramp(static_cast<size_t>(numel(shape)), 0.2f), shape);
+    expect_same(session.run({{"image", in}}), gm.forward(std::vector<Tensor>{in}));
+  }
+}
