@@ -8,7 +8,7 @@
 
 namespace kiln {
 
-// Values are stable (serialized in .kiln projects and the plugin ABI): new types append.
+// Existing values never change (plugins built against them keep working): new types append.
 enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, u8, i8, bool_, i16, u16, u32, u64 };
 constexpr int kNumDTypes = 13;
 

@@ -11,7 +11,9 @@
 
 #include "engine/core/dtype.h"
 #include "engine/core/error.h"
+#include "engine/core/backend.h"
 #include "engine/core/ops.h"
+#include "engine/core/registry.h"
 #include "engine/core/tensor.h"
 #include "engine/io/safetensors.h"
 
@@ -161,4 +163,37 @@ TEST(DTypeExtInts, SafetensorsRoundTrip) {
   EXPECT_EQ(out.at("d").dtype(), DType::u64);
   EXPECT_EQ(out.at("d").to_vector<uint64_t>(), in[3].second.to_vector<uint64_t>());
   std::filesystem::remove_all(dir);
+}
+
+// The CPU runs the elementwise, reduction and index ops on the new types; the GPU backends
+// have no kernels for them and must say so in supports() (callers then fall back or get a
+// DTypeError naming the dtype and device, never a wrong kernel).
+TEST(DTypeExtInts, SupportsIsHonestOnEveryBackend) {
+  Backend* cpu = backend_for(Device());
+  for (DType t : {DType::i16, DType::u16, DType::u32, DType::u64}) {
+    for (OpId op : {OpId::copy, OpId::fill, OpId::unary, OpId::binary, OpId::where, OpId::reduce, OpId::gather,
+                    OpId::scatter_add, OpId::index_select, OpId::index_add})
+      EXPECT_TRUE(cpu->supports(op, t)) << op_id_name(op) << " " << dtype_name(t);
+    EXPECT_FALSE(cpu->supports(OpId::matmul, t)) << dtype_name(t);
+  }
+  int gpus = 0;
+  for (const DeviceInfo& d : list_devices()) {
+    if (d.device.type == DeviceType::cpu) continue;
+    ++gpus;
+    Backend* b = backend_for(d.device);
+    for (DType t : {DType::i16, DType::u16, DType::u32, DType::u64})
+      for (int op = 0; op < static_cast<int>(OpId::count); ++op)
+        EXPECT_FALSE(b->supports(static_cast<OpId>(op), t))
+            << d.device.str() << " " << op_id_name(static_cast<OpId>(op)) << " " << dtype_name(t);
+    Tensor x = vec<uint32_t>({1, 2}).to(d.device);  // the bytes move; arithmetic is refused by name
+    std::string msg;
+    try {
+      add(x, x);
+    } catch (const DTypeError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("u32"), std::string::npos) << d.device.str() << ": " << msg;
+    EXPECT_EQ(x.to(Device()).to_vector<uint32_t>(), (std::vector<uint32_t>{1, 2})) << d.device.str();
+  }
+  if (gpus == 0) GTEST_SKIP() << "no GPU backend here; the CPU half ran";
 }
