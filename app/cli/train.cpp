@@ -150,7 +150,8 @@ int train_command(const std::vector<std::string>& argv) {
     return kExitInterrupted;
   }
 
-  if (device.type != DeviceType::cpu) std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
+  if (device.type == DeviceType::cuda || device.type == DeviceType::hip)  // the backends that record graphs
+    std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
   std::fprintf(stderr, "evaluating on %lld test images ...\n",
                static_cast<long long>(loaders.test->dataset().size()));
   train::ClassificationMetrics test = trainer.evaluate(*loaders.test);

@@ -172,7 +172,10 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       }
     }
     Finished fin{cancelled_.load(), "", 0, 0, ""};
-    fin.cuda_graph = !captured ? graph_note : captured->replaying() ? "replaying" : captured->note();
+    fin.cuda_graph = !captured                     ? graph_note
+                     : captured->replaying()       ? "replaying"
+                     : !captured->note().empty()   ? captured->note()
+                                                   : "not recorded: training ended during the eager warm-up steps";
     cuda_graph_note_ = fin.cuda_graph;
     const MemoryStats mem = backend_for(options_.device)->memory_stats();
     fin.peak_allocated_bytes = mem.peak_allocated;

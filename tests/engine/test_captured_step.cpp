@@ -169,7 +169,7 @@ struct TrainerRun {
 
 // 2 epochs of 400 points in batches of 32 (12 full, one of 16), AdamW + OneCycleLR per batch
 // or SGD + StepLR per epoch.
-TrainerRun train_points(Device device, bool cuda_graph, bool sgd) {
+TrainerRun train_points(Device device, bool cuda_graph, bool sgd, int64_t n = 400) {
   manual_seed(7);
   auto model = mlp();
   model->to(device);
@@ -192,7 +192,7 @@ TrainerRun train_points(Device device, bool cuda_graph, bool sgd) {
   lo.batch_size = 32;
   lo.shuffle = true;
   lo.seed = 5;
-  data::DataLoader loader(points(400, 11), lo);
+  data::DataLoader loader(points(n, 11), lo);
   trainer.fit(loader, nullptr);
   TrainerRun r;
   for (auto& e : trainer.events().drain()) {
@@ -218,6 +218,14 @@ TEST(TrainerCudaGraph, CpuRunIsTheEagerRunBitForBit) {
     EXPECT_EQ(off.note, "turned off");
   }
   EXPECT_EQ(train_points(Device(), true, false).steps, std::vector<int64_t>(4, 26));
+}
+
+TEST(TrainerCudaGraph, RunShorterThanTheWarmUpSaysSo) {
+  // 2 epochs of 2 batches (64 points): 4 steps, one more than the 3 eager warm-up steps on the
+  // CPU (where the recording then fails); 32 points (2 steps) end inside the warm-up.
+  EXPECT_EQ(train_points(Device(), true, false, 64).note, "cpu cannot record work for replay");
+  EXPECT_EQ(train_points(Device(), true, false, 32).note,
+            "not recorded: training ended during the eager warm-up steps");
 }
 
 TEST(TrainerCudaGraph, CudaReplaysFollowTheScheduleAndCountSteps) {
