@@ -203,9 +203,9 @@ void TrainingSession::poll() {
                    },
                    [&](const train::CheckpointSaved&) {},
                    [&](const train::Finished& f) {
-                     // Whether the step ran as a recorded CUDA graph, or why not (not said on the CPU).
+                     // Whether the step ran as a recorded CUDA graph, or why not (on the GPUs that record).
                      const std::string& dev = job_->result().device;
-                     if (!f.cuda_graph.empty() && dev.rfind("cpu", 0) != 0)
+                     if (!f.cuda_graph.empty() && (dev.rfind("cuda", 0) == 0 || dev.rfind("hip", 0) == 0))
                        emit logMessage(tr("CUDA graph: %1").arg(QString::fromStdString(f.cuda_graph)));
                    },
                },
