@@ -72,7 +72,7 @@ std::string device_lacks(const std::vector<Value>& in, Device device, const Back
   auto check = [&](const Tensor& t) -> std::string {
     if (!t.defined() || t.device() == device) return "";
     if (!backend.supports(OpId::copy, t.dtype()))
-      return std::string(dtype_name(t.dtype())) + " is not supported on " + device.str() + " (Backend::supports)";
+      return device.str() + " cannot hold " + dtype_name(t.dtype()) + " (Backend::supports(copy, " + dtype_name(t.dtype()) + ") is false)";
     return "an input is on " + t.device().str();
   };
   for (const Value& v : in) {

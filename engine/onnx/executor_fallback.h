@@ -31,7 +31,7 @@ Tensor place(const Tensor& t, Device device, const Backend* fallback);
 // The values with their tensors (and sequence items) on `device`; STRING tensors stay on the host.
 std::vector<Value> values_on(const std::vector<Value>& in, Device device);
 // Why `device` cannot take these inputs ("" when it can): a tensor of a dtype the backend
-// cannot hold ("u16 is not supported on vulkan:0 (Backend::supports)") or on another device.
+// cannot hold ("vulkan:0 cannot hold u16 (Backend::supports(copy, u16) is false)") or on another device.
 std::string device_lacks(const std::vector<Value>& in, Device device, const Backend& backend);
 
 }  // namespace kiln::onnx::detail

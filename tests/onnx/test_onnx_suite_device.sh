@@ -51,6 +51,17 @@ PY
     else
       grep -q "cpu fallback" <<<"$out" && fail "a fallback line with no node on the CPU: $out"
     fi
+    # A u16 output the device holds but cannot convert: compared on the host, so it passes
+    # without the fallback; with it, the reason names the device and the dtype it lacks.
+    out=$("$KILN" onnx-suite "$DATA/node" --filter bitshift_left_uint16 --device "$DEVICE" --no-fallback) || fail "$out"
+    grep -q "passed: 1 failed: 0 unsupported: 0 total: 1" <<<"$out" || fail "$out"
+    out=$("$KILN" onnx-suite "$DATA/node" --filter bitshift_left_uint16 --device "$DEVICE" --json "$TMP/b.json") || fail "$out"
+    python3 - "$TMP/b.json" "$DEVICE" <<'PY' || fail "json: $(cat "$TMP/b.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+why = c.get("cpu_fallback", {}).get("reasons", {}).get("BitShift")
+assert why is None or sys.argv[2] + " cannot hold u16" in why or "bitshift" in why, why
+PY
     # kiln run: Pow of int64 computes in f64 too.
     python3 - "$TMP" <<'PY'
 import struct, sys
