@@ -5,6 +5,8 @@
 // --no-fallback keeps every node on the device, so the counts are the device's own).
 // Exit status 1 when any case fails or is unsupported; with --expect FILE it is a regression
 // check instead: 1 only when a case named in FILE does not pass (or does not exist).
+// Ctrl-C stops after the current case: the summary (of the cases run, saying it was
+// interrupted) and --json / --write-passes are still written, and the exit status is 130.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "engine/onnx/model.h"
@@ -87,6 +90,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     return kExitError;
   }
 
+  InterruptGuard interrupt_guard;  // Ctrl-C from here on stops after the current case
   // Unsupported ops first, all at once, before anything runs.
   std::vector<std::string> to_run;
   std::vector<onnx::CaseResult> results;
@@ -115,7 +119,11 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   std::fflush(stdout);
   int passed = 0, failed = 0, fallback_cases = 0;
   onnx::FallbackStats fallback;
+  size_t ran = 0;
+  bool interrupted = false;
   for (const std::string& c : to_run) {
+    if ((interrupted = InterruptGuard::interrupted())) break;
+    ++ran;
     onnx::CaseResult r = onnx::run_case(c, opt);
     fallback_cases += !r.fallback.empty();
     fallback.merge(r.fallback);
@@ -142,7 +150,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
       if (!expected.count(r.name) && ok) fresh.push_back(r.name);
     }
     for (const auto& e : expected)
-      if (!seen.count(e) && filter.empty()) regressed.push_back(e + " (no such case)");
+      if (!seen.count(e) && filter.empty() && !interrupted) regressed.push_back(e + " (no such case)");
     for (const auto& n : regressed) std::printf("REGRESSION %s: expected to pass (listed in %s)\n", n.c_str(), args.str("expect").c_str());
     if (!fresh.empty()) {
       std::printf("note: %zu new pass%s; add to %s:", fresh.size(), fresh.size() > 1 ? "es" : "", args.str("expect").c_str());
@@ -165,6 +173,8 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     j["failed"] = failed;
     j["unsupported"] = unsupported_cases;
     j["total"] = results.size();
+    j["interrupted"] = interrupted;
+    if (interrupted) j["not_run"] = to_run.size() - ran;
     j["device"] = opt.device.str();
     j["cpu_fallback"] = opt.cpu_fallback;
     j["cpu_fallback_nodes"] = fallback.nodes;
@@ -182,11 +192,14 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     KILN_CHECK(out, IoError, "cannot write ", args.str("json"));
     out << j.dump(1) << "\n";
   }
+  if (interrupted)
+    std::printf("interrupted (Ctrl-C): %zu of %zu cases not run; the summary counts the cases run\n",
+                to_run.size() - ran, cases.size());
   std::printf("passed: %d failed: %d unsupported: %d total: %zu\n", passed, failed, unsupported_cases, results.size());
   if (!fallback.empty())
     std::printf("cpu fallback: %s of %d case%s ran on the CPU instead of %s; --no-fallback keeps them there\n",
                 fallback.str().c_str(), fallback_cases, fallback_cases == 1 ? "" : "s", opt.device.str().c_str());
-  return status;
+  return interrupted ? kExitInterrupted : status;
 }
 
 }  // namespace kiln::cli

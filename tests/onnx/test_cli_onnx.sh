@@ -66,6 +66,31 @@ PY
     out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$TMP/x64.npy" --device cpu 2>&1) && fail "exit status 0"
     grep -q "model input 'x' expects FLOAT\[3, 4, 5\] (f32), got f64" <<<"$out" || fail "$out"
     ;;
+  suite_interrupt)
+    # Ctrl-C stops after the current case: the summary of the cases run, the JSON, exit 130.
+    # The first case fails (its FAIL line says the run is under way), 400 passing ones follow.
+    mkdir -p "$TMP/many/test_000_wrong/test_data_set_0"
+    cp "$DATA/node/test_abs/model.onnx" "$TMP/many/test_000_wrong/"
+    cp "$DATA/node/test_abs/test_data_set_0/input_0.pb" "$TMP/many/test_000_wrong/test_data_set_0/"
+    cp "$DATA/node/test_neg/test_data_set_0/output_0.pb" "$TMP/many/test_000_wrong/test_data_set_0/"
+    for i in $(seq 100 499); do ln -s "$DATA/node/test_averagepool_3d_default" "$TMP/many/test_$i"; done
+    "$KILN" onnx-suite "$TMP/many" --device cpu --json "$TMP/r.json" >"$TMP/out" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do grep -q "^FAIL" "$TMP/out" && break; sleep 0.05; done
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    out=$(cat "$TMP/out")
+    [ $rc -eq 130 ] || fail "exit status $rc, expected 130: $out"
+    grep -q "^interrupted (Ctrl-C): [0-9]* of 401 cases not run" <<<"$out" || fail "$out"
+    grep -q "^passed: [0-9]* failed: 1 unsupported: 0 total: [0-9]*$" <<<"$out" || fail "$out"
+    python3 - "$TMP/r.json" <<'PY' || fail "json: $(cat "$TMP/r.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["interrupted"] is True and j["not_run"] > 0, j
+assert j["total"] == len(j["cases"]) == j["passed"] + 1 == 401 - j["not_run"], j
+PY
+    ;;
   suite_summary)
     out=$("$KILN" onnx-suite "$DATA/node" --filter test_abs --json "$TMP/r.json" --device cpu) || fail "$out"
     grep -q "^passed: 1 failed: 0 unsupported: 0 total: 1$" <<<"$out" || fail "$out"
