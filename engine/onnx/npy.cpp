@@ -51,16 +51,21 @@ Tensor load_npy(const std::string& path) {
   int major = static_cast<uint8_t>(bytes[6]);
   KILN_CHECK(major >= 1 && major <= 3, IoError, path, ": unsupported .npy version ", major);
   size_t header_len, offset;
+  // numpy.lib.format (NEP 1): version 1.0 stores the header length in 2 bytes, 2.0 and 3.0 (a
+  // UTF-8 header) in 4, little-endian.
   if (major == 1) {
     header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
     offset = 10;
   } else {
-    KILN_CHECK(bytes.size() >= 12, IoError, path, ": truncated .npy header");
+    KILN_CHECK(bytes.size() >= 12, IoError, path, ": truncated .npy header: version ", major,
+               " needs a 4-byte header length after the version, the file has ", bytes.size(), " bytes");
     header_len = 0;
     for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + size_t(i)])) << (8 * i);
     offset = 12;
   }
-  KILN_CHECK(offset + header_len <= bytes.size(), IoError, path, ": truncated .npy header");
+  KILN_CHECK(offset + header_len <= bytes.size(), IoError, path, ": truncated .npy header: version ", major, ".",
+             static_cast<int>(static_cast<uint8_t>(bytes[7])), " header of ", header_len, " bytes at offset ", offset,
+             ", but the file has ", bytes.size(), " bytes");
   std::string header = bytes.substr(offset, header_len);
   std::string descr = field(header, "descr", path);
   descr = descr.substr(1, descr.size() - 2);

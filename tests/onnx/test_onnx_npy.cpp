@@ -26,7 +26,47 @@ void write_npy(const fs::path& p, const std::string& header_dict, const std::str
   out << header << data;
 }
 
+// A version 2.0 or 3.0 file (numpy.lib.format, NEP 1): a 4-byte little-endian header length
+// after the version, the header padded so that the data starts at a multiple of 64. `claimed`
+// overrides the stored header length (for truncated files).
+void write_npy_v(const fs::path& p, int major, const std::string& header_dict, const std::string& data,
+                 int64_t claimed = -1) {
+  std::string header = header_dict;
+  header += std::string((64 - (12 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  std::ofstream out(p, std::ios::binary);
+  out.write("\x93NUMPY", 6);
+  out.put(static_cast<char>(major)).put('\0');
+  uint32_t n = claimed >= 0 ? static_cast<uint32_t>(claimed) : static_cast<uint32_t>(header.size());
+  for (int i = 0; i < 4; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header << data;
+}
+
 }  // namespace
+
+TEST(Npy, ReadsVersions2And3) {
+  fs::path p = temp_file("v2.npy");
+  std::vector<float> v{1, 2, 3, 4, 5, 6};
+  std::string data(reinterpret_cast<const char*>(v.data()), 24);
+  for (int major : {2, 3}) {
+    write_npy_v(p, major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", data);
+    EXPECT_EQ(fs::file_size(p) % 64, 24u) << "the data starts at a multiple of 64";
+    Tensor t = kiln::onnx::load_npy(p.string());
+    EXPECT_EQ(t.shape(), (Shape{2, 3})) << "version " << major;
+    EXPECT_EQ(t.to_vector<float>(), v) << "version " << major;
+  }
+  // A header length past the end of the file: an error that says so, with the sizes.
+  write_npy_v(p, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", data, 1 << 20);
+  try {
+    kiln::onnx::load_npy(p.string());
+    FAIL() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated .npy header: version 2.0 header of 1048576 bytes"),
+              std::string::npos) << e.what();
+  }
+  { std::ofstream(p, std::ios::binary).write("\x93NUMPY\x02\x00\x10", 9); }  // cut inside the length
+  EXPECT_THROW(kiln::onnx::load_npy(p.string()), IoError);
+  fs::remove(p);
+}
 
 TEST(Npy, RoundTripsEveryDtype) {
   fs::path p = temp_file("rt.npy");
