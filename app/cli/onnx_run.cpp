@@ -67,6 +67,12 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     feed[name] = onnx::load_npy(file);
   }
   int64_t repeat = args.integer("repeat", 0);
+  std::error_code ec;  // before running: a folder that cannot be made is the user's to fix first
+  std::filesystem::create_directories(args.str("out-dir"), ec);
+  std::error_code ec_dir;
+  KILN_CHECK(!ec && std::filesystem::is_directory(args.str("out-dir"), ec_dir), IoError,
+             "--out-dir: cannot create the folder ", args.str("out-dir"),
+             ec ? ": " + ec.message() : std::string(" (a file of that name exists)"));
   std::vector<Tensor> out = session.run(feed);
   if (onnx::FallbackStats fb = session.fallback_stats(); !fb.empty())
     std::printf("cpu fallback: %s ran on the CPU instead of %s; --no-fallback keeps them there\n", fb.str().c_str(),
@@ -83,7 +89,6 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     std::printf("latency: median %.3f ms, min %.3f ms over %lld runs on %s\n", ms[ms.size() / 2], ms.front(),
                 static_cast<long long>(repeat), device.str().c_str());
   }
-  std::filesystem::create_directories(args.str("out-dir"));
   std::vector<std::string> out_names = session.output_names();
   for (size_t i = 0; i < out.size(); ++i) {
     std::string safe = out_names[i];

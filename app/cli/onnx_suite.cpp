@@ -44,9 +44,11 @@ ArgParser suite_parser() {
   return p;
 }
 
-std::set<std::string> read_list(const std::string& path) {
+std::set<std::string> read_list(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), IoError, "--", flag, " ", path, " is a folder, not a list of case names");
   std::ifstream in(path);
-  KILN_CHECK(in, IoError, "cannot open ", path);
+  KILN_CHECK(in, IoError, "--", flag, ": cannot open the list of expected passes ", path);
   std::set<std::string> names;
   std::string line;
   while (std::getline(in, line)) {
@@ -54,6 +56,12 @@ std::set<std::string> read_list(const std::string& path) {
     if (!line.empty() && line[0] != '#') names.insert(line);
   }
   return names;
+}
+
+std::string format_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 }  // namespace
@@ -76,7 +84,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   opt.device = resolve_device(args.str("device"));
   opt.cpu_fallback = !args.given("no-fallback");
   std::set<std::string> expected;
-  if (args.given("expect")) expected = read_list(args.str("expect"));
+  if (args.given("expect")) expected = read_list(args.str("expect"), "expect");
   bool quiet = args.given("quiet");
 
   std::vector<std::string> cases = onnx::find_cases(dir);
@@ -132,7 +140,8 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
     else {
       ++failed;
       if (!quiet || expected.count(r.name))
-        std::printf("FAIL %s: %s (largest error %g)\n", r.name.c_str(), r.reason.c_str(), r.max_error);
+        std::printf("FAIL %s: %s%s\n", r.name.c_str(), r.reason.c_str(),  // the error only for a numeric mismatch
+                    r.max_error > 0 ? (" (largest error " + format_g(r.max_error) + ")").c_str() : "");
     }
     std::fflush(stdout);
     results.push_back(r);
@@ -163,7 +172,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   }
   if (args.given("write-passes")) {
     std::ofstream out(args.str("write-passes"));
-    KILN_CHECK(out, IoError, "cannot write ", args.str("write-passes"));
+    KILN_CHECK(out, IoError, "--write-passes: cannot write ", args.str("write-passes"));
     for (const auto& r : results)
       if (r.status == onnx::CaseResult::Status::Passed) out << r.name << "\n";
   }
@@ -189,7 +198,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
       j["cases"].push_back(c);
     }
     std::ofstream out(args.str("json"));
-    KILN_CHECK(out, IoError, "cannot write ", args.str("json"));
+    KILN_CHECK(out, IoError, "--json: cannot write ", args.str("json"));
     out << j.dump(1) << "\n";
   }
   if (interrupted)

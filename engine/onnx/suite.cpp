@@ -28,6 +28,8 @@ const char* status_name(CaseResult::Status s) {
 
 std::vector<std::string> find_cases(const std::string& dir) {
   std::error_code ec;
+  KILN_CHECK(!fs::exists(dir, ec) || fs::is_directory(dir, ec), IoError, dir,
+             " is a file, not a folder of test cases (folders with model.onnx and test_data_set_*)");
   KILN_CHECK(fs::is_directory(dir, ec), IoError, "no such folder: ", dir);
   if (fs::exists(fs::path(dir) / "model.onnx")) return {dir};
   std::vector<std::string> cases;

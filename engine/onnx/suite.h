@@ -31,7 +31,7 @@ struct CaseResult {
 const char* status_name(CaseResult::Status s);  // "passed", "failed", "unsupported"
 
 // Case folders under dir (each subfolder holding model.onnx), sorted by name; dir itself
-// when it holds model.onnx. IoError when dir does not exist.
+// when it holds model.onnx. IoError when dir does not exist or is a file.
 std::vector<std::string> find_cases(const std::string& dir);
 
 // Loads the model (unsupported ops -> Unsupported, before running anything) and runs every

@@ -65,6 +65,10 @@ with open(sys.argv[1], "wb") as f:
 PY
     out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$TMP/x64.npy" --device cpu 2>&1) && fail "exit status 0"
     grep -q "model input 'x' expects FLOAT\[3, 4, 5\] (f32), got f64" <<<"$out" || fail "$out"
+    # an --out-dir that cannot be made is named, with the flag, before the model runs
+    out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$TMP/x.npy" --out-dir /proc/kiln_no_such/out --device cpu 2>&1) &&
+      fail "exit status 0"
+    grep -q "kiln: error: --out-dir: cannot create the folder /proc/kiln_no_such/out: " <<<"$out" || fail "$out"
     ;;
   suite_interrupt)
     # Ctrl-C stops after the current case: the summary of the cases run, the JSON, exit 130.
@@ -113,7 +117,16 @@ PY
     cp "$DATA/node/test_neg/test_data_set_0/output_0.pb" "$TMP/bad/test_abs_wrong/test_data_set_0/"
     out=$("$KILN" onnx-suite "$TMP/bad" --device cpu); rc=$?
     [ $rc -eq 1 ] || fail "exit status $rc with a failing case and no --expect: $out"
-    grep -q "^FAIL test_abs_wrong: " <<<"$out" || fail "$out"
+    grep -q "^FAIL test_abs_wrong: .*(largest error [0-9.]*)$" <<<"$out" || fail "$out"
+    # a failure that is not a numeric mismatch (a dtype that differs) ends without "largest error"
+    mkdir -p "$TMP/bad/test_dtype_wrong/test_data_set_0"
+    cp "$DATA/node/test_abs/model.onnx" "$DATA/node/test_abs/test_data_set_0/input_0.pb" "$TMP/bad/test_dtype_wrong/"
+    mv "$TMP/bad/test_dtype_wrong/input_0.pb" "$TMP/bad/test_dtype_wrong/test_data_set_0/"
+    cp "$DATA/node/test_cast_FLOAT_to_DOUBLE/test_data_set_0/output_0.pb" "$TMP/bad/test_dtype_wrong/test_data_set_0/"
+    out=$("$KILN" onnx-suite "$TMP/bad" --device cpu); rc=$?
+    [ $rc -eq 1 ] || fail "exit status $rc: $out"
+    grep -q "^FAIL test_dtype_wrong: .*'y': \(shape\|dtype\) [^(]*$" <<<"$out" || fail "$out"
+    rm -r "$TMP/bad/test_dtype_wrong"
     printf '' > "$TMP/none.txt"
     out=$("$KILN" onnx-suite "$TMP/bad" --expect "$TMP/none.txt" --device cpu) || fail "a failing case not listed is no regression: $out"
     printf 'test_abs_wrong\n' > "$TMP/expect.txt"
@@ -121,6 +134,10 @@ PY
     grep -q "REGRESSION test_abs_wrong" <<<"$out" || fail "$out"
     out=$("$KILN" onnx-suite "$TMP/missing" 2>&1) && fail "exit status 0"
     grep -q "no such folder" <<<"$out" || fail "$out"
+    out=$("$KILN" onnx-suite "$DATA/node/test_abs/model.onnx" 2>&1) && fail "exit status 0 for a file"
+    grep -q "model.onnx is a file, not a folder of test cases" <<<"$out" || fail "$out"
+    out=$("$KILN" onnx-suite "$TMP/bad" --expect "$TMP/no_list.txt" 2>&1) && fail "exit status 0 for a missing --expect list"
+    grep -q "kiln: error: --expect: cannot open .*no_list.txt" <<<"$out" || fail "$out"
     mkdir "$TMP/empty"
     out=$("$KILN" onnx-suite "$TMP/empty" 2>&1) && fail "exit status 0 for a folder without cases: $out"
     grep -q "no test cases" <<<"$out" || fail "$out"
