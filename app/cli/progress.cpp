@@ -14,6 +14,7 @@ namespace {
 
 constexpr double kSmoothing = 0.9;  // EMA factor of the displayed loss and accuracy
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
+constexpr auto kPlainInterval = std::chrono::seconds(30);  // not a terminal: the longest silence
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -57,17 +58,37 @@ void ProgressBar::on_batch(const train::BatchEnd& e) {
   if (e.epoch != epoch_) {
     epoch_ = e.epoch;
     loss_avg_ = acc_avg_ = weight_ = 0;
+    next_tenth_ = 1;
+    last_draw_ = std::chrono::steady_clock::now();
   }
   if (std::isfinite(e.loss)) {
     loss_avg_ = kSmoothing * loss_avg_ + (1 - kSmoothing) * e.loss;
     acc_avg_ = kSmoothing * acc_avg_ + (1 - kSmoothing) * e.accuracy;
     weight_ = kSmoothing * weight_ + (1 - kSmoothing);
   }
-  if (!interactive_) return;
   auto now = std::chrono::steady_clock::now();
+  if (!interactive_) {
+    plain_line(e, now);
+    return;
+  }
   if (e.batch != e.batches_per_epoch && e.batch != 1 && now - last_draw_ < kRedrawInterval) return;
   last_draw_ = now;
   draw(e);
+}
+
+void ProgressBar::plain_line(const train::BatchEnd& e, std::chrono::steady_clock::time_point now) {
+  if (e.batches_per_epoch <= 0 || e.batch >= e.batches_per_epoch) return;  // the epoch's summary line follows
+  bool tenth = e.batch * 10 >= next_tenth_ * e.batches_per_epoch;
+  if (!tenth && now - last_draw_ < kPlainInterval) return;
+  next_tenth_ = e.batch * 10 / e.batches_per_epoch + 1;
+  last_draw_ = now;
+  double loss = weight_ > 0 ? loss_avg_ / weight_ : e.loss;
+  double acc = weight_ > 0 ? acc_avg_ / weight_ : e.accuracy;
+  std::fprintf(out_, "epoch %d/%d  %lld/%lld (%d%%)  loss %s  acc %s%%  %s img/s  ETA %s\n", e.epoch + 1, epochs_,
+               static_cast<long long>(e.batch), static_cast<long long>(e.batches_per_epoch),
+               static_cast<int>(100 * e.batch / e.batches_per_epoch), fixed(loss, 4).c_str(), fixed(100 * acc, 1).c_str(),
+               fixed(e.samples_per_second, 0).c_str(), format_duration(e.eta_seconds).c_str());
+  std::fflush(out_);
 }
 
 void ProgressBar::draw(const train::BatchEnd& e) {

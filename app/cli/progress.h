@@ -3,7 +3,9 @@
 // On a terminal one line is rewritten in place ('\r') as batches finish:
 //   epoch 2/5 [=========>          ] 234/469  loss 0.4123  acc 85.2%  41230 img/s  ETA 0:12
 // and is replaced by a summary line when the epoch ends. When stderr is not a
-// terminal (a log file, CI) only the per-epoch summary lines are printed.
+// terminal (a log file, CI) a plain line is printed at every tenth of the epoch, or after
+// 30 s without one, whichever comes first (not at the epoch's last batch: its summary follows):
+//   epoch 2/5  234/469 (50%)  loss 0.4123  acc 85.2%  41230 img/s  ETA 0:12
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -34,6 +36,7 @@ class ProgressBar {
 
  private:
   void draw(const train::BatchEnd& e);
+  void plain_line(const train::BatchEnd& e, std::chrono::steady_clock::time_point now);
   int columns() const;
 
   int epochs_;
@@ -44,6 +47,8 @@ class ProgressBar {
   // bias-corrected exponential moving averages of loss and accuracy over the epoch
   double loss_avg_ = 0, acc_avg_ = 0, weight_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};
+  int64_t next_tenth_ = 1;  // not a terminal: the next tenth of the epoch that prints a line
+
 };
 
 }  // namespace kiln::cli
