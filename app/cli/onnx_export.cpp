@@ -21,7 +21,9 @@ namespace kiln::cli {
 
 int onnx_export_command(const std::vector<std::string>& argv) {
   ArgParser parser("export", "Writes a graph (GRAPH.json) or an ONNX model (MODEL.onnx, re-exported through the graph\n"
-                             "IR) as ONNX (opset 17, batch dimension \"N\") and checks it with libonnx's checker.");
+                             "IR) as ONNX (opset 17) and checks it with libonnx's checker. The batch dimension is\n"
+                             "\"N\" unless the model fixes it (Input's batch); other symbolic dims keep their names\n"
+                             "(Input's dim_params), and a dim that depends on a graph input's contents is unknown.");
   parser.flag("out", "FILE.onnx", "", "The ONNX file to write (required).");
   parser.flag("weights", "FILE.safetensors", "", "Parameters of a GRAPH.json (state_dict keys \"conv1.weight\"); "
                                                  "without it the layers keep their initialization.");

@@ -4,7 +4,9 @@
 // Studio ops map to ai.onnx opset 17 (onnx.ai Operators.md):
 //   Input / Output        graph inputs / outputs (dim 0 is dim_param "N", or Input's "batch" when the
 //                         model fixes it; other symbolic dims are dim_params named as Input's
-//                         "dim_params" says, "?" dims have neither field); names as export_names.h says: an imported model keeps its
+//                         "dim_params" says, "?" dims have neither field; an imported value's dims that
+//                         depend on a graph input's contents are "?" or the model's declared ones:
+//                         graph_import.h); names as export_names.h says: an imported model keeps its
 //                         value, initializer and node names, a Studio node's output that an Output
 //                         receives takes the Output's name, and an Output is an Identity node only
 //                         where it receives a graph input or a value an earlier Output receives

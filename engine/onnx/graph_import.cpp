@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/onnx/fold.h"
 #include "engine/onnx/graph_import_symbols.h"
+#include "engine/onnx/graph_import_values.h"
 #include "engine/onnx/op_context.h"
 
 namespace kiln::onnx {
@@ -273,8 +274,8 @@ ImportedGraph import_graph(const Model& model) {
   Session session(std::move(folded));  // UnsupportedError lists every op Kiln cannot run
   const Graph& g = session.model().graph;
   for (const Node& n : g.nodes)
-    KILN_CHECK(onnx_ops().count(op_key(n)), ValueError, "node '", n.name, "' (", n.op_type,
-               "): control flow and sequence ops do not map to the graph IR yet");
+    KILN_CHECK(onnx_ops().count(op_key(n)), ValueError, "node '", n.name, "' (", n.op_type, "): ",
+               detail::unmapped_reason(n));
   for (const ValueInfo& v : g.inputs)
     KILN_CHECK(!v.is_sequence, ValueError, "graph input '", v.name, "' is a sequence; the graph IR takes tensors");
   // Run twice, recording every value's type (Note [Symbols at import]).
@@ -312,16 +313,32 @@ ImportedGraph import_graph(const Model& model) {
       });
     }
   };
+  const detail::InputValues values(g);  // Note [Values at import]
   try {
-    run_twice(false);
-  } catch (const Error&) {
-    if (!symbols.has_named()) throw;
-    const std::exception_ptr first = std::current_exception();
     try {
-      run_twice(true);  // named symbols the model needs equal
+      run_twice(false);
     } catch (const Error&) {
-      std::rethrow_exception(first);  // the model's own error, not the retry's
+      if (!symbols.has_named()) throw;
+      const std::exception_ptr first = std::current_exception();
+      try {
+        run_twice(true);  // named symbols the model needs equal
+      } catch (const Error&) {
+        std::rethrow_exception(first);  // the model's own error, not the retry's
+      }
     }
+  } catch (const Error& e) {
+    const std::string why = values.explain_failure(g, e.what());
+    if (why.empty()) throw;
+    throw ValueError(why);
+  }
+  for (const std::string& name : values.shape_dependent()) {
+    auto t = types.find(name);
+    if (t == types.end()) continue;
+    const ValueInfo* declared = nullptr;
+    for (const ValueInfo& v : g.outputs)
+      if (v.name == name && v.has_shape && v.shape.size() == t->second.shape.size()) declared = &v;
+    for (size_t i = 0; i < t->second.shape.size(); ++i)
+      t->second.shape[i] = declared && declared->shape[i].known() ? declared->shape[i].value : graph::kUnknownDim;
   }
   ImportedGraph result;
   graph::Graph& out = result.graph;

@@ -21,6 +21,10 @@
 // trainable, onnx_name: the value's name in the model) whose module holds the tensor as parameter "value" (a buffer when not
 // trainable): GraphModule's state_dict key "<node>.value"; ImportedGraph::state_dict holds
 // the model's values under those keys.
+// A value whose dims may depend on the contents of a graph input (Unsqueeze's axes, Reshape's
+// shape, Resize's sizes ... fed by a graph input: graph_import_values.h, Note [Values at
+// import]) has "?" dims, or the model's declared dims where it is a graph output that declares
+// them: the example run's ones give its dims for ones only.
 // Graph inputs become Input nodes (the first dimension is the batch: N where the model's
 // dimension is symbolic, else the model's size as Input's "batch"; every later dim_param is
 // -1 in "shape" and named in "dim_params": input_ids [batch, sequence] is shape [-1],
@@ -52,9 +56,12 @@ struct ImportedGraph {
 // (fold_shape_subgraphs: they become onnx.Initializer nodes) (names made identifiers: "/conv1/Conv" -> "conv1_Conv").
 // Throws UnsupportedError listing every op Kiln cannot run, ValueError for graph inputs whose
 // dtype the Input op cannot take (f32, i64), for a graph input dim with neither a dim_value
-// >= 0 nor a dim_param name (or a name with , ; [ ]: naming the input and dim), for sequence inputs and for control-flow and
-// sequence ops (If, Loop, Sequence*: they do not map yet),
-// and what running the model once on example inputs throws (naming the node).
+// >= 0 nor a dim_param name (or a name with , ; [ ]: naming the input and dim), for sequence inputs,
+// and what running the model once on example inputs throws (naming the node); where the
+// run fails and a node reads a graph input's contents as a shape, axes, counts or indexes,
+// ValueError names that node and input ("node 'r' (Reshape): its shape is the graph input
+// 'shape'; ...": make it an initializer). Ops Kiln's executor runs that have no graph IR op
+// (control flow, sequence and string ops) are a ValueError saying which kind the op is.
 ImportedGraph import_graph(const Model& model);
 
 }  // namespace kiln::onnx

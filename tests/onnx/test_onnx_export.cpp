@@ -84,6 +84,24 @@ void expect_names_kept(const kiln::onnx::Model& original, const kiln::onnx::Mode
   for (const kiln::onnx::Node& n : exported.graph.nodes) EXPECT_TRUE(nodes.count(n.name)) << "node " << n.name;
 }
 
+// The exported model's declared output types against what running it gives: the same rank,
+// and every dim the declaration fixes to a number equal to the output's (issue 6: a dim that
+// depends on a graph input's contents, like Unsqueeze's axes, was declared as it was for ones).
+void expect_declared_shapes(const kiln::onnx::Model& m, const std::vector<Tensor>& got, const std::string& what) {
+  ASSERT_EQ(m.graph.outputs.size(), got.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const kiln::onnx::ValueInfo& v = m.graph.outputs[i];
+    if (!v.has_shape || !got[i].defined()) continue;
+    ASSERT_EQ(v.shape.size(), got[i].shape().size()) << what << ": output '" << v.name << "' declared " << v.type_str();
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.shape[d].known()) {
+        EXPECT_EQ(v.shape[d].value, got[i].shape()[d])
+            << what << ": output '" << v.name << "' declared " << v.type_str() << ", dim " << d;
+      }
+    }
+  }
+}
+
 // export -> checker -> executor, and -> import -> GraphModule, against `gm` on `inputs`;
 // with `original` (the model `gm` was imported from), expect_names_kept too.
 // Returns the exported model's opset (0 after a failed check).
@@ -107,7 +125,9 @@ int64_t round_trip(GraphModule& gm, const std::vector<Tensor>& inputs, const std
   EXPECT_EQ(names.size(), inputs.size());
   if (names.size() != inputs.size()) return 0;
   for (size_t i = 0; i < names.size(); ++i) feed[names[i]] = inputs[i];
-  expect_close(want, s.run(feed), what + " (executor)");
+  std::vector<Tensor> got = s.run(feed);
+  expect_close(want, got, what + " (executor)");
+  expect_declared_shapes(m, got, what);
   kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
   GraphModule back(ig.graph);
   back.load_state_dict(ig.state_dict);

@@ -32,6 +32,15 @@ case $CASE in
     # the graph's input and output names (and types) are the original's
     io() { sed -n '/^inputs:/,/^nodes:/p' <<<"$1"; }
     [ "$(io "$out")" = "$(io "$orig")" ] || fail "inputs/outputs differ: $(io "$out") vs $(io "$orig")"
+    # issue 6: axes is a graph input; the declared output is what running gives, not that of axes = ones
+    out=$("$KILN" export "$DATA/node/test_unsqueeze_axis_0/model.onnx" --out "$TMP/u.onnx" 2>&1) || fail "$out"
+    out=$("$KILN" import "$TMP/u.onnx" 2>&1) || fail "$out"
+    grep -qx "  y: FLOAT\[1, 3, 4, 5\]" <<<"$out" || fail "unsqueeze output: $out"
+    out=$("$KILN" export "$DATA/node/test_reshape_one_dim/model.onnx" --out "$TMP/r.onnx" 2>&1) && fail "exit status 0: $out"
+    grep -q "node 'Reshape_0' (Reshape): its shape is the graph input 'shape'" <<<"$out" || fail "$out"
+    [ ! -e "$TMP/r.onnx" ] || fail "wrote a model anyway"
+    out=$("$KILN" export --help 2>&1) || fail "$out"
+    grep -q "unless the model fixes it" <<<"$out" || fail "help: $out"
     ;;
   export_bad_weights)
     printf 'garbage' > "$TMP/w.safetensors"
