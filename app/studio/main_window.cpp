@@ -81,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(problems_, &ProblemsPanel::nodeActivated, canvas_, &GraphCanvas::selectNode);
 
   connect(trainingPanel_, &TrainingPanel::startRequested, this, &MainWindow::startTraining);
+  connect(trainingPanel_, &TrainingPanel::configChanged, this, &MainWindow::updateTrainState);  // the batch size
   connect(trainingPanel_, &TrainingPanel::pauseRequested, pauseAction_, [this](bool on) { pauseAction_->setChecked(on); session_->setPaused(on); trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running); });
   connect(trainingPanel_, &TrainingPanel::stopRequested, stopAction_, &QAction::trigger);
   connect(session_, &TrainingSession::stepsAdded, plots_, &LivePlots::addSteps);

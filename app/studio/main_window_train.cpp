@@ -36,7 +36,7 @@ void enableEditing(bool on, std::initializer_list<QWidget*> widgets, std::initia
 
 QStringList MainWindow::trainBlockers() const {
   QStringList reasons;
-  for (const std::string& b : training_blockers(document_->graph(), document_->analysis()))
+  for (const std::string& b : training_blockers(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size))
     reasons << QString::fromStdString(b);
   try {
     const DatasetConfig d = datasetConfig();

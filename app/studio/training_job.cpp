@@ -69,7 +69,7 @@ std::string node_label(const graph::Graph& g, graph::NodeId id) {
 
 }  // namespace
 
-std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a) {
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
   std::vector<std::string> out;
   const auto inputs = g.input_nodes(), outputs = g.output_nodes();
   // The data set check comes first and does not need the rest of the graph to be valid.
@@ -78,11 +78,21 @@ std::vector<std::string> training_blockers(const graph::Graph& g, const graph::A
     if (in != a.nodes.end() && !in->second.outputs.empty()) {
       const graph::TensorType& t = in->second.outputs[0];
       graph::SymShape sample(t.shape.begin() + (t.shape.empty() ? 0 : 1), t.shape.end());
-      if (t.shape.empty() || t.shape[0] != graph::kBatch || sample != kFashionMnistImageShape)
+      const bool sample_ok = !t.shape.empty() && sample == kFashionMnistImageShape;
+      const bool batch_ok = !t.shape.empty() && t.shape[0] == graph::kBatch;
+      if (!sample_ok)
         out.push_back("the dataset's images are " + graph::shape_str(kFashionMnistImageShape) +
                       " (Fashion-MNIST) but the graph's Input " + node_label(g, inputs[0]) + " expects " +
                       graph::shape_str(sample) + "; set the Input's shape to [1, 28, 28]");
-      else if (t.dtype != DType::f32)
+      if (!t.shape.empty() && !batch_ok) {
+        // An imported model's fixed batch (its input is [1, 1, 28, 28]): the samples fit, the batches do not.
+        const std::string fixed = t.shape[0] >= 0 ? "fixes the batch at " + std::to_string(t.shape[0])
+                                                  : "names its batch '" + graph::dim_str(t.shape[0]) + "', not N";
+        const std::string size = batch_size > 0 ? std::to_string(batch_size) : std::string("the batch size's");
+        out.push_back("the graph's Input " + node_label(g, inputs[0]) + " " + fixed + ", but training takes batches of " +
+                      size + " images (and validation and test of 256); set the Input's batch to 0 (any batch size)");
+      }
+      if (sample_ok && batch_ok && t.dtype != DType::f32)
         out.push_back("the dataset's images are f32 but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str());
     }
   }
@@ -175,7 +185,7 @@ void TrainingJob::run() {
       run_ = run;
     }
     graph::Analysis analysis = graph::analyze(spec_.graph);
-    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis);
+    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis, c.batch_size);
     KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
 
     message("loading Fashion-MNIST from " + spec_.dataset.dir);

@@ -63,7 +63,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     return false;
   };
   if (isRunning()) return fail(tr("a training run is already in progress"));
-  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph));
+  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size);
   try {
     config.validate();
     dataset.validate();

@@ -1,5 +1,6 @@
 // Kiln Studio main window and projects: Train disabled with the reasons for an invalid
-// graph; a graph whose Input does not fit the dataset is refused naming both shapes;
+// graph; a graph whose Input does not fit the dataset is refused naming both shapes, one
+// with a fixed batch naming the batch;
 // save -> reopen gives the same graph JSON and the runs; bad project files give a clear
 // message; window title and modified flag; dock layout reset.
 #include <QAction>
@@ -86,6 +87,27 @@ class TestStudioProject : public QObject {
     QVERIFY(!session.start(p.path(), 0, w.document()->graph(), TrainingConfig{}, DatasetConfig{}, 0, &error));
     QVERIFY2(error.contains("[1, 28, 28]") && error.contains("[3, 32, 32]"), qPrintable(error));
     QVERIFY(p.runs().empty());
+  }
+
+  void fixedInputBatchSaysSoNotTheShape() {
+    MainWindow w;
+    w.setSilent(true);
+    w.newFromTemplate("fashion_mnist_mlp");
+    const NodeId in = nodeNamed(w.document()->graph(), "Input");
+    QVERIFY(w.document()->setAttribute(in, "batch", int64_t{1}));  // an imported model's [1, 1, 28, 28]
+    QString reasons = w.trainBlockers().join("\n");
+    QVERIFY2(reasons.contains("fixes the batch at 1, but training takes batches of 128 images") &&
+                 reasons.contains("set the Input's batch to 0 (any batch size)"),
+             qPrintable(reasons));
+    QVERIFY2(!reasons.contains("set the Input's shape"), qPrintable(reasons));  // the samples fit
+    QVERIFY(!w.trainAction()->isEnabled());
+    TrainingConfig c = w.trainingPanel()->config();
+    c.batch_size = 64;
+    w.trainingPanel()->setConfig(c);  // the reason follows the panel's batch size
+    QVERIFY2(w.trainAction()->toolTip().contains("batches of 64 images"), qPrintable(w.trainAction()->toolTip()));
+    QVERIFY(w.document()->setAttribute(in, "batch", int64_t{0}));
+    reasons = w.trainBlockers().join("\n");
+    QVERIFY2(!reasons.contains("batch"), qPrintable(reasons));
   }
 
   void saveAndReopenGivesTheSameGraphAndRuns() {
