@@ -331,15 +331,7 @@ ImportedGraph import_graph(const Model& model) {
     if (why.empty()) throw;
     throw ValueError(why);
   }
-  for (const std::string& name : values.shape_dependent()) {
-    auto t = types.find(name);
-    if (t == types.end()) continue;
-    const ValueInfo* declared = nullptr;
-    for (const ValueInfo& v : g.outputs)
-      if (v.name == name && v.has_shape && v.shape.size() == t->second.shape.size()) declared = &v;
-    for (size_t i = 0; i < t->second.shape.size(); ++i)
-      t->second.shape[i] = declared && declared->shape[i].known() ? declared->shape[i].value : graph::kUnknownDim;
-  }
+  values.forget_dims(types, g.outputs);
   ImportedGraph result;
   graph::Graph& out = result.graph;
   out.name = g.name;

@@ -87,6 +87,19 @@ InputValues::InputValues(const Graph& g) {
   }
 }
 
+void InputValues::forget_dims(std::map<std::string, graph::TensorType>& types,
+                              const std::vector<ValueInfo>& outputs) const {
+  for (const std::string& name : shape_dependent_) {
+    auto t = types.find(name);
+    if (t == types.end()) continue;
+    const ValueInfo* declared = nullptr;
+    for (const ValueInfo& v : outputs)
+      if (v.name == name && v.has_shape && v.shape.size() == t->second.shape.size()) declared = &v;
+    for (size_t i = 0; i < t->second.shape.size(); ++i)
+      t->second.shape[i] = declared && declared->shape[i].known() ? declared->shape[i].value : graph::kUnknownDim;
+  }
+}
+
 std::string InputValues::explain_failure(const Graph& g, const std::string& error) const {
   const auto& table = contents_inputs();
   std::string first;

@@ -20,7 +20,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "engine/graph/types.h"
 #include "engine/onnx/model.h"
 
 namespace kiln::onnx::detail {
@@ -29,10 +31,10 @@ class InputValues {
  public:
   // Walks `g`'s nodes in their (topological) order.
   explicit InputValues(const Graph& g);
-  // Whether value `name`'s dims may depend on the contents of a graph input.
-  bool shape_dependent(const std::string& name) const { return shape_dependent_.count(name) > 0; }
-  // The values whose dims may depend on the contents of a graph input.
-  const std::set<std::string>& shape_dependent() const { return shape_dependent_; }
+  // Sets each dim of every shape-dependent value in `types` (value name -> type recorded by the
+  // example run) to "?" (graph::kUnknownDim), or to the dim_value a graph output of `outputs`
+  // declares for it (same rank); other values are left as they are.
+  void forget_dims(std::map<std::string, graph::TensorType>& types, const std::vector<ValueInfo>& outputs) const;
   // For a run of the example inputs that failed with `error`: a message naming the node that
   // reads a value-dependent value at a contents-sensitive input ("node 'r' (Reshape): its
   // shape is the graph input 'shape'; ...", preferring the node `error` names), or "" when no
