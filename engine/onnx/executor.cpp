@@ -275,15 +275,7 @@ class Runner {
     }
     std::vector<Value> out = run_op(n, values_on(in, Device{}), Device{}, scope);
     fallback_->record(n, why);
-    for (Value& v : out) {  // back to the device, unless it cannot hold the dtype
-      if (v.tensor.defined()) v.tensor = place(v.tensor, device_, backend_);
-      if (v.is_sequence()) {
-        std::vector<Tensor> items;
-        for (const Tensor& t : *v.sequence) items.push_back(place(t, device_, backend_));
-        v.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
-      }
-    }
-    return out;
+    return values_on(out, device_, backend_);  // back to the device, unless it cannot hold the dtype
   }
 
   const Model& model_;

@@ -52,15 +52,15 @@ Tensor place(const Tensor& t, Device device, const Backend* fallback) {
   return t.to(device);
 }
 
-std::vector<Value> values_on(const std::vector<Value>& in, Device device) {
+std::vector<Value> values_on(const std::vector<Value>& in, Device device, const Backend* fallback) {
   std::vector<Value> out;
   out.reserve(in.size());
   for (const Value& v : in) {
     Value c = v;
-    if (v.tensor.defined()) c.tensor = v.tensor.to(device);
+    if (v.tensor.defined()) c.tensor = place(v.tensor, device, fallback);
     if (v.is_sequence()) {
       std::vector<Tensor> items;
-      for (const Tensor& t : *v.sequence) items.push_back(t.to(device));
+      for (const Tensor& t : *v.sequence) items.push_back(place(t, device, fallback));
       c.sequence = std::make_shared<const std::vector<Tensor>>(std::move(items));
     }
     out.push_back(std::move(c));

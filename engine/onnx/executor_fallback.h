@@ -28,8 +28,9 @@ Backend* fallback_backend(Device device, const SessionOptions& options);
 // t on `device`, or left where it is when `fallback` (may be null) cannot hold its dtype
 // (Backend::supports(OpId::copy, dtype) false).
 Tensor place(const Tensor& t, Device device, const Backend* fallback);
-// The values with their tensors (and sequence items) on `device`; STRING tensors stay on the host.
-std::vector<Value> values_on(const std::vector<Value>& in, Device device);
+// The values with their tensors (and sequence items) placed on `device` as place() does;
+// STRING tensors stay on the host.
+std::vector<Value> values_on(const std::vector<Value>& in, Device device, const Backend* fallback = nullptr);
 // Why `device` cannot take these inputs ("" when it can): a tensor of a dtype the backend
 // cannot hold ("vulkan:0 cannot hold u16 (Backend::supports(copy, u16) is false)") or on another device.
 std::string device_lacks(const std::vector<Value>& in, Device device, const Backend& backend);

@@ -145,69 +145,29 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir) {
     return Tensor::from_host(raw.data(), n, dt, shape);
   }
   size_t count = static_cast<size_t>(n);
-  switch (dt) {
-    case DType::f32: {
-      std::vector<float> v;
-      copy_field(p.float_data(), v, count, what, "float_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::f64: {
-      std::vector<double> v;
-      copy_field(p.double_data(), v, count, what, "double_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::i64: {
-      std::vector<int64_t> v;
-      copy_field(p.int64_data(), v, count, what, "int64_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::i32: {
-      std::vector<int32_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::f16:
-    case DType::bf16: {  // the 16 bits of each value sit in int32_data
-      std::vector<uint16_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::i8: {
-      std::vector<int8_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::u8: {
-      std::vector<uint8_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::bool_: {
-      std::vector<uint8_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
+  // The typed field each element type is stored in (onnx.proto: the 16-bit floats, the 8- and
+  // 16-bit integers and bool in int32_data; UINT32/UINT64 in uint64_data).
+  auto typed = [&](auto tag, const auto& field, const char* field_name) {
+    std::vector<decltype(tag)> v;
+    copy_field(field, v, count, what, field_name);
+    if (dt == DType::bool_)
       for (auto& b : v) b = b != 0;
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::i16: {  // onnx.proto: INT16 and UINT16 in int32_data, UINT32/64 in uint64_data
-      std::vector<int16_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::u16: {
-      std::vector<uint16_t> v;
-      copy_field(p.int32_data(), v, count, what, "int32_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::u32: {
-      std::vector<uint32_t> v;
-      copy_field(p.uint64_data(), v, count, what, "uint64_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
-    case DType::u64: {
-      std::vector<uint64_t> v;
-      copy_field(p.uint64_data(), v, count, what, "uint64_data");
-      return Tensor::from_host(v.data(), count, dt, shape);
-    }
+    return Tensor::from_host(v.data(), count, dt, shape);
+  };
+  switch (dt) {
+    case DType::f32: return typed(float{}, p.float_data(), "float_data");
+    case DType::f64: return typed(double{}, p.double_data(), "double_data");
+    case DType::i64: return typed(int64_t{}, p.int64_data(), "int64_data");
+    case DType::i32: return typed(int32_t{}, p.int32_data(), "int32_data");
+    case DType::f16:
+    case DType::bf16:
+    case DType::u16: return typed(uint16_t{}, p.int32_data(), "int32_data");
+    case DType::i16: return typed(int16_t{}, p.int32_data(), "int32_data");
+    case DType::i8: return typed(int8_t{}, p.int32_data(), "int32_data");
+    case DType::u8:
+    case DType::bool_: return typed(uint8_t{}, p.int32_data(), "int32_data");
+    case DType::u32: return typed(uint32_t{}, p.uint64_data(), "uint64_data");
+    case DType::u64: return typed(uint64_t{}, p.uint64_data(), "uint64_data");
   }
   throw DTypeError(what + ": unsupported element type");
 }
