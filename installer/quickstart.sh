@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
-PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev zlib1g-dev
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
           nlohmann-json3-dev libgtest-dev dataset-fashion-mnist python3
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
