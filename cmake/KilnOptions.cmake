@@ -1,5 +1,5 @@
-# Configure-time options. Each optional part defaults to ON when its
-# dependencies are found and can be forced OFF (-DKILN_STUDIO=OFF builds the
+# Configure-time options. Each optional part defaults to AUTO (ON when its
+# dependencies are found) and can be forced OFF (-DKILN_STUDIO=OFF builds the
 # engine alone: compiler, CMake, oneDNN and zlib).
 option(KILN_BUILD_TESTS "Build the test suite (GoogleTest)" ON)
 
@@ -16,19 +16,23 @@ find_package(CUDAToolkit QUIET)
 find_program(KILN_HIPCC hipcc)
 find_package(ONNX QUIET)
 
+# Each optional part is AUTO (built when its dependencies are found), ON (required: configuring
+# fails naming what is missing) or OFF. AUTO is decided anew at every configure, so a build
+# folder configured before the packages were installed picks them up once they are.
 macro(kiln_feature name found doc)
-  if(${found})
-    option(${name} "${doc}" ON)
-  else()
-    option(${name} "${doc}" OFF)
+  set(${name} AUTO CACHE STRING "${doc}: AUTO (when its dependencies are found), ON or OFF")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  if(${name} STREQUAL "AUTO")
+    if(${found})
+      set(${name} ON)
+    else()
+      set(${name} OFF)
+    endif()
+  elseif(${name} AND NOT ${found})
+    message(FATAL_ERROR "${name}=${${name}} but its dependencies were not found (${doc}); "
+                        "installer/quickstart.sh installs them, or configure with -D${name}=OFF")
   endif()
 endmacro()
-kiln_feature(KILN_STUDIO KILN_STUDIO_DEPS_FOUND "Build Kiln Studio (Qt 6 Widgets, QCustomPlot, SQLite)")
-kiln_feature(KILN_VULKAN Vulkan_FOUND "Build the Vulkan compute backend")
-kiln_feature(KILN_CUDA CUDAToolkit_FOUND "Build the CUDA backend")
-kiln_feature(KILN_HIP KILN_HIPCC "Build the HIP/ROCm backend")
-kiln_feature(KILN_ONNX ONNX_FOUND "Build ONNX import/export")
-
 foreach(part STUDIO VULKAN CUDA HIP ONNX)
   message(STATUS "KILN_${part}: ${KILN_${part}}")
 endforeach()

@@ -7,6 +7,7 @@
 #   test   runs the test suite, then the engine tests under ASan/UBSan (build-asan/)
 #   bench  also installs python3-torch and compares training speed with PyTorch
 set -euo pipefail
+SUDO=
 cd "$(dirname "$(readlink -f "$0")")/.."
 
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
@@ -19,19 +20,45 @@ BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
 TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy)
 
+die() { echo "quickstart: $*" >&2; exit 1; }
+
+# A Debian system with apt and dpkg; checked before anything is installed.
+preflight() {
+  command -v dpkg-query >/dev/null && command -v apt-get >/dev/null && [[ -f /etc/debian_version ]] ||
+    die "this needs Debian 12 (apt-get and dpkg); this system is $( (. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}") || uname -s)"
+  [[ $(cut -d. -f1 /etc/debian_version) == 12 ]] ||
+    echo "quickstart: this is Debian $(cat /etc/debian_version), not 12 (bookworm): the package names may differ" >&2
+}
+
+# Sets SUDO for installing; names what is missing when neither root nor sudo can install it.
+need_root() {
+  [[ $(id -u) == 0 ]] && return 0
+  command -v sudo >/dev/null ||
+    die "installing $* needs root: run this as root, or install sudo (as root: apt-get install sudo) and add $(id -un) to the sudo group"
+  SUDO=sudo
+}
+
 install_missing() {
-  local missing=() pkg sudo=
+  local missing=() pkg
+  # An apt-get that was interrupted leaves dpkg half-configured; finish it before anything else.
+  if [[ -n $(dpkg --audit 2>/dev/null) ]]; then
+    echo "quickstart: finishing an interrupted package installation (dpkg --configure -a)"
+    need_root "the interrupted packages"
+    $SUDO env DEBIAN_FRONTEND=noninteractive dpkg --configure -a
+  fi
   for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
   done
   ((${#missing[@]})) || return 0
-  [[ $(id -u) == 0 ]] || sudo=sudo
+  need_root "${missing[*]}"
   echo "quickstart: installing ${missing[*]}"
-  $sudo apt-get update
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  $SUDO apt-get update || die "apt-get update failed (see above): check the network and /etc/apt/sources.list"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
+    die "apt-get could not install the packages above; nothing was built. Run this again once that is fixed"
 }
 
 setup() {
+  preflight
   install_missing "${PACKAGES[@]}" "$@"
   cmake --preset default
   cmake --build --preset default
@@ -65,7 +92,8 @@ case ${1:-} in
     tests/bench/train_vs_pytorch.sh
     ;;
   *)
-    sed -n '3,8s/^# \{0,1\}//p' "$0"
+    [[ -z ${1:-} ]] || echo "quickstart: unknown subcommand '$1' (run, test or bench)" >&2
+    sed -n '3,8s/^# \{0,1\}//p' "$0" >&2
     echo "usage: $0 run|test|bench" >&2
     exit 2
     ;;

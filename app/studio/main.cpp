@@ -16,9 +16,13 @@ bool haveDisplay() {
   return std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY") || std::getenv("QT_QPA_PLATFORM");
 }
 
+// --headless, and --help / --version (which print and exit), need no display.
 bool isHeadless(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (QByteArray(argv[i]) == "--headless") return true;
+  for (int i = 1; i < argc; ++i) {
+    const QByteArray a(argv[i]);
+    if (a == "--headless" || a == "--help" || a == "-h" || a == "--help-all" || a == "--version" || a == "-v")
+      return true;
+  }
   return false;
 }
 

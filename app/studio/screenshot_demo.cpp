@@ -8,6 +8,7 @@
 #include <QScreen>
 #include <cstdio>
 #include <functional>
+#include <utility>
 
 #include "app/studio/main_window.h"
 #include "widgets/training/live_plots.h"
@@ -92,6 +93,22 @@ int runScreenshotDemo(const QString& dirPath) {
     w.selectAllRuns();
   }
   failures += !shot(w, dir, "04_runs_overlay.png");
+
+  // The user guide's pictures of single panels, then the trained CNN exported as ONNX and
+  // opened again with File > Import ONNX.
+  for (const auto& [name, file] : {std::pair{"dataset", "05_dataset_panel.png"}, {"training", "06_training_panel.png"}}) {
+    QDockWidget* d = w.dock(name);
+    if (!d) return 1;
+    d->raise();
+    pause(200);
+    const bool ok = d->grab().save(dir.filePath(file));
+    std::printf("%s %s\n", ok ? "saved" : "FAILED to save", dir.filePath(file).toUtf8().constData());
+    failures += !ok;
+  }
+  const QString onnx = dir.filePath("cnn.onnx");
+  if (!w.exportOnnx(onnx) || !w.importOnnx(onnx)) return 1;
+  pause(500);
+  failures += !shot(w, dir, "07_imported_onnx.png");
   return failures == 0 ? 0 : 1;
 }
 

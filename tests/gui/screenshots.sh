@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Screenshots of Kiln Studio under Xvfb: the CNN template, training in progress with
-# curves, the evaluation, and the runs overlay -> build/screenshots/*.png.
-#   tests/gui/screenshots.sh [build-dir]      (default: build)
+# curves, the evaluation, the runs overlay, two panels and an imported ONNX model
+# -> OUT/*.png (app/studio/screenshot_demo.h names them).
+#   tests/gui/screenshots.sh [build-dir [out-dir]]   (default: build, build-dir/screenshots)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$here/build}"
 studio="$build/bin/kiln-studio"
-out="$build/screenshots"
+out="${2:-$build/screenshots}"
 if [[ ! -x "$studio" ]]; then
   echo "screenshots.sh: $studio not found; build it first (cmake --build $build --target kiln-studio)" >&2
   exit 1

@@ -1,6 +1,7 @@
 // kiln-studio --headless: create a project from a template, train it in the terminal,
 // SIGKILL it mid-run and reopen the project: every metric row it reported committed
-// is there. Without a display and without --headless it says so and suggests --headless.
+// is there. Without a display and without --headless it says so and suggests --headless;
+// --help and --version work without one.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QtTest>
@@ -26,6 +27,15 @@ class TestStudioHeadless : public QObject {
     QCOMPARE(p.exitCode(), 2);
     const QString err = p.readAllStandardError();
     QVERIFY2(err.contains("no display") && err.contains("--headless"), qPrintable(err));
+
+    // --help and --version print without a display (help2man reads them for the man page).
+    for (const QString& flag : {QStringLiteral("--help"), QStringLiteral("--version")}) {
+      p.start(kStudio, {flag});
+      QVERIFY(p.waitForFinished(20000));
+      const QString out = p.readAllStandardOutput();
+      QVERIFY2(p.exitCode() == 0, qPrintable(flag + ": " + p.readAllStandardError()));
+      QVERIFY2(out.contains(flag == "--help" ? "--headless" : "0.1.0"), qPrintable(out));
+    }
   }
 
   void newFromTemplateAndBadArguments() {
