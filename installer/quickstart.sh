@@ -82,6 +82,7 @@ case ${1:-} in
     ;;
   test)
     setup "${TEST_PACKAGES[@]}"
+    export KILN_REQUIRE_TEST_DEPS=1  # a test missing what this script installs fails, not skips
     ctest --preset default --output-on-failure -j2
     cmake --preset asan
     cmake --build --preset asan

@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "tests/backend-ops/harness.h"
+#include "tests/common/test_deps.h"
 
 namespace kiln::backend_ops {
 namespace {
@@ -108,7 +109,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (devs.empty()) {
-    std::cout << "SKIPPED: no device matches '" << (device.empty() ? "all" : device) << "' (" << why << ")\n";
+    const std::string what = "no device matches '" + (device.empty() ? "all" : device) + "' (" + why + ")";
+    // Where the Vulkan plugin is built, vulkan:0 is lavapipe (mesa-vulkan-drivers), which quickstart installs.
+    if (KILN_TEST_WITH_VULKAN && device.rfind("vulkan", 0) == 0) {
+      const bool fail = kiln::test::require_test_deps();
+      std::cout << (fail ? "FAILED: " : "SKIPPED: ") << kiln::test::missing_dep_message("mesa-vulkan-drivers", what) << "\n";
+      return fail ? 1 : 77;
+    }
+    std::cout << "SKIPPED: " << what << "\n";
     return 77;
   }
   if (mode == "support") {

@@ -9,10 +9,18 @@
 #   no_cpu     without a CPU row the speedup is n/a (JSON null), not 0.00x (needs a Vulkan device)
 #   train_f16  `kiln train --device vulkan:0 --precision f16` (autocast, loss scaling) trains and
 #              evaluates a few batches (needs a Vulkan device and Fashion-MNIST)
-# Exits 77 (skipped) without python3.
+# Exits 77 (skipped) without python3, Fashion-MNIST or vulkan:0, or fails for one of them under
+# KILN_REQUIRE_TEST_DEPS=1 (tests/common/test_deps.sh); without the Vulkan plugin, a skip.
 set -uo pipefail
 kiln=$1 case=$2
-command -v python3 >/dev/null || { echo "SKIPPED: no python3"; exit 77; }
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
+command -v python3 >/dev/null || missing_dep python3 "no python3"
+need_vulkan() {  # vulkan:0: lavapipe (mesa-vulkan-drivers) wherever the Vulkan plugin is built
+  local devices; devices=$("$kiln" devices 2>&1)
+  grep -q '^vulkan:0 ' <<<"$devices" && return
+  grep -q '^unavailable: vulkan: not built' <<<"$devices" && { echo "SKIPPED: the Vulkan plugin is not built"; exit 77; }
+  missing_dep mesa-vulkan-drivers "no vulkan:0 ($(grep '^unavailable: vulkan' <<<"$devices"))"
+}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=2
 quick=(--model mlp --steps 2 --warmup 1 --batch-size 8 --json "$work/b.json" --csv "$work/b.csv")
@@ -76,7 +84,7 @@ assert len(rows) == 2 and rows[1][9] == "true", rows
 PY
     ;;
   no_cpu)
-    "$kiln" devices 2>/dev/null | grep -q '^vulkan:0 ' || { echo "SKIPPED: no vulkan:0"; exit 77; }
+    need_vulkan
     "$kiln" bench "${quick[@]}" --devices vulkan:0 >"$work/out" 2>&1 || { cat "$work/out"; fail "bench failed"; }
     cat "$work/out"
     grep -qE '^vulkan:0 .* n/a *$' "$work/out" || fail "the speedup column is not n/a"
@@ -89,10 +97,10 @@ assert rows[1][8] == "n/a", rows
 PY
     ;;
   train_f16)
-    "$kiln" devices 2>/dev/null | grep -q '^vulkan:0 ' || { echo "SKIPPED: no vulkan:0"; exit 77; }
+    need_vulkan
     data=/usr/share/datasets/fashion-mnist
     [[ -e $data/train-images-idx3-ubyte.gz || -e $data/train-images-idx3-ubyte ]] ||
-      { echo "SKIPPED: no Fashion-MNIST in $data"; exit 77; }
+      missing_dep dataset-fashion-mnist "no Fashion-MNIST in $data"
     "$kiln" train --model mlp --device vulkan:0 --precision f16 --epochs 1 --batch-size 32 --limit-batches 6 \
       --data-dir "$data" --out "$work/run" >"$work/out" 2>&1 || { cat "$work/out"; fail "f16 training failed"; }
     cat "$work/out"

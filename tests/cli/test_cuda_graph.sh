@@ -19,9 +19,10 @@
 #
 # help (no device needed): `kiln train --help` documents --no-cuda-graph and KILN_CUDA_GRAPH.
 # Exit 77 (skipped) without a CUDA device or without the data set (KILN_TEST_DATA_DIR, else
-# /usr/share/datasets/fashion-mnist).
+# /usr/share/datasets/fashion-mnist; a failure without it under KILN_REQUIRE_TEST_DEPS=1).
 set -uo pipefail
 kiln=$1 scheduler=$2
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
 data=${KILN_TEST_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 LOSS_TOL=${LOSS_TOL:-0.25}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -39,7 +40,7 @@ devices=$("$kiln" devices 2>&1)
 if ! grep -q '^ *cuda:0' <<<"$devices"; then
   echo "SKIP: no CUDA device cuda:0 ($(grep -i cuda <<<"$devices" | head -1))"; exit 77
 fi
-[[ -d $data ]] || { echo "SKIP: no Fashion-MNIST in $data (set KILN_TEST_DATA_DIR)"; exit 77; }
+[[ -d $data ]] || missing_dep dataset-fashion-mnist "no Fashion-MNIST in $data (set KILN_TEST_DATA_DIR)"
 
 train() { # OUT_DIR EXTRA_FLAGS...
   local out=$1; shift

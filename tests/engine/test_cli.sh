@@ -11,6 +11,7 @@
 #        version dir_args device_reason
 set -uo pipefail
 kiln=$1 case=$2
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 unset KILN_DEVICE
@@ -48,10 +49,11 @@ write_wrong_shapes() {
   } >"$1"
 }
 
-# Cases that train need the real data set; without it they are skipped (exit 77), naming the package.
+# Cases that train need the real data set; without it they are skipped (exit 77), naming the
+# package, or fail under KILN_REQUIRE_TEST_DEPS=1 (tests/common/test_deps.sh).
 if [[ $case == train_smoke || $case == interrupt || $case == graph_train || $case == graph_eval ||
       $case == eval_interrupt ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
-  echo "SKIP: the Debian package dataset-fashion-mnist is not installed"; exit 77
+  missing_dep dataset-fashion-mnist "no Fashion-MNIST in /usr/share/datasets/fashion-mnist"
 fi
 
 case $case in

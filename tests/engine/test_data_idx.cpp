@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "tests/engine/test_util.h"
+#include "tests/common/test_deps.h"
 #include "engine/core/error.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
@@ -243,7 +244,8 @@ TEST(IdxMnist, FashionMnistBatchIsNormalized) {
 }
 
 TEST(DataFashionMnist, RealDatasetLoadsAndIteratesFast) {
-  if (!fs::exists(FashionMNIST::kDefaultDir)) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(FashionMNIST::kDefaultDir), "dataset-fashion-mnist",
+                       std::string("no Fashion-MNIST in ") + FashionMNIST::kDefaultDir);
   for (bool train : {true, false}) {
     FashionMNIST ds(train);
     int64_t n = train ? 60000 : 10000;

@@ -1,6 +1,7 @@
-// safetensors interop with Python: the reference library (safetensors.torch) when
-// installed, and always a reader/writer written from the published format in plain
-// Python (json + struct), independent of the C++ code.
+// safetensors interop with Python: PyTorch (python3-torch) reads the C++ file into torch
+// tensors and writes one from torch tensors, and a reader/writer in plain Python (json +
+// struct) checks the byte layout; both follow the published format, independent of the C++
+// code. (Debian 12 has no python3-safetensors, so the format is read and written by hand.)
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "tests/engine/test_util.h"
 #include "engine/core/ops.h"
 #include "engine/io/safetensors.h"
+#include "tests/common/test_deps.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -19,13 +21,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Debian's python3, where python3-torch installs torch (not whichever python3 comes first in PATH).
+const std::string kPython = "/usr/bin/python3";
+
 bool python_has(const std::string& module) {
-  return std::system(("python3 -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0;
+  return std::system((kPython + " -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
 int run_python(const TempDir& dir, const std::string& script, const std::string& args) {
   std::ofstream(dir / "check.py") << script;
-  return std::system(("python3 " + dir / "check.py" + " " + args).c_str());
+  return std::system((kPython + " " + dir / "check.py" + " " + args).c_str());
 }
 
 NamedTensors cpp_tensors() {
@@ -56,16 +61,43 @@ void check_python_file(const std::string& path) {
 
 }  // namespace
 
-TEST(SafetensorsInterop, PythonSafetensorsTorch) {
-  if (!python_has("torch")) GTEST_SKIP() << "python3 package torch (python3-torch) not installed";
-  if (!python_has("safetensors")) GTEST_SKIP() << "python3 package safetensors not installed";
+TEST(SafetensorsInterop, PyTorch) {
+  KILN_SKIP_UNLESS_DEP(python_has("torch"), "python3-torch", "python3 cannot import torch");
   TempDir dir("kiln-interop");
   save_safetensors(dir / "cpp.safetensors", cpp_tensors(), {{"from", "c++"}});
+  // PyTorch reads the C++ file (torch.frombuffer on the byte buffer) and writes one laid out as
+  // safetensors.torch.save_file does: the format by hand, as Debian 12 has no python3-safetensors.
   const char* script = R"PY(
-import sys, torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
-d = load_file(sys.argv[1])
+import json, struct, sys, torch
+DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+          "BOOL": torch.bool}
+def load(path):
+    raw = bytearray(open(path, "rb").read())
+    n, = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    metadata = header.pop("__metadata__", None)
+    out = {}
+    for name, e in header.items():
+        dtype = DTYPES[e["dtype"]]
+        b, end = e["data_offsets"]
+        size = torch.empty(0, dtype=dtype).element_size()
+        assert (8 + n + b) % size == 0, ("unaligned", name, 8 + n + b)
+        out[name] = torch.frombuffer(raw, dtype=dtype, count=(end - b) // size, offset=8 + n + b).reshape(e["shape"])
+    return out, metadata
+def save(path, tensors, metadata):
+    names = {v: k for k, v in DTYPES.items()}
+    hdr, data = {"__metadata__": metadata}, b""
+    for name in sorted(tensors, key=lambda k: (-tensors[k].element_size(), k)):
+        t = tensors[name].contiguous()
+        b = t.view(torch.uint8).numpy().tobytes()
+        hdr[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    text = json.dumps(hdr, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(text)) + text + data)
+d, metadata = load(sys.argv[1])
+assert metadata == {"from": "c++"}, metadata
 m = torch.arange(6, dtype=torch.float32).reshape(2, 3)
 want = {"f32": m, "f64_t": m.double().t(), "f16": (m * 0.5).half(), "bf16": (m - 2).bfloat16(),
         "i64": m.long() - 3, "i32": m.int(), "u8": (m * 40).to(torch.uint8), "i8": (m - 3).to(torch.int8),
@@ -73,18 +105,20 @@ want = {"f32": m, "f64_t": m.double().t(), "f16": (m * 0.5).half(), "bf16": (m -
 assert set(d) == set(want), sorted(d)
 for k, v in want.items():
     assert d[k].dtype == v.dtype and torch.equal(d[k], v), (k, d[k], v)
-with safe_open(sys.argv[1], "pt") as f:
-    assert f.metadata() == {"from": "c++"}, f.metadata()
-save_file({"w": torch.tensor([[1.5, -2], [0.25, 8]]), "ids": torch.tensor([-1, 0, 1 << 40]),
-           "h": torch.tensor([1, -0.5]).half(), "mask": torch.tensor([True, False, True])},
-          sys.argv[2], metadata={"from": "python"})
+save(sys.argv[2], {"w": torch.tensor([[1.5, -2], [0.25, 8]]), "ids": torch.tensor([-1, 0, 1 << 40]),
+                   "h": torch.tensor([1, -0.5]).half(), "mask": torch.tensor([True, False, True]),
+                   "b": torch.tensor([0.1, -3]).bfloat16()}, {"from": "python"})
 )PY";
   ASSERT_EQ(run_python(dir, script, dir / "cpp.safetensors " + dir / "py.safetensors"), 0);
   check_python_file(dir / "py.safetensors");
+  SafetensorsFile f = load_safetensors(dir / "py.safetensors");
+  std::map<std::string, Tensor> t(f.tensors.begin(), f.tensors.end());
+  ASSERT_EQ(t.at("b").dtype(), DType::bf16);
+  EXPECT_EQ(t.at("b").to_vector<float>(), (std::vector<float>{0.10009765625f, -3}));  // torch's bf16 rounding of 0.1
 }
 
 TEST(SafetensorsInterop, PlainPythonFormat) {
-  if (!python_has("json")) GTEST_SKIP() << "python3 not installed";
+  KILN_SKIP_UNLESS_DEP(python_has("json"), "python3", "no " + kPython);
   TempDir dir("kiln-interop");
   save_safetensors(dir / "cpp.safetensors", cpp_tensors(), {{"from", "c++"}});
   // Reads the C++ file by the published rules, then writes one the way the Python library does.

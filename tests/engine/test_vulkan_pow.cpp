@@ -1,7 +1,8 @@
 // The Vulkan backend's pow with small integer exponents (backends/vulkan/shaders/math.glsl
 // k_pow: by squaring) gives what std::pow gives on the CPU: exact where the power is
 // representable (3^6 = 729, not exp2(6 log2 3) = 729.00018), within a few ulp for x^-n.
-// Skipped without a Vulkan device.
+// Skipped without the Vulkan plugin; without a Vulkan device too, unless KILN_REQUIRE_TEST_DEPS=1
+// (tests/common/test_deps.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "engine/core/ops.h"
 #include "engine/core/registry.h"
 #include "engine/core/tensor.h"
+#include "tests/common/test_deps.h"
 
 using namespace kiln;
 
@@ -23,7 +25,8 @@ bool have_vulkan() {
 }  // namespace
 
 TEST(VulkanPow, IntegerExponentsMatchTheCpu) {
-  if (!have_vulkan()) GTEST_SKIP() << "no Vulkan device";
+  if (!KILN_TEST_WITH_VULKAN) GTEST_SKIP() << "the Vulkan plugin is not built (KILN_VULKAN=OFF)";
+  KILN_SKIP_UNLESS_DEP(have_vulkan(), "mesa-vulkan-drivers", "no Vulkan device though the Vulkan plugin is built");
   const Device vk{DeviceType::vulkan, 0};
   std::vector<float> xs, ys;
   for (int x = -9; x <= 9; ++x)

@@ -6,6 +6,7 @@
 #include <QString>
 
 #include "app/studio/main_window.h"
+#include "tests/common/test_deps.h"
 #include "widgets/training/training_panel.h"
 
 namespace kiln::studio::test {

@@ -7,6 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/fashion_mnist.h"
+#include "tests/common/test_deps.h"
 #include "widgets/project/dataset_panel.h"
 
 using kiln::studio::DatasetPanel;
@@ -26,8 +27,8 @@ class TestDatasetPanel : public QObject {
 
  private slots:
   void showsSamplesAndCounts() {
-    if (!QFile::exists(QString(kiln::data::FashionMNIST::kDefaultDir) + "/train-labels-idx1-ubyte.gz"))
-      QSKIP("Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist");
+    KILN_QSKIP_UNLESS_DEP(QFile::exists(QString(kiln::data::FashionMNIST::kDefaultDir) + "/train-labels-idx1-ubyte.gz"),
+                          "dataset-fashion-mnist", std::string("no Fashion-MNIST in ") + kiln::data::FashionMNIST::kDefaultDir);
     DatasetPanel panel;
     panel.resize(800, 900);
     panel.show();

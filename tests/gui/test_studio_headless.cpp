@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "projects/project.h"
+#include "tests/common/test_deps.h"
 
 namespace {
 const QString kStudio = QStringLiteral(KILN_BINARY_DIR "/bin/kiln-studio");
@@ -65,7 +66,7 @@ class TestStudioHeadless : public QObject {
     // nobody (setpriv, util-linux), for whom the file and its folder are read-only.
     const bool root = ::geteuid() == 0;
     const QString setpriv = QStandardPaths::findExecutable("setpriv");
-    if (root && setpriv.isEmpty()) QSKIP("running as root without setpriv (Debian package util-linux)");
+    KILN_QSKIP_UNLESS_DEP(!root || !setpriv.isEmpty(), "util-linux", "running as root without setpriv");
     QTemporaryDir dir;
     const QString file = dir.filePath("ro.kiln");
     QProcess p;
@@ -93,7 +94,8 @@ class TestStudioHeadless : public QObject {
   }
 
   void sigkillMidTrainingKeepsCommittedRows() {
-    if (!QDir("/usr/share/datasets/fashion-mnist").exists()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    KILN_QSKIP_UNLESS_DEP(QDir("/usr/share/datasets/fashion-mnist").exists(), "dataset-fashion-mnist",
+                          "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
     QTemporaryDir dir;
     const QString file = dir.filePath("k.kiln");
     QProcess make;
@@ -143,7 +145,8 @@ class TestStudioHeadless : public QObject {
   }
 
   void headlessTrainingFinishes() {
-    if (!QDir("/usr/share/datasets/fashion-mnist").exists()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    KILN_QSKIP_UNLESS_DEP(QDir("/usr/share/datasets/fashion-mnist").exists(), "dataset-fashion-mnist",
+                          "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
     QTemporaryDir dir;
     const QString file = dir.filePath("h.kiln");
     QProcess p;

@@ -226,7 +226,7 @@ class TestStudioOnnx : public QObject {
   }
 
   void exportUsesTheTrainedWeights() {
-    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    KILN_QSKIP_UNLESS_DEP(test::haveFashionMnist(), "dataset-fashion-mnist", "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
     QTemporaryDir tmp;
     MainWindow w;
     w.setSilent(true);

@@ -111,7 +111,7 @@ class TestStudioProject : public QObject {
   }
 
   void saveAndReopenGivesTheSameGraphAndRuns() {
-    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (dataset-fashion-mnist)");
+    KILN_QSKIP_UNLESS_DEP(test::haveFashionMnist(), "dataset-fashion-mnist", "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
     QTemporaryDir dir;
     const QString path = dir.filePath("r.kiln");
     std::string json;

@@ -32,7 +32,7 @@ class TestStudioTraining : public QObject {
  private slots:
   void initTestCase() {
     QCoreApplication::setOrganizationName("KilnTest");
-    if (!test::haveFashionMnist()) QSKIP("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    KILN_QSKIP_UNLESS_DEP(test::haveFashionMnist(), "dataset-fashion-mnist", "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
   }
 
   void trainFromTheWindowWritesMetricsAndPlots() {

@@ -5,8 +5,9 @@
 set -u
 KILN=$1
 CASE=$2
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
 DATA=/usr/share/libonnx-testdata/data
-[ -d "$DATA/node" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+[ -d "$DATA/node" ] || missing_dep libonnx-testdata "no ONNX test data in $DATA/node"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

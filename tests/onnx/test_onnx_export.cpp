@@ -16,6 +16,7 @@
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/suite.h"
 #include "engine/onnx/tensor_proto.h"
+#include "tests/common/test_deps.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -284,7 +285,7 @@ TEST(OnnxExport, BadGraphsAndStatesNameTheProblem) {
 }
 
 TEST(OnnxExport, StudioOpsNextToOldImportedNodesAreRefused) {
-  if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kData + "/pytorch-converted"), "libonnx-testdata", "no " + kData + "/pytorch-converted");
   kiln::onnx::Model m = kiln::onnx::load_model(kData + "/pytorch-converted/test_ReLU/model.onnx");
   ASSERT_LT(m.opset(), 17);
   kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
@@ -308,7 +309,7 @@ TEST(OnnxExport, StudioOpsNextToOldImportedNodesAreRefused) {
 // same outputs.
 TEST(OnnxExport, ImportedOldOpsetModelIsConvertedToOpset17) {
   const std::string c = kData + "/pytorch-converted/test_Conv2d";
-  if (!fs::exists(c)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(c), "libonnx-testdata", "no " + c);
   kiln::onnx::Model m = kiln::onnx::load_model(c + "/model.onnx");
   ASSERT_LT(m.opset(), 17);
   kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
@@ -318,7 +319,7 @@ TEST(OnnxExport, ImportedOldOpsetModelIsConvertedToOpset17) {
 }
 
 TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
-  if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kData + "/pytorch-converted"), "libonnx-testdata", "no " + kData + "/pytorch-converted");
   int checked = 0, converted = 0;
   for (const char* suite : {"pytorch-converted", "pytorch-operator", "simple"})
     for (const std::string& c : kiln::onnx::find_cases(kData + "/" + suite)) {
@@ -347,7 +348,7 @@ TEST(OnnxExport, ImportedSuiteModelsRoundTrip) {
 // The node cases of the suite that import into the graph IR and whose opset libonnx 1.12 knows
 // (<= 17): export -> checker -> executor and re-import give the original outputs.
 TEST(OnnxExport, ImportedNodeCasesRoundTrip) {
-  if (!fs::exists(kData + "/node")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kData + "/node"), "libonnx-testdata", "no " + kData + "/node");
   int checked = 0, converted = 0;
   for (const std::string& c : kiln::onnx::find_cases(kData + "/node")) {
     kiln::onnx::Model m;

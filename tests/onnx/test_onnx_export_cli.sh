@@ -7,6 +7,7 @@ set -u
 KILN=$1
 CASE=$2
 SRC=$3
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
 DATA=/usr/share/libonnx-testdata/data
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -23,7 +24,7 @@ case $CASE in
     done
     ;;
   export_onnx)
-    [ -d "$DATA/pytorch-converted" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+    [ -d "$DATA/pytorch-converted" ] || missing_dep libonnx-testdata "no ONNX test data in $DATA/pytorch-converted"
     out=$("$KILN" export "$DATA/pytorch-converted/test_Conv2d/model.onnx" --out "$TMP/c.onnx" 2>&1) || fail "$out"
     grep -q "checker: ok" <<<"$out" || fail "$out"
     out=$("$KILN" import "$TMP/c.onnx" 2>&1) || fail "$out"
@@ -57,7 +58,7 @@ case $CASE in
     grep -q "missing.json" <<<"$out" || fail "$out"
     ;;
   codegen_unsupported)
-    [ -d "$DATA/node" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+    [ -d "$DATA/node" ] || missing_dep libonnx-testdata "no ONNX test data in $DATA/node"
     out=$("$KILN" codegen "$DATA/node/test_cumsum_1d/model.onnx" --out "$TMP/gen" 2>&1) && fail "exit status 0: $out"
     grep -q "CumSum (node" <<<"$out" || fail "$out"
     [ ! -e "$TMP/gen" ] || fail "wrote files anyway"

@@ -13,6 +13,7 @@
 #include "engine/onnx/suite.h"
 #include "engine/onnx/tensor_proto.h"
 #include "model_builder.h"
+#include "tests/common/test_deps.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -111,7 +112,7 @@ TEST(OnnxExportNames, IdentityOnlyForGraphInputsAndAliasedOutputs) {
 // Softmin (Softmax 6 -> 13) and the broadcasting Add / Gemm of opset 6 (-> 7) need their
 // inputs' shapes in libonnx's converter: exported at opset 17 with the executor's outputs.
 TEST(OnnxExportNames, OldOpsetModelsNeedingShapesConvertToOpset17) {
-  if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kData + "/pytorch-converted"), "libonnx-testdata", "no " + kData + "/pytorch-converted");
   for (const char* c : {"pytorch-converted/test_Softmin", "pytorch-converted/test_Softsign",
                         "pytorch-operator/test_operator_addmm"}) {
     SCOPED_TRACE(c);

@@ -12,6 +12,7 @@
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/tensor_proto.h"
 #include "model_builder.h"
+#include "tests/common/test_deps.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -98,7 +99,7 @@ TEST(OnnxExportValues, ADeclaredOutputShapeIsKept) {
 }
 
 TEST(OnnxExportValues, SuiteModelsWithShapeInputsDeclareTrueShapes) {
-  if (!fs::exists(kNode)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kNode), "libonnx-testdata", "no " + kNode);
   for (const char* c : {"test_unsqueeze_axis_0", "test_unsqueeze_axis_2", "test_expand_dim_changed", "test_tile",
                         "test_top_k", "test_slice", "test_constantofshape_float_ones",
                         "test_resize_upsample_sizes_nearest", "test_nonmaxsuppression_two_classes"})
@@ -106,7 +107,7 @@ TEST(OnnxExportValues, SuiteModelsWithShapeInputsDeclareTrueShapes) {
 }
 
 TEST(OnnxExportValues, ContentsOnesCannotStandInForNameTheNodeAndInput) {
-  if (!fs::exists(kNode)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kNode), "libonnx-testdata", "no " + kNode);
   const std::pair<const char*, const char*> cases[] = {
       {"test_reshape_one_dim", "node 'Reshape_0' (Reshape): its shape is the graph input 'shape'"},
       {"test_unsqueeze_two_axes", "node 'Unsqueeze_0' (Unsqueeze): its axes is the graph input 'axes'"},
@@ -129,7 +130,7 @@ TEST(OnnxExportValues, ContentsOnesCannotStandInForNameTheNodeAndInput) {
 
 TEST(OnnxExportValues, AStringOpSaysWhatItIs) {
   const std::string c = kNode + "/test_strnormalizer_export_monday_casesensintive_lower/model.onnx";
-  if (!fs::exists(c)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(c), "libonnx-testdata", "no " + c);
   try {
     kiln::onnx::import_graph(kiln::onnx::load_model(c));
     ADD_FAILURE() << "imported";

@@ -8,6 +8,7 @@
 #include "engine/core/registry.h"
 #include "engine/onnx/executor.h"
 #include "model_builder.h"
+#include "tests/common/test_deps.h"
 
 using namespace kiln;
 using namespace kiln::onnx::test;
@@ -27,6 +28,11 @@ std::string why_no_vulkan() {
   for (const std::string& u : unavailable_backends()) why += "; " + u;
   return why;
 }
+// Without the Vulkan plugin (KILN_VULKAN=OFF) a skip; with it, no vulkan:0 is a missing
+// dependency (lavapipe, tests/common/test_deps.h).
+#define REQUIRE_VULKAN()                                                                          \
+  if (!KILN_TEST_WITH_VULKAN) GTEST_SKIP() << "the Vulkan plugin is not built (KILN_VULKAN=OFF)"; \
+  KILN_SKIP_UNLESS_DEP(have_vulkan(), "mesa-vulkan-drivers", why_no_vulkan())
 
 // y = Op(a, b) (b omitted for a unary op) of `type` inputs of shape [n]; then z = y + a
 // when `then_add`, so one node stays on the device.
@@ -57,7 +63,7 @@ TEST(OnnxFallback, CpuSessionCountsNothing) {
 }
 
 TEST(OnnxFallback, BackendDTypeErrorRunsTheNodeOnTheCpu) {
-  if (!have_vulkan()) GTEST_SKIP() << why_no_vulkan();
+  REQUIRE_VULKAN();
   // Vulkan's unary kernels are floating only: neg of i64 throws DTypeError on the device.
   kiln::onnx::Session s(model_of("Neg", ::onnx::TensorProto::INT64, 3, false, true), kVulkan);
   Tensor a = Tensor::from_vector<int64_t>({5, -2, 7}, {3});
@@ -85,7 +91,7 @@ TEST(OnnxFallback, BackendDTypeErrorRunsTheNodeOnTheCpu) {
 }
 
 TEST(OnnxFallback, DTypeTheDeviceHoldsButCannotComputeRunsOnTheCpu) {
-  if (!have_vulkan()) GTEST_SKIP() << why_no_vulkan();
+  REQUIRE_VULKAN();
   // Vulkan holds f64 (copies) but computes nothing on it: both nodes run on the CPU, and the
   // f64 outputs come back to the device.
   kiln::onnx::Session s(model_of("Max", ::onnx::TensorProto::DOUBLE, 4, true, true), kVulkan);
@@ -106,7 +112,7 @@ TEST(OnnxFallback, DTypeTheDeviceHoldsButCannotComputeRunsOnTheCpu) {
 }
 
 TEST(OnnxFallback, NodeFailingOnTheCpuTooReportsTheCpuError) {
-  if (!have_vulkan()) GTEST_SKIP() << why_no_vulkan();
+  REQUIRE_VULKAN();
   // Mod with fmod=0 on floats is invalid ONNX: the CPU's error names the node; nothing counted.
   ::onnx::GraphProto g;
   *g.add_input() = value_info("a", ::onnx::TensorProto::DOUBLE, {2});

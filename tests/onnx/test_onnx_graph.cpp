@@ -12,6 +12,7 @@
 #include "engine/onnx/suite.h"
 #include "engine/onnx/tensor_proto.h"
 #include "model_builder.h"
+#include "tests/common/test_deps.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -51,7 +52,7 @@ void check_case(const fs::path& dir) {
 }  // namespace
 
 TEST(OnnxGraph, PytorchConvertedModelsRunAsGraphModules) {
-  if (!fs::exists(kData + "/pytorch-converted")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  KILN_SKIP_UNLESS_DEP(fs::exists(kData + "/pytorch-converted"), "libonnx-testdata", "no " + kData + "/pytorch-converted");
   int checked = 0;
   for (const std::string& c : kiln::onnx::find_cases(kData + "/pytorch-converted")) {
     check_case(c);

@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # `kiln onnx-suite` and `kiln run` on a device other than the CPU (vulkan:0 = lavapipe here),
 # with the per-node CPU fallback (onnx::SessionOptions) and without it (--no-fallback).
-# Skipped (exit 77, saying why) when the device is absent.
+# Skipped (exit 77, saying why) when the device is absent; registered where the Vulkan plugin is
+# built, so a missing vulkan:0 (lavapipe) or test data fails under KILN_REQUIRE_TEST_DEPS=1.
 # Usage: test_onnx_suite_device.sh KILN DEVICE suite DIR EXPECT_FILE   (regression check)
 #        test_onnx_suite_device.sh KILN DEVICE fallback_cli
 set -u
 KILN=$1
 DEVICE=$2
 CASE=$3
+source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
 DATA=/usr/share/libonnx-testdata/data
-[ -d "$DATA/node" ] || { echo "libonnx-testdata is not installed: skipped"; exit 77; }
+[ -d "$DATA/node" ] || missing_dep libonnx-testdata "no ONNX test data in $DATA/node"
 devices=$("$KILN" devices 2>&1)
 if ! grep -q "^$DEVICE " <<<"$devices"; then
+  [[ $DEVICE == vulkan* ]] && missing_dep mesa-vulkan-drivers "no $DEVICE device ($(grep "unavailable: vulkan" <<<"$devices"))"
   echo "no $DEVICE device: skipped"
   grep "unavailable" <<<"$devices"
   exit 77

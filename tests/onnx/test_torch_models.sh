@@ -6,7 +6,8 @@
 # `kiln export` (through the graph IR, checked by libonnx's checker) they still match.
 # With BUILD_DIR (the vision models): `kiln codegen` C++ of the model, built against the engine
 # installed from BUILD_DIR, reproduces the executor's outputs (its main checks them).
-# Usage: test_torch_models.sh KILN MODEL [BUILD_DIR]. Exit 77 when python3-torch / python3-torchvision are missing.
+# Usage: test_torch_models.sh KILN MODEL [BUILD_DIR]. Exit 77 when python3-torch / python3-torchvision are missing
+# (make_torch_models.py; a failure under KILN_REQUIRE_TEST_DEPS=1).
 set -u
 KILN=$1
 MODEL=$2
