@@ -4,6 +4,7 @@
 // (widgets/training/training_config.h) give the same optimizer type and hyper-parameters
 // for every name, the same schedule for every scheduler, and both refuse an unknown name
 // (the Studio's own factory used to turn one into RMSprop).
+#include <QComboBox>
 #include <QtTest>
 #include <nlohmann/json.hpp>
 #include <typeinfo>
@@ -122,7 +123,7 @@ class TestSharedOptim : public QObject {
 
   void thePanelOffersEveryName() {
     studio::TrainingPanel panel;
-    auto* optimizers = qobject_cast<QComboBox*>(panel.findChildren<QComboBox*>().value(0));
+    QComboBox* optimizers = panel.findChildren<QComboBox*>().value(0);  // the first field: Optimizer
     QVERIFY(optimizers);
     for (const std::string& name : optim::optimizer_names())
       for (const std::string& sched : optim::scheduler_names()) {
