@@ -14,13 +14,11 @@
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
-#include "engine/core/grad_mode.h"
 #include "engine/core/registry.h"
 #include "engine/data/dataloader.h"
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
-#include "engine/nn/functional.h"
-#include "engine/train/metrics.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {
@@ -67,22 +65,6 @@ std::shared_ptr<nn::Module> load_model(const std::string& path, std::string grap
     throw ValueError(path + " does not hold " + model_name + " weights: " + e.what());
   }
   return model;
-}
-
-// Stops early (interrupted = true) when Ctrl-C arrives (an InterruptGuard must be installed).
-train::ClassificationMetrics evaluate(nn::Module& model, data::DataLoader& loader, Device device, int64_t classes,
-                                      bool& interrupted) {
-  NoGradGuard no_grad;
-  model.eval();
-  train::ClassificationMetrics metrics(classes, 5);
-  for (const data::Batch& batch : loader) {
-    if ((interrupted = InterruptGuard::interrupted())) break;
-    Tensor target = batch.target.to(device);
-    Tensor logits = model(batch.input.to(device));
-    double loss = nn::F::cross_entropy(logits, target).item<double>();
-    metrics.update(logits, target, loss);
-  }
-  return metrics;
 }
 
 void print_confusion(const train::ClassificationMetrics& m, const std::vector<std::string>& names) {
@@ -134,9 +116,17 @@ int eval_command(const std::vector<std::string>& argv) {
   const std::vector<std::string> names = class_names(dataset);
   std::fprintf(stderr, "evaluating %s on %lld test images of %s on %s ...\n", model_name.c_str(),
                static_cast<long long>(test_set->size()), dataset.c_str(), device.str().c_str());
+  train::EvaluateOptions options;
+  options.num_classes = static_cast<int64_t>(names.size());
+  options.device = device;
+  options.should_stop = [] { return InterruptGuard::interrupted(); };
   bool interrupted = InterruptGuard::interrupted();
-  train::ClassificationMetrics m(static_cast<int64_t>(names.size()), 5);
-  if (!interrupted) m = evaluate(*model, loader, device, static_cast<int64_t>(names.size()), interrupted);
+  train::ClassificationMetrics m(options.num_classes, options.top_k);
+  if (!interrupted) {
+    train::Evaluation e = train::evaluate(*model, loader, options);
+    m = e.metrics;
+    interrupted = e.stopped;
+  }
   if (interrupted) {
     std::fprintf(stderr, "kiln: evaluation interrupted after %lld of %lld test images; no results\n",
                  static_cast<long long>(m.count()), static_cast<long long>(test_set->size()));

@@ -1,5 +1,5 @@
-// `kiln train`: builds a reference model (or the graph of --graph), its optimizer, scheduler and data loaders
-// from the flags (train_config.h), trains it with a live progress bar (train_loop.h),
+// `kiln train`: builds a reference model (or the graph of --graph), its optimizer, scheduler (engine/optim/
+// factory.h) and data loaders from the flags (train_config.h), trains it with a live progress bar (train_loop.h),
 // evaluates it on the test set and writes the run directory (run_files.h).
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,6 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
-#include "app/cli/optim_factory.h"
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
 #include "app/cli/train_config.h"
@@ -28,6 +27,7 @@
 #include "engine/graph/json.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/functional.h"
+#include "engine/optim/factory.h"
 #include "engine/train/reference_models.h"
 #include "engine/train/trainer.h"
 
@@ -101,7 +101,7 @@ int train_command(const std::vector<std::string>& argv) {
   std::shared_ptr<nn::Module> model =
       net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net)) : train::make_model(c.model);
   model->to(device);
-  auto optimizer = make_optimizer(c, model->parameters());
+  auto optimizer = optim::make_optimizer(optimizer_config(c), model->parameters());
   const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
   if (!precision.note.empty())
     std::fprintf(stderr, "kiln: --precision %s: %s\n", c.precision.c_str(), precision.note.c_str());
@@ -119,9 +119,10 @@ int train_command(const std::vector<std::string>& argv) {
                           {"weight_decay", text(c.weight_decay)}, {"scheduler", c.scheduler},
                           {"seed", std::to_string(c.seed)}, {"val_fraction", text(c.val_fraction)},
                           {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision}};
-  auto scheduler = make_scheduler(c, *optimizer, loaders.train->size(), options.scheduler_per_batch);
+  optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
+  options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
-      model, optimizer, scheduler,
+      model, optimizer, scheduler.scheduler,
       [](const Tensor& logits, const Tensor& target) { return nn::F::cross_entropy(logits, target); }, options);
   if (c.resume) {
     trainer.load_checkpoint(options.checkpoint_dir);

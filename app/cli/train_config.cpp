@@ -20,14 +20,14 @@ ArgParser train_parser() {
       .flag("epochs", "N", "5", "epochs to train")
       .flag("batch-size", "B", "128", "images per batch")
       .flag("lr", "X", "0.001", "learning rate (the peak rate with --scheduler onecycle)")
-      .flag("optimizer", "NAME", "adam", "optimizer (torch.optim defaults otherwise)", {"sgd", "adam", "adamw"})
-      .flag("momentum", "X", "0.9", "momentum of sgd")
-      .flag("weight-decay", "X", "0", "weight decay (L2 for sgd and adam, decoupled for adamw)")
+      .flag("optimizer", "NAME", "adam", "optimizer (torch.optim defaults otherwise)", optim::optimizer_names())
+      .flag("momentum", "X", "0.9", "momentum of sgd and rmsprop")
+      .flag("weight-decay", "X", "0", "weight decay (L2 for sgd, adam and rmsprop, decoupled for adamw)")
       .flag("scheduler", "NAME", "cosine",
             "learning-rate schedule: cosine = CosineAnnealingLR over the run (stepped each epoch;\n"
             "the last epochs' smaller steps settle the weights: +1 to 2 points of test accuracy\n"
             "after 5 epochs), step = StepLR, onecycle = OneCycleLR stepped every batch, none",
-            {"none", "step", "cosine", "onecycle"})
+            optim::scheduler_names())
       .flag("step-size", "N", "", "step: epochs between decays (default: max(1, epochs / 3))")
       .flag("gamma", "X", "0.1", "step: decay factor")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
@@ -72,7 +72,7 @@ TrainConfig train_config(const Args& args) {
   c.weight_decay = args.number("weight-decay", 0, 1e6);
   c.scheduler = args.str("scheduler");
   c.step_size = args.given("step-size") ? static_cast<int>(std::min<int64_t>(args.integer("step-size", 1), 1'000'000))
-                                        : std::max(1, c.epochs / 3);
+                                        : 0;  // the engine's default, max(1, epochs / 3)
   c.gamma = args.number("gamma", 0, 1);
   c.device = args.str("device");
   c.precision = args.str("precision");
@@ -85,10 +85,20 @@ TrainConfig train_config(const Args& args) {
   if (c.resume && !args.given("out")) args.fail("--resume needs --out DIR (the run to continue)");
   c.out_dir = args.given("out") ? args.str("out") : "";
   if (args.given("out") && c.out_dir.empty()) args.fail("--out needs a directory");
-  if (args.given("momentum") && c.optimizer != "sgd") args.fail("--momentum applies to --optimizer sgd only");
+  if (args.given("momentum") && c.optimizer != "sgd" && c.optimizer != "rmsprop")
+    args.fail("--momentum applies to --optimizer sgd and rmsprop only");
   if ((args.given("step-size") || args.given("gamma")) && c.scheduler != "step")
     args.fail("--step-size and --gamma apply to --scheduler step only");
   return c;
+}
+
+optim::OptimizerConfig optimizer_config(const TrainConfig& c) {
+  return {.name = c.optimizer, .lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay};
+}
+
+optim::SchedulerConfig scheduler_config(const TrainConfig& c, int64_t batches_per_epoch) {
+  return {.name = c.scheduler, .epochs = c.epochs, .steps_per_epoch = batches_per_epoch, .step_size = c.step_size,
+          .gamma = c.gamma};
 }
 
 }  // namespace kiln::cli

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/cli/args.h"
+#include "engine/optim/factory.h"
 
 namespace kiln::cli {
 
@@ -14,11 +15,11 @@ struct TrainConfig {
   int epochs = 5;
   int64_t batch_size = 128;
   double lr = 1e-3;
-  std::string optimizer = "adam";  // sgd | adam | adamw
-  double momentum = 0.9;           // sgd only
+  std::string optimizer = "adam";  // optim::optimizer_names(): sgd | adam | adamw | rmsprop
+  double momentum = 0.9;           // sgd and rmsprop
   double weight_decay = 0;
-  std::string scheduler = "none";  // none | step | cosine | onecycle
-  int step_size = 1;               // step: epochs between decays
+  std::string scheduler = "none";  // optim::scheduler_names(): none | step | cosine | onecycle
+  int step_size = 0;               // step: epochs between decays (0: optim::default_step_size)
   double gamma = 0.1;              // step: decay factor
   std::string device = "auto";
   std::string precision = "f32";   // f32 | bf16 | f16 (engine/train/mixed_precision.h)
@@ -35,5 +36,10 @@ struct TrainConfig {
 ArgParser train_parser();
 // Reads and checks the flags (UsageError for a bad value or combination).
 TrainConfig train_config(const Args& args);
+
+// The settings the engine's factory (engine/optim/factory.h) builds the optimizer and the
+// scheduler from; Kiln Studio's TrainingConfig gives the same for the same names and values.
+optim::OptimizerConfig optimizer_config(const TrainConfig& config);
+optim::SchedulerConfig scheduler_config(const TrainConfig& config, int64_t batches_per_epoch);
 
 }  // namespace kiln::cli

@@ -57,8 +57,14 @@ int train(const HeadlessOptions& o) {
   graph::Graph g = graph::from_json(version->graph_json);
   TrainingConfig config;
   DatasetConfig dataset;
-  if (auto s = project.setting("training")) config = TrainingConfig::from_json(*s);
-  if (auto s = project.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+  try {
+    if (auto s = project.setting("training")) config = TrainingConfig::from_json(*s);
+    if (auto s = project.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+  } catch (const std::exception& e) {  // e.g. an optimizer this Kiln does not know
+    err(QString("cannot train %1: its stored %2; open it in Kiln Studio and choose other settings")
+            .arg(o.project, QString::fromStdString(e.what())));
+    return 1;
+  }
   int64_t testSize = 10000;
   if (o.epochs > 0) config.epochs = o.epochs;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();

@@ -113,10 +113,21 @@ bool MainWindow::openProject(const QString& path) {
     projects::Project p = projects::Project::open(path.toStdString());
     graph::Graph g;
     if (auto v = p.latest_graph()) g = graph::from_json(v->graph_json);
+    // Stored settings Kiln cannot use (an optimizer it does not know, a wrong type) do not
+    // keep the project closed: the panels show the defaults and the message says which.
     TrainingConfig training;
     DatasetConfig dataset;
-    if (auto s = p.setting("training")) training = TrainingConfig::from_json(*s);
-    if (auto s = p.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+    QStringList unusable;
+    try {
+      if (auto s = p.setting("training")) training = TrainingConfig::from_json(*s);
+    } catch (const std::exception& e) {
+      unusable << QString::fromStdString(e.what());
+    }
+    try {
+      if (auto s = p.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+    } catch (const std::exception& e) {
+      unusable << QString::fromStdString(e.what());
+    }
     std::optional<std::string> autosaved = p.autosave_if_newer();
     project_.emplace(std::move(p));
     document_->setGraph(g);
@@ -135,6 +146,10 @@ bool MainWindow::openProject(const QString& path) {
     }
     loadProjectIntoUi();
     canvas_->fitReadable();
+    if (!unusable.isEmpty())
+      showError(tr("Project settings"), tr("%1's stored settings cannot be used (%2); the panels show the defaults, "
+                                           "which Save or the next training run stores")
+                                            .arg(QFileInfo(path).fileName(), unusable.join("; ")));
     addRecent(QFileInfo(path).absoluteFilePath());
     log_->info(tr("opened %1 (%2 graph version(s), %3 run(s))")
                    .arg(path)

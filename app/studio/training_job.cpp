@@ -6,18 +6,14 @@
 #include <map>
 #include <sstream>
 
-#include "engine/core/grad_mode.h"
-#include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/graph/graph_module.h"
 #include "engine/nn/functional.h"
-#include "engine/optim/adam.h"
-#include "engine/optim/lr_scheduler.h"
-#include "engine/optim/rmsprop.h"
-#include "engine/optim/sgd.h"
+#include "engine/optim/factory.h"
+#include "engine/train/evaluate.h"
 #include "projects/project.h"
 
 namespace kiln::studio {
@@ -32,35 +28,6 @@ std::shared_ptr<const data::FashionMNIST> fashion_mnist(const std::string& dir, 
   auto& slot = cache[{dir, train}];
   if (!slot) slot = std::make_shared<data::FashionMNIST>(train, dir);
   return slot;
-}
-
-std::shared_ptr<optim::Optimizer> make_optimizer(const TrainingConfig& c, std::vector<Tensor> params) {
-  if (c.optimizer == "sgd")
-    return std::make_shared<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum,
-                                                                              .weight_decay = c.weight_decay});
-  if (c.optimizer == "adam")
-    return std::make_shared<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr, .weight_decay = c.weight_decay});
-  if (c.optimizer == "adamw")
-    return std::make_shared<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
-  optim::RMSpropOptions o;
-  o.lr = c.lr;
-  o.momentum = c.momentum;
-  o.weight_decay = c.weight_decay;
-  return std::make_shared<optim::RMSprop>(std::move(params), o);
-}
-
-// StepLR every max(1, 30% of the epochs) epochs with gamma 0.1; cosine: T_max = epochs;
-// onecycle: max_lr = lr over every step (per batch).
-std::shared_ptr<optim::LRScheduler> make_scheduler(const TrainingConfig& c, optim::Optimizer& o, int64_t batches,
-                                                   bool& per_batch) {
-  per_batch = false;
-  if (c.scheduler == "step") return std::make_shared<optim::StepLR>(o, std::max(1, c.epochs * 3 / 10), 0.1);
-  if (c.scheduler == "cosine") return std::make_shared<optim::CosineAnnealingLR>(o, c.epochs);
-  if (c.scheduler == "onecycle") {
-    per_batch = true;
-    return std::make_shared<optim::OneCycleLR>(o, c.lr, c.epochs * batches);
-  }
-  return nullptr;
 }
 
 std::string node_label(const graph::Graph& g, graph::NodeId id) {
@@ -204,7 +171,7 @@ void TrainingJob::run() {
     manual_seed(c.seed);
     auto model = std::make_shared<graph::GraphModule>(spec_.graph);
     model->to(device);
-    auto optimizer = make_optimizer(c, model->parameters());
+    auto optimizer = optim::make_optimizer(c.optimizer_config(), model->parameters());
     train::TrainerOptions to;
     to.epochs = c.epochs;
     to.num_classes = kFashionMnistClasses;
@@ -217,9 +184,10 @@ void TrainingJob::run() {
         result_.checkpoint_epoch = e.epoch + 1;
       };
     }
-    auto scheduler = make_scheduler(c, *optimizer, train_loader.size(), to.scheduler_per_batch);
+    optim::Scheduler scheduler = optim::make_scheduler(c.scheduler_config(train_loader.size()), *optimizer);
+    to.scheduler_per_batch = scheduler.per_batch;
     auto loss = [](const Tensor& logits, const Tensor& target) { return nn::functional::cross_entropy(logits, target); };
-    auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler, loss, to);
+    auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler.scheduler, loss, to);
     total_steps_ = result_.total_steps = train_loader.size() * c.epochs;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -260,33 +228,24 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   for (int64_t i = 0; i < n; ++i) first[i] = i;
   auto subset = std::make_shared<data::Subset>(test, first);
   data::DataLoader loader(subset, data::DataLoader::Options{.batch_size = 256});
-  NoGradGuard no_grad;
-  model.eval();
-  train::ClassificationMetrics metrics(kFashionMnistClasses, 1);
-  const Tensor& images = test->images();
-  const auto bytes = images.contiguous().to_vector<uint8_t>();
-  int64_t offset = 0;
-  for (const data::Batch& b : loader) {
-    Tensor logits = model.forward(b.input.to(device));
-    Tensor y = b.target.to(device);
-    metrics.update(logits, y, nn::functional::cross_entropy(logits, y).item<double>());
-    const auto pred = argmax(logits, 1).to(Device()).to_vector<int64_t>();
-    const auto truth = b.target.to_vector<int64_t>();
-    for (size_t j = 0; j < pred.size(); ++j) {
-      projects::Evaluation& ev = result_.evaluation;
-      if (pred[j] == truth[j] || ev.misclassified.size() >= kMaxMisclassified) continue;
-      const int64_t index = offset + static_cast<int64_t>(j);
-      const size_t at = static_cast<size_t>(index) * 28 * 28;
-      ev.images.insert(ev.images.end(), bytes.begin() + at, bytes.begin() + at + 28 * 28);
-      ev.misclassified.push_back({index, static_cast<int>(truth[j]), static_cast<int>(pred[j])});
-    }
-    offset += static_cast<int64_t>(truth.size());
-  }
+  train::EvaluateOptions options;
+  options.num_classes = kFashionMnistClasses;
+  options.device = device;
+  options.keep_predictions = true;
+  const train::Evaluation e = train::evaluate(model, loader, options);
+  // The first kMaxMisclassified misclassified images; prediction i is test image i.
   projects::Evaluation& ev = result_.evaluation;
-  ev.count = metrics.count();
-  ev.loss = metrics.loss();
-  ev.accuracy = metrics.accuracy();
-  ev.confusion = metrics.confusion();
+  const auto bytes = test->images().contiguous().to_vector<uint8_t>();
+  for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i) {
+    if (e.predictions[i] == e.targets[i]) continue;
+    const size_t at = i * 28 * 28;
+    ev.images.insert(ev.images.end(), bytes.begin() + at, bytes.begin() + at + 28 * 28);
+    ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
+  }
+  ev.count = e.metrics.count();
+  ev.loss = e.metrics.loss();
+  ev.accuracy = e.metrics.accuracy();
+  ev.confusion = e.metrics.confusion();
   ev.image_height = ev.image_width = 28;
   for (const char* name : data::FashionMNIST::kClassNames) ev.class_names.emplace_back(name);
   result_.evaluated = true;

@@ -13,7 +13,8 @@ ClassificationMetrics::ClassificationMetrics(int64_t num_classes, int64_t top_k)
   KILN_CHECK(num_classes > 0, ValueError, "ClassificationMetrics: num_classes must be positive");
 }
 
-void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, double loss) {
+void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, double loss,
+                                   std::vector<int64_t>* predictions) {
   KILN_CHECK(logits.dim() == 2 && logits.size(1) == num_classes_ && target.dim() == 1 &&
                  target.size(0) == logits.size(0),
              ShapeError, "metrics: logits ", shape_str(logits.shape()), " and target ", shape_str(target.shape()),
@@ -26,6 +27,7 @@ void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, d
     int64_t pred = std::max_element(row, row + c) - row;
     int64_t truth = t[i];
     KILN_CHECK(truth >= 0 && truth < c, IndexError, "metrics: target class ", truth, " is out of range [0, ", c, ")");
+    if (predictions) predictions->push_back(pred);
     correct_ += pred == truth;
     int64_t above = 0;  // classes scoring strictly higher than the target
     for (int64_t j = 0; j < c; ++j) above += row[j] > row[truth];

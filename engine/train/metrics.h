@@ -11,8 +11,9 @@ class ClassificationMetrics {
  public:
   explicit ClassificationMetrics(int64_t num_classes, int64_t top_k = 5);
   // logits [B, C] (any floating dtype/device), target i64 [B], loss = the batch's mean loss.
-  // ShapeError when the shapes do not fit num_classes.
-  void update(const Tensor& logits, const Tensor& target, double loss);
+  // ShapeError when the shapes do not fit num_classes. predictions: when given, each sample's
+  // top-1 class (the first largest logit, as counted in confusion()) is appended to it.
+  void update(const Tensor& logits, const Tensor& target, double loss, std::vector<int64_t>* predictions = nullptr);
   int64_t count() const { return count_; }
   int64_t correct() const { return correct_; }  // top-1 hits so far
   double loss() const;            // mean loss per sample

@@ -188,18 +188,12 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
 }
 
 ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
-  NoGradGuard no_grad;
-  bool was_training = model_->is_training();
-  model_->eval();
-  ClassificationMetrics metrics(options_.num_classes, options_.top_k);
-  loader.set_epoch(0);  // a fresh pass, also when an earlier one was cut short
-  for (const data::Batch& batch : loader) {
-    Tensor x = batch.input.to(options_.device), y = batch.target.to(options_.device);
-    Tensor logits = model_->forward(x);
-    metrics.update(logits, y, loss_(logits, y).item<double>());
-  }
-  model_->train(was_training);
-  return metrics;
+  EvaluateOptions o;
+  o.num_classes = options_.num_classes;
+  o.top_k = options_.top_k;
+  o.device = options_.device;
+  o.loss = loss_;
+  return train::evaluate(*model_, loader, o).metrics;
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {

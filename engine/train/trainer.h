@@ -20,14 +20,12 @@
 #include "engine/nn/module.h"
 #include "engine/optim/lr_scheduler.h"
 #include "engine/optim/optimizer.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/events.h"
 #include "engine/train/metrics.h"
 #include "engine/train/mixed_precision.h"
 
 namespace kiln::train {
-
-// loss(logits [B, C], target i64 [B]) -> scalar.
-using LossFn = std::function<Tensor(const Tensor& logits, const Tensor& target)>;
 
 struct TrainerOptions {
   int epochs = 1;
@@ -77,7 +75,8 @@ class Trainer {
   // either way (with the error message).
   void fit(data::DataLoader& train, data::DataLoader* validation);
 
-  // Loss and metrics of the model on a whole loader, in eval mode, without gradients.
+  // Loss and metrics of the model on a whole loader, in eval mode, without gradients:
+  // train::evaluate (evaluate.h) with the trainer's loss, device, num_classes and top_k.
   ClassificationMetrics evaluate(data::DataLoader& loader);
 
   void cancel();  // also ends a pause

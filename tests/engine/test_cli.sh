@@ -66,7 +66,7 @@ help)
     contains "$out" "usage: kiln $cmd" "kiln $cmd --help"
   done
   run 0 train --help
-  for flag in "--epochs N" "(default: 5)" "--batch-size B" "(default: 128)" "--lr X" "--optimizer sgd|adam|adamw" \
+  for flag in "--epochs N" "(default: 5)" "--batch-size B" "(default: 128)" "--lr X" "--optimizer sgd|adam|adamw|rmsprop" \
               "--scheduler none|step|cosine|onecycle" "--val-fraction" "--data-dir" "--threads" "--out" "--resume" \
               "--limit-batches" "--seed" "--device"; do
     contains "$out" "$flag" "kiln train --help"
@@ -80,7 +80,7 @@ usage)
   run 2 train --bogus; contains "$err" "unknown flag --bogus" "unknown flag"; one_line "$err" "stderr"
   run 2 train --epochs x; contains "$err" "--epochs expects an integer" "bad integer"; one_line "$err" "stderr"
   run 2 train --epochs; contains "$err" "--epochs needs a value" "missing value"
-  run 2 train --optimizer lbfgs; contains "$err" "sgd, adam, adamw" "bad choice"
+  run 2 train --optimizer lbfgs; contains "$err" "sgd, adam, adamw, rmsprop" "bad choice"
   run 2 train --lr -1; contains "$err" "--lr expects a number" "negative lr"
   run 2 train --resume; contains "$err" "--resume needs --out" "resume without out"
   run 2 eval; contains "$err" "--model-file" "eval without a file"

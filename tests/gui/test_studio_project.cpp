@@ -2,7 +2,8 @@
 // graph; a graph whose Input does not fit the dataset is refused naming both shapes, one
 // with a fixed batch naming the batch;
 // save -> reopen gives the same graph JSON and the runs; bad project files give a clear
-// message; window title and modified flag; dock layout reset.
+// message, and so do settings naming an unknown optimizer; window title and modified flag;
+// dock layout reset.
 #include <QAction>
 #include <QDockWidget>
 #include <QFile>
@@ -163,6 +164,26 @@ class TestStudioProject : public QObject {
     QFile g(path);
     QVERIFY(g.open(QIODevice::ReadOnly));
     QCOMPARE(g.readAll(), QByteArray("this is not a Kiln project"));  // untouched
+  }
+
+  void unknownOptimizerInAProjectGivesAClearMessage() {
+    // A project written by another Kiln (or edited by hand) names an optimizer this one lacks:
+    // it opens with the default settings and a message naming the setting, the value and the
+    // known names (the Studio used to train such a run with RMSprop).
+    QTemporaryDir dir;
+    const QString path = dir.filePath("lion.kiln");
+    {
+      kiln::projects::Project p = createFromTemplate(path.toStdString(), "fashion_mnist_mlp");
+      p.set_setting("training", R"({"optimizer":"lion","lr":0.01,"epochs":2})");
+    }
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY2(w.openProject(path), qPrintable(w.lastError()));
+    for (const char* part : {"lion.kiln", "'optimizer'", "'lion'", "sgd, adam, adamw, rmsprop", "defaults"})
+      QVERIFY2(w.lastError().contains(part), qPrintable(part + (": " + w.lastError())));
+    QCOMPARE(QString::fromStdString(w.trainingPanel()->config().optimizer), QString("adam"));
+    QCOMPARE(w.trainingPanel()->config().epochs, TrainingConfig{}.epochs);
+    QVERIFY(!w.document()->graph().nodes().empty());  // the graph is there all the same
   }
 
   void newGivesAnEmptyGraphWithInputAndOutput() {

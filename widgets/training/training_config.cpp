@@ -1,5 +1,6 @@
 #include "widgets/training/training_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -31,24 +32,40 @@ void read(const json& j, const char* what, const char* key, T& out) {
   }
 }
 
-bool one_of(const std::string& s, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (s == n) return true;
-  return false;
+bool one_of(const std::string& s, const std::vector<std::string>& names) {
+  return std::find(names.begin(), names.end(), s) != names.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace
 
 void TrainingConfig::validate() const {
   const char* w = "training settings";
-  KILN_CHECK(one_of(optimizer, {"sgd", "adam", "adamw", "rmsprop"}), ValueError, w, ": 'optimizer' must be one of sgd, adam, adamw, rmsprop, got '", optimizer, "'");
-  KILN_CHECK(one_of(scheduler, {"none", "step", "cosine", "onecycle"}), ValueError, w, ": 'scheduler' must be one of none, step, cosine, onecycle, got '", scheduler, "'");
+  KILN_CHECK(one_of(optimizer, optim::optimizer_names()), ValueError, w, ": 'optimizer' must be one of ",
+             joined(optim::optimizer_names()), ", got '", optimizer, "'");
+  KILN_CHECK(one_of(scheduler, optim::scheduler_names()), ValueError, w, ": 'scheduler' must be one of ",
+             joined(optim::scheduler_names()), ", got '", scheduler, "'");
   KILN_CHECK(lr > 0 && lr <= 10, ValueError, w, ": 'lr' must be in (0, 10], got ", lr);
   KILN_CHECK(momentum >= 0 && momentum < 1, ValueError, w, ": 'momentum' must be in [0, 1), got ", momentum);
   KILN_CHECK(weight_decay >= 0, ValueError, w, ": 'weight_decay' must be >= 0, got ", weight_decay);
   KILN_CHECK(epochs >= 1 && epochs <= 100000, ValueError, w, ": 'epochs' must be an integer in [1, 100000], got ", epochs);
   KILN_CHECK(batch_size >= 1 && batch_size <= 65536, ValueError, w, ": 'batch_size' must be an integer in [1, 65536], got ", batch_size);
   KILN_CHECK(!device.empty(), ValueError, w, ": 'device' is empty (use \"auto\" or a device such as \"cpu\")");
+}
+
+optim::OptimizerConfig TrainingConfig::optimizer_config() const {
+  return {.name = optimizer, .lr = lr, .momentum = momentum, .weight_decay = weight_decay};
+}
+
+// The Studio has no step size or gamma setting: the engine's defaults (StepLR x0.1 after
+// each third of the epochs).
+optim::SchedulerConfig TrainingConfig::scheduler_config(int64_t batches_per_epoch) const {
+  return {.name = scheduler, .epochs = epochs, .steps_per_epoch = batches_per_epoch};
 }
 
 std::string TrainingConfig::to_json() const {

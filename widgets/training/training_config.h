@@ -4,14 +4,17 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/optim/factory.h"
+
 namespace kiln::studio {
 
 struct TrainingConfig {
-  std::string optimizer = "adam";   // sgd | adam | adamw | rmsprop (torch.optim names)
+  std::string optimizer = "adam";   // optim::optimizer_names(): sgd | adam | adamw | rmsprop
   double lr = 1e-3;                 // initial learning rate (Adam's default, Kingma & Ba 2015)
   double momentum = 0.9;            // sgd and rmsprop only
   double weight_decay = 0;          // L2 (sgd, adam, rmsprop) or decoupled (adamw)
-  std::string scheduler = "cosine"; // none | step (x0.1 every 30% of the epochs) | cosine | onecycle
+  std::string scheduler = "cosine"; // optim::scheduler_names(): none | step (x0.1 after each
+                                    // third of the epochs) | cosine | onecycle
   int epochs = 5;                   // >= 1
   int batch_size = 128;             // images per step, >= 1
   uint64_t seed = 0;                // model init, split and shuffle order
@@ -19,6 +22,10 @@ struct TrainingConfig {
 
   // Throws ValueError naming the field and the allowed values when a field is out of range.
   void validate() const;
+  // What the engine's factory (engine/optim/factory.h) builds the run's optimizer and
+  // scheduler from, as `kiln train` does from the same names and values.
+  optim::OptimizerConfig optimizer_config() const;
+  optim::SchedulerConfig scheduler_config(int64_t batches_per_epoch) const;
   // {"batch_size":128,"device":"auto",...} with sorted keys.
   std::string to_json() const;
   // Missing keys keep their defaults; ValueError "training settings: 'epochs' must be

@@ -10,9 +10,11 @@
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/registry.h"
+#include "engine/optim/factory.h"
 
 namespace kiln::studio {
 
@@ -23,16 +25,28 @@ QString formatDuration(double seconds) {
   return QString("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
 }
 
+namespace {
+
+// The engine's names (engine/optim/factory.h) as items whose data is the name: those of
+// `labels` first, in its order and words, then any other the engine knows under its own name.
+void addChoices(QComboBox* combo, const std::vector<std::string>& names,
+                std::initializer_list<std::pair<const char*, QString>> labels) {
+  for (const auto& [name, label] : labels)
+    if (std::find(names.begin(), names.end(), name) != names.end()) combo->addItem(label, QString(name));
+  for (const std::string& name : names)
+    if (combo->findData(QString::fromStdString(name)) < 0) combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
+}
+
+}  // namespace
+
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
   auto* form = new QFormLayout;
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
 
   optimizer_ = new QComboBox(this);
-  optimizer_->addItem("Adam", "adam");
-  optimizer_->addItem("AdamW", "adamw");
-  optimizer_->addItem("SGD (momentum)", "sgd");
-  optimizer_->addItem("RMSprop", "rmsprop");
+  addChoices(optimizer_, optim::optimizer_names(),
+             {{"adam", "Adam"}, {"adamw", "AdamW"}, {"sgd", tr("SGD (momentum)")}, {"rmsprop", "RMSprop"}});
   optimizer_->setToolTip(tr("The optimizer that updates the weights (torch.optim names)."));
   form->addRow(tr("&Optimizer"), optimizer_);
 
@@ -59,10 +73,9 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("&Weight decay"), weightDecay_);
 
   scheduler_ = new QComboBox(this);
-  scheduler_->addItem(tr("Constant"), "none");
-  scheduler_->addItem(tr("Step (x0.1 every 30% of epochs)"), "step");
-  scheduler_->addItem(tr("Cosine annealing"), "cosine");
-  scheduler_->addItem(tr("One-cycle"), "onecycle");
+  addChoices(scheduler_, optim::scheduler_names(),
+             {{"none", tr("Constant")}, {"step", tr("Step (x0.1 after each third of the epochs)")},
+              {"cosine", tr("Cosine annealing")}, {"onecycle", tr("One-cycle")}});
   scheduler_->setToolTip(tr("How the learning rate changes during training."));
   form->addRow(tr("&Schedule"), scheduler_);
 

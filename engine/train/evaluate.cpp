@@ -1,0 +1,40 @@
+#include "engine/train/evaluate.h"
+
+#include "engine/core/grad_mode.h"
+#include "engine/nn/functional.h"
+
+namespace kiln::train {
+
+namespace {
+// Eval mode for its lifetime; the module's training flag comes back afterwards, also on a throw.
+struct EvalModeGuard {
+  explicit EvalModeGuard(nn::Module& m) : module(m), was_training(m.is_training()) { m.eval(); }
+  ~EvalModeGuard() { module.train(was_training); }
+  nn::Module& module;
+  bool was_training;
+};
+}  // namespace
+
+Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateOptions& options) {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model);
+  Evaluation out{ClassificationMetrics(options.num_classes, options.top_k), {}, {}, false};
+  loader.set_epoch(0);
+  for (const data::Batch& batch : loader) {
+    if (options.should_stop && options.should_stop()) {
+      out.stopped = true;
+      break;
+    }
+    Tensor x = batch.input.to(options.device), y = batch.target.to(options.device);
+    Tensor logits = model.forward(x);
+    Tensor loss = options.loss ? options.loss(logits, y) : nn::functional::cross_entropy(logits, y);
+    out.metrics.update(logits, y, loss.item<double>(), options.keep_predictions ? &out.predictions : nullptr);
+    if (options.keep_predictions) {
+      const std::vector<int64_t> t = batch.target.to_vector<int64_t>();
+      out.targets.insert(out.targets.end(), t.begin(), t.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::train
