@@ -95,4 +95,5 @@ if command -v lintian > /dev/null; then
 else
   echo "lintian not installed: skipped (installer/quickstart.sh test installs it)"
 fi
+rm -rf "$work/packages/_CPack_Packages" "$root"  # the staging copies; the .deb files stay
 echo "package.sh: OK"
