@@ -4,8 +4,11 @@
 # missing and builds the `default` preset (both idempotent), then:
 #   run    opens Kiln Studio on a new Fashion-MNIST CNN project (runs/quickstart-<time>.kiln);
 #          without a display it trains that project headless
-#   test   runs the test suite, then the engine tests under ASan/UBSan (build-asan/)
+#   test   runs the test suite (lintian on the Debian packages included), then the engine tests
+#          under ASan/UBSan (build-asan/)
 #   bench  also installs python3-torch and compares training speed with PyTorch
+#   package  builds the Debian packages (cpack -G DEB: kiln, kiln-cuda, kiln-hip) into
+#          build/packages/ and checks them with lintian
 set -euo pipefail
 SUDO=
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -19,6 +22,8 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
 TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy)
+# The Debian packages (cpack -G DEB): shlibdeps and strip, man pages, the desktop metadata checks, lintian.
+PACKAGE_PACKAGES=(dpkg-dev fakeroot file binutils help2man man-db desktop-file-utils appstream lintian)
 
 die() { echo "quickstart: $*" >&2; exit 1; }
 
@@ -81,7 +86,7 @@ case ${1:-} in
     echo "quickstart: the project (graph, runs, metrics, checkpoints) is $PWD/$project"
     ;;
   test)
-    setup "${TEST_PACKAGES[@]}"
+    setup "${TEST_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"  # the package_deb test runs lintian
     export KILN_REQUIRE_TEST_DEPS=1  # a test missing what this script installs fails, not skips
     ctest --preset default --output-on-failure -j2
     cmake --preset asan
@@ -92,10 +97,18 @@ case ${1:-} in
     setup "${BENCH_PACKAGES[@]}"
     tests/bench/train_vs_pytorch.sh
     ;;
+  package)
+    setup "${PACKAGE_PACKAGES[@]}"
+    rm -f build/packages/*.deb
+    (cd build && cpack -G DEB)
+    lintian --fail-on error build/packages/*.deb
+    echo "quickstart: the packages (install with: sudo apt install ./build/packages/kiln_*.deb)"
+    ls -1 "$PWD"/build/packages/*.deb
+    ;;
   *)
-    [[ -z ${1:-} ]] || echo "quickstart: unknown subcommand '$1' (run, test or bench)" >&2
-    sed -n '3,8s/^# \{0,1\}//p' "$0" >&2
-    echo "usage: $0 run|test|bench" >&2
+    [[ -z ${1:-} ]] || echo "quickstart: unknown subcommand '$1' (run, test, bench or package)" >&2
+    sed -n '3,11s/^# \{0,1\}//p' "$0" >&2
+    echo "usage: $0 run|test|bench|package" >&2
     exit 2
     ;;
 esac
