@@ -70,7 +70,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<QCoreApplication> app(headless ? new QCoreApplication(argc, argv) : new QApplication(argc, argv));
   QCoreApplication::setOrganizationName("Kiln");
   QCoreApplication::setApplicationName("Kiln Studio");
-  QCoreApplication::setApplicationVersion("0.1.0");
+  QCoreApplication::setApplicationVersion(KILN_VERSION);
+  // The .desktop file's id (installer/org.kiln.studio.desktop): Wayland matches the window to
+  // its menu entry and icon by it.
+  if (!headless) QGuiApplication::setDesktopFileName("org.kiln.studio");
   QCommandLineParser parser;
   addOptions(parser);
   parser.process(*app);
