@@ -28,7 +28,7 @@ bool parse_number(const std::string& field, double& out) {
   return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
 }
 
-// Same rule as tabular.cpp's resolve_column, kept small here: name first, then index.
+// The column `spec` names: a header name first, else a 0-based index (negative from the end).
 int64_t column_of(const CsvTable& t, const std::string& spec, const char* what) {
   const auto n = static_cast<int64_t>(t.columns.size());
   for (int64_t i = 0; i < n; ++i)
