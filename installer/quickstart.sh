@@ -21,7 +21,7 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
-TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy)
+TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
 # The Debian packages (cpack -G DEB): shlibdeps and strip, man pages, the desktop metadata checks, lintian.
 PACKAGE_PACKAGES=(dpkg-dev fakeroot file binutils help2man man-db desktop-file-utils appstream lintian)
 

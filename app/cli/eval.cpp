@@ -2,6 +2,8 @@
 // `kiln train --graph` run kept (train_graph.h), and reports its loss, accuracy, top-5
 // accuracy and confusion matrix on a test set. Ctrl-C stops it between batches (exit 130).
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <filesystem>
 #include <cstdio>
 #include <string>
@@ -11,6 +13,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
 #include "app/cli/interrupt.h"
+#include "app/cli/table_data.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
@@ -18,6 +21,7 @@
 #include "engine/data/dataloader.h"
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
+#include "engine/nn/functional.h"
 #include "engine/train/evaluate.h"
 #include "engine/train/reference_models.h"
 
@@ -29,13 +33,14 @@ ArgParser eval_parser() {
   ArgParser p("eval", "Evaluates saved weights (a model.safetensors written by `kiln train`, or PyTorch's\n"
                       "state_dict of the same network) on a dataset's test set.");
   p.flag("model-file", "FILE", "", "safetensors file with the weights (required)")
-      .flag("dataset", "NAME", "fashion-mnist", "dataset whose test set to use", dataset_names())
+      .flag("dataset", "NAME", "fashion-mnist", "dataset whose test set to use: fashion-mnist, or csv:FILE for a\n"
+                                             "run trained on a table (default: the table.json the run kept)")
       .flag("model", "NAME", "", "reference model (default: inferred from the file's keys)",
             train::reference_model_names())
       .flag("graph", "FILE", "", "graph JSON the weights belong to (default: the graph.json that a\n"
                                  "`kiln train --graph` run keeps next to its model.safetensors)")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
-      .flag("batch-size", "B", "256", "images per batch")
+      .flag("batch-size", "B", "256", "samples per batch")
       .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
   p.epilog("Ctrl-C stops the evaluation between batches (exit status 130).\n\n"
@@ -43,20 +48,23 @@ ArgParser eval_parser() {
   return p;
 }
 
-// The model with the file's weights: the graph of `graph_path` (or the one the run kept), else the
-// reference model `model_name` (or the one the file's keys name). model_name becomes what was loaded.
-std::shared_ptr<nn::Module> load_model(const std::string& path, std::string graph_path, std::string& model_name,
-                                       Device device) {
-  KILN_CHECK(!std::filesystem::is_directory(path), IoError, path, " is a directory, not a safetensors file");
-  io::SafetensorsFile file = io::load_safetensors(path);
+// The model with the weights of `file` (read from `path`): the graph of `graph_path` (or the one the run
+// kept), else the reference model `model_name` (or the one the file's metadata or keys name) built for
+// `features` inputs and `outputs` outputs (0, 0: Fashion-MNIST's). model_name becomes what was loaded.
+std::shared_ptr<nn::Module> load_model(const io::SafetensorsFile& file, const std::string& path, std::string graph_path,
+                                       std::string& model_name, Device device, int64_t features, int64_t outputs) {
   if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
   std::shared_ptr<nn::Module> model;
   if (!graph_path.empty()) {
     model = std::make_shared<graph::GraphModule>(load_checked_graph(graph_path));
     model_name = "graph " + graph_path;
   } else {
+    if (model_name.empty() && features > 0) {
+      auto it = file.metadata.find("kiln.model");
+      model_name = it != file.metadata.end() ? it->second : "mlp";
+    }
     if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
-    model = train::make_model(model_name);
+    model = features > 0 ? train::make_model(model_name, features, outputs) : train::make_model(model_name);
   }
   model->to(device);
   try {
@@ -104,20 +112,56 @@ int eval_command(const std::vector<std::string>& argv) {
   const std::string dataset = args.str("dataset");
   std::string model_name = args.str("model");
   const int64_t batch_size = args.integer("batch-size", 1);
-  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(dataset);
+  const bool csv = is_csv_dataset(dataset);
+  if (!csv && std::find(dataset_names().begin(), dataset_names().end(), dataset) == dataset_names().end())
+    args.fail("unknown dataset '" + dataset + "'; known: fashion-mnist, csv:FILE");
+  if (csv && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not csv:FILE");
+  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : csv ? "" : default_data_dir(dataset);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
 
   const Device device = resolve_device(args.str("device"));
   InterruptGuard interrupt_guard;  // Ctrl-C from here on ends with a message, not a kill
-  std::shared_ptr<nn::Module> model = load_model(path, args.str("graph"), model_name, device);
-  auto test_set = open_dataset(dataset, data_dir, /*train=*/false);
-  if (auto* g = dynamic_cast<graph::GraphModule*>(model.get())) check_graph_fits(g->graph(), dataset, *test_set);
+  KILN_CHECK(!std::filesystem::is_directory(path), IoError, path, " is a directory, not a safetensors file");
+  io::SafetensorsFile file = io::load_safetensors(path);
+
+  // A run trained on a table kept how it read and split it (table.json): the same test split,
+  // with the standardization fitted on its training split.
+  std::optional<std::pair<TableConfig, data::TabularSchema>> table;
+  if (auto it = file.metadata.find(kTableMetadataKey); it != file.metadata.end())
+    table = load_run_table((std::filesystem::path(path).parent_path() / it->second).string());
+  KILN_CHECK(!csv || table, ValueError, path, " was not trained on a table (its metadata names no ", kRunTableFile,
+             "); --dataset csv:FILE evaluates runs of `kiln train --dataset csv:FILE`");
+  KILN_CHECK(!table || csv || !args.given("dataset"), ValueError, path, " was trained on a table (",
+             table ? table->first.path : "", "); evaluate it with --dataset csv:FILE or without --dataset");
+  std::shared_ptr<const data::Dataset> test_set;
+  std::vector<std::string> names;
+  std::string data_name = dataset;
+  bool regression = false;
+  if (table) {
+    if (csv) table->first.path = dataset.substr(std::string(kCsvPrefix).size());
+    data_name = kCsvPrefix + table->first.path;
+    const data::TabularData d = load_table(table->first, &table->second);
+    test_set = std::make_shared<data::TensorDataset>(d.x_test, d.y_test);
+    names = d.schema.classes;
+    regression = d.schema.task == data::Task::regression;
+  } else {
+    test_set = open_dataset(dataset, data_dir, /*train=*/false);
+    names = class_names(dataset);
+  }
+  const int64_t outputs = regression ? 1 : static_cast<int64_t>(names.size());
+  std::shared_ptr<nn::Module> model =
+      load_model(file, path, args.str("graph"), model_name, device,
+                 table ? table->second.num_features() : 0, table ? outputs : 0);
+  if (auto* g = dynamic_cast<graph::GraphModule*>(model.get()))
+    check_graph_fits(g->graph(), data_name, *test_set, outputs);
+  KILN_CHECK(test_set->size() > 0, ValueError, data_name, " has no test split (the run used --test-fraction 0)");
   data::DataLoader loader(test_set, batch_size);
-  const std::vector<std::string> names = class_names(dataset);
-  std::fprintf(stderr, "evaluating %s on %lld test images of %s on %s ...\n", model_name.c_str(),
-               static_cast<long long>(test_set->size()), dataset.c_str(), device.str().c_str());
+  std::fprintf(stderr, "evaluating %s on %lld test %s of %s on %s ...\n", model_name.c_str(),
+               static_cast<long long>(test_set->size()), table ? "samples" : "images", data_name.c_str(),
+               device.str().c_str());
   train::EvaluateOptions options;
-  options.num_classes = static_cast<int64_t>(names.size());
+  options.num_classes = outputs;
+  if (regression) options.loss = [](const Tensor& y, const Tensor& t) { return nn::F::mse_loss(y, t); };
   options.device = device;
   options.should_stop = [] { return InterruptGuard::interrupted(); };
   bool interrupted = InterruptGuard::interrupted();
@@ -128,13 +172,17 @@ int eval_command(const std::vector<std::string>& argv) {
     interrupted = e.stopped;
   }
   if (interrupted) {
-    std::fprintf(stderr, "kiln: evaluation interrupted after %lld of %lld test images; no results\n",
+    std::fprintf(stderr, "kiln: evaluation interrupted after %lld of %lld test samples; no results\n",
                  static_cast<long long>(m.count()), static_cast<long long>(test_set->size()));
     return kExitInterrupted;
   }
 
-  std::printf("%s: %s on %s, %lld test images of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
-              static_cast<long long>(m.count()), dataset.c_str());
+  std::printf("%s: %s on %s, %lld test %s of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
+              static_cast<long long>(m.count()), table ? "samples" : "images", data_name.c_str());
+  if (regression) {
+    std::printf("mse %.6g  rmse %.6g\n", m.loss(), std::sqrt(m.loss()));
+    return kExitOk;
+  }
   std::printf("loss %.4f  accuracy %.2f%%  top-%lld accuracy %.2f%%\n", m.loss(), 100 * m.accuracy(),
               static_cast<long long>(m.top_k()), 100 * m.top_k_accuracy());
   print_confusion(m, names);

@@ -16,6 +16,7 @@
 #include "app/cli/datasets.h"
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
+#include "app/cli/table_data.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
@@ -42,10 +43,17 @@ struct Loaders {
 };
 
 // The training set (less the validation share), validation set (when val_fraction > 0)
-// and test set, each cut to limit_batches batches when that is set.
-Loaders make_loaders(const TrainConfig& c) {
-  auto train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
-  auto test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
+// and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
+// csv: dataset (null for the others).
+Loaders make_loaders(const TrainConfig& c, const data::TabularData* table) {
+  std::shared_ptr<const data::Dataset> train_set, test_set;
+  if (table) {
+    train_set = std::make_shared<data::TensorDataset>(table->x_train, table->y_train);
+    test_set = std::make_shared<data::TensorDataset>(table->x_test, table->y_test);
+  } else {
+    train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
+    test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
+  }
   std::shared_ptr<const data::Dataset> val_set;
   if (c.val_fraction > 0) {
     int64_t n = train_set->size();
@@ -95,11 +103,18 @@ int train_command(const std::vector<std::string>& argv) {
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
   if (!c.graph.empty()) net = load_checked_graph(c.graph);
-  Loaders loaders = make_loaders(c);
-  if (net) check_graph_fits(*net, c.dataset, loaders.train->dataset());
+  const bool csv = is_csv_dataset(c.dataset);
+  std::optional<data::TabularData> table;
+  if (csv) table = load_table(c.table);
+  const bool regression = csv && table->schema.task == data::Task::regression;
+  const int64_t outputs = csv ? table->schema.num_outputs() : static_cast<int64_t>(class_names(c.dataset).size());
+  Loaders loaders = make_loaders(c, table ? &*table : nullptr);
+  if (net) check_graph_fits(*net, c.dataset, loaders.train->dataset(), outputs);
 
   std::shared_ptr<nn::Module> model =
-      net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net)) : train::make_model(c.model);
+      net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net))
+      : csv ? train::make_model(c.model, table->schema.num_features(), outputs)
+            : train::make_model(c.model);
   model->to(device);
   auto optimizer = optim::make_optimizer(optimizer_config(c), model->parameters());
   const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
@@ -109,7 +124,7 @@ int train_command(const std::vector<std::string>& argv) {
   train::TrainerOptions options;
   if (precision.loss_scaling) options.grad_scaler = std::make_shared<train::GradScaler>();
   options.epochs = c.epochs;
-  options.num_classes = static_cast<int64_t>(class_names(c.dataset).size());
+  options.num_classes = outputs;
   options.device = device;
   options.checkpoint_dir = (out / "checkpoint").string();
   options.cuda_graph = !args.given("no-cuda-graph");
@@ -119,11 +134,17 @@ int train_command(const std::vector<std::string>& argv) {
                           {"weight_decay", text(c.weight_decay)}, {"scheduler", c.scheduler},
                           {"seed", std::to_string(c.seed)}, {"val_fraction", text(c.val_fraction)},
                           {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision}};
+  if (csv) {  // a resumed run must read and split the table the same way
+    options.run_settings["table"] = run_table_json(c.table, table->schema);
+  }
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
       model, optimizer, scheduler.scheduler,
-      [](const Tensor& logits, const Tensor& target) { return nn::F::cross_entropy(logits, target); }, options);
+      [regression](const Tensor& output, const Tensor& target) {
+        return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target);
+      },
+      options);
   if (c.resume) {
     trainer.load_checkpoint(options.checkpoint_dir);
     KILN_CHECK(trainer.epoch() < c.epochs, ValueError, "the run in ", display_path(out), " has already trained ",
@@ -132,8 +153,15 @@ int train_command(const std::vector<std::string>& argv) {
 
   std::filesystem::create_directories(out);
   if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
+  if (csv) write_file_atomically((out / kRunTableFile).string(), run_table_json(c.table, table->schema));
   MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);
-  std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld images, %lld batches of %lld%s\n",
+  if (csv)
+    std::fprintf(stderr, "%s: %lld rows (%lld dropped), %lld features, label '%s' (%s%s)\n", c.table.path.c_str(),
+                 static_cast<long long>(table->rows), static_cast<long long>(table->rows_dropped),
+                 static_cast<long long>(table->schema.num_features()), table->schema.label.c_str(),
+                 data::task_name(table->schema.task),
+                 regression ? "" : (", " + std::to_string(table->schema.classes.size()) + " classes").c_str());
+  std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
                c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
                static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
@@ -153,11 +181,12 @@ int train_command(const std::vector<std::string>& argv) {
 
   if (device.type == DeviceType::cuda || device.type == DeviceType::hip)  // the backends that record graphs
     std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
-  std::fprintf(stderr, "evaluating on %lld test images ...\n",
+  std::fprintf(stderr, "evaluating on %lld test samples ...\n",
                static_cast<long long>(loaders.test->dataset().size()));
   train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
 
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
+  if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
   io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
   const double seconds_training = trainer.seconds_training();
@@ -185,16 +214,30 @@ int train_command(const std::vector<std::string>& argv) {
       {"cuda_graph", trainer.cuda_graph_note()},
   };
   if (net) summary["graph"] = kRunGraphFile;
+  if (csv) {
+    summary["data"] = table_summary(c.table, *table, loaders.train->dataset().size(),
+                                    loaders.validation ? loaders.validation->dataset().size() : 0,
+                                    loaders.test->dataset().size());
+    if (regression) {
+      summary.erase("test_accuracy");
+      summary["test_rmse"] = std::sqrt(test.loss());
+    }
+  }
   if (options.grad_scaler)
     std::fprintf(stderr, "f16 loss scaling: %lld of %lld steps skipped (non-finite gradients), final scale %g\n",
                  static_cast<long long>(options.grad_scaler->skipped_steps()),
                  static_cast<long long>(options.grad_scaler->steps()), options.grad_scaler->get_scale());
   write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
 
-  std::printf("test accuracy %.2f%% (loss %.4f), %.0f images/s training, %s total; files in %s/: "
-              "model.safetensors metrics.csv summary.json checkpoint/%s\n",
-              100 * test.accuracy(), test.loss(), images_per_second, format_duration(seconds).c_str(),
-              display_path(out).c_str(), net ? " graph.json" : "");
+  char result[96];
+  if (regression)
+    std::snprintf(result, sizeof result, "test mse %.4g (rmse %.4g)", test.loss(), std::sqrt(test.loss()));
+  else
+    std::snprintf(result, sizeof result, "test accuracy %.2f%% (loss %.4f)", 100 * test.accuracy(), test.loss());
+  std::printf("%s, %.0f %s/s training, %s total; files in %s/: model.safetensors metrics.csv summary.json "
+              "checkpoint/%s%s\n",
+              result, images_per_second, csv ? "samples" : "images", format_duration(seconds).c_str(),
+              display_path(out).c_str(), net ? " graph.json" : "", csv ? " table.json" : "");
   return kExitOk;
 }
 

@@ -12,13 +12,14 @@ ArgParser train_parser() {
   ArgParser p("train",
               "Trains a reference model on a dataset with a live progress bar, evaluates it on the test\n"
               "set and writes model.safetensors, metrics.csv, summary.json and checkpoint/ into --out.");
-  p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on", dataset_names())
+  p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on: fashion-mnist, or csv:FILE for a CSV/TSV table\n"
+                                             "(.csv, .tsv, .csv.gz; see the csv: flags below)")
       .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h)",
             train::reference_model_names())
       .flag("graph", "FILE", "", "train the network a graph JSON file describes (Kiln Studio's format,\n"
                                  "e.g. projects/templates/fashion_mnist_cnn.json) instead of --model")
       .flag("epochs", "N", "5", "epochs to train")
-      .flag("batch-size", "B", "128", "images per batch")
+      .flag("batch-size", "B", "128", "samples per batch")
       .flag("lr", "X", "0.001", "learning rate (the peak rate with --scheduler onecycle)")
       .flag("optimizer", "NAME", "adam", "optimizer (torch.optim defaults otherwise)", optim::optimizer_names())
       .flag("momentum", "X", "0.9", "momentum of sgd and rmsprop")
@@ -47,16 +48,21 @@ ArgParser train_parser() {
               "and replaying it as a CUDA graph (also KILN_CUDA_GRAPH=0); the captured step is used\n"
               "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
               "kiln train prints which it was");
+  add_table_flags(p);
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
       "finished epoch stays, and `--resume` continues from it.\n\n"
-      "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn");
+      "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
+      "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40");
   return p;
 }
 
 TrainConfig train_config(const Args& args) {
   TrainConfig c;
   c.dataset = args.str("dataset");
+  const std::vector<std::string>& known = dataset_names();
+  if (!is_csv_dataset(c.dataset) && std::find(known.begin(), known.end(), c.dataset) == known.end())
+    args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE");
   c.model = args.str("model");
   if (args.given("graph")) {
     if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
@@ -78,7 +84,9 @@ TrainConfig train_config(const Args& args) {
   c.precision = args.str("precision");
   c.seed = static_cast<uint64_t>(args.integer("seed", 0));
   c.val_fraction = args.number("val-fraction", 0, 0.99);
-  c.data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(c.dataset);
+  if (is_csv_dataset(c.dataset) && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not csv:FILE");
+  c.data_dir = args.given("data-dir") ? args.str("data-dir") : is_csv_dataset(c.dataset) ? "" : default_data_dir(c.dataset);
+  c.table = table_config(args, c.dataset, c.seed);
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
   c.resume = args.given("resume");
   c.limit_batches = args.integer("limit-batches", 0);

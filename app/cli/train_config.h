@@ -4,12 +4,14 @@
 #include <string>
 
 #include "app/cli/args.h"
+#include "app/cli/table_data.h"
 #include "engine/optim/factory.h"
 
 namespace kiln::cli {
 
 struct TrainConfig {
-  std::string dataset = "fashion-mnist";
+  std::string dataset = "fashion-mnist";  // or "csv:FILE" (table_data.h)
+  TableConfig table;                      // with csv:FILE: how the table is read and split
   std::string model = "mlp";       // with --graph: "graph-<file stem>"
   std::string graph;               // --graph FILE.json: train this graph (engine/graph) instead of --model
   int epochs = 5;

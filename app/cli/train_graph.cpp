@@ -25,16 +25,17 @@ graph::Graph load_checked_graph(const std::string& path) {
   return g;
 }
 
-void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data) {
+void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data, int64_t outputs) {
   graph::Analysis a = graph::analyze(g);
   const graph::TensorType in = *a.type_of({g.input_nodes()[0], 0});
+  const bool is_table = dataset.rfind("csv:", 0) == 0;
   const Tensor sample = data.get_batch({0}).input;
   graph::SymShape have{graph::kBatch};
   for (int64_t d = 1; d < sample.dim(); ++d) have.push_back(sample.size(d));
   KILN_CHECK(have == in.shape, ShapeError, "the graph's input is ", graph::shape_str(in.shape), " but ", dataset,
-             " images are ", graph::shape_str(have));
+             (is_table ? " samples are " : " images are "), graph::shape_str(have));
   const graph::TensorType out = a.nodes.at(g.output_nodes()[0]).inputs.at(0);
-  const auto classes = static_cast<int64_t>(class_names(dataset).size());
+  const int64_t classes = outputs;
   KILN_CHECK(out.shape == graph::SymShape({graph::kBatch, classes}), ShapeError, "the graph's output is ",
              graph::shape_str(out.shape), " but ", dataset, " has ", classes, " classes (want [N, ", classes, "])");
 }

@@ -21,9 +21,10 @@ inline constexpr const char* kGraphMetadataKey = "kiln.graph";
 // Output node.
 graph::Graph load_checked_graph(const std::string& path);
 
-// ShapeError naming both shapes when the data set's images ([N, C, H, W] without N) are not
-// the graph's input, or its output is not [N, classes].
-void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data);
+// ShapeError naming both shapes when the data set's samples ([N, C, H, W] or a table's [N, F],
+// without N) are not the graph's input, or its output is not [N, outputs] (the classes, or 1
+// for regression).
+void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data, int64_t outputs);
 
 // The graph file a model.safetensors at `model_path` was trained from (its "kiln.graph"
 // metadata, relative to the model's folder); nullopt when it names none. A model whose

@@ -15,6 +15,15 @@ ClassificationMetrics::ClassificationMetrics(int64_t num_classes, int64_t top_k)
 
 void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, double loss,
                                    std::vector<int64_t>* predictions) {
+  if (is_floating(target.dtype())) {  // regression: loss only
+    KILN_CHECK(logits.dim() >= 1 && target.dim() >= 1 && target.size(0) == logits.size(0), ShapeError,
+               "metrics: output ", shape_str(logits.shape()), " and target ", shape_str(target.shape()),
+               " differ in batch size");
+    regression_ = true;
+    count_ += target.size(0);
+    loss_sum_ += loss * static_cast<double>(target.size(0));
+    return;
+  }
   KILN_CHECK(logits.dim() == 2 && logits.size(1) == num_classes_ && target.dim() == 1 &&
                  target.size(0) == logits.size(0),
              ShapeError, "metrics: logits ", shape_str(logits.shape()), " and target ", shape_str(target.shape()),
@@ -40,10 +49,10 @@ void ClassificationMetrics::update(const Tensor& logits, const Tensor& target, d
 
 double ClassificationMetrics::loss() const { return count_ ? loss_sum_ / static_cast<double>(count_) : NAN; }
 double ClassificationMetrics::accuracy() const {
-  return count_ ? static_cast<double>(correct_) / static_cast<double>(count_) : NAN;
+  return count_ && !regression_ ? static_cast<double>(correct_) / static_cast<double>(count_) : NAN;
 }
 double ClassificationMetrics::top_k_accuracy() const {
-  return count_ ? static_cast<double>(correct_k_) / static_cast<double>(count_) : NAN;
+  return count_ && !regression_ ? static_cast<double>(correct_k_) / static_cast<double>(count_) : NAN;
 }
 
 }  // namespace kiln::train

@@ -13,6 +13,8 @@ class ClassificationMetrics {
   // logits [B, C] (any floating dtype/device), target i64 [B], loss = the batch's mean loss.
   // ShapeError when the shapes do not fit num_classes. predictions: when given, each sample's
   // top-1 class (the first largest logit, as counted in confusion()) is appended to it.
+  // A floating target (regression: output [B, 1], target f32 [B, 1], e.g. with mse_loss) counts
+  // samples and loss only; accuracy() and top_k_accuracy() are then NaN.
   void update(const Tensor& logits, const Tensor& target, double loss, std::vector<int64_t>* predictions = nullptr);
   int64_t count() const { return count_; }
   int64_t correct() const { return correct_; }  // top-1 hits so far
@@ -27,6 +29,7 @@ class ClassificationMetrics {
  private:
   int64_t num_classes_, top_k_;
   int64_t count_ = 0, correct_ = 0, correct_k_ = 0;
+  bool regression_ = false;
   double loss_sum_ = 0;
   std::vector<int64_t> confusion_;
 };

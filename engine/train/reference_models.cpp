@@ -24,19 +24,23 @@ const std::vector<std::string>& reference_model_names() {
   return names;
 }
 
-std::shared_ptr<nn::Module> make_model(const std::string& name) {
+std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t in_features, int64_t out_features) {
   using namespace kiln::nn;
+  KILN_CHECK(in_features >= 1 && out_features >= 1, ValueError, "make_model(", name, "): sizes must be >= 1, got ",
+             in_features, " inputs and ", out_features, " outputs");
   if (name == "mlp") {
-    return std::make_shared<Sequential>(std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
+    return std::make_shared<Sequential>(std::make_shared<Flatten>(), std::make_shared<Linear>(in_features, 256),
                                         std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128),
-                                        std::make_shared<ReLU>(), std::make_shared<Linear>(128, 10));
+                                        std::make_shared<ReLU>(), std::make_shared<Linear>(128, out_features));
   }
   if (name == "cnn") {
+    KILN_CHECK(in_features == 784, ValueError, "the cnn takes 28 x 28 images (784 values), not ", in_features,
+               " features; use the mlp for a table");
     return std::make_shared<Sequential>(
         std::make_shared<Conv2d>(1, 32, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
         std::make_shared<Conv2d>(32, 64, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
         std::make_shared<Flatten>(), std::make_shared<Linear>(3136, 128), std::make_shared<ReLU>(),
-        std::make_shared<Linear>(128, 10));
+        std::make_shared<Linear>(128, out_features));
   }
   throw ValueError("unknown model '" + name + "'; known models: " + known_models());
 }

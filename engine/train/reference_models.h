@@ -16,12 +16,14 @@ const std::vector<std::string>& reference_model_names();
 
 // A new, randomly initialized model (drawn from kiln::default_generator(), so
 // kiln::manual_seed(s) first gives the same weights every time), on the CPU:
-//  mlp: Flatten, Linear(784, 256), ReLU, Linear(256, 128), ReLU, Linear(128, 10)
+//  mlp: Flatten, Linear(in_features, 256), ReLU, Linear(256, 128), ReLU, Linear(128, out_features)
 //  cnn: Conv2d(1, 32, 3, padding 1), ReLU, MaxPool2d(2), Conv2d(32, 64, 3, padding 1),
-//       ReLU, MaxPool2d(2), Flatten, Linear(3136, 128), ReLU, Linear(128, 10)
-// Both take [N, 1, 28, 28] images and give logits [N, 10].
-// ValueError listing the known models for any other name.
-std::shared_ptr<nn::Module> make_model(const std::string& name);
+//       ReLU, MaxPool2d(2), Flatten, Linear(3136, 128), ReLU, Linear(128, out_features)
+// The defaults are Fashion-MNIST's: [N, 1, 28, 28] images (784 features) to logits [N, 10]; the
+// mlp also takes a table's rows [N, in_features] (data/tabular.h), the cnn only 28 x 28 images.
+// ValueError listing the known models for any other name, for sizes < 1, and for a cnn with
+// in_features other than 784.
+std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t in_features = 784, int64_t out_features = 10);
 
 // The reference model whose state_dict keys are those of `state` (the shapes are
 // load_state_dict's to check), or, when none matches exactly, the one sharing the
