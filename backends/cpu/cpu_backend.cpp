@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/core/registry.h"
 
 namespace kiln::cpu {
 
@@ -25,6 +27,19 @@ std::string cpu_model_name() {
     }
   return "CPU";
 }
+
+// The CPU backend registers itself like any other family (engine/core/registry.h), while
+// libkiln's static objects are constructed: before main() and before any look-up. The
+// registry it registers with is a function-local static, so the order of static objects
+// across libkiln's files does not matter.
+[[maybe_unused]] const bool registered = [] {
+  register_backend_factory({DeviceType::cpu, [](std::string& /*why_unavailable*/) {
+                              std::vector<std::unique_ptr<Backend>> found;
+                              found.push_back(std::make_unique<CpuBackend>());
+                              return found;
+                            }});
+  return true;
+}();
 }  // namespace
 
 size_t round_allocation(size_t nbytes) {

@@ -3,6 +3,8 @@
 // the auto-vectorizer); matmul, conv2d and pooling go through oneDNN, whose JIT
 // picks AVX2/AVX-512/VNNI from the CPU's flags. oneDNN primitives are cached per
 // shape (dnnl_context.cpp) so repeated training steps do not re-create them.
+// It is compiled into libkiln and registers itself with the registry when libkiln is
+// loaded (cpu_backend.cpp), as the GPU plugins register theirs when dlopened.
 #pragma once
 #include <mutex>
 #include <unordered_map>
