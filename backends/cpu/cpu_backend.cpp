@@ -69,13 +69,13 @@ DeviceInfo CpuBackend::info() const {
   return d;
 }
 
-bool CpuBackend::supports(OpId op, DType dtype) const {
+bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::where:
     case OpId::gather: case OpId::scatter_add: case OpId::index_select: case OpId::index_add:
       return true;
     case OpId::unary: case OpId::binary: case OpId::reduce:
-      return true;  // per-op dtype limits (e.g. exp of bool) are checked by the front end
+      return true;  // every sub-op and dtype (floating-only ops of integers compute through f64)
     case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
     case OpId::conv2d_backward_weight:
       return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16 || dtype == DType::f64;
