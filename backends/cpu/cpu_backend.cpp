@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/core/registry.h"
 
 namespace kiln::cpu {
 
@@ -25,6 +27,19 @@ std::string cpu_model_name() {
     }
   return "CPU";
 }
+
+// The CPU backend registers itself like any other family (engine/core/registry.h), while
+// libkiln's static objects are constructed: before main() and before any look-up. The
+// registry it registers with is a function-local static, so the order of static objects
+// across libkiln's files does not matter.
+[[maybe_unused]] const bool registered = [] {
+  register_backend_factory({DeviceType::cpu, [](std::string& /*why_unavailable*/) {
+                              std::vector<std::unique_ptr<Backend>> found;
+                              found.push_back(std::make_unique<CpuBackend>());
+                              return found;
+                            }});
+  return true;
+}();
 }  // namespace
 
 size_t round_allocation(size_t nbytes) {
@@ -54,13 +69,13 @@ DeviceInfo CpuBackend::info() const {
   return d;
 }
 
-bool CpuBackend::supports(OpId op, DType dtype) const {
+bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::where:
     case OpId::gather: case OpId::scatter_add: case OpId::index_select: case OpId::index_add:
       return true;
     case OpId::unary: case OpId::binary: case OpId::reduce:
-      return true;  // per-op dtype limits (e.g. exp of bool) are checked by the front end
+      return true;  // every sub-op and dtype (floating-only ops of integers compute through f64)
     case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
     case OpId::conv2d_backward_weight:
       return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16 || dtype == DType::f64;

@@ -3,6 +3,8 @@
 // the auto-vectorizer); matmul, conv2d and pooling go through oneDNN, whose JIT
 // picks AVX2/AVX-512/VNNI from the CPU's flags. oneDNN primitives are cached per
 // shape (dnnl_context.cpp) so repeated training steps do not re-create them.
+// It is compiled into libkiln and registers itself with the registry when libkiln is
+// loaded (cpu_backend.cpp), as the GPU plugins register theirs when dlopened.
 #pragma once
 #include <mutex>
 #include <unordered_map>
@@ -17,7 +19,6 @@ class CpuBackend final : public Backend {
   CpuBackend();
   ~CpuBackend() override;
   DeviceInfo info() const override;
-  bool supports(OpId op, DType dtype) const override;
 
   void* allocate(size_t nbytes) override;
   void deallocate(void* data, size_t nbytes) override;
@@ -68,6 +69,10 @@ class CpuBackend final : public Backend {
   void scatter_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
   void index_select(const TensorArg& out, const TensorArg& in, int64_t dim, const TensorArg& index) override;
   void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
+
+ protected:
+  // Every UnaryOp, BinaryOp and ReduceOp runs for every dtype, so sub_op never narrows.
+  bool supports_op(OpId op, DType dtype, int sub_op) const override;
 
  private:
   // Caching allocator: freed blocks are kept per rounded size and reused.

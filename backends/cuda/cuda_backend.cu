@@ -72,14 +72,17 @@ DeviceInfo CudaBackend::info() const {
   return d;
 }
 
-bool CudaBackend::supports(OpId op, DType dtype) const {
+bool CudaBackend::supports_op(OpId op, DType dtype, int sub_op) const {
   const bool flt = dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f64;
   // No kernel is instantiated for i16 or the unsigned types other than u8 (common.cuh).
   if (dtype == DType::i16 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64) return false;
   switch (op) {
-    case OpId::copy: case OpId::fill: case OpId::unary: case OpId::binary: case OpId::where: case OpId::reduce:
+    case OpId::copy: case OpId::fill: case OpId::unary: case OpId::binary: case OpId::where:
     case OpId::gather: case OpId::scatter_add: case OpId::index_select: case OpId::index_add:
-      return true;
+      return true;  // every UnaryOp (floating-only ones of integers through f64) and BinaryOp
+    case OpId::reduce:  // reduce.cu: mean and var of integers only into a floating output, so: no
+      return flt || (sub_op != Backend::kEverySubOp && sub_op != static_cast<int>(ReduceOp::mean) &&
+                     sub_op != static_cast<int>(ReduceOp::var));
     case OpId::matmul: case OpId::max_pool2d_forward: case OpId::max_pool2d_backward:
     case OpId::avg_pool2d_forward: case OpId::avg_pool2d_backward: case OpId::softmax_forward:
     case OpId::softmax_backward:

@@ -80,7 +80,6 @@ class CudaBackend final : public Backend {
   CudaBackend(int index, const cudaDeviceProp& prop);
   ~CudaBackend() override;
   DeviceInfo info() const override;
-  bool supports(OpId op, DType dtype) const override;
 
   void* allocate(size_t nbytes) override;
   void deallocate(void* data, size_t nbytes) override;
@@ -176,6 +175,9 @@ class CudaBackend final : public Backend {
   // True while a CUDA graph is being captured on this backend's stream (no waits then).
   bool capturing() const;
   void* blas_handle();  // cublasHandle_t, made on first use (matmul.cu)
+
+ protected:
+  bool supports_op(OpId op, DType dtype, int sub_op) const override;
 
  private:
   int index_;

@@ -32,7 +32,7 @@ DeviceInfo VulkanBackend::info() const {
   return d;
 }
 
-bool VulkanBackend::supports(OpId op, DType dtype) const {
+bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
   if (dtype == DType::f64) return op == OpId::copy || op == OpId::fill;  // conversions only
   // No shader handles 16-bit integers or unsigned 16/32/64-bit integers.
   if (dtype == DType::i16 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64) return false;
@@ -40,8 +40,10 @@ bool VulkanBackend::supports(OpId op, DType dtype) const {
   switch (op) {
     case OpId::copy: case OpId::fill: case OpId::binary: case OpId::where: case OpId::reduce:
     case OpId::gather: case OpId::index_select:
-      return true;
-    case OpId::unary: case OpId::avg_pool2d_forward: case OpId::avg_pool2d_backward:
+      return true;  // every BinaryOp and ReduceOp (shaders/math.glsl, reduce.comp)
+    case OpId::unary:  // shaders/math.glsl unary_f: in float; of integers and bool only logical_not (to bool)
+      return fp || sub_op == static_cast<int>(UnaryOp::logical_not);
+    case OpId::avg_pool2d_forward: case OpId::avg_pool2d_backward:
     case OpId::max_pool2d_forward: case OpId::max_pool2d_backward: case OpId::softmax_forward:
     case OpId::softmax_backward: case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
     case OpId::conv2d_backward_weight:

@@ -7,7 +7,7 @@
 // index ops (16-bit storage, converted in registers and computed in f32, so any device
 // Kiln accepts runs them; f16 matmul uses tensor cores where the device has cooperative
 // matrices); integer and bool dtypes for copy, fill, binary, where, reduce, gather,
-// index_select, and i32 (i64 with 64-bit atomics) scatter_add / index_add. f64 only for
+// index_select, unary logical_not (no other unary op: the shader computes them in float), and i32 (i64 with 64-bit atomics) scatter_add / index_add. f64 only for
 // copy and fill (conversions, e.g. Tensor::item<double>; most GPUs run f64 slowly or not
 // at all). Errors: DeviceError names the op,
 // shape and device; out-of-range indices and integer division by zero are detected on
@@ -24,7 +24,6 @@ class VulkanBackend final : public Backend {
  public:
   VulkanBackend(int index, VkPhysicalDevice pd);
   DeviceInfo info() const override;
-  bool supports(OpId op, DType dtype) const override;
 
   void* allocate(size_t nbytes) override;
   void deallocate(void* data, size_t nbytes) override;
@@ -70,6 +69,9 @@ class VulkanBackend final : public Backend {
   void index_add(const TensorArg& out, int64_t dim, const TensorArg& index, const TensorArg& src) override;
 
   Context& context() { return *ctx_; }
+
+ protected:
+  bool supports_op(OpId op, DType dtype, int sub_op) const override;
 
  private:
   // Throws DTypeError naming the op, dtype and device unless supports(op, dtype).

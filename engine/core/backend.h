@@ -6,7 +6,9 @@
 // kiln::Error (DTypeError for a dtype it does not support, DeviceError for a
 // device failure) naming the op and shapes. Methods marked (optional) have a
 // default that throws DTypeError; `supports()` must say truthfully which
-// (op, dtype) pairs run, because the conformance suite reports coverage from it.
+// (op, dtype) pairs run, down to the sub-op (which UnaryOp, BinaryOp, ReduceOp):
+// the front end checks it before each elementwise or reduce kernel, and the
+// conformance suite reports coverage from it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -117,7 +119,17 @@ class Backend {
   virtual ~Backend() = default;
   const Device& device() const { return device_; }
   virtual DeviceInfo info() const = 0;  // may be slow (queries the system); device() is not
-  virtual bool supports(OpId op, DType dtype) const = 0;
+
+  // ---- what runs here ----
+  // Whether `op` runs on this device for inputs of `dtype` (after the front end's promotion;
+  // for logical_not, the input's own dtype). For OpId::unary, binary and reduce, `sub_op`
+  // (a UnaryOp, BinaryOp or ReduceOp as int) narrows the question to one of them, and
+  // kEverySubOp asks whether every one of them runs; other ops ignore it.
+  static constexpr int kEverySubOp = -1;
+  bool supports(OpId op, DType dtype, int sub_op = kEverySubOp) const { return supports_op(op, dtype, sub_op); }
+  bool supports(UnaryOp op, DType dtype) const { return supports_op(OpId::unary, dtype, static_cast<int>(op)); }
+  bool supports(BinaryOp op, DType dtype) const { return supports_op(OpId::binary, dtype, static_cast<int>(op)); }
+  bool supports(ReduceOp op, DType dtype) const { return supports_op(OpId::reduce, dtype, static_cast<int>(op)); }
 
   // ---- memory (bytes) ----
   virtual void* allocate(size_t nbytes) = 0;            // throws DeviceError on out-of-memory
@@ -241,6 +253,11 @@ class Backend {
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.
   virtual void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                          const TensorArg& exp_avg_sq, const AdamParams& p);
+
+ protected:
+  // What every supports() overload asks (sub_op: as there). One virtual under the overloads,
+  // so that a backend overrides it without hiding them.
+  virtual bool supports_op(OpId op, DType dtype, int sub_op) const = 0;
 
  private:
   Device device_;

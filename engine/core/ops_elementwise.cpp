@@ -42,7 +42,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, OpKind kind, bool d
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor ac = a.to(t), bc = b.to(t);
   Tensor out = detail::empty(shape, is_comparison(op) ? DType::bool_ : t, a.device());
-  if (out.numel()) a.backend()->binary(op, out.arg(), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
+  if (out.numel()) {
+    detail::require_supported(a, op, t, name);
+    a.backend()->binary(op, out.arg(), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
+  }
   if (differentiable && is_floating(t) && needs_grad({&a, &b})) record(out, kind, {ac, bc});
   return out;
 }
@@ -58,7 +61,10 @@ Tensor unary(UnaryOp op, const Tensor& x, OpKind kind, double p0 = 0, double p1 
              ": not defined for bool tensors");
   Tensor xc = op == UnaryOp::logical_not ? x : x.to(t);
   Tensor out = detail::empty(x.shape(), t, x.device());
-  if (out.numel()) x.backend()->unary(op, out.arg(), xc.arg(), p0, p1);
+  if (out.numel()) {
+    detail::require_supported(x, op, xc.dtype(), name);
+    x.backend()->unary(op, out.arg(), xc.arg(), p0, p1);
+  }
   if (kind != OpKind::count && is_floating(t) && needs_grad({&x})) {
     std::vector<Tensor> saved;
     if (save_output) saved.push_back(out);

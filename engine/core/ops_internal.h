@@ -3,6 +3,8 @@
 #include <initializer_list>
 #include <vector>
 
+#include "engine/core/backend.h"
+#include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/ops.h"
 
@@ -17,6 +19,14 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 // Records `kind` as out's grad_fn; inputs are kept for the backward rule.
 void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, std::vector<int64_t> ints = {},
             std::vector<double> reals = {}, std::vector<Tensor> saved = {});
+// Throws DTypeError ("neg: i64 is not supported on vulkan:0") unless t's backend runs `op`
+// (a UnaryOp, BinaryOp or ReduceOp) for inputs of `dtype`: Backend::supports, asked before
+// each such kernel.
+template <class SubOp>
+void require_supported(const Tensor& t, SubOp op, DType dtype, const char* name) {
+  KILN_CHECK(t.backend()->supports(op, dtype), DTypeError, name, ": ", dtype_name(dtype), " is not supported on ",
+             t.device().str());
+}
 // Normalizes reduction dims (empty = all), sorted and unique; IndexError names op.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op);
 

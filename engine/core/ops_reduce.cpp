@@ -26,7 +26,10 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims_in,
                  " of size 0 in a tensor of shape ", shape_str(x.shape()));
   Tensor xin = is_arg ? x : x.to(out_dtype);
   Tensor out = detail::empty(kept, out_dtype, x.device());
-  if (out.numel()) x.backend()->reduce(op, out.arg(), xin.arg(), p0);
+  if (out.numel()) {
+    detail::require_supported(x, op, xin.dtype(), name);
+    x.backend()->reduce(op, out.arg(), xin.arg(), p0);
+  }
   if (!keepdim) {
     Shape squeezed;
     for (int64_t i = 0; i < x.dim(); ++i)

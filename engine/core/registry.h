@@ -16,8 +16,10 @@ struct BackendFactory {
   std::function<std::vector<std::unique_ptr<Backend>>(std::string& why_unavailable)> enumerate;
 };
 
-// Registers a backend family; the CPU backend registers itself. Programs may add
-// their own families with this before the first look-up.
+// Registers a backend family. The CPU backend, compiled into libkiln, registers itself
+// with this while libkiln loads (backends/cpu/cpu_backend.cpp); the GPU plugins hand their
+// factory over when dlopened (below). Programs may add their own families with this before
+// the first look-up.
 void register_backend_factory(BackendFactory factory);
 
 // GPU backends are plugins, so that a machine without their driver libraries still

@@ -32,12 +32,13 @@ struct UnsupportedError : ValueError {
 
 struct SessionOptions {
   // Per-node CPU fallback (what onnxruntime does for ops an execution provider lacks), on a
-  // device other than the CPU. Backend::supports() answers per engine op and dtype while a node
-  // is several engine ops, so the node runs on the device first; when a backend refuses an op
-  // or dtype there (the DTypeError its supports() check throws: "sub: f64 is not supported on
-  // vulkan:0"), or an input is of a dtype the device cannot even hold (supports(OpId::copy)
-  // false: such values stay on the host), the node runs on the CPU instead: its inputs copied
-  // to the host, its outputs copied back (those the device cannot hold stay on the host). Nodes
+  // device other than the CPU. Backend::supports() answers per engine op (down to which unary,
+  // binary or reduce op) and dtype while a node is several engine ops, so the node runs on the
+  // device first; when a backend refuses an op or dtype there (the DTypeError the front end's
+  // supports() check throws: "sub: f64 is not supported on vulkan:0"), or an input is of a
+  // dtype the device cannot even hold (supports(OpId::copy) false: such values stay on the
+  // host), the node runs on the CPU instead: its inputs copied to the host, its outputs
+  // copied back (those the device cannot hold stay on the host). Nodes
   // with subgraphs (If, Loop, Scan) stay on the device; the nodes of their bodies fall back one
   // by one. A node that ran on the CPU once goes there directly in the session's later runs.
   // When the CPU run fails too, its error is the node's error. false: the device's

@@ -26,8 +26,8 @@ class CaseTest : public testing::Test {
     const Case& c = cases()[index_];
     Backend* cpu = backend_for(Device());
     Backend* dev = backend_for(dev_);
-    if (!dev->supports(c.op, c.dtype))
-      GTEST_SKIP() << "unsupported: " << op_id_name(c.op) << " " << dtype_name(c.dtype) << " on " << dev_.str();
+    if (!dev->supports(c.op, c.dtype, c.sub_op))
+      GTEST_SKIP() << "unsupported: " << c.name << " on " << dev_.str();
     if (c.expect_error) {
       EXPECT_THROW(execute(*dev, c), Error) << c.name << ": the device accepted bad input";
       // and the device still runs work afterwards
@@ -41,7 +41,7 @@ class CaseTest : public testing::Test {
       EXPECT_EQ(diff, "");
       return;
     }
-    if (!cpu->supports(c.op, c.dtype)) GTEST_SKIP() << "the CPU reference does not support " << c.name;
+    if (!cpu->supports(c.op, c.dtype, c.sub_op)) GTEST_SKIP() << "the CPU reference does not support " << c.name;
     std::vector<std::vector<uint8_t>> ref, got;
     ASSERT_NO_THROW(ref = execute(*cpu, c)) << "CPU reference failed on " << c.name;
     try {

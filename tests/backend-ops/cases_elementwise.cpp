@@ -70,6 +70,7 @@ void add_unary(std::vector<Case>& out) {
           if (params.size() > 1 || p0 != 0) extra += "/p=" + std::to_string(p0) + "," + std::to_string(p1);
           c.name = case_name(std::string("unary.") + unary_op_name(op), dt, shape, extra);
           c.op = OpId::unary;
+          c.sub_op = static_cast<int>(op);
           c.dtype = dt;
           Rng rng = rng_for(c.name);
           c.bufs.push_back(output(rng, op == UnaryOp::logical_not ? DType::bool_ : dt, shape));
@@ -78,10 +79,26 @@ void add_unary(std::vector<Case>& out) {
           c.max_nmse = nmse_for(dt, op == UnaryOp::pow_scalar ? 1e-6 : 1e-7);
           out.push_back(std::move(c));
         }
+    if (op == UnaryOp::logical_not)  // of integers and bool too (a backend may run no other unary op of them)
+      for (DType dt : kAll)
+        for (auto& [shape, layout] : shape_layouts(false)) {
+          if (is_floating(dt)) continue;
+          Case c;
+          c.name = case_name("unary.logical_not", dt, shape, layout_name(layout));
+          c.op = OpId::unary;
+          c.sub_op = static_cast<int>(op);
+          c.dtype = dt;
+          Rng rng = rng_for(c.name);
+          c.bufs.push_back(output(rng, DType::bool_, shape));
+          c.bufs.push_back(input(rng, dt, shape, layout, integers(0, dt == DType::bool_ ? 1 : 2)));
+          c.run = [](Backend& b, std::vector<TensorArg>& a) { b.unary(UnaryOp::logical_not, a[0], a[1], 0, 0); };
+          out.push_back(std::move(c));
+        }
     if (op == UnaryOp::pow_scalar) continue;
     Case c;  // NaN, infinities and signed zeros
     c.name = case_name(std::string("unary.") + unary_op_name(op), DType::f32, {4, 8}, "special");
     c.op = OpId::unary;
+    c.sub_op = static_cast<int>(op);
     Rng rng = rng_for(c.name);
     c.bufs.push_back(output(rng, op == UnaryOp::logical_not ? DType::bool_ : DType::f32, {4, 8}));
     c.bufs.push_back(input(rng, DType::f32, {4, 8}, Layout::contiguous,
@@ -114,6 +131,7 @@ void add_binary(std::vector<Case>& out) {
           c.name = case_name(std::string("binary.") + binary_op_name(op), dt, shape,
                              std::string(layout_name(layout)) + "," + layout_name(lb));
           c.op = OpId::binary;
+          c.sub_op = static_cast<int>(op);
           c.dtype = dt;
           Rng rng = rng_for(c.name);
           c.bufs.push_back(output(rng, is_comparison(op) ? DType::bool_ : dt, shape));
@@ -128,6 +146,7 @@ void add_binary(std::vector<Case>& out) {
     Case c;
     c.name = case_name(std::string("binary.") + binary_op_name(op), DType::f32, {6, 12}, "special");
     c.op = OpId::binary;
+    c.sub_op = static_cast<int>(op);
     Rng rng = rng_for(c.name);
     Fill special = choice({kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, 2.5, -3.0});
     c.bufs.push_back(output(rng, is_comparison(op) ? DType::bool_ : DType::f32, {6, 12}));

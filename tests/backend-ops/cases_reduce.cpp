@@ -63,6 +63,7 @@ void add_reduce_cases(std::vector<Case>& out) {
                              "dims=" + dims + "," + layout_name(cfg.layout) +
                                  (op == ReduceOp::var ? ",correction=" + std::to_string(static_cast<int>(corr)) : ""));
           c.op = OpId::reduce;
+          c.sub_op = static_cast<int>(op);
           c.dtype = dt;
           Rng rng = rng_for(c.name);
           Fill f = fp ? uniform(-1, 1) : dt == DType::bool_ ? integers(0, 1) : !is_signed(dt) ? integers(0, 9)
@@ -84,6 +85,7 @@ void add_reduce_cases(std::vector<Case>& out) {
     Case c;  // NaN rules: max/min propagate, argmax/argmin give the first NaN
     c.name = case_name(std::string("reduce.") + reduce_op_name(op), DType::f32, {6, 9}, "special");
     c.op = OpId::reduce;
+    c.sub_op = static_cast<int>(op);
     Rng rng = rng_for(c.name);
     c.bufs.push_back(output(rng, arg ? DType::i64 : DType::f32, {6, 1}));
     c.bufs.push_back(input(rng, DType::f32, {6, 9}, Layout::contiguous, choice({kNaN, 1.0, 2.0, 0.5, 2.0, -1.0, 3.0})));

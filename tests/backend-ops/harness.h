@@ -56,6 +56,7 @@ struct Case {
   std::string name;  // "binary.add/f32/[33, 17]/transposed"
   OpId op = OpId::copy;
   DType dtype = DType::f32;  // the dtype asked of supports()
+  int sub_op = Backend::kEverySubOp;  // the UnaryOp, BinaryOp or ReduceOp asked of supports()
   std::vector<Buf> bufs;
   std::function<void(Backend&, std::vector<TensorArg>&)> run;
   double max_nmse = 1e-7;  // floating outputs; integer and bool outputs must be equal

@@ -38,9 +38,11 @@ std::vector<PerfCase> perf_cases(bool small) {
       {output(rng, DType::f32, {n}), input(rng, DType::f32, {n}, Layout::contiguous, uniform(-1, 1)),
        input(rng, DType::f32, {n}, Layout::contiguous, uniform(-1, 1))},
       [](Backend& b, std::vector<TensorArg>& a) { b.binary(BinaryOp::add, a[0], a[1], a[2]); }, 12.0 * n, "GB/s");
+  v.back().c.sub_op = static_cast<int>(BinaryOp::add);
   add("unary.exp f32 [" + std::to_string(n) + "]", OpId::unary,
       {output(rng, DType::f32, {n}), input(rng, DType::f32, {n}, Layout::contiguous, uniform(-1, 1))},
       [](Backend& b, std::vector<TensorArg>& a) { b.unary(UnaryOp::exp, a[0], a[1], 0, 0); }, 8.0 * n, "GB/s");
+  v.back().c.sub_op = static_cast<int>(UnaryOp::exp);
   const int64_t t = small ? 1024 : 4096;
   add("copy.transpose f32 [" + std::to_string(t) + "^2]", OpId::copy,
       {output(rng, DType::f32, {t, t}), input(rng, DType::f32, {t, t}, Layout::transposed, uniform(-1, 1))},
@@ -48,6 +50,7 @@ std::vector<PerfCase> perf_cases(bool small) {
   add("reduce.sum f32 [" + std::to_string(n) + "] -> [1]", OpId::reduce,
       {output(rng, DType::f32, {1}), input(rng, DType::f32, {n}, Layout::contiguous, uniform(-1, 1))},
       [](Backend& b, std::vector<TensorArg>& a) { b.reduce(ReduceOp::sum, a[0], a[1], 0); }, 4.0 * n, "GB/s");
+  v.back().c.sub_op = static_cast<int>(ReduceOp::sum);
   const int64_t rows = small ? 512 : 8192;
   add("softmax f32 [" + std::to_string(rows) + ", 1000]", OpId::softmax_forward,
       {output(rng, DType::f32, {rows, 1000}), input(rng, DType::f32, {rows, 1000}, Layout::contiguous, uniform(-3, 3))},
@@ -136,7 +139,7 @@ class PerfTest : public testing::Test {
   void TestBody() override {
     Backend* dev = backend_for(dev_);
     Backend* cpu = backend_for(Device());
-    if (!dev->supports(pc_.c.op, pc_.c.dtype))
+    if (!dev->supports(pc_.c.op, pc_.c.dtype, pc_.c.sub_op))
       GTEST_SKIP() << "unsupported: " << pc_.c.name << " on " << dev_.str();
     Timing td, tc;
     ASSERT_NO_THROW(td = time_op(*dev, pc_.c, 10)) << pc_.c.name;
