@@ -10,23 +10,8 @@
 # Cases: breast_cancer wine digits bad_input usage eval_resume regression
 set -uo pipefail
 kiln=$1 case=$2
-source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-unset KILN_DEVICE
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
 sk=/usr/lib/python3/dist-packages/sklearn/datasets/data
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-run() {  # EXPECTED_STATUS ARGS...
-  local want=$1; shift
-  "$kiln" "$@" >"$work/out" 2>"$work/err"
-  status=$?
-  out=$(cat "$work/out") err=$(cat "$work/err")
-  [[ $status == "$want" ]] || fail "kiln $* exited $status, expected $want; stderr: $err"
-}
-contains() { [[ $1 == *"$2"* ]] || fail "$3 lacks '$2': $1"; }
-one_line() { [[ $(printf '%s\n' "$1" | wc -l) == 1 ]] || fail "$2 is not one line: $1"; }
 # summary KEY.PATH: a value of the run's summary.json (python3 is a build dependency of quickstart).
 summary() { python3 -c "import json,sys; v=json.load(open('$work/run/summary.json'))
 for k in sys.argv[1].split('.'): v=v[k]

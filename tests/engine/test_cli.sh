@@ -11,27 +11,7 @@
 #        version dir_args device_reason
 set -uo pipefail
 kiln=$1 case=$2
-source "$(dirname "$0")/../common/test_deps.sh"  # missing_dep
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-unset KILN_DEVICE
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# run EXPECTED_STATUS ARGS...: runs kiln, keeps stdout/stderr in $out/$err, checks the status.
-run() {
-  local want=$1; shift
-  "$kiln" "$@" >"$work/out" 2>"$work/err"
-  status=$?
-  out=$(cat "$work/out") err=$(cat "$work/err")
-  [[ $status == "$want" ]] || fail "kiln $* exited $status, expected $want; stderr: $err"
-}
-contains() { # TEXT NEEDLE WHAT
-  [[ $1 == *"$2"* ]] || fail "$3 lacks '$2': $1"
-}
-one_line() { # TEXT WHAT
-  [[ $(printf '%s\n' "$1" | wc -l) == 1 ]] || fail "$2 is not one line: $1"
-}
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
 
 # A safetensors file with the mlp's keys, every tensor of shape [1] (F32).
 write_wrong_shapes() {
