@@ -12,22 +12,10 @@ BUILD=$(cd "$1" && pwd)
 SECONDS_TO_RUN=${2:-180}
 shift $(( $# >= 2 ? 2 : 1 ))
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-CXX=${CXX:-clang++}
 OUT=$BUILD/fuzz
-mkdir -p "$OUT/obj" "$OUT/corpus" "$OUT/seeds"
-[ -f "$BUILD/lib/libkiln.so" ] || { echo "build the engine first: cmake --build $BUILD --target kiln_engine"; exit 2; }
-FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer -I$SRC -DONNX_NAMESPACE=onnx -DONNX_ML=1"
-objs=()
-for f in "$SRC"/engine/onnx/*.cpp "$SRC"/tests/fuzz/fuzz_onnx_import.cpp; do
-  o="$OUT/obj/$(basename "${f%.cpp}").o"
-  if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ -n "$(find "$SRC/engine/onnx" "$SRC/engine/core" -name '*.h' -newer "$o" -print -quit)" ]; then
-    echo "compiling $(basename "$f")"
-    $CXX $FLAGS -c "$f" -o "$o"
-  fi
-  objs+=("$o")
-done
-$CXX -fsanitize=fuzzer,address "${objs[@]}" -o "$OUT/fuzz_onnx_import" -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lkiln \
-  -lonnx -lonnx_proto -lprotobuf -lpthread
+source "$SRC/tests/fuzz/build_fuzzer.sh"
+build_fuzzer "$OUT" fuzz_onnx_import "$(echo "$SRC"/engine/onnx/*.cpp) $SRC/tests/fuzz/fuzz_onnx_import.cpp" \
+  "$SRC/engine/onnx $SRC/engine/core" "-DONNX_NAMESPACE=onnx -DONNX_ML=1" -lonnx -lonnx_proto -lprotobuf -lpthread
 i=0
 for m in /usr/share/libonnx-testdata/data/*/*/model.onnx; do
   cp "$m" "$OUT/seeds/$(printf %04d $i).onnx"

@@ -13,22 +13,10 @@ BUILD=$(cd "$1" && pwd)
 SECONDS_TO_RUN=${2:-180}
 shift $(( $# >= 2 ? 2 : 1 ))
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-CXX=${CXX:-clang++}
 OUT=$BUILD/fuzz-csv
-mkdir -p "$OUT/obj" "$OUT/corpus" "$OUT/seeds"
-[ -f "$BUILD/lib/libkiln.so" ] || { echo "build the engine first: cmake --build $BUILD --target kiln_engine"; exit 2; }
-FLAGS="-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer -I$SRC"
-objs=()
-for f in "$SRC"/engine/data/csv_reader.cpp "$SRC"/engine/data/tabular.cpp "$SRC"/engine/data/tabular_prepare.cpp \
-         "$SRC"/tests/fuzz/fuzz_csv.cpp; do
-  o="$OUT/obj/$(basename "${f%.cpp}").o"
-  if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ -n "$(find "$SRC/engine/data" "$SRC/engine/core" -name '*.h' -newer "$o" -print -quit)" ]; then
-    echo "compiling $(basename "$f")"
-    $CXX $FLAGS -c "$f" -o "$o"
-  fi
-  objs+=("$o")
-done
-$CXX -fsanitize=fuzzer,address "${objs[@]}" -o "$OUT/fuzz_csv" -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lkiln -lz -lpthread
+source "$SRC/tests/fuzz/build_fuzzer.sh"
+build_fuzzer "$OUT" fuzz_csv "$SRC/engine/data/csv_reader.cpp $SRC/engine/data/tabular.cpp $SRC/engine/data/tabular_prepare.cpp $SRC/tests/fuzz/fuzz_csv.cpp" \
+  "$SRC/engine/data $SRC/engine/core" "" -lz -lpthread
 # Seeds: the first byte is fuzz_csv.cpp's option byte.
 seed() { printf "$1" >"$OUT/seeds/$2"; }
 seed '\x11a,b,label\n1,2,x\n3,4,y\n5,,x\n7,8,y\n' basic
