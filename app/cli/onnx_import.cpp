@@ -1,7 +1,9 @@
 // `kiln import model.onnx`: reads an ONNX model and prints a summary — opsets, inputs
 // and outputs with their (symbolic) shapes, op types with counts, the parameter count
 // and every op Kiln cannot run (op type, node name, opset); then the model as a graph
-// (engine/graph) with its output types and parameter count.
+// (engine/graph) with its output types and parameter count, and how many of its nodes are
+// native ops ("native nodes: N of M", M the nodes after folding but Input and Output; the
+// import's warnings name each node kept as onnx.<Op>).
 #include <cstdio>
 #include <map>
 #include <string>
@@ -68,6 +70,14 @@ int onnx_import_command(const std::vector<std::string>& argv) {
     return kExitError;
   }
   graph::Analysis an = graph::analyze(ig.graph);
+  size_t native = 0, counted = 0;
+  for (const graph::Node& n : ig.graph.nodes()) {
+    if (n.op == "Input" || n.op == "Output") continue;
+    ++counted;
+    if (n.op.rfind("onnx.", 0) != 0) ++native;
+  }
+  std::printf("native nodes: %zu of %zu\n", native, counted);
+  for (const std::string& w : ig.warnings) std::printf("  warning: %s\n", w.c_str());
   std::printf("graph: %zu nodes, %zu edges, %lld trainable parameters, %lld multiply-adds per sample\n",
               ig.graph.nodes().size(), ig.graph.edges().size(), static_cast<long long>(an.total_parameters),
               static_cast<long long>(an.total_macs));

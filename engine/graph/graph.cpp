@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <queue>
 
 #include "engine/core/error.h"
@@ -83,6 +84,7 @@ NodeId Graph::add_node(const std::string& op, const std::string& node_name, Attr
     if (auto why = check_name(n.id, node_name)) throw ValueError(*why);
     n.name = node_name;
   }
+  std::erase_if(initial_state, [&](const auto& e) { return state_key_node(e.first) == n.name; });  // a new layer
   nodes_.push_back(std::move(n));
   return next_id_++;
 }
@@ -197,9 +199,20 @@ void Graph::set_attr(NodeId id, const std::string& attr, const AttrValue& value)
 }
 
 void Graph::rename(NodeId id, const std::string& n) {
-  node(id);  // IndexError first
+  const std::string old = node(id).name;  // IndexError first
   if (auto why = check_name(id, n)) throw ValueError(*why);
   mutable_node(id).name = n;
+  if (old == n) return;
+  std::map<std::string, Tensor> moved;
+  for (auto it = initial_state.begin(); it != initial_state.end();) {
+    if (state_key_node(it->first) == old) {
+      moved[n + it->first.substr(old.size())] = it->second;
+      it = initial_state.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [key, t] : moved) initial_state[key] = std::move(t);
 }
 
 void Graph::set_position(NodeId id, double x, double y) {
@@ -273,7 +286,26 @@ std::vector<NodeId> Graph::topological_order() const {
 }
 
 bool Graph::operator==(const Graph& other) const {
-  return name == other.name && nodes_ == other.nodes_ && edges_ == other.edges_;
+  if (name != other.name || nodes_ != other.nodes_ || edges_ != other.edges_) return false;
+  if (initial_state.size() != other.initial_state.size()) return false;
+  for (const auto& [key, t] : initial_state) {
+    auto it = other.initial_state.find(key);
+    if (it == other.initial_state.end() || !same_tensor(t, it->second)) return false;
+  }
+  return true;
+}
+
+std::string state_key_node(const std::string& key) { return key.substr(0, key.find('.')); }
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor x = a.to(Device()).contiguous(), y = b.to(Device()).contiguous();
+  const size_t bytes = static_cast<size_t>(x.numel()) * dtype_size(x.dtype());
+  const auto* px = static_cast<const char*>(x.impl()->storage->data()) + x.offset() * dtype_size(x.dtype());
+  const auto* py = static_cast<const char*>(y.impl()->storage->data()) + y.offset() * dtype_size(y.dtype());
+  return bytes == 0 || std::memcmp(px, py, bytes) == 0;
 }
 
 }  // namespace kiln::graph

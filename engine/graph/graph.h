@@ -8,10 +8,12 @@
 // graph computes anything (shapes fit, every input connected) is analysis.h's question.
 #pragma once
 #include <compare>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/core/tensor.h"
 #include "engine/graph/types.h"
 
 namespace kiln::graph {
@@ -43,6 +45,14 @@ inline constexpr NodeId kMaxNodeId = (NodeId{1} << 53) - 1;  // exact as a JSON 
 class Graph {
  public:
   std::string name;  // "Fashion-MNIST CNN"
+  // Initial values of the layers' parameters and buffers, keyed by GraphModule's state_dict
+  // names ("conv1.weight", "bn1.running_mean"): an imported model's weights (Note [Weights in
+  // the graph]). GraphModule starts each entry that fits (same shape and dtype) from it, the
+  // rest from the layer's initialization; graph JSON (json.h) saves them, so a project keeps
+  // them. CPU tensors. rename() moves a node's entries, add_node() drops stale ones of the new
+  // node's name; remove_node() keeps them (an undo re-inserts the node), to_json() writes only
+  // entries of nodes that exist.
+  std::map<std::string, Tensor> initial_state;
 
   // Adds a node: missing attrs get their defaults, given ones are validated; an empty name
   // picks "conv2d_1"-style (op in lower snake case + the first free number). Returns its id
@@ -90,7 +100,7 @@ class Graph {
   // (from_json uses it so a hand-edited file with a cycle opens and shows the problem).
   void connect_unchecked_cycle(PortRef from, PortRef to);
 
-  bool operator==(const Graph& other) const;  // name, nodes and edges
+  bool operator==(const Graph& other) const;  // name, nodes, edges and initial_state (by value)
 
  private:
   std::optional<std::string> check_ports(PortRef from, PortRef to) const;
@@ -103,5 +113,10 @@ class Graph {
 
 // Whether `name` is an identifier ([A-Za-z_][A-Za-z0-9_]*).
 bool is_identifier(const std::string& name);
+
+// The node name of a state_dict key ("conv1.weight" -> "conv1"; a key with no dot: itself).
+std::string state_key_node(const std::string& key);
+// Whether two tensors hold the same dtype, shape and elements (bytewise; NaNs of equal bits match).
+bool same_tensor(const Tensor& a, const Tensor& b);
 
 }  // namespace kiln::graph

@@ -23,9 +23,21 @@ GraphModule::GraphModule(const Graph& graph) : graph_(graph), analysis_(analyze(
     if (s.build) {
       m = s.build(analysis_.nodes.at(id).inputs, n.attrs);
       register_module(n.name, m);
+      load_initial_state(n.name, *m);
     }
     modules_.push_back(m);
   }
+}
+
+void GraphModule::load_initial_state(const std::string& node, nn::Module& m) {
+  if (graph_.initial_state.empty()) return;
+  nn::StateDict fitting;
+  for (const auto& [key, t] : m.state_dict()) {
+    auto it = graph_.initial_state.find(node + "." + key);
+    if (it != graph_.initial_state.end() && it->second.shape() == t.shape() && it->second.dtype() == t.dtype())
+      fitting.emplace_back(key, it->second);
+  }
+  if (!fitting.empty()) m.load_state_dict(fitting, false);
 }
 
 Tensor GraphModule::forward(const Tensor& x) {

@@ -16,7 +16,9 @@ namespace kiln::graph {
 class GraphModule : public nn::Module {
  public:
   // ValueError "the graph cannot run: <problems, one per line with the node name>" when
-  // !analyze(g).ok(). Parameters are drawn from kiln::default_generator() (as each layer).
+  // !analyze(g).ok(). Parameters are drawn from kiln::default_generator() (as each layer),
+  // then every one that graph.initial_state holds with the same shape and dtype is copied
+  // from there (an edited layer whose shape changed keeps its fresh initialization).
   explicit GraphModule(const Graph& graph);
   // One Input, one Output: x of the Input's type -> the Output's tensor.
   // ValueError when the graph has several inputs or outputs.
@@ -29,6 +31,7 @@ class GraphModule : public nn::Module {
   std::string type_name() const override { return "GraphModule"; }
 
  private:
+  void load_initial_state(const std::string& node, nn::Module& m);
   Graph graph_;
   Analysis analysis_;
   std::vector<NodeId> order_;                       // topological

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/graph/json_state.h"
 #include "engine/graph/op_schema.h"
 #include "engine/io/atomic_file.h"
 
@@ -130,7 +131,14 @@ std::string to_json(const Graph& g) {
   json edges = json::array();
   for (const Edge& e : g.edges())
     edges.push_back({{"from", {{"node", e.from.node}, {"port", e.from.port}}}, {"to", {{"node", e.to.node}, {"port", e.to.port}}}});
-  json root = {{"edges", edges}, {"format", "kiln-graph"}, {"name", g.name}, {"nodes", nodes}, {"version", kGraphFormatVersion}};
+  json root = {{"edges", edges}, {"format", "kiln-graph"}, {"name", g.name}, {"nodes", nodes}, {"version", 1}};
+  std::map<std::string, Tensor> state;  // entries of existing nodes only (graph.h)
+  for (const auto& [key, t] : g.initial_state)
+    if (g.find_by_name(state_key_node(key))) state[key] = t;
+  if (!state.empty()) {
+    root["initial_state"] = detail::state_json(state);
+    root["version"] = kGraphFormatVersion;
+  }
   std::string out;
   pretty(root, 0, out);
   return out + "\n";
@@ -152,7 +160,8 @@ Graph from_json(const std::string& text) {
     fail("version " + std::to_string(version) + " was written by a newer Kiln; this build reads version " +
          std::to_string(kGraphFormatVersion) + " or older");
   if (version < 1) fail("version must be at least 1, got " + std::to_string(version));
-  only_keys(root, {"edges", "format", "name", "nodes", "version"}, "");
+  only_keys(root, {"edges", "format", "initial_state", "name", "nodes", "version"}, "");
+  if (root.contains("initial_state") && version < 2) fail("\"initial_state\" needs version 2, the file says " + std::to_string(version));
   if (!root.contains("nodes") || !root["nodes"].is_array()) fail("\"nodes\" must be a list");
   if (root.contains("edges") && !root["edges"].is_array()) fail("\"edges\" must be a list");
   if (root.contains("name") && !root["name"].is_string()) fail("\"name\" must be a string");
@@ -207,6 +216,11 @@ Graph from_json(const std::string& text) {
         fail(err.what() + ctx);
       }
     }
+  }
+  if (root.contains("initial_state")) {
+    g.initial_state = detail::state_of_json(root["initial_state"]);
+    for (const auto& [key, t] : g.initial_state)
+      if (!g.find_by_name(state_key_node(key))) fail("initial_state '" + key + "' names no node");
   }
   return g;
 }

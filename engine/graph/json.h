@@ -7,6 +7,13 @@
 //    "format": "kiln-graph", "name": "Fashion-MNIST CNN",
 //    "nodes": [{"attrs": {...}, "id": 1, "name": "input", "op": "Input", "x": 0.0, "y": 0.0}, ...],
 //    "version": 1}
+//
+// Version 2 adds "initial_state": the graph's initial parameter and buffer tensors
+// (Graph::initial_state, e.g. an imported model's weights), encoded as json_state.h says.
+// A graph without them is still written as version 1, so that older Kiln builds keep
+// opening every graph they could before; version 1 files read as before (no migration
+// needed: the new member is optional). tests/engine/data/graph_v1.json is a file that
+// the version 1 writer made.
 #pragma once
 #include <string>
 
@@ -14,12 +21,13 @@
 
 namespace kiln::graph {
 
-inline constexpr int kGraphFormatVersion = 1;
+inline constexpr int kGraphFormatVersion = 2;  // the newest version read and written
 
 std::string to_json(const Graph& graph);  // ends with a newline
 // ValueError "graph JSON: <what> (node 'conv1')" for malformed JSON, another format, a
 // version newer than kGraphFormatVersion ("made by a newer Kiln"), unknown op or attribute,
-// a bad attribute value, duplicate id or name, an edge to a missing node or port. Missing
+// a bad attribute value, duplicate id or name, an edge to a missing node or port, a
+// malformed initial_state entry or one that names no node. Missing
 // attributes take their defaults; a cycle is accepted (analyze reports it).
 Graph from_json(const std::string& text);
 

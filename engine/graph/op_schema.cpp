@@ -144,6 +144,19 @@ std::vector<const OpSchema*> OpRegistry::all() const {
   return v;
 }
 
+const OpSchema* OpRegistry::onnx_claimant(const std::string& op_type) const {
+  for (const auto& s : ops_)
+    for (const std::string& t : s->onnx_import.op_types)
+      if (t == op_type) return s.get();
+  return nullptr;
+}
+
+OpSchema* OpRegistry::mutable_find(const std::string& name) {
+  for (auto& s : ops_)
+    if (s->name == name) return s.get();
+  return nullptr;
+}
+
 OpRegistry& OpRegistry::global() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry;  // never destroyed: schemas outlive static destructors of users
@@ -151,6 +164,7 @@ OpRegistry& OpRegistry::global() {
     detail::register_layer_ops(*r);
     detail::register_norm_pool_ops(*r);
     detail::register_activation_ops(*r);
+    detail::register_onnx_import_rules(*r);
     return r;
   }();
   return *registry;

@@ -4,9 +4,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -36,6 +38,41 @@ struct ParamSpec {
   std::string name;  // "weight"
   SymShape shape;    // {out_features, in_features}; never holds kBatch
 };
+
+// An ONNX node as the import (engine/onnx/graph_import.h) shows it to OpSchema::onnx_import,
+// with the types the import's example runs recorded. Two patterns PyTorch exports reach the
+// hooks as one node: MatMul(x, W) whose output only an Add of a constant vector reads, as
+// op_type "MatMul" with that vector as a third input; Mul(x, Sigmoid(x)) (torch.nn.SiLU), as
+// op_type "kiln.Silu" with input x.
+struct OnnxNodeView {
+  struct Input {
+    bool present = false;  // false: an omitted optional input
+    TensorType type;
+    Tensor constant;       // defined when the value is an initializer or a folded constant
+  };
+  std::string op_type;  // "Conv"
+  std::string name;     // the node's name in the model
+  int64_t opset = 0;    // the model's ai.onnx opset
+  // Its attributes of type INT, FLOAT, STRING and INTS ("pads" -> [1, 1, 1, 1]); other types
+  // (tensors, graphs, FLOATS ...) are named in other_attributes.
+  std::map<std::string, AttrValue> attributes;
+  std::vector<std::string> other_attributes;
+  std::vector<Input> inputs;  // by ONNX input index
+  std::vector<TensorType> outputs;
+  bool output_read(size_t i) const { return i < outputs_read.size() && outputs_read[i]; }
+  std::vector<bool> outputs_read;  // whether a node or graph output reads output i
+};
+
+// How a native node replaces an ONNX node: its attributes, which ONNX inputs feed its input
+// ports (in port order; the others must be constants the mapping consumed) and the initial
+// values of its state_dict entries ("weight" -> tensor, without the node's prefix).
+struct OnnxMapping {
+  Attributes attrs;
+  std::vector<size_t> data_inputs{0};
+  std::map<std::string, Tensor> state;
+};
+// The mapping, or why this node cannot be one ("pads [0, 0, 1, 1] are asymmetric").
+using OnnxMapResult = std::variant<OnnxMapping, std::string>;
 
 struct OpSchema {
   std::string name;         // "Conv2d" (PyTorch class names; Input, Output, Add, Mul, Concat, ...)
@@ -73,6 +110,16 @@ struct OpSchema {
   // Extra checks of an attribute set beyond each AttrSpec (Reshape: at most one -1);
   // returns the reason it is invalid, nullopt when fine. May be empty.
   std::function<std::optional<std::string>(const Attributes&)> check;
+  // ONNX import: the op types this op claims (ai.onnx; "kiln.Silu": OnnxNodeView) and how one
+  // such node maps to it. The import keeps the node as "onnx.<op_type>" (with the returned
+  // reason as a warning naming it) when `map` returns a reason, when the native op's infer
+  // does not give the types the model computed, or when a state entry does not fit the built
+  // module. Set by engine/graph/ops_onnx.cpp beside the schemas; empty: claims nothing.
+  struct OnnxImport {
+    std::vector<std::string> op_types;
+    std::function<OnnxMapResult(const OnnxNodeView&)> map;
+  };
+  OnnxImport onnx_import;
 
   int input_count(const Attributes& attrs) const;            // inputs.size() or the count attribute
   std::string input_name(int port) const;                    // "in"; "in0", "in1" for counted ports
@@ -95,6 +142,9 @@ class OpRegistry {
   const OpSchema* find(const std::string& name) const;  // nullptr when unknown
   const OpSchema& get(const std::string& name) const;   // ValueError "unknown op 'X'; known: ..."
   std::vector<const OpSchema*> all() const;             // sorted by category, then name
+  // The op that claims ONNX op type `op_type` through its onnx_import; nullptr when none.
+  const OpSchema* onnx_claimant(const std::string& op_type) const;
+  OpSchema* mutable_find(const std::string& name);  // nullptr when unknown (ops_onnx.cpp sets onnx_import)
 
  private:
   std::vector<std::unique_ptr<OpSchema>> ops_;

@@ -1,7 +1,8 @@
-// Activations (torch.nn.ReLU, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax):
+// Activations (torch.nn.ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax):
 // no parameters, output shaped as the input. Defaults as PyTorch: LeakyReLU
 // negative_slope=0.01, GELU approximate='none'; Softmax/LogSoftmax take dim=None in
 // PyTorch (deprecated implicit choice), Kiln defaults to the last dim.
+#include "engine/core/ops.h"
 #include "engine/graph/op_helpers.h"
 #include "engine/nn/activation.h"
 
@@ -51,6 +52,16 @@ void register_activation_ops(OpRegistry& r) {
       "GELU", "x * Phi(x), the Gaussian error linear unit (Hendrycks & Gimpel 2016).",
       {choice_attr("approximate", "none", {"none", "tanh"}, "'tanh' uses the tanh approximation.")},
       [](const Attributes& a) { return std::make_shared<nn::GELU>(attr_string(a, "approximate")); }));
+  {
+    // torch.nn.ReLU6 (Krizhevsky 2010; MobileNetV2's activation): stateless, runs kiln::clamp.
+    OpSchema s = activation<nn::ReLU>("ReLU6", "min(max(x, 0), 6) (torch.nn.ReLU6; MobileNetV2's activation).", {},
+                                      [](const Attributes&) { return std::make_shared<nn::ReLU>(); });
+    s.build = nullptr;
+    s.forward = [](nn::Module*, const std::vector<Tensor>& in, const Attributes&) {
+      return std::vector<Tensor>{kiln::clamp(in.at(0), 0.0, 6.0)};
+    };
+    r.add(std::move(s));
+  }
   r.add(activation<nn::SiLU>("SiLU", "x * sigmoid(x), also called swish (Elfwing et al. 2017).", {},
                              [](const Attributes&) { return std::make_shared<nn::SiLU>(); }));
   r.add(activation<nn::Sigmoid>("Sigmoid", "1 / (1 + exp(-x)).", {},

@@ -17,10 +17,12 @@
 //   BatchNorm1d/2d        BatchNormalization (inference form: running statistics; momentum 1 - torch's)
 //   LayerNorm             LayerNormalization (axis = -len(normalized_shape))
 //   ReLU LeakyReLU Sigmoid Tanh Softmax LogSoftmax  the ONNX op of the same meaning
+//   ReLU6                 Clip(x, 0, 6)
 //   GELU                  0.5 x (1 + Erf(x / sqrt 2)), or the tanh form (Gelu needs opset 20)
 //   SiLU                  x * Sigmoid(x)
 //   Add / Mul             chains of binary Add / Mul;   Concat  Concat(axis)
-//   Reshape / Flatten     Reshape to [0, *per-sample shape] (0 copies the batch size)
+//   Reshape / Flatten     Reshape to [0, *per-sample shape] (0 copies the batch size); Flatten
+//                         of every dim from 1 on: Flatten(axis 1)
 //   Identity / Dropout    Identity / Dropout (identity at inference)
 //   Embedding             Gather(weight, ids, axis 0)
 // Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").

@@ -249,6 +249,8 @@ void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeIn
     set_float(l, "epsilon", attr_float(a, "eps"));
   } else if (op == "ReLU" || op == "Sigmoid" || op == "Tanh" || op == "Identity") {
     add_node(ctx, op == "ReLU" ? "Relu" : op, y, {x}, {y});
+  } else if (op == "ReLU6") {
+    add_node(ctx, "Clip", y, {x, scalar(ctx, y + "/min", 0.0f), scalar(ctx, y + "/max", 6.0f)}, {y});
   } else if (op == "Dropout") {
     add_node(ctx, "Dropout", y, {x}, {y});
   } else if (op == "LeakyReLU") {
@@ -269,6 +271,9 @@ void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeIn
     }
   } else if (op == "Concat") {
     set_int(add_node(ctx, "Concat", y, inputs, {y}), "axis", attr_int(a, "dim"));
+  } else if (op == "Flatten" && attr_int(a, "start_dim") == 1 &&
+             (attr_int(a, "end_dim") == -1 || attr_int(a, "end_dim") + 1 == static_cast<int64_t>(info.inputs.at(0).shape.size()))) {
+    set_int(add_node(ctx, "Flatten", y, {x}, {y}), "axis", 1);  // [N, rest]: ONNX Flatten's own form
   } else if (op == "Reshape" || op == "Flatten") {
     reshape_to(ctx, n, x, info.outputs.at(0));
   } else if (op == "Embedding") {

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/onnx/fold.h"
+#include "engine/onnx/graph_import_native.h"
 #include "engine/onnx/graph_import_symbols.h"
 #include "engine/onnx/graph_import_values.h"
 #include "engine/onnx/op_context.h"
@@ -314,6 +315,7 @@ ImportedGraph import_graph(const Model& model) {
     }
   };
   const detail::InputValues values(g);  // Note [Values at import]
+  bool shared_symbols = false;  // the model needs differently named dims equal
   try {
     try {
       run_twice(false);
@@ -322,6 +324,7 @@ ImportedGraph import_graph(const Model& model) {
       const std::exception_ptr first = std::current_exception();
       try {
         run_twice(true);  // named symbols the model needs equal
+        shared_symbols = true;
       } catch (const Error&) {
         std::rethrow_exception(first);  // the model's own error, not the retry's
       }
@@ -355,21 +358,10 @@ ImportedGraph import_graph(const Model& model) {
                  {"dim_params", params}};
     producer[v.name] = {out.add_node("Input", identifier(v.name, taken), a), 0};
   }
-  auto add_initializer = [&](const std::string& name, const Tensor& t, bool trainable) {
-    Attributes a{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
-                 {"dtype", std::string(dtype_name(t.dtype()))},
-                 {"trainable", trainable},
-                 {"onnx_name", name}};
-    std::string node = identifier(name, taken);
-    producer[name] = {out.add_node("onnx.Initializer", node, a), 0};
-    result.state_dict.emplace_back(node + ".value", t);
-  };
-  for (const auto& [name, t] : g.initializers) add_initializer(name, t, true);
-  for (const Node& n : g.nodes) {
-    if (n.op_type == "Constant") {
-      add_initializer(n.outputs[0], constants.at(n.outputs[0]), false);
-      continue;
-    }
+  std::map<std::string, Tensor> all_constants = constants;  // initializers and Constant nodes' values
+  std::set<std::string> trainable;
+  for (const auto& [name, t] : g.initializers) all_constants[name] = t, trainable.insert(name);
+  auto add_onnx_node = [&](const Node& n) {
     KILN_CHECK(n.outputs.size() <= output_ports(n.op_type), ValueError, "node '", n.name, "' (", n.op_type, ") has ",
                n.outputs.size(), " outputs; the graph IR maps at most ", output_ports(n.op_type));
     std::vector<int64_t> slots;
@@ -395,11 +387,35 @@ ImportedGraph import_graph(const Model& model) {
       out.connect(producer.at(n.inputs[static_cast<size_t>(slots[p])]), {id, static_cast<int>(p)});
     for (size_t i = 0; i < n.outputs.size(); ++i)
       if (!n.outputs[i].empty()) producer[n.outputs[i]] = {id, static_cast<int>(i)};
+  };
+  // Native nodes from opset 13 on (Note [Native import]); below 17 only when every node maps,
+  // as export writes native nodes in opset 17 forms next to imported ones of the same opset.
+  const graph::Graph inputs_only = out;
+  const std::map<std::string, graph::PortRef> input_ports = producer;
+  const std::set<std::string> input_names = taken;
+  detail::NativeImportContext ctx{g, model.opset(), types, all_constants, trainable, out, producer, taken,
+                                  result.warnings, [&](const std::string& raw) { return identifier(raw, taken); },
+                                  add_onnx_node};
+  const bool native = model.opset() >= 13 && !shared_symbols;
+  if (shared_symbols)
+    result.warnings.push_back("the model needs differently named dims equal (graph_import_symbols.h): every node is kept "
+                              "as onnx.*, whose types record that, where native ops would see the names differ");
+  detail::add_graph_nodes(ctx, native);
+  if (native && model.opset() < 17) {
+    const graph::Node* left = nullptr;
+    for (const graph::Node& n : out.nodes())
+      if (n.op.rfind("onnx.", 0) == 0 && n.op != "onnx.Initializer") left = left ? left : &n;
+    if (left) {
+      result.warnings.push_back("node '" + left->name + "' stays " + left->op + " and the model's opset " +
+                                std::to_string(model.opset()) + " is below 17: every node is kept as onnx.* (export "
+                                "writes native nodes at opset 17)");
+      out = inputs_only;
+      producer = input_ports;
+      taken = input_names;
+      detail::add_graph_nodes(ctx, false);
+    }
   }
-  for (const ValueInfo& v : g.outputs) {
-    graph::NodeId id = out.add_node("Output", identifier(v.name, taken));
-    out.connect(producer.at(v.name), {id, 0});
-  }
+  for (const auto& [key, t] : out.initial_state) result.state_dict.emplace_back(key, t);
   return result;
 }
 

@@ -17,10 +17,15 @@
 // place. Kiln's shapes come from running the model twice at import with every symbolic
 // dimension at two sizes of its own (graph_import_symbols.h, Note [Symbols at import]): a
 // dim that follows one is that symbol ("f32[N, sequence, 768]"), one that follows none "?".
-// Initializers and Constant nodes become "onnx.Initializer" nodes (attributes shape, dtype,
+// Native nodes (from opset 13 on; below 17 only when every node maps): each ONNX node that an
+// op schema claims (OpSchema::onnx_import, engine/graph/ops_onnx.cpp) becomes that native op,
+// its initializers the node's entries of Graph::initial_state ("<node>.weight"); Identity
+// nodes are removed; the rest stay onnx.<Op> as below (graph_import_native.h, Note [Native
+// import]).
+// Initializers and Constant nodes that onnx.<Op> nodes or graph outputs read become "onnx.Initializer" nodes (attributes shape, dtype,
 // trainable, onnx_name: the value's name in the model) whose module holds the tensor as parameter "value" (a buffer when not
-// trainable): GraphModule's state_dict key "<node>.value"; ImportedGraph::state_dict holds
-// the model's values under those keys.
+// trainable): GraphModule's state_dict key "<node>.value"; Graph::initial_state (and
+// ImportedGraph::state_dict) holds the model's values under those keys.
 // A value whose dims may depend on the contents of a graph input (Unsqueeze's axes, Reshape's
 // shape, Resize's sizes ... fed by a graph input: graph_import_values.h, Note [Values at
 // import]) has "?" dims, or the model's declared dims where it is a graph output that declares
@@ -48,8 +53,11 @@ void register_onnx_schemas(graph::OpRegistry& registry = graph::OpRegistry::glob
 std::vector<graph::TensorType> parse_recorded_types(const std::string& types);
 
 struct ImportedGraph {
-  graph::Graph graph;
-  nn::StateDict state_dict;  // "<initializer node>.value" -> tensor (for GraphModule::load_state_dict)
+  graph::Graph graph;        // its initial_state holds the model's weights
+  nn::StateDict state_dict;  // graph.initial_state as a StateDict (for GraphModule::load_state_dict, export)
+  // Nodes kept as onnx.<Op> although a native op claims their type, and initializers copied
+  // into several native nodes, each naming the node (graph_import_native.h).
+  std::vector<std::string> warnings;
 };
 
 // Maps the model's nodes to graph nodes, after folding its shape-only subgraphs

@@ -178,7 +178,8 @@ Graph all_ops_image() {
   auto rs = add(g, "Reshape", "reshape", {{"shape", V{3, -1}}}, {th});
   auto sm = add(g, "Softmax", "softmax", {{"dim", int64_t{-1}}}, {rs});
   auto rl = add(g, "ReLU", "relu", {}, {sm});
-  auto dr = add(g, "Dropout", "drop", {{"p", 0.3}}, {rl});
+  auto r6 = add(g, "ReLU6", "relu6", {}, {rl});
+  auto dr = add(g, "Dropout", "drop", {{"p", 0.3}}, {r6});
   auto id = add(g, "Identity", "ident", {}, {dr});
   auto ls = add(g, "LogSoftmax", "logsoftmax", {{"dim", int64_t{1}}}, {id});
   auto l2 = add(g, "Linear", "fc2", {{"in_features", int64_t{4}}, {"out_features", int64_t{5}}, {"bias", false}}, {ls});

@@ -68,13 +68,17 @@ TEST(OnnxExportNames, ImportedModelKeepsItsNamesAndNodes) {
   std::string bytes = kiln::onnx::export_model(ig.graph, ig.state_dict);
   kiln::onnx::check_model_bytes(bytes);
   kiln::onnx::Model m = kiln::onnx::parse_model(bytes, "");
-  EXPECT_EQ(names_of(m.graph.inputs), std::vector<std::string>{"input.1"});
-  EXPECT_EQ(names_of(m.graph.outputs), (std::vector<std::string>{"logits", "/fc/Gemm_output_0"}));
-  EXPECT_TRUE(m.graph.initializers.count("fc.weight"));
-  EXPECT_TRUE(m.graph.initializers.count("fc.bias"));
+  // Gemm and Relu import as the native Linear and ReLU: with no onnx.* node left to record
+  // the model's value names, inputs and outputs take their graph nodes' names (identifiers).
+  EXPECT_EQ(names_of(m.graph.inputs), std::vector<std::string>{"input_1"});
+  EXPECT_EQ(names_of(m.graph.outputs), (std::vector<std::string>{"logits", "fc_Gemm_output_0"}));
+  // Gemm and Relu import as the native Linear and ReLU, named after the ONNX nodes; their
+  // weights export as the state_dict keys.
+  EXPECT_TRUE(m.graph.initializers.count("fc_Gemm.weight"));
+  EXPECT_TRUE(m.graph.initializers.count("fc_Gemm.bias"));
   ASSERT_EQ(m.graph.nodes.size(), 2u);  // no Identity
-  EXPECT_EQ(m.graph.nodes[0].name, "/fc/Gemm");
-  EXPECT_EQ(m.graph.nodes[1].name, "/act/Relu");
+  EXPECT_EQ(m.graph.nodes[0].name, "fc_Gemm");
+  EXPECT_EQ(m.graph.nodes[1].name, "act_Relu");
   EXPECT_EQ(m.graph.name, "named");
   Tensor x = Tensor::from_vector(std::vector<float>{1, -2, 3, 4, 5, 6}, {2, 3});
   graph::GraphModule gm(ig.graph);

@@ -1,0 +1,311 @@
+// ONNX import rules of the native ops (OpSchema::onnx_import): which ai.onnx op types each
+// schema claims and how attributes and initializers become its attributes and state_dict
+// entries. Semantics from onnx.ai Operators.md (opset 13 on; the import maps nothing below:
+// graph_import.h) and the PyTorch constructors (ops_*.cpp). A node whose form the native op
+// cannot express returns the reason, and the import keeps it as onnx.<op_type>.
+#include <cmath>
+
+#include "engine/graph/op_helpers.h"
+
+namespace kiln::graph::detail {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+int64_t int_of(const OnnxNodeView& v, const std::string& name, int64_t def) {
+  auto it = v.attributes.find(name);
+  return it != v.attributes.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : def;
+}
+double float_of(const OnnxNodeView& v, const std::string& name, double def) {
+  auto it = v.attributes.find(name);
+  return it != v.attributes.end() && std::holds_alternative<double>(it->second) ? std::get<double>(it->second) : def;
+}
+std::string string_of(const OnnxNodeView& v, const std::string& name, const std::string& def) {
+  auto it = v.attributes.find(name);
+  return it != v.attributes.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
+                                                                                      : def;
+}
+Ints ints_of(const OnnxNodeView& v, const std::string& name, const Ints& def) {
+  auto it = v.attributes.find(name);
+  return it != v.attributes.end() && std::holds_alternative<Ints>(it->second) ? std::get<Ints>(it->second) : def;
+}
+
+bool present(const OnnxNodeView& v, size_t i) { return i < v.inputs.size() && v.inputs[i].present; }
+// The constant at input i, or nullptr when it is absent or computed at run time.
+const Tensor* constant(const OnnxNodeView& v, size_t i) {
+  return present(v, i) && v.inputs[i].constant.defined() ? &v.inputs[i].constant : nullptr;
+}
+size_t rank(const OnnxNodeView& v, size_t i = 0) { return present(v, i) ? v.inputs[i].type.shape.size() : 0; }
+std::string ints_str(const Ints& v) { return attr_str(AttrValue(v)); }
+
+// The first read output beyond output 0, as a reason; "" when only output 0 is read.
+std::string extra_outputs_read(const OnnxNodeView& v) {
+  for (size_t i = 1; i < v.outputs.size(); ++i)
+    if (v.output_read(i)) return "its output " + std::to_string(i) + " is read, the native op has one output";
+  return "";
+}
+
+// A weight at input i: a float32 initializer of the given rank, or the reason it is not.
+std::string weight_problem(const OnnxNodeView& v, size_t i, size_t want_rank, const char* what) {
+  const Tensor* t = constant(v, i);
+  if (!t) return std::string("its ") + what + " (input " + std::to_string(i) + ") is computed at run time, not an initializer";
+  if (t->dtype() != DType::f32) return std::string("its ") + what + " is " + dtype_name(t->dtype()) + ", native layers hold f32";
+  if (static_cast<size_t>(t->dim()) != want_rank)
+    return std::string("its ") + what + " has shape " + shape_str(t->shape()) + ", expected rank " + std::to_string(want_rank);
+  return "";
+}
+
+// Symmetric 2-d pads [top, left, bottom, right] -> [top, left]; auto_pad must be NOTSET or VALID.
+std::variant<Ints, std::string> padding_2d(const OnnxNodeView& v) {
+  const std::string auto_pad = string_of(v, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " has no fixed padding";
+  const Ints pads = auto_pad == "VALID" ? Ints{0, 0, 0, 0} : ints_of(v, "pads", {0, 0, 0, 0});
+  if (pads.size() != 4) return "pads " + ints_str(pads) + " are not 2-d";
+  if (pads[0] != pads[2] || pads[1] != pads[3]) return "pads " + ints_str(pads) + " are asymmetric";
+  return Ints{pads[0], pads[1]};
+}
+
+OnnxMapResult map_conv(const OnnxNodeView& v) {
+  if (rank(v) != 4) return "input is not [N, C, H, W]";
+  if (auto why = weight_problem(v, 1, 4, "weight"); !why.empty()) return why;
+  const Tensor& w = *constant(v, 1);
+  const int64_t cin = v.inputs[0].type.shape[1];
+  if (is_symbolic(cin)) return "its input channel count is symbolic";
+  const Ints kernel{w.shape()[2], w.shape()[3]};
+  if (ints_of(v, "kernel_shape", kernel) != kernel) return "kernel_shape differs from the weight's shape";
+  auto pads = padding_2d(v);
+  if (auto* why = std::get_if<std::string>(&pads)) return *why;
+  OnnxMapping m;
+  const bool bias = present(v, 2);
+  if (bias) {
+    if (auto why = weight_problem(v, 2, 1, "bias"); !why.empty()) return why;
+    m.state["bias"] = *constant(v, 2);
+  }
+  m.state["weight"] = w;
+  m.attrs = {{"in_channels", cin},
+             {"out_channels", w.shape()[0]},
+             {"kernel_size", kernel},
+             {"stride", ints_of(v, "strides", {1, 1})},
+             {"padding", std::get<Ints>(pads)},
+             {"dilation", ints_of(v, "dilations", {1, 1})},
+             {"groups", int_of(v, "group", 1)},
+             {"bias", bias}};
+  return m;
+}
+
+// Linear from a weight stored [in, out] (MatMul, Gemm transB=0) or [out, in] (Gemm transB=1).
+OnnxMapResult linear(const OnnxNodeView& v, bool out_in, size_t bias_input) {
+  if (auto why = weight_problem(v, 1, 2, "weight"); !why.empty()) return why;
+  const Tensor& b = *constant(v, 1);
+  OnnxMapping m;
+  m.state["weight"] = out_in ? b : b.t().contiguous();
+  const int64_t out = m.state["weight"].shape()[0], in = m.state["weight"].shape()[1];
+  const bool bias = present(v, bias_input);
+  if (bias) {
+    const Tensor* c = constant(v, bias_input);
+    if (!c) return "its bias (input " + std::to_string(bias_input) + ") is computed at run time, not an initializer";
+    if (c->dtype() != DType::f32 || c->numel() != out || (c->dim() == 2 && c->shape()[0] != 1) || c->dim() > 2)
+      return "its bias " + c->str() + " is not one f32 value per output feature (" + std::to_string(out) + ")";
+    m.state["bias"] = c->reshape({out}).contiguous();
+  }
+  m.attrs = {{"in_features", in}, {"out_features", out}, {"bias", bias}};
+  return m;
+}
+
+OnnxMapResult map_gemm(const OnnxNodeView& v) {
+  if (int_of(v, "transA", 0) != 0) return "transA = 1 transposes the input";
+  if (float_of(v, "alpha", 1.0) != 1.0 || (present(v, 2) && float_of(v, "beta", 1.0) != 1.0))
+    return "alpha or beta is not 1";
+  return linear(v, int_of(v, "transB", 0) != 0, 2);
+}
+
+OnnxMapResult map_matmul(const OnnxNodeView& v) {
+  if (rank(v) < 2) return "input has rank below 2";
+  return linear(v, false, 2);  // input 2: the bias of a fused MatMul + Add (OnnxNodeView)
+}
+
+OnnxMapResult map_batch_norm(const OnnxNodeView& v, bool two_d) {
+  const size_t r = rank(v);
+  if (two_d ? r != 4 : r != 2 && r != 3) return two_d ? "input is not [N, C, H, W]" : "input is not [N, C] or [N, C, L]";
+  if (int_of(v, "training_mode", 0) != 0) return "training_mode = 1 normalizes with the batch's statistics";
+  if (auto why = extra_outputs_read(v); !why.empty()) return why;
+  OnnxMapping m;
+  const char* names[] = {"weight", "bias", "running_mean", "running_var"};
+  for (size_t i = 0; i < 4; ++i) {
+    if (auto why = weight_problem(v, i + 1, 1, names[i]); !why.empty()) return why;
+    m.state[names[i]] = *constant(v, i + 1);
+  }
+  m.state["num_batches_tracked"] = Tensor::zeros({}, DType::i64);
+  // ONNX weighs the running value, PyTorch the batch's. Defaults as the float32 an ONNX
+  // attribute holds, so that export -> import gives the same attributes.
+  const double momentum = 1.0 - float_of(v, "momentum", static_cast<double>(0.9f));
+  m.attrs = {{"num_features", m.state["weight"].shape()[0]},
+             {"eps", float_of(v, "epsilon", static_cast<double>(1e-5f))},
+             {"momentum", std::clamp(momentum, 0.0, 1.0)},
+             {"affine", true},
+             {"track_running_stats", true}};
+  return m;
+}
+
+OnnxMapResult map_pool(const OnnxNodeView& v, bool max) {
+  if (rank(v) != 4) return "input is not [N, C, H, W]";
+  if (auto why = extra_outputs_read(v); !why.empty()) return why;
+  const Ints kernel = ints_of(v, "kernel_shape", {});
+  if (kernel.size() != 2) return "kernel_shape " + ints_str(kernel) + " is not 2-d";
+  if (max && int_of(v, "storage_order", 0) != 0) return "storage_order 1";
+  auto pads = padding_2d(v);
+  if (auto* why = std::get_if<std::string>(&pads)) return *why;
+  OnnxMapping m;
+  m.attrs = {{"kernel_size", kernel},
+             {"stride", ints_of(v, "strides", {1, 1})},  // ONNX's default 1, PyTorch's the kernel size
+             {"padding", std::get<Ints>(pads)},
+             {"ceil_mode", int_of(v, "ceil_mode", 0) != 0}};
+  if (max) m.attrs["dilation"] = ints_of(v, "dilations", {1, 1});
+  else if (ints_of(v, "dilations", {1, 1}) != Ints{1, 1}) return "AveragePool with dilations";
+  else m.attrs["count_include_pad"] = int_of(v, "count_include_pad", 0) != 0;
+  return m;
+}
+
+OnnxMapResult map_clip(const OnnxNodeView& v) {
+  double lo = -INFINITY, hi = INFINITY;
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (!present(v, i)) continue;
+    const Tensor* t = constant(v, i);
+    if (!t || t->numel() != 1) return "its bounds are not constant scalars";
+    (i == 1 ? lo : hi) = t->to_vector<double>()[0];
+  }
+  if (lo != 0 || hi != 6) return "Clip(" + std::to_string(lo) + ", " + std::to_string(hi) + ") is not ReLU6's Clip(0, 6)";
+  return OnnxMapping{};
+}
+
+OnnxMapResult map_softmax(const OnnxNodeView& v) {
+  OnnxMapping m;
+  m.attrs = {{"dim", int_of(v, "axis", -1)}};
+  return m;
+}
+
+OnnxMapResult map_elementwise(const OnnxNodeView& v) {
+  OnnxMapping m;
+  m.data_inputs.clear();
+  for (size_t i = 0; i < v.inputs.size(); ++i) {
+    if (constant(v, i)) return "input " + std::to_string(i) + " is a constant; the native op takes tensors from other nodes";
+    m.data_inputs.push_back(i);
+  }
+  if (m.data_inputs.size() < 2 || m.data_inputs.size() > 8) return "it has " + std::to_string(m.data_inputs.size()) + " inputs, the native op 2 to 8";
+  m.attrs = {{"num_inputs", static_cast<int64_t>(m.data_inputs.size())}};
+  if (v.op_type == "Concat") m.attrs["dim"] = int_of(v, "axis", 1);
+  return m;
+}
+
+OnnxMapResult map_reshape(const OnnxNodeView& v) {
+  if (int_of(v, "allowzero", 0) != 0) return "allowzero = 1";
+  const Tensor* s = constant(v, 1);
+  if (!s) return "its shape (input 1) is computed at run time";
+  const Ints shape = s->to_vector<int64_t>();
+  const SymShape& in = v.inputs[0].type.shape;
+  if (shape.empty() || in.empty()) return "it reshapes to or from a scalar";
+  if (shape[0] != 0 && shape[0] != in[0]) return "its shape " + ints_str(shape) + " does not keep the batch dimension";
+  Ints sample(shape.begin() + 1, shape.end());
+  for (size_t i = 0; i < sample.size(); ++i)
+    if (sample[i] == 0) {  // 0 copies the input's dim
+      if (i + 1 >= in.size() || is_symbolic(in[i + 1])) return "its shape copies a symbolic dim";
+      sample[i] = in[i + 1];
+    }
+  OnnxMapping m;
+  m.attrs = {{"shape", sample}};
+  return m;
+}
+
+OnnxMapResult map_flatten(const OnnxNodeView& v) {
+  if (int_of(v, "axis", 1) != 1) return "axis " + std::to_string(int_of(v, "axis", 1)) + " is not 1";
+  if (rank(v) < 2) return "input has rank below 2";
+  OnnxMapping m;
+  m.attrs = {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}};
+  return m;
+}
+
+OnnxMapResult map_dropout(const OnnxNodeView& v) {
+  if (auto why = extra_outputs_read(v); !why.empty()) return why;
+  double p = 0.5;
+  if (present(v, 1)) {
+    const Tensor* r = constant(v, 1);
+    if (!r) return "its ratio is computed at run time";
+    p = r->to_vector<double>().at(0);
+  }
+  if (present(v, 2)) {
+    const Tensor* t = constant(v, 2);
+    if (!t || t->to_vector<double>().at(0) != 0) return "training_mode is not a constant false";
+  }
+  OnnxMapping m;
+  m.attrs = {{"p", p}};
+  return m;
+}
+
+OnnxMapResult map_gather(const OnnxNodeView& v) {
+  if (int_of(v, "axis", 0) != 0) return "axis is not 0";
+  if (auto why = weight_problem(v, 0, 2, "table"); !why.empty()) return why;
+  if (constant(v, 1)) return "its indices are constant";
+  const Tensor& w = *constant(v, 0);
+  OnnxMapping m;
+  m.data_inputs = {1};
+  m.state["weight"] = w;
+  m.attrs = {{"num_embeddings", w.shape()[0]}, {"embedding_dim", w.shape()[1]}};
+  return m;
+}
+
+OnnxMapResult no_attributes(const OnnxNodeView&) { return OnnxMapping{}; }
+
+}  // namespace
+
+void register_onnx_import_rules(OpRegistry& r) {
+  using Fn = std::function<OnnxMapResult(const OnnxNodeView&)>;
+  const std::vector<std::tuple<const char*, std::vector<std::string>, Fn>> rules{
+      {"Conv2d", {"Conv"}, map_conv},
+      {"Linear", {"Gemm", "MatMul"}, [](const OnnxNodeView& v) { return v.op_type == "Gemm" ? map_gemm(v) : map_matmul(v); }},
+      {"Embedding", {"Gather"}, map_gather},
+      {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, true); }},
+      {"MaxPool2d", {"MaxPool"}, [](const OnnxNodeView& v) { return map_pool(v, true); }},
+      {"AvgPool2d", {"AveragePool"}, [](const OnnxNodeView& v) { return map_pool(v, false); }},
+      {"AdaptiveAvgPool2d", {"GlobalAveragePool"},
+       [](const OnnxNodeView& v) -> OnnxMapResult {
+         if (rank(v) != 4) return "input is not [N, C, H, W]";
+         OnnxMapping m;
+         m.attrs = {{"output_size", Ints{1, 1}}};
+         return m;
+       }},
+      {"Dropout", {"Dropout"}, map_dropout},
+      {"ReLU", {"Relu"}, no_attributes},
+      {"ReLU6", {"Clip"}, map_clip},
+      {"LeakyReLU", {"LeakyRelu"},
+       [](const OnnxNodeView& v) -> OnnxMapResult {
+         OnnxMapping m;
+         m.attrs = {{"negative_slope", float_of(v, "alpha", 0.01)}};
+         return m;
+       }},
+      {"GELU", {"Gelu"},
+       [](const OnnxNodeView& v) -> OnnxMapResult {
+         OnnxMapping m;
+         m.attrs = {{"approximate", string_of(v, "approximate", "none")}};
+         return m;
+       }},
+      {"SiLU", {"kiln.Silu"}, no_attributes},
+      {"Sigmoid", {"Sigmoid"}, no_attributes},
+      {"Tanh", {"Tanh"}, no_attributes},
+      {"Softmax", {"Softmax"}, map_softmax},
+      {"LogSoftmax", {"LogSoftmax"}, map_softmax},
+      {"Add", {"Add"}, map_elementwise},
+      {"Mul", {"Mul"}, map_elementwise},
+      {"Concat", {"Concat"}, map_elementwise},
+      {"Reshape", {"Reshape"}, map_reshape},
+      {"Flatten", {"Flatten"}, map_flatten},
+      {"Identity", {"Identity"}, no_attributes},  // only where it is a graph output; elsewhere removed
+  };
+  for (const auto& [name, types, fn] : rules) {
+    OpSchema* s = r.mutable_find(name);
+    if (!s) throw ValueError(std::string("ONNX import rule for unknown op '") + name + "'");
+    s->onnx_import = {types, fn};
+  }
+}
+
+}  // namespace kiln::graph::detail

@@ -1,0 +1,256 @@
+#include "engine/onnx/graph_import_native.h"
+
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/graph/op_schema.h"
+
+namespace kiln::onnx::detail {
+
+namespace {
+
+using graph::OnnxMapping;
+using graph::OnnxNodeView;
+using graph::PortRef;
+
+struct Use {
+  size_t node;
+  size_t input;
+};
+
+class Builder {
+ public:
+  explicit Builder(NativeImportContext& ctx) : ctx_(ctx) {
+    for (size_t k = 0; k < ctx.g.nodes.size(); ++k)
+      for (size_t i = 0; i < ctx.g.nodes[k].inputs.size(); ++i)
+        if (!ctx.g.nodes[k].inputs[i].empty()) uses_[ctx.g.nodes[k].inputs[i]].push_back({k, i});
+    for (const ValueInfo& v : ctx.g.outputs) graph_outputs_.insert(v.name);
+  }
+
+  void run(bool native) {
+    if (native) plan_fusions();
+    const auto& nodes = ctx_.g.nodes;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const Node& n = nodes[k];
+      if (n.op_type == "Constant" || done_.count(k)) continue;
+      if (!native) {
+        add_onnx(n);
+        continue;
+      }
+      if (deferred_.count(k)) continue;  // the Sigmoid of x * Sigmoid(x): with its Mul
+      if (n.op_type == "Identity" && n.inputs.size() == 1 && !n.inputs[0].empty() && n.outputs.size() == 1 &&
+          !graph_outputs_.count(n.outputs[0])) {
+        ctx_.producer[n.outputs[0]] = port_of(n.inputs[0]);  // removed
+        continue;
+      }
+      if (auto it = silu_.find(k); it != silu_.end()) {
+        const Node& sigmoid = nodes[it->second];
+        OnnxNodeView v = view(n, "kiln.Silu", {sigmoid.inputs[0]}, n.outputs);
+        if (!try_native(n, v, {sigmoid.inputs[0]})) {
+          add_single(sigmoid);
+          add_single(n);
+        }
+        continue;
+      }
+      if (auto it = bias_add_.find(k); it != bias_add_.end()) {
+        const Node& add = nodes[it->second];
+        const std::string& bias = add.inputs[0] == n.outputs[0] ? add.inputs[1] : add.inputs[0];
+        std::vector<std::string> inputs{n.inputs[0], n.inputs[1], bias};
+        OnnxNodeView v = view(n, "MatMul", inputs, add.outputs);
+        if (try_native(n, v, inputs, &add)) {
+          done_.insert(it->second);
+          continue;
+        }
+      }
+      add_single(n);
+    }
+    for (const ValueInfo& v : ctx_.g.outputs) {
+      graph::NodeId id = ctx_.out.add_node("Output", ctx_.identifier(v.name));
+      ctx_.out.connect(port_of(v.name), {id, 0});
+    }
+  }
+
+ private:
+  // The graph port that holds `value`: a producer, or a new onnx.Initializer node for a constant.
+  PortRef port_of(const std::string& value) {
+    if (auto it = ctx_.producer.find(value); it != ctx_.producer.end()) return it->second;
+    const Tensor& t = ctx_.constants.at(value);
+    graph::Attributes a{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
+                        {"dtype", std::string(dtype_name(t.dtype()))},
+                        {"trainable", ctx_.trainable.count(value) > 0},
+                        {"onnx_name", value}};
+    const std::string name = ctx_.identifier(value);
+    PortRef p{ctx_.out.add_node("onnx.Initializer", name, a), 0};
+    ctx_.out.initial_state[name + ".value"] = t;
+    ctx_.producer[value] = p;
+    return p;
+  }
+
+  void add_onnx(const Node& n) {
+    for (const std::string& in : n.inputs)
+      if (!in.empty()) port_of(in);
+    ctx_.add_onnx_node(n);
+  }
+
+  void add_single(const Node& n) {
+    if (!try_native(n, view(n, n.op_type, n.inputs, n.outputs), n.inputs)) add_onnx(n);
+  }
+
+  bool read(const std::string& value) const { return uses_.count(value) || graph_outputs_.count(value); }
+  bool read_once_by_node(const std::string& value) const {
+    auto it = uses_.find(value);
+    return it != uses_.end() && it->second.size() == 1 && !graph_outputs_.count(value);
+  }
+
+  // x * Sigmoid(x) -> SiLU; MatMul(x, W) + b -> Linear (OnnxNodeView).
+  void plan_fusions() {
+    const auto& nodes = ctx_.g.nodes;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const Node& n = nodes[k];
+      if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0].empty() || !read_once_by_node(n.outputs[0])) continue;
+      const Use use = uses_.at(n.outputs[0])[0];
+      const Node& next = nodes[use.node];
+      if (next.inputs.size() != 2 || !next.domain.empty()) continue;
+      const std::string& other = next.inputs[1 - use.input];
+      if (n.op_type == "Sigmoid" && next.op_type == "Mul" && other == n.inputs[0]) {
+        silu_[use.node] = k;
+        deferred_.insert(k);
+      } else if (n.op_type == "MatMul" && next.op_type == "Add" && n.inputs.size() == 2 &&
+                 ctx_.constants.count(n.inputs[1]) && ctx_.constants.count(other) && next.outputs.size() == 1) {
+        bias_add_[k] = use.node;
+      }
+    }
+  }
+
+  OnnxNodeView view(const Node& n, const std::string& op_type, const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs) const {
+    OnnxNodeView v;
+    v.op_type = op_type;
+    v.name = n.name;
+    v.opset = ctx_.opset;
+    for (const auto& [name, a] : n.attributes) {
+      switch (a.type) {
+        case Attribute::Type::Int: v.attributes[name] = a.i; break;
+        case Attribute::Type::Float: v.attributes[name] = a.f; break;
+        case Attribute::Type::String: v.attributes[name] = a.s; break;
+        case Attribute::Type::Ints: v.attributes[name] = a.ints; break;
+        default: v.other_attributes.push_back(name);
+      }
+    }
+    for (const std::string& in : inputs) {
+      OnnxNodeView::Input i;
+      i.present = !in.empty();
+      if (i.present) {
+        i.type = ctx_.types.at(in);
+        if (auto it = ctx_.constants.find(in); it != ctx_.constants.end()) i.constant = it->second;
+      }
+      v.inputs.push_back(i);
+    }
+    for (const std::string& o : outputs) {
+      v.outputs.push_back(o.empty() || !ctx_.types.count(o) ? graph::TensorType{} : ctx_.types.at(o));
+      v.outputs_read.push_back(!o.empty() && read(o));
+    }
+    return v;
+  }
+
+  void warn(const Node& n, const std::string& why) {
+    ctx_.warnings.push_back("node '" + n.name + "' (" + n.op_type + ") stays onnx." + n.op_type + ": " + why);
+  }
+
+  // Adds the native node for view `v` of ONNX node `n` (its value names `inputs`, by ONNX
+  // input index; `last`: the node whose outputs the native node's output replaces, when fused).
+  bool try_native(const Node& n, const OnnxNodeView& v, const std::vector<std::string>& inputs, const Node* last = nullptr) {
+    if (!n.domain.empty()) return false;
+    const graph::OpSchema* s = graph::OpRegistry::global().onnx_claimant(v.op_type);
+    if (!s) return false;
+    if (!v.other_attributes.empty()) {
+      warn(n, "attribute '" + v.other_attributes[0] + "' has a type the mapping does not read");
+      return false;
+    }
+    graph::OnnxMapResult r = s->onnx_import.map(v);
+    if (const auto* why = std::get_if<std::string>(&r)) {
+      warn(n, *why);
+      return false;
+    }
+    OnnxMapping& m = std::get<OnnxMapping>(r);
+    std::vector<graph::TensorType> in_types;
+    for (size_t i : m.data_inputs) {
+      if (i >= v.inputs.size() || !v.inputs[i].present) {
+        warn(n, "input " + std::to_string(i) + " is missing");
+        return false;
+      }
+      in_types.push_back(v.inputs[i].type);
+    }
+    for (size_t i = 0; i < v.inputs.size(); ++i)
+      if (v.inputs[i].present && !v.inputs[i].constant.defined() &&
+          std::find(m.data_inputs.begin(), m.data_inputs.end(), i) == m.data_inputs.end()) {
+        warn(n, "input " + std::to_string(i) + " is computed at run time, the native " + s->name + " holds it as a constant");
+        return false;
+      }
+    const graph::Attributes attrs = s->with_defaults(m.attrs);
+    if (auto why = s->check_attrs(attrs)) {
+      warn(n, "as " + s->name + ": " + *why);
+      return false;
+    }
+    const std::vector<std::string>& outs = last ? last->outputs : n.outputs;
+    try {
+      std::vector<graph::TensorType> got = s->infer(in_types, attrs);
+      if (got.empty() || outs.empty() || got[0] != v.outputs.at(0)) {
+        warn(n, "the native " + s->name + " gives " + (got.empty() ? std::string("nothing") : got[0].str()) +
+                    ", the model computes " + v.outputs.at(0).str());
+        return false;
+      }
+      if (!m.state.empty()) {
+        const nn::StateDict built = s->build(in_types, attrs)->state_dict();
+        for (const auto& [key, t] : m.state) {
+          auto it = std::find_if(built.begin(), built.end(), [&](const auto& e) { return e.first == key; });
+          if (it == built.end() || it->second.shape() != t.shape() || it->second.dtype() != t.dtype()) {
+            warn(n, "its " + key + " " + t.str() + " does not fit the native " + s->name +
+                        (it == built.end() ? std::string(" (no such entry)") : " (" + it->second.str() + ")"));
+            return false;
+          }
+        }
+      }
+    } catch (const Error& e) {
+      warn(n, "as " + s->name + ": " + e.what());
+      return false;
+    }
+    // Shared initializers: each native consumer gets its own copy.
+    for (size_t i = 0; i < v.inputs.size(); ++i) {
+      if (!v.inputs[i].constant.defined() || std::find(m.data_inputs.begin(), m.data_inputs.end(), i) != m.data_inputs.end())
+        continue;
+      const auto& users = uses_.at(inputs[i]);
+      if (users.size() > 1) {
+        std::string names;
+        for (const Use& u : users)
+          if (&ctx_.g.nodes[u.node] != &n) names += (names.empty() ? "'" : ", '") + ctx_.g.nodes[u.node].name + "'";
+        ctx_.warnings.push_back("initializer '" + inputs[i] + "' is shared by node '" + n.name + "' and " + names +
+                                ": native node '" + n.name + "' holds its own copy (training may let the copies differ)");
+        for (auto& [key, t] : m.state)
+          if (t.impl() == v.inputs[i].constant.impl() || t.impl()->storage == v.inputs[i].constant.impl()->storage)
+            t = t.clone();
+      }
+    }
+    const std::string name = ctx_.identifier(n.name);
+    const graph::NodeId id = ctx_.out.add_node(s->name, name, attrs);
+    for (size_t p = 0; p < m.data_inputs.size(); ++p)
+      ctx_.out.connect(port_of(inputs[m.data_inputs[p]]), {id, static_cast<int>(p)});
+    for (auto& [key, t] : m.state) ctx_.out.initial_state[name + "." + key] = t;
+    if (!outs.empty() && !outs[0].empty()) ctx_.producer[outs[0]] = {id, 0};
+    return true;
+  }
+
+  NativeImportContext& ctx_;
+  std::map<std::string, std::vector<Use>> uses_;  // value -> the node inputs that read it
+  std::set<std::string> graph_outputs_;
+  std::map<size_t, size_t> silu_;      // Mul node -> its Sigmoid node
+  std::set<size_t> deferred_;          // Sigmoid nodes added with their Mul
+  std::map<size_t, size_t> bias_add_;  // MatMul node -> the Add of its bias
+  std::set<size_t> done_;              // Add nodes a fused Linear replaced
+};
+
+}  // namespace
+
+void add_graph_nodes(NativeImportContext& ctx, bool native) { Builder(ctx).run(native); }
+
+}  // namespace kiln::onnx::detail
