@@ -106,7 +106,7 @@ TEST(GraphJson, Malformed) {
   EXPECT_EQ(json_error("{\"format\": \"onnx\", \"version\": 1, \"nodes\": []}"),
             "graph JSON: not a Kiln graph (expected an object with \"format\": \"kiln-graph\")");
   EXPECT_EQ(json_error("{\"format\": \"kiln-graph\", \"version\": 7, \"nodes\": []}"),
-            "graph JSON: version 7 was written by a newer Kiln; this build reads version 1 or older");
+            "graph JSON: version 7 was written by a newer Kiln; this build reads version 2 or older");
   EXPECT_EQ(json_error("{\"format\": \"kiln-graph\", \"version\": \"1\", \"nodes\": []}"),
             "graph JSON: \"version\" must be an integer, got \"1\"");
   EXPECT_EQ(json_error("{\"format\": \"kiln-graph\", \"version\": 1}"), "graph JSON: \"nodes\" must be a list");
@@ -159,12 +159,12 @@ TEST(GraphJson, FilesAndErrorsNamePath) {
   save_graph(g, dir / "cnn.json");
   EXPECT_TRUE(load_graph(dir / "cnn.json") == g);
   EXPECT_THROW(load_graph(dir / "missing.json"), IoError);
-  std::ofstream(dir / "bad.json") << "{\"format\": \"kiln-graph\", \"version\": 2, \"nodes\": []}";
+  std::ofstream(dir / "bad.json") << "{\"format\": \"kiln-graph\", \"version\": 3, \"nodes\": []}";
   try {
     load_graph(dir / "bad.json");
     FAIL();
   } catch (const ValueError& e) {
-    EXPECT_EQ(std::string(e.what()), dir / "bad.json" + ": graph JSON: version 2 was written by a newer Kiln; this build reads version 1 or older");
+    EXPECT_EQ(std::string(e.what()), dir / "bad.json" + ": graph JSON: version 3 was written by a newer Kiln; this build reads version 2 or older");
   }
 }
 

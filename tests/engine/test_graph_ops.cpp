@@ -104,6 +104,8 @@ const std::vector<Case>& cases() {
       {"Dropout", {}, {i64({N, 10})}, "error: Dropout expects a floating-point input, got i64[N, 10]"},
       {"ReLU", {}, {f32({N, 32, 28, 28})}, "f32[N, 32, 28, 28]"},
       {"ReLU", {}, {i64({N, 3})}, "error: ReLU expects a floating-point input, got i64[N, 3]"},
+      {"ReLU6", {}, {f32({N, 32, 7, 7})}, "f32[N, 32, 7, 7]"},
+      {"ReLU6", {}, {i64({N, 3})}, "error: ReLU6 expects a floating-point input, got i64[N, 3]"},
       {"LeakyReLU", {{"negative_slope", 0.2}}, {f32({N, 7})}, "f32[N, 7]"},
       {"GELU", {{"approximate", std::string("tanh")}}, {f32({N, 7})}, "f32[N, 7]"},
       {"SiLU", {}, {f32({N, 7})}, "f32[N, 7]"},
