@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Exports PyTorch reference models to ONNX with random weights, plus an input and PyTorch's outputs.
 
-Usage: make_torch_models.py OUT_DIR [MODEL ...]   (models: resnet18 mobilenet_v2 transformer; default all)
+Usage: make_torch_models.py OUT_DIR [--dynamo] [MODEL ...]   (models: resnet18 mobilenet_v2 transformer; default all)
+--dynamo: PyTorch 2's exporter (torch.onnx.export(dynamo=True)) at opset 18, as on the GPU machine
+(PyTorch 2.11); without it the TorchScript exporter at opset 17 (Debian's PyTorch 1.13).
 Writes OUT_DIR/<model>/model.onnx, input.npy and expected_<output name>.npy. Needs Debian's
 python3-torch (torch.onnx, opset 17) and, for resnet18 / mobilenet_v2, python3-torchvision.
 Exit status 77 when torch (or torchvision for a requested vision model) is missing; 1 under
@@ -55,7 +57,8 @@ def main():
         print(__doc__)
         return 2
     out_dir = sys.argv[1]
-    names = sys.argv[2:] or ["resnet18", "mobilenet_v2", "transformer"]
+    dynamo = "--dynamo" in sys.argv[2:]
+    names = [a for a in sys.argv[2:] if a != "--dynamo"] or ["resnet18", "mobilenet_v2", "transformer"]
     torch.manual_seed(0)
     for name in names:
         if name == "transformer":
@@ -75,9 +78,14 @@ def main():
         os.makedirs(d, exist_ok=True)
         with torch.no_grad():
             y = model(x)
-            torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
-                              input_names=["input"], output_names=["output"],
-                              dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
+            if dynamo:
+                torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), dynamo=True, opset_version=18,
+                                  input_names=["input"], output_names=["output"],
+                                  dynamic_shapes={"x": {0: torch.export.Dim("N")}}, external_data=False)
+            else:
+                torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
+                                  input_names=["input"], output_names=["output"],
+                                  dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
         np.save(os.path.join(d, "input.npy"), x.numpy())
         np.save(os.path.join(d, "expected_output.npy"), y.numpy())
         print(f"wrote {d}: input {tuple(x.shape)} -> output {tuple(y.shape)}")
