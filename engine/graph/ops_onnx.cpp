@@ -3,6 +3,7 @@
 // entries. Semantics from onnx.ai Operators.md (opset 13 on; the import maps nothing below:
 // graph_import.h) and the PyTorch constructors (ops_*.cpp). A node whose form the native op
 // cannot express returns the reason, and the import keeps it as onnx.<op_type>.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/graph/op_helpers.h"
@@ -198,15 +199,20 @@ OnnxMapResult map_elementwise(const OnnxNodeView& v) {
   return m;
 }
 
+// Reshape to [0 or N or -1, *sample]: the batch kept (a -1 first, with none in `sample`, keeps
+// it when the sample sizes match: the native infer checks that).
 OnnxMapResult map_reshape(const OnnxNodeView& v) {
-  if (int_of(v, "allowzero", 0) != 0) return "allowzero = 1";
   const Tensor* s = constant(v, 1);
   if (!s) return "its shape (input 1) is computed at run time";
   const Ints shape = s->to_vector<int64_t>();
   const SymShape& in = v.inputs[0].type.shape;
   if (shape.empty() || in.empty()) return "it reshapes to or from a scalar";
-  if (shape[0] != 0 && shape[0] != in[0]) return "its shape " + ints_str(shape) + " does not keep the batch dimension";
+  const bool allowzero = int_of(v, "allowzero", 0) != 0;  // a 0 is then a size, not a copy
+  if (allowzero && std::count(shape.begin(), shape.end(), 0) > 0) return "allowzero = 1 with a 0 in its shape";
   Ints sample(shape.begin() + 1, shape.end());
+  const bool keeps = shape[0] == 0 || shape[0] == in[0] ||
+                     (shape[0] == -1 && std::count(sample.begin(), sample.end(), -1) == 0);
+  if (!keeps) return "its shape " + ints_str(shape) + " does not keep the batch dimension";
   for (size_t i = 0; i < sample.size(); ++i)
     if (sample[i] == 0) {  // 0 copies the input's dim
       if (i + 1 >= in.size() || is_symbolic(in[i + 1])) return "its shape copies a symbolic dim";
@@ -267,9 +273,17 @@ void register_onnx_import_rules(OpRegistry& r) {
       {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, true); }},
       {"MaxPool2d", {"MaxPool"}, [](const OnnxNodeView& v) { return map_pool(v, true); }},
       {"AvgPool2d", {"AveragePool"}, [](const OnnxNodeView& v) { return map_pool(v, false); }},
-      {"AdaptiveAvgPool2d", {"GlobalAveragePool"},
+      {"AdaptiveAvgPool2d", {"GlobalAveragePool", "ReduceMean"},
        [](const OnnxNodeView& v) -> OnnxMapResult {
          if (rank(v) != 4) return "input is not [N, C, H, W]";
+         if (v.op_type == "ReduceMean") {  // over H and W, kept: PyTorch 2's form of a global average pool
+           Ints axes = ints_of(v, "axes", {});  // an attribute below opset 18, input 1 from it on
+           if (const Tensor* a = constant(v, 1)) axes = a->to_vector<int64_t>();
+           else if (present(v, 1)) return "its axes are computed at run time";
+           for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+           std::sort(axes.begin(), axes.end());
+           if (axes != Ints{2, 3} || int_of(v, "keepdims", 1) != 1) return "it is not a mean over H and W with keepdims";
+         }
          OnnxMapping m;
          m.attrs = {{"output_size", Ints{1, 1}}};
          return m;

@@ -220,15 +220,19 @@ class Builder {
       if (!v.inputs[i].constant.defined() || std::find(m.data_inputs.begin(), m.data_inputs.end(), i) != m.data_inputs.end())
         continue;
       const auto& users = uses_.at(inputs[i]);
-      if (users.size() > 1) {
+      bool held = false;  // a state entry of this node (not only read as an attribute, like Clip's bounds)
+      for (auto& [key, t] : m.state)
+        if (t.impl()->storage == v.inputs[i].constant.impl()->storage) held = true;
+      if (users.size() > 1 && held) {
         std::string names;
+        size_t listed = 0;
         for (const Use& u : users)
-          if (&ctx_.g.nodes[u.node] != &n) names += (names.empty() ? "'" : ", '") + ctx_.g.nodes[u.node].name + "'";
+          if (&ctx_.g.nodes[u.node] != &n && listed++ < 3) names += (names.empty() ? "'" : ", '") + ctx_.g.nodes[u.node].name + "'";
+        if (listed > 3) names += " and " + std::to_string(listed - 3) + " more";
         ctx_.warnings.push_back("initializer '" + inputs[i] + "' is shared by node '" + n.name + "' and " + names +
                                 ": native node '" + n.name + "' holds its own copy (training may let the copies differ)");
         for (auto& [key, t] : m.state)
-          if (t.impl() == v.inputs[i].constant.impl() || t.impl()->storage == v.inputs[i].constant.impl()->storage)
-            t = t.clone();
+          if (t.impl()->storage == v.inputs[i].constant.impl()->storage) t = t.clone();
       }
     }
     const std::string name = ctx_.identifier(n.name);
