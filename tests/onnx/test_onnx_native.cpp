@@ -175,6 +175,29 @@ TEST(OnnxNative, VisionOpsBecomeNativeWithTheExecutorsOutputs) {
   EXPECT_EQ(graph::to_json(again.graph), graph::to_json(gr));
 }
 
+// The forms PyTorch 2's dynamo exporter writes at opset 18: a global average pool as
+// ReduceMean over H and W (axes an input) with keepdims, a flatten as Reshape [-1, C] with
+// allowzero = 1; Clip's bounds shared by several nodes (attributes: no copy, no warning).
+TEST(OnnxNative, DynamoFormsBecomeNative) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 4, 3, 3});
+  *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 4});
+  add_float_initializer(g, "lo", {}, {0.f});
+  add_float_initializer(g, "hi", {}, {6.f});
+  add_node(g, "Clip", {"x", "lo", "hi"}, {"c1"}, "/clip1");
+  add_node(g, "Clip", {"c1", "lo", "hi"}, {"c2"}, "/clip2");
+  add_int64_initializer(g, "axes", {-1, -2});
+  add_node(g, "ReduceMean", {"c2", "axes"}, {"m"}, "/mean");
+  add_int64_initializer(g, "shape", {-1, 4});
+  set_int(add_node(g, "Reshape", {"m", "shape"}, {"y"}, "/flatten"), "allowzero", 1);
+  kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 18), {randn({2, 4, 3, 3}, 1)});
+  EXPECT_EQ(node_named(ig.graph, "mean").op, "AdaptiveAvgPool2d");
+  EXPECT_EQ(node_named(ig.graph, "flatten").op, "Reshape");
+  EXPECT_EQ(node_named(ig.graph, "clip2").op, "ReLU6");
+  EXPECT_TRUE(ig.warnings.empty()) << ig.warnings[0];
+  EXPECT_EQ(count(ig.graph).native, count(ig.graph).total);
+}
+
 // Embedding (Gather on an initializer) and LeakyRelu / Tanh on tokens.
 TEST(OnnxNative, GatherOnAnInitializerIsAnEmbedding) {
   ::onnx::GraphProto g;
