@@ -46,8 +46,8 @@ class Graph {
  public:
   std::string name;  // "Fashion-MNIST CNN"
   // Initial values of the layers' parameters and buffers, keyed by GraphModule's state_dict
-  // names ("conv1.weight", "bn1.running_mean"): an imported model's weights (Note [Weights in
-  // the graph]). GraphModule starts each entry that fits (same shape and dtype) from it, the
+  // names ("conv1.weight", "bn1.running_mean"): an imported model's weights (onnx/graph_import.h).
+  // GraphModule starts each entry that fits (same shape and dtype) from it, the
   // rest from the layer's initialization; graph JSON (json.h) saves them, so a project keeps
   // them. CPU tensors. rename() moves a node's entries, add_node() drops stale ones of the new
   // node's name; remove_node() keeps them (an undo re-inserts the node), to_json() writes only

@@ -67,6 +67,7 @@ struct OnnxNodeView {
 // ports (in port order; the others must be constants the mapping consumed) and the initial
 // values of its state_dict entries ("weight" -> tensor, without the node's prefix).
 struct OnnxMapping {
+  std::string op;  // "": the claiming schema; else another it hands the node to (BatchNorm1d for [N, C])
   Attributes attrs;
   std::vector<size_t> data_inputs{0};
   std::map<std::string, Tensor> state;

@@ -128,7 +128,7 @@ OnnxMapResult map_matmul(const OnnxNodeView& v) {
 
 OnnxMapResult map_batch_norm(const OnnxNodeView& v, bool two_d) {
   const size_t r = rank(v);
-  if (two_d ? r != 4 : r != 2 && r != 3) return two_d ? "input is not [N, C, H, W]" : "input is not [N, C] or [N, C, L]";
+  if (r < 2 || r > 4) return "input is not [N, C], [N, C, L] or [N, C, H, W]";
   if (int_of(v, "training_mode", 0) != 0) return "training_mode = 1 normalizes with the batch's statistics";
   if (auto why = extra_outputs_read(v); !why.empty()) return why;
   OnnxMapping m;
@@ -138,6 +138,7 @@ OnnxMapResult map_batch_norm(const OnnxNodeView& v, bool two_d) {
     m.state[names[i]] = *constant(v, i + 1);
   }
   m.state["num_batches_tracked"] = Tensor::zeros({}, DType::i64);
+  if (!two_d) m.op = "BatchNorm1d";
   // ONNX weighs the running value, PyTorch the batch's. Defaults as the float32 an ONNX
   // attribute holds, so that export -> import gives the same attributes.
   const double momentum = 1.0 - float_of(v, "momentum", static_cast<double>(0.9f));
@@ -146,6 +147,33 @@ OnnxMapResult map_batch_norm(const OnnxNodeView& v, bool two_d) {
              {"momentum", std::clamp(momentum, 0.0, 1.0)},
              {"affine", true},
              {"track_running_stats", true}};
+  return m;
+}
+
+// LayerNormalization over the dims from `axis` on -> LayerNorm (Scale the weight, B the bias:
+// zeros when absent).
+OnnxMapResult map_layer_norm(const OnnxNodeView& v) {
+  if (auto why = extra_outputs_read(v); !why.empty()) return why;
+  const SymShape& in = v.inputs.at(0).type.shape;
+  int64_t axis = int_of(v, "axis", -1);
+  axis = axis < 0 ? axis + static_cast<int64_t>(in.size()) : axis;
+  if (axis < 1 || axis >= static_cast<int64_t>(in.size())) return "axis " + std::to_string(axis) + " includes the batch";
+  const Ints normalized(in.begin() + axis, in.end());
+  for (int64_t d : normalized)
+    if (is_symbolic(d)) return "it normalizes over a symbolic dim";
+  const size_t r = normalized.size();
+  if (auto why = weight_problem(v, 1, r, "scale"); !why.empty()) return why;
+  OnnxMapping m;
+  m.state["weight"] = *constant(v, 1);
+  if (present(v, 2)) {
+    if (auto why = weight_problem(v, 2, r, "bias"); !why.empty()) return why;
+    m.state["bias"] = *constant(v, 2);
+  } else {
+    m.state["bias"] = Tensor::zeros(Shape(normalized.begin(), normalized.end()));
+  }
+  m.attrs = {{"normalized_shape", normalized},
+             {"eps", float_of(v, "epsilon", static_cast<double>(1e-5f))},
+             {"elementwise_affine", true}};
   return m;
 }
 
@@ -270,7 +298,8 @@ void register_onnx_import_rules(OpRegistry& r) {
       {"Conv2d", {"Conv"}, map_conv},
       {"Linear", {"Gemm", "MatMul"}, [](const OnnxNodeView& v) { return v.op_type == "Gemm" ? map_gemm(v) : map_matmul(v); }},
       {"Embedding", {"Gather"}, map_gather},
-      {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, true); }},
+      {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, rank(v) == 4); }},
+      {"LayerNorm", {"LayerNormalization"}, map_layer_norm},
       {"MaxPool2d", {"MaxPool"}, [](const OnnxNodeView& v) { return map_pool(v, true); }},
       {"AvgPool2d", {"AveragePool"}, [](const OnnxNodeView& v) { return map_pool(v, false); }},
       {"AdaptiveAvgPool2d", {"GlobalAveragePool", "ReduceMean"},

@@ -21,15 +21,23 @@ struct Use {
 class Builder {
  public:
   explicit Builder(NativeImportContext& ctx) : ctx_(ctx) {
-    for (size_t k = 0; k < ctx.g.nodes.size(); ++k)
-      for (size_t i = 0; i < ctx.g.nodes[k].inputs.size(); ++i)
-        if (!ctx.g.nodes[k].inputs[i].empty()) uses_[ctx.g.nodes[k].inputs[i]].push_back({k, i});
     for (const ValueInfo& v : ctx.g.outputs) graph_outputs_.insert(v.name);
   }
 
   void run(bool native) {
-    if (native) plan_fusions();
     const auto& nodes = ctx_.g.nodes;
+    for (size_t k = 0; native && k < nodes.size(); ++k) {  // Identity of a constant: the constant itself
+      const Node& n = nodes[k];
+      if (n.op_type == "Identity" && n.inputs.size() == 1 && n.outputs.size() == 1 && n.domain.empty() &&
+          ctx_.constants.count(resolve(n.inputs[0])) && !graph_outputs_.count(n.outputs[0])) {
+        alias_[n.outputs[0]] = resolve(n.inputs[0]);
+        done_.insert(k);
+      }
+    }
+    for (size_t k = 0; k < nodes.size(); ++k)
+      for (size_t i = 0; i < nodes[k].inputs.size(); ++i)
+        if (!nodes[k].inputs[i].empty() && !done_.count(k)) uses_[resolve(nodes[k].inputs[i])].push_back({k, i});
+    if (native) plan_fusions();
     for (size_t k = 0; k < nodes.size(); ++k) {
       const Node& n = nodes[k];
       if (n.op_type == "Constant" || done_.count(k)) continue;
@@ -71,8 +79,15 @@ class Builder {
   }
 
  private:
-  // The graph port that holds `value`: a producer, or a new onnx.Initializer node for a constant.
-  PortRef port_of(const std::string& value) {
+  // The value an Identity of a constant passes on: that constant's name; else `value`.
+  std::string resolve(const std::string& value) const {
+    auto it = alias_.find(value);
+    return it == alias_.end() ? value : it->second;
+  }
+
+  // The graph port that holds `raw`: a producer, or a new onnx.Initializer node for a constant.
+  PortRef port_of(const std::string& raw) {
+    const std::string value = resolve(raw);
     if (auto it = ctx_.producer.find(value); it != ctx_.producer.end()) return it->second;
     const Tensor& t = ctx_.constants.at(value);
     graph::Attributes a{{"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
@@ -88,7 +103,7 @@ class Builder {
 
   void add_onnx(const Node& n) {
     for (const std::string& in : n.inputs)
-      if (!in.empty()) port_of(in);
+      if (!in.empty()) ctx_.producer[in] = port_of(in);
     ctx_.add_onnx_node(n);
   }
 
@@ -116,7 +131,8 @@ class Builder {
         silu_[use.node] = k;
         deferred_.insert(k);
       } else if (n.op_type == "MatMul" && next.op_type == "Add" && n.inputs.size() == 2 &&
-                 ctx_.constants.count(n.inputs[1]) && ctx_.constants.count(other) && next.outputs.size() == 1) {
+                 ctx_.constants.count(resolve(n.inputs[1])) && ctx_.constants.count(resolve(other)) &&
+                 next.outputs.size() == 1) {
         bias_add_[k] = use.node;
       }
     }
@@ -142,7 +158,7 @@ class Builder {
       i.present = !in.empty();
       if (i.present) {
         i.type = ctx_.types.at(in);
-        if (auto it = ctx_.constants.find(in); it != ctx_.constants.end()) i.constant = it->second;
+        if (auto it = ctx_.constants.find(resolve(in)); it != ctx_.constants.end()) i.constant = it->second;
       }
       v.inputs.push_back(i);
     }
@@ -173,6 +189,7 @@ class Builder {
       return false;
     }
     OnnxMapping& m = std::get<OnnxMapping>(r);
+    if (!m.op.empty()) s = &graph::OpRegistry::global().get(m.op);
     std::vector<graph::TensorType> in_types;
     for (size_t i : m.data_inputs) {
       if (i >= v.inputs.size() || !v.inputs[i].present) {
@@ -219,7 +236,7 @@ class Builder {
     for (size_t i = 0; i < v.inputs.size(); ++i) {
       if (!v.inputs[i].constant.defined() || std::find(m.data_inputs.begin(), m.data_inputs.end(), i) != m.data_inputs.end())
         continue;
-      const auto& users = uses_.at(inputs[i]);
+      const auto& users = uses_.at(resolve(inputs[i]));
       bool held = false;  // a state entry of this node (not only read as an attribute, like Clip's bounds)
       for (auto& [key, t] : m.state)
         if (t.impl()->storage == v.inputs[i].constant.impl()->storage) held = true;
@@ -229,7 +246,7 @@ class Builder {
         for (const Use& u : users)
           if (&ctx_.g.nodes[u.node] != &n && listed++ < 3) names += (names.empty() ? "'" : ", '") + ctx_.g.nodes[u.node].name + "'";
         if (listed > 3) names += " and " + std::to_string(listed - 3) + " more";
-        ctx_.warnings.push_back("initializer '" + inputs[i] + "' is shared by node '" + n.name + "' and " + names +
+        ctx_.warnings.push_back("initializer '" + resolve(inputs[i]) + "' is shared by node '" + n.name + "' and " + names +
                                 ": native node '" + n.name + "' holds its own copy (training may let the copies differ)");
         for (auto& [key, t] : m.state)
           if (t.impl()->storage == v.inputs[i].constant.impl()->storage) t = t.clone();
@@ -250,7 +267,8 @@ class Builder {
   std::map<size_t, size_t> silu_;      // Mul node -> its Sigmoid node
   std::set<size_t> deferred_;          // Sigmoid nodes added with their Mul
   std::map<size_t, size_t> bias_add_;  // MatMul node -> the Add of its bias
-  std::set<size_t> done_;              // Add nodes a fused Linear replaced
+  std::set<size_t> done_;              // Add nodes a fused Linear replaced, Identity nodes of constants
+  std::map<std::string, std::string> alias_;  // an Identity's output -> the constant it passes on
 };
 
 }  // namespace

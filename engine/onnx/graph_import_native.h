@@ -1,8 +1,9 @@
 // Internal to graph_import.cpp: the loop that turns the ONNX nodes into graph nodes, native
 // ones (OpSchema::onnx_import, engine/graph/ops_onnx.cpp) where a schema claims the node and
 // the mapping holds, onnx.<Op> ones otherwise. Note [Native import]:
-// - ONNX Identity nodes are removed (their readers read the Identity's input), but for one
-//   whose output is a graph output (a native Identity keeps the model's node).
+// - ONNX Identity nodes are removed (their readers read the Identity's input: for an Identity
+//   of a constant, as PyTorch writes for tied weights, that constant), but for one whose output
+//   is a graph output (a native Identity keeps the model's node).
 // - Constants (initializers, folded values, Constant nodes) a native node consumes become its
 //   state_dict entries in Graph::initial_state ("<node>.weight"); an onnx.Initializer node is
 //   made only for a constant an onnx.<Op> node (or a graph output) reads.

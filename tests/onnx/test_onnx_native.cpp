@@ -198,6 +198,22 @@ TEST(OnnxNative, DynamoFormsBecomeNative) {
   EXPECT_EQ(count(ig.graph).native, count(ig.graph).total);
 }
 
+// BatchNormalization of [N, C] -> BatchNorm1d; LayerNormalization (no bias) -> LayerNorm.
+TEST(OnnxNative, FeatureNormalizationsBecomeNative) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 6});
+  *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 6});
+  for (const char* p : {"bn.scale", "bn.bias", "bn.mean"}) weights(g, p, {6}, 3);
+  add_float_initializer(g, "bn.var", {6}, std::vector<float>(6, 1.3f));
+  add_node(g, "BatchNormalization", {"x", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"h"}, "/bn");
+  weights(g, "ln.scale", {6}, 4);
+  set_float(add_node(g, "LayerNormalization", {"h", "ln.scale"}, {"y"}, "/ln"), "epsilon", 1e-3f);
+  kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 17), {randn({3, 6}, 5)});
+  EXPECT_EQ(node_named(ig.graph, "bn").op, "BatchNorm1d");
+  EXPECT_EQ(node_named(ig.graph, "ln").op, "LayerNorm");
+  EXPECT_TRUE(ig.warnings.empty()) << ig.warnings[0];
+}
+
 // Embedding (Gather on an initializer) and LeakyRelu / Tanh on tokens.
 TEST(OnnxNative, GatherOnAnInitializerIsAnEmbedding) {
   ::onnx::GraphProto g;
@@ -235,15 +251,16 @@ TEST(OnnxNative, ImpossibleMappingsFallBackNamingTheNode) {
   EXPECT_TRUE(ig.graph.initial_state.count("w2.value"));
 }
 
-// Bad input: one initializer read by two Convs: each native node gets its own copy, and a
-// warning names both nodes.
+// Bad input: one initializer read by two Convs (one through an Identity): each native node
+// gets its own copy, and a warning names both nodes.
 TEST(OnnxNative, SharedInitializersAreCopiedWithAWarning) {
   ::onnx::GraphProto g;
   *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 2, 5, 5});
   *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 2, 5, 5});
   weights(g, "w", {2, 2, 3, 3}, 1);
   set_ints(add_node(g, "Conv", {"x", "w"}, {"h"}, "/a/Conv"), "pads", {1, 1, 1, 1});
-  set_ints(add_node(g, "Conv", {"h", "w"}, {"y"}, "/b/Conv"), "pads", {1, 1, 1, 1});
+  add_node(g, "Identity", {"w"}, {"w_tied"}, "/tie");  // PyTorch's form of a tied weight
+  set_ints(add_node(g, "Conv", {"h", "w_tied"}, {"y"}, "/b/Conv"), "pads", {1, 1, 1, 1});
   kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 17), {randn({2, 2, 5, 5}, 2)});
   EXPECT_EQ(node_named(ig.graph, "a_Conv").op, "Conv2d");
   EXPECT_EQ(node_named(ig.graph, "b_Conv").op, "Conv2d");
@@ -252,6 +269,7 @@ TEST(OnnxNative, SharedInitializersAreCopiedWithAWarning) {
   const Tensor& b = ig.graph.initial_state.at("b_Conv.weight");
   EXPECT_TRUE(graph::same_tensor(a, b));
   EXPECT_NE(a.impl()->storage, b.impl()->storage);  // copies
+  EXPECT_EQ(count(ig.graph).total, 2u);  // no Identity, no initializer node
 }
 
 // Below opset 13 nothing maps (older semantics); between 13 and 16 only a model that maps
