@@ -170,7 +170,8 @@ class Builder {
   }
 
   void warn(const Node& n, const std::string& why) {
-    ctx_.warnings.push_back("node '" + n.name + "' (" + n.op_type + ") stays onnx." + n.op_type + ": " + why);
+    std::string w = "node '" + n.name + "' (" + n.op_type + ") stays onnx." + n.op_type + ": " + why;
+    if (ctx_.warnings.empty() || ctx_.warnings.back() != w) ctx_.warnings.push_back(std::move(w));  // fused, then alone
   }
 
   // Adds the native node for view `v` of ONNX node `n` (its value names `inputs`, by ONNX
