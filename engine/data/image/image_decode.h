@@ -14,9 +14,11 @@ namespace kiln::data {
 // .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp), plus .jpe. Other files in a folder are skipped.
 bool is_image_file_name(const std::string& path);
 
-// Decodes the bytes of one image file. Returns an 8-bit (CV_8U) or 16-bit (CV_16U) image with 1, 3
-// or 4 channels in OpenCV's B, G, R(, A) order, as the file holds it (16-bit PNG and TIFF stay
-// 16-bit), with the EXIF orientation of a JPEG applied (cv::IMREAD_ANYCOLOR | IMREAD_ANYDEPTH).
+// Decodes the bytes of one image file. Returns an 8-bit (CV_8U) or 16-bit (CV_16U) image with 1 or
+// 3 channels (grey, or B, G, R: OpenCV's order; an alpha channel is dropped, as PIL's
+// convert("RGB") does; palette and CMYK images come as B, G, R), in the file's depth (16-bit PNG
+// and TIFF stay 16-bit), with the EXIF orientation of a JPEG applied (cv::IMREAD_ANYCOLOR |
+// IMREAD_ANYDEPTH).
 // Throws IoError "SOURCE: REASON" for an empty file, one OpenCV does not recognize or cannot
 // decode, a JPEG that ends before its end-of-image marker (libjpeg would fill the rest grey and
 // warn only), and samples other than 8- or 16-bit unsigned integers (e.g. float TIFF).

@@ -62,6 +62,13 @@ cv::Mat resize_short_side(const cv::Mat& image, int64_t size) {
                 : resize(image, std::max<int64_t>(1, size * h / w), size);
 }
 
+cv::Mat resize_to_cover(const cv::Mat& image, int64_t height, int64_t width) {
+  const double f = std::max(static_cast<double>(height) / image.rows, static_cast<double>(width) / image.cols);
+  if (f == 1.0) return image;
+  return resize(image, std::max<int64_t>(height, static_cast<int64_t>(image.rows * f)),
+                std::max<int64_t>(width, static_cast<int64_t>(image.cols * f)));
+}
+
 cv::Mat center_crop(const cv::Mat& image, int64_t height, int64_t width) {
   cv::Mat src = image;
   if (src.rows < height || src.cols < width) {
@@ -183,7 +190,7 @@ void ImageTransform::apply(const cv::Mat& image, bool train, std::mt19937_64& g,
   if (train && augment == Augment::standard)
     m = RandomResizedCrop{.height = height, .width = width}(image, g);
   else
-    m = center_crop(resize_short_side(image, std::max(height, width)), height, width);
+    m = center_crop(resize_to_cover(image, height, width), height, width);
   if (train && augment != Augment::none) m = random_horizontal_flip(m, g);
   if (train && rotation > 0) m = random_rotation(m, g, rotation);
   cv::Mat f;

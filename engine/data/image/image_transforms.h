@@ -22,6 +22,9 @@ double uniform(std::mt19937_64& g, double lo, double hi);
 cv::Mat resize(const cv::Mat& image, int64_t height, int64_t width);
 // Resize(size) with an int: the shorter side becomes `size`, the other int(size * long / short).
 cv::Mat resize_short_side(const cv::Mat& image, int64_t size);
+// The smallest resize (aspect kept) that covers height x width: for a square target this is
+// torchvision's Resize(size) with an int. Unchanged when the image is that size already.
+cv::Mat resize_to_cover(const cv::Mat& image, int64_t height, int64_t width);
 // CenterCrop(height, width): top = round((H - h) / 2), left = round((W - w) / 2); an image
 // smaller than the crop is padded with zeros first (as torchvision).
 cv::Mat center_crop(const cv::Mat& image, int64_t height, int64_t width);
@@ -64,10 +67,11 @@ struct ImageTransform {
   int64_t height = 224, width = 224;  // the output size
   int channels = 3;                   // 1 or 3
   // Training (train = true):
-  //   none:     Resize(short side) + CenterCrop, as evaluation
+  //   none:     resize + CenterCrop, as evaluation
   //   flip:     that + RandomHorizontalFlip
   //   standard: RandomResizedCrop + RandomHorizontalFlip + ColorJitter(0.4, 0.4, 0.4)
-  // Evaluation: Resize(the shorter side to max(height, width)) + CenterCrop(height, width).
+  // Evaluation: resize_to_cover(height, width) + CenterCrop(height, width) (for a square size,
+  // Resize(size) + CenterCrop(size)).
   Augment augment = Augment::none;
   double rotation = 0;                // degrees of RandomRotation when training (0: none)
   std::vector<double> mean, stddev;   // Normalize per channel (one value: every channel); empty: none
