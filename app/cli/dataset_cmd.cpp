@@ -38,9 +38,12 @@ void print_table(const TableConfig& c) {
               static_cast<long long>(d.rows), table.columns.size(), table.delimiter == '\t' ? "tab" :
               std::string(1, table.delimiter).c_str(), d.schema.label.c_str(), data::task_name(d.schema.task));
   if (d.schema.task == data::Task::classification) {
-    std::vector<int64_t> counts(d.schema.classes.size(), 0);
-    const int64_t* y = d.y_train.data_ptr<const int64_t>();
-    for (int64_t i = 0; i < d.y_train.size(0); ++i) ++counts[static_cast<size_t>(y[i])];
+    std::vector<int64_t> counts(d.schema.classes.size(), 0);  // over every row, dropped ones included
+    for (const std::vector<std::string>& row : table.rows) {
+      const std::string& v = row[static_cast<size_t>(d.schema.label_index)];
+      for (size_t k = 0; k < d.schema.classes.size(); ++k)
+        if (d.schema.classes[k] == v) ++counts[k];
+    }
     std::printf("  %zu classes:", d.schema.classes.size());
     for (size_t k = 0; k < counts.size(); ++k)
       std::printf(" '%s' (%lld)", d.schema.classes[k].c_str(), static_cast<long long>(counts[k]));
