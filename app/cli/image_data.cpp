@@ -284,7 +284,8 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
   if (fitted) {
     r.mean = fitted->mean, r.stddev = fitted->stddev;
   } else if (config.normalize == "imagenet" || (config.normalize == "auto" && channels == 3)) {
-    r.mean = data::kImageNetMean, r.stddev = data::kImageNetStd;
+    r.mean.assign(data::kImageNetMean.begin(), data::kImageNetMean.end());
+    r.stddev.assign(data::kImageNetStd.begin(), data::kImageNetStd.end());
     if (channels == 1) r.mean = {0.449}, r.stddev = {0.226};  // the means of ImageNet's three
   } else if (config.normalize == "computed" || config.normalize == "auto") {
     std::tie(r.mean, r.stddev) =

@@ -192,7 +192,8 @@ TEST_F(ImageData, AugmentationIsTheSameWhateverTheWorkerCount) {
   verify_images(*index, 1);
   ImageTransform t;
   t.height = 10, t.width = 12, t.channels = 3, t.augment = Augment::standard, t.rotation = 15;
-  t.mean = kImageNetMean, t.stddev = kImageNetStd;
+  t.mean.assign(kImageNetMean.begin(), kImageNetMean.end());
+  t.stddev.assign(kImageNetStd.begin(), kImageNetStd.end());
   std::vector<int64_t> all(index->samples.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   auto epochs = [&](int workers) {

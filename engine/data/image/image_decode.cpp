@@ -29,6 +29,19 @@ bool jpeg_has_end(std::string_view b) {
   return false;
 }
 
+// The formats Kiln reads, by their signature. OpenCV recognizes more (HDR, EXR, PFM, Sun raster,
+// JPEG 2000, GDAL ...), and decodes some of those through a temporary file; those are refused.
+const char* known_format(std::string_view b) {
+  auto starts = [&](std::string_view sig, size_t at = 0) { return b.size() >= at + sig.size() && b.substr(at, sig.size()) == sig; };
+  if (is_jpeg(b)) return "JPEG";
+  if (starts("\x89PNG\r\n\x1a\n")) return "PNG";
+  if (starts("BM")) return "BMP";
+  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "TIFF";
+  if (starts("RIFF") && starts("WEBP", 8)) return "WebP";
+  if (b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6') return "PPM/PGM";
+  return nullptr;
+}
+
 }  // namespace
 
 bool is_image_file_name(const std::string& path) {
@@ -41,6 +54,8 @@ bool is_image_file_name(const std::string& path) {
 cv::Mat decode_image(std::string_view bytes, const std::string& source) {
   KILN_CHECK(!bytes.empty(), IoError, source, ": empty file (0 bytes)");
   KILN_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), IoError, source, ": larger than 2 GiB");
+  KILN_CHECK(known_format(bytes), IoError, source, ": not a JPEG, PNG, BMP, TIFF, WebP or PPM/PGM file (",
+             bytes.size(), " bytes)");
   if (is_jpeg(bytes))
     KILN_CHECK(jpeg_has_end(bytes), IoError, source, ": truncated JPEG (", bytes.size(),
                " bytes, no end-of-image marker); the file is cut short");

@@ -34,9 +34,6 @@ void blend(cv::Mat& img, const cv::Mat& other, double factor) {  // factor * img
 
 }  // namespace
 
-const std::vector<double> kImageNetMean = {0.485, 0.456, 0.406};
-const std::vector<double> kImageNetStd = {0.229, 0.224, 0.225};
-
 std::mt19937_64 sample_generator(uint64_t seed, int64_t epoch, int64_t index) {
   return std::mt19937_64(mix64(seed ^ mix64(static_cast<uint64_t>(epoch) ^ mix64(static_cast<uint64_t>(index)))));
 }

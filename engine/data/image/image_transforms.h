@@ -3,6 +3,7 @@
 // seeds from (seed, epoch, sample index) alone, so that the same sample in the same epoch gets
 // the same draws whatever the worker thread. Built only with KILN_OPENCV.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -81,6 +82,7 @@ struct ImageTransform {
 };
 
 // ImageNet's mean and std (torchvision's reference scripts): Normalize's default for RGB.
-extern const std::vector<double> kImageNetMean, kImageNetStd;
+inline constexpr std::array<double, 3> kImageNetMean = {0.485, 0.456, 0.406};
+inline constexpr std::array<double, 3> kImageNetStd = {0.229, 0.224, 0.225};
 
 }  // namespace kiln::data
