@@ -46,9 +46,10 @@ inline std::vector<uchar> with_exif_orientation(const std::vector<uchar>& jpeg, 
                                    0, 1,                              // one entry
                                    0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, static_cast<uchar>(orientation), 0, 0,
                                    0, 0, 0, 0};                       // no next IFD
-  std::vector<uchar> out(jpeg.begin(), jpeg.begin() + 2);
-  out.insert(out.end(), app1.begin(), app1.end());
-  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  std::vector<uchar> out(jpeg.size() + app1.size());
+  std::copy(jpeg.begin(), jpeg.begin() + 2, out.begin());  // SOI
+  std::copy(app1.begin(), app1.end(), out.begin() + 2);
+  std::copy(jpeg.begin() + 2, jpeg.end(), out.begin() + 2 + static_cast<std::ptrdiff_t>(app1.size()));
   return out;
 }
 
@@ -83,7 +84,7 @@ inline void write_crafted_cases(const std::filesystem::path& dir) {
   write_bytes(c / "b/card.webp", encode(".webp", card));
   const std::vector<uchar> jpeg = encode(".jpg", test_card(64, 64));
   write_bytes(c / "b/truncated.jpg", jpeg, jpeg.size() / 2);
-  write_bytes(c / "b/zero.jpg", {});
+  std::ofstream(c / "b/zero.jpg", std::ios::binary).flush();  // 0 bytes
   write_bytes(c / "b/garbage.png", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 1, 2, 3, 4, 5, 6, 7, 8});
   write_bytes(c / "b/notes.txt", {'h', 'i', '\n'});
   write_bytes(c / "b/.hidden.png", encode(".png", card));
