@@ -7,6 +7,10 @@
 //   kiln_image_fixtures digits DIR [CSV]
 //       scikit-learn's digits (python3-sklearn's digits.csv.gz: 64 values 0..16 and the label per
 //       row) as 8 x 8 grey PNGs (value * 255 / 16, rounded), DIR/<label>/<row>.png
+//   kiln_image_fixtures jpegs DIR N
+//       N photo-like JPEGs (quality 90) of about 500 x 375 (every fifth one 375 x 500: blurred noise,
+//       a gradient and a few shapes) in 10 class folders, DIR/<k>/<i>.jpg, for
+//       tests/bench/data_vs_torchvision.sh
 // Exit status 1 with a message for a missing input.
 #include <cmath>
 #include <cstdio>
@@ -14,6 +18,7 @@
 #include <string>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "engine/data/csv_reader.h"
 #include "engine/data/fashion_mnist.h"
@@ -65,6 +70,31 @@ void digits(const fs::path& dir, const std::string& csv) {
   }
 }
 
+void jpegs(const fs::path& dir, int64_t n) {
+  cv::RNG rng(12345);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool portrait = i % 5 == 4;
+    const int w = (portrait ? 375 : 500) + static_cast<int>(rng.uniform(-20, 21));
+    const int h = (portrait ? 500 : 375) + static_cast<int>(rng.uniform(-20, 21));
+    cv::Mat noise(h / 8, w / 8, CV_8UC3), m;
+    rng.fill(noise, cv::RNG::UNIFORM, 0, 256);
+    cv::resize(noise, m, cv::Size(w, h), 0, 0, cv::INTER_CUBIC);
+    cv::GaussianBlur(m, m, cv::Size(0, 0), 3);
+    for (int k = 0; k < 6; ++k) {
+      const cv::Scalar colour(rng.uniform(0, 256), rng.uniform(0, 256), rng.uniform(0, 256));
+      const cv::Point c(rng.uniform(0, w), rng.uniform(0, h));
+      if (k % 2) cv::circle(m, c, rng.uniform(10, 80), colour, cv::FILLED, cv::LINE_AA);
+      else cv::rectangle(m, cv::Rect(c, cv::Size(rng.uniform(10, 120), rng.uniform(10, 120))), colour, cv::FILLED);
+    }
+    cv::Mat grain(h, w, CV_8UC3);
+    rng.fill(grain, cv::RNG::NORMAL, 0, 6);
+    m += grain;
+    const fs::path p = dir / std::to_string(i % 10) / (std::to_string(i) + ".jpg");
+    fs::create_directories(p.parent_path());
+    if (!cv::imwrite(p.string(), m, {cv::IMWRITE_JPEG_QUALITY, 90})) throw std::runtime_error("cannot write " + p.string());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,8 +107,10 @@ int main(int argc, char** argv) {
                     argc > 5 ? argv[5] : kiln::data::FashionMNIST::kDefaultDir);
     } else if (mode == "digits") {
       digits(argv[2], argc > 3 ? argv[3] : "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz");
+    } else if (mode == "jpegs") {
+      jpegs(argv[2], argc > 3 ? std::stoll(argv[3]) : 2000);
     } else {
-      std::fprintf(stderr, "usage: kiln_image_fixtures crafted|fashion-mnist|digits DIR [...]\n");
+      std::fprintf(stderr, "usage: kiln_image_fixtures crafted|fashion-mnist|digits|jpegs DIR [...]\n");
       return 2;
     }
   } catch (const std::exception& e) {

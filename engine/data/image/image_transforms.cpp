@@ -192,7 +192,7 @@ void ImageTransform::apply(const cv::Mat& image, bool train, std::mt19937_64& g,
   if (train && rotation > 0) m = random_rotation(m, g, rotation);
   cv::Mat f;
   m.convertTo(f, CV_32F, unit_scale(image));
-  if (train && augment == Augment::standard) ColorJitter{0.4, 0.4, 0.4, 0}(f, g);
+  if (train && augment == Augment::standard && color_jitter) ColorJitter{0.4, 0.4, 0.4, 0}(f, g);
   const int64_t plane = height * width;
   for (int c = 0; c < channels; ++c) {
     const size_t k = mean.size() == 1 ? 0 : static_cast<size_t>(c);

@@ -74,6 +74,7 @@ struct ImageTransform {
   // Evaluation: resize_to_cover(height, width) + CenterCrop(height, width) (for a square size,
   // Resize(size) + CenterCrop(size)).
   Augment augment = Augment::none;
+  bool color_jitter = true;           // standard's ColorJitter (off: RandomResizedCrop + flip only)
   double rotation = 0;                // degrees of RandomRotation when training (0: none)
   std::vector<double> mean, stddev;   // Normalize per channel (one value: every channel); empty: none
   // Writes the transformed image as floats, channel-major [channels, height, width], into out:
