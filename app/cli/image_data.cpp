@@ -10,6 +10,7 @@
 #include "engine/data/tabular.h"  // stratified_split
 #ifdef KILN_HAVE_OPENCV
 #include "engine/data/image/image_dataset.h"
+#include "engine/data/image/image_decode.h"
 #endif
 
 namespace kiln::cli {
@@ -229,27 +230,35 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
   // The training index first: it settles the classes, channels and size.
   std::shared_ptr<data::ImageIndex> train_index = scan(presplit ? root / "train" : root,
                                                        fitted ? &fitted->classes : nullptr);
-  // The cache holds images as converted to the channel count, which is settled by the data
-  // unless given: an index is verified without filling the cache when it is not known yet.
+  // Verifying decodes every image once and fills the cache. The channel count and size may be
+  // settled by the data only after that: the images are then cached as RGB and at full size, and
+  // converted once they are known (RGB to grey only when every image was grey, so exactly).
   int channels = fitted ? fitted->channels : config.channels;
   auto shared_cache = std::make_shared<data::ImageCache>(cache_bytes);
-  const int64_t short_side = (config.height > 0) ? data::cache_short_side(config.height, config.width) : 0;
+  const int64_t given_height = fitted ? fitted->height : config.height;
+  const int64_t given_width = fitted ? fitted->width : config.width;
+  const int64_t short_side = given_height > 0 ? data::cache_short_side(given_height, given_width) : 0;
+  const int verify_channels = channels ? channels : 3;
   data::ImageStats train_stats =
-      data::verify_images(*train_index, threads, channels && short_side ? shared_cache.get() : nullptr,
-                          channels ? channels : 3, short_side);
+      data::verify_images(*train_index, threads, shared_cache.get(), verify_channels, short_side);
   KILN_CHECK(!train_index->samples.empty(), ValueError, train_index->source, ": no image could be read (",
              train_index->skipped.size(), " files skipped)");
   KILN_CHECK(fitted || train_index->classes.size() >= 2, ValueError, train_index->source, ": one class ('",
              train_index->classes.at(0), "'); classification needs at least two class folders");
   if (!channels) channels = train_stats.channels.size() == 1 && train_stats.channels.count(1) ? 1 : 3;
-  int64_t height = fitted ? fitted->height : config.height, width = fitted ? fitted->width : config.width;
+  int64_t height = given_height, width = given_width;
   if (!height) {
     auto most = std::max_element(train_stats.sizes.begin(), train_stats.sizes.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     height = most->first.first, width = most->first.second;
   }
-  if (shared_cache->size() == 0 && cache_bytes > 0) {  // not filled while verifying: the first epoch fills it
-    shared_cache = std::make_shared<data::ImageCache>(cache_bytes);
+  if (channels != verify_channels || short_side == 0) {
+    const int64_t side = data::cache_short_side(height, width);
+    shared_cache->update(
+        [&](const cv::Mat& m) {
+          return data::shrink_to_short_side(channels == verify_channels ? m : data::to_channels(m, channels), side);
+        },
+        threads);
   }
 
   // The splits.

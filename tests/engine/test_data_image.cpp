@@ -232,6 +232,14 @@ TEST_F(ImageData, CacheKeepsDownscaledImagesInTheirDepth) {
       EXPECT_EQ(m.depth(), CV_16U);
     }
   }
+  cache->update([](const cv::Mat& m) { return shrink_to_short_side(m, 2); }, 2);  // once the size is known
+  int64_t bytes = 0;
+  for (size_t i = 0; i < index->samples.size(); ++i) {
+    const cv::Mat m = cache->get(static_cast<int64_t>(i));
+    EXPECT_EQ(std::min(m.rows, m.cols), 2);
+    bytes += static_cast<int64_t>(m.total() * m.elemSize());
+  }
+  EXPECT_EQ(cache->bytes(), bytes);
   ImageCache tiny(10);
   EXPECT_FALSE(tiny.put(0, cv::Mat(4, 4, CV_8UC1)));  // 16 bytes > 10
   EXPECT_EQ(tiny.bytes(), 0);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <opencv2/imgproc.hpp>
 
@@ -26,6 +28,23 @@ bool ImageCache::put(int64_t key, const cv::Mat& image) {
 int64_t ImageCache::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int64_t>(images_.size());
+}
+
+void ImageCache::update(const std::function<cv::Mat(const cv::Mat&)>& fn, int threads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<cv::Mat*> all;
+  for (auto& [key, image] : images_) all.push_back(&image);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < all.size();) *all[i] = fn(*all[i]);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  int64_t n = 0;
+  for (cv::Mat* m : all) n += static_cast<int64_t>(m->total() * m->elemSize());
+  bytes_ = n;
 }
 
 int64_t cache_short_side(int64_t height, int64_t width) {

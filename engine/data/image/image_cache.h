@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -26,6 +27,9 @@ class ImageCache {
   int64_t bytes() const { return bytes_.load(); }
   int64_t limit() const { return limit_; }
   int64_t size() const;  // images held
+  // Replaces every image held by fn(image), on `threads` threads (e.g. to downscale them once the
+  // target size is known); the byte count follows. Not to be called while others use the cache.
+  void update(const std::function<cv::Mat(const cv::Mat&)>& fn, int threads);
 
  private:
   const int64_t limit_;
