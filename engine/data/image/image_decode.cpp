@@ -76,12 +76,15 @@ cv::Mat decode_image(std::string_view bytes, const std::string& source) {
 }
 
 cv::Mat read_image(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   KILN_CHECK(in, IoError, path, ": cannot read the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  KILN_CHECK(!in.bad(), IoError, path, ": read error");
-  return decode_image(s.view(), path);
+  const std::streamoff size = in.tellg();
+  KILN_CHECK(size >= 0, IoError, path, ": cannot read the file (not a regular file?)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  KILN_CHECK(in.gcount() == size, IoError, path, ": read error (", in.gcount(), " of ", size, " bytes)");
+  return decode_image(bytes, path);
 }
 
 cv::Mat to_channels(const cv::Mat& image, int channels) {
