@@ -156,7 +156,8 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
-  if (image) options.run_settings["images"] = run_images_json(images->run);
+  if (image)  // one line, so that a mismatch on --resume is one line too
+    options.run_settings["images"] = nlohmann::json::parse(run_images_json(images->run)).dump();
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(

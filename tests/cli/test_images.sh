@@ -45,6 +45,15 @@ assert Image.open('$work/d/crafted/a/palette.png').mode == 'P' and Image.open('$
   contains "$out" "c ü" "kiln eval's confusion matrix (class names with a space and non-ASCII)"
   run 1 eval --model-file "$work/run/model.safetensors" --dataset fashion-mnist
   contains "$err" "was trained on images" "eval of an image run on another dataset"
+  run 0 train --dataset "imagefolder:$work/d/crafted" --model cnn --epochs 3 --batch-size 4 --augment standard \
+    --rotation 10 --test-fraction 0.3 --device cpu --out "$work/run" --resume
+  [[ $(summary epochs) == 3 ]] || fail "the resumed image run did not reach 3 epochs"
+  cp "$work/d/crafted/a/rgb.png" "$work/d/crafted/a/rgb2.png"  # the folder changes: eval says so
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$err" "changed since the run trained on it" "eval of a run whose folder changed"
+  run 1 train --dataset "imagefolder:$work/d/crafted" --model cnn --epochs 4 --batch-size 4 --augment standard \
+    --rotation 10 --test-fraction 0.3 --device cpu --out "$work/run" --resume
+  contains "$err" "images" "resume on a changed folder"
   run 0 train --dataset "images:$work/d/manifest.csv" --model mlp --epochs 1 --test-fraction 0 --device cpu --out "$work/m"
   contains "$err" "manifest.csv:5: no such file" "a manifest naming a missing file"
   ;;
