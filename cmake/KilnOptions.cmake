@@ -15,6 +15,24 @@ find_package(Vulkan QUIET COMPONENTS glslc)
 find_package(CUDAToolkit QUIET)
 find_program(KILN_HIPCC hipcc)
 find_package(ONNX QUIET)
+# OpenCV decodes and resizes images (engine/data/image). Debian's OpenCVConfig.cmake comes with
+# libopencv-dev, which pulls in every OpenCV module (71 packages); quickstart installs only the
+# three -dev packages the engine needs (libopencv-imgcodecs-dev libopencv-imgproc-dev: 5 packages),
+# which ship headers and libraries without the config file, so those are looked up directly.
+find_package(OpenCV QUIET COMPONENTS core imgcodecs imgproc)
+if(OpenCV_FOUND)
+  set(KILN_OPENCV_LIBS opencv_core opencv_imgcodecs opencv_imgproc)
+  set(KILN_OPENCV_INCLUDE ${OpenCV_INCLUDE_DIRS})
+else()
+  find_path(KILN_OPENCV_INCLUDE opencv2/imgcodecs.hpp PATH_SUFFIXES opencv4)
+  find_library(KILN_OPENCV_CORE opencv_core)
+  find_library(KILN_OPENCV_IMGCODECS opencv_imgcodecs)
+  find_library(KILN_OPENCV_IMGPROC opencv_imgproc)
+  if(KILN_OPENCV_INCLUDE AND KILN_OPENCV_CORE AND KILN_OPENCV_IMGCODECS AND KILN_OPENCV_IMGPROC)
+    set(OpenCV_FOUND TRUE)
+    set(KILN_OPENCV_LIBS ${KILN_OPENCV_IMGCODECS} ${KILN_OPENCV_IMGPROC} ${KILN_OPENCV_CORE})
+  endif()
+endif()
 
 # Each optional part is AUTO (built when its dependencies are found), ON (required: configuring
 # fails naming what is missing) or OFF. AUTO is decided anew at every configure, so a build
@@ -38,8 +56,9 @@ kiln_feature(KILN_VULKAN Vulkan_FOUND "Build the Vulkan compute backend")
 kiln_feature(KILN_CUDA CUDAToolkit_FOUND "Build the CUDA backend")
 kiln_feature(KILN_HIP KILN_HIPCC "Build the HIP/ROCm backend")
 kiln_feature(KILN_ONNX ONNX_FOUND "Build ONNX import/export")
+kiln_feature(KILN_OPENCV OpenCV_FOUND "Build image datasets (OpenCV core, imgcodecs, imgproc)")
 
-foreach(part STUDIO VULKAN CUDA HIP ONNX)
+foreach(part STUDIO VULKAN CUDA HIP ONNX OPENCV)
   message(STATUS "KILN_${part}: ${KILN_${part}}")
 endforeach()
 

@@ -17,6 +17,7 @@ int devices_command(const std::vector<std::string>& args);  // devices.cpp
 int train_command(const std::vector<std::string>& args);    // train.cpp
 int eval_command(const std::vector<std::string>& args);     // eval.cpp
 int bench_command(const std::vector<std::string>& args);    // bench.cpp
+int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp
 #ifdef KILN_HAVE_ONNX
 int onnx_suite_command(const std::vector<std::string>& args);   // onnx_suite.cpp
 int onnx_import_command(const std::vector<std::string>& args);  // onnx_import.cpp

@@ -12,6 +12,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
+#include "app/cli/image_data.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/table_data.h"
 #include "app/cli/train_graph.h"
@@ -34,7 +35,8 @@ ArgParser eval_parser() {
                       "state_dict of the same network) on a dataset's test set.");
   p.flag("model-file", "FILE", "", "safetensors file with the weights (required)")
       .flag("dataset", "NAME", "fashion-mnist", "dataset whose test set to use: fashion-mnist, or csv:FILE for a\n"
-                                             "run trained on a table (default: the table.json the run kept)")
+                                             "run trained on a table (default: the table.json the run kept); a run\n"
+                                             "trained on images is evaluated on the test split its images.json names")
       .flag("model", "NAME", "", "reference model (default: inferred from the file's keys)",
             train::reference_model_names())
       .flag("graph", "FILE", "", "graph JSON the weights belong to (default: the graph.json that a\n"
@@ -50,21 +52,25 @@ ArgParser eval_parser() {
 
 // The model with the weights of `file` (read from `path`): the graph of `graph_path` (or the one the run
 // kept), else the reference model `model_name` (or the one the file's metadata or keys name) built for
-// `features` inputs and `outputs` outputs (0, 0: Fashion-MNIST's). model_name becomes what was loaded.
+// `features` inputs and `outputs` outputs (0, 0: Fashion-MNIST's), or for `image` (a run's images.json)
+// when given. model_name becomes what was loaded.
 std::shared_ptr<nn::Module> load_model(const io::SafetensorsFile& file, const std::string& path, std::string graph_path,
-                                       std::string& model_name, Device device, int64_t features, int64_t outputs) {
+                                       std::string& model_name, Device device, int64_t features, int64_t outputs,
+                                       const ImageRun* image = nullptr) {
   if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
   std::shared_ptr<nn::Module> model;
   if (!graph_path.empty()) {
     model = std::make_shared<graph::GraphModule>(load_checked_graph(graph_path));
     model_name = "graph " + graph_path;
   } else {
-    if (model_name.empty() && features > 0) {
+    if (model_name.empty() && (features > 0 || image)) {
       auto it = file.metadata.find("kiln.model");
       model_name = it != file.metadata.end() ? it->second : "mlp";
     }
     if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
-    model = features > 0 ? train::make_model(model_name, features, outputs) : train::make_model(model_name);
+    model = image          ? train::make_image_model(model_name, image->channels, image->height, image->width, outputs)
+            : features > 0 ? train::make_model(model_name, features, outputs)
+                           : train::make_model(model_name);
   }
   model->to(device);
   try {
@@ -131,6 +137,12 @@ int eval_command(const std::vector<std::string>& argv) {
     table = load_run_table((std::filesystem::path(path).parent_path() / it->second).string());
   KILN_CHECK(!csv || table, ValueError, path, " was not trained on a table (its metadata names no ", kRunTableFile,
              "); --dataset csv:FILE evaluates runs of `kiln train --dataset csv:FILE`");
+  std::optional<ImageRun> image;
+  if (auto it = file.metadata.find(kImagesMetadataKey); it != file.metadata.end())
+    image = load_run_images((std::filesystem::path(path).parent_path() / it->second).string());
+  KILN_CHECK(!image || !args.given("dataset"), ValueError, path, " was trained on images (",
+             image ? image->config.path : "", "); evaluate it without --dataset (its ", kRunImagesFile,
+             " names the data)");
   KILN_CHECK(!table || csv || !args.given("dataset"), ValueError, path, " was trained on a table (",
              table ? table->first.path : "", "); evaluate it with --dataset csv:FILE or without --dataset");
   std::shared_ptr<const data::Dataset> test_set;
@@ -144,6 +156,14 @@ int eval_command(const std::vector<std::string>& argv) {
     test_set = std::make_shared<data::TensorDataset>(d.x_test, d.y_test);
     names = d.schema.classes;
     regression = d.schema.task == data::Task::regression;
+  } else if (image) {
+    ImageData d = load_images(image->config, &*image);
+    if (d.run.fingerprint != image->fingerprint)
+      std::fprintf(stderr, "kiln: warning: %s changed since the run trained on it (fingerprint %s, was %s)\n",
+                   image->config.path.c_str(), d.run.fingerprint.c_str(), image->fingerprint.c_str());
+    test_set = d.test;
+    names = image->classes;
+    data_name = image->config.kind + ":" + image->config.path;
   } else {
     test_set = open_dataset(dataset, data_dir, /*train=*/false);
     names = class_names(dataset);
@@ -151,7 +171,7 @@ int eval_command(const std::vector<std::string>& argv) {
   const int64_t outputs = regression ? 1 : static_cast<int64_t>(names.size());
   std::shared_ptr<nn::Module> model =
       load_model(file, path, args.str("graph"), model_name, device,
-                 table ? table->second.num_features() : 0, table ? outputs : 0);
+                 table ? table->second.num_features() : 0, table || image ? outputs : 0, image ? &*image : nullptr);
   if (auto* g = dynamic_cast<graph::GraphModule*>(model.get()))
     check_graph_fits(g->graph(), data_name, *test_set, outputs);
   KILN_CHECK(test_set->size() > 0, ValueError, data_name, " has no test split (the run used --test-fraction 0)");

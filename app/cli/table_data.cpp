@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/cli/image_data.h"
 #include "engine/core/error.h"
 
 namespace kiln::cli {
@@ -36,15 +37,16 @@ ArgParser& add_table_flags(ArgParser& p) {
             {"error", "drop", "fill"})
       .flag("column-types", "LIST", "", "csv: type overrides, COLUMN=TYPE[,COLUMN=TYPE...] with TYPE numeric,\n"
                                         "categorical (one-hot), text or ignore (both left out)")
-      .flag("test-fraction", "F", "0.2", "csv: fraction of the rows held out as the test split (stratified by\n"
-                                         "class, by --seed)");
+      .flag("test-fraction", "F", "0.2", "csv, images: fraction of the rows or images held out as the test split\n"
+                                         "(stratified by class, by --seed; an image folder with train/ and test/\n"
+                                         "subfolders uses those)");
 }
 
 TableConfig table_config(const Args& args, const std::string& dataset, uint64_t seed) {
   TableConfig t;
   if (!is_csv_dataset(dataset)) {
     for (const char* f : kTableFlags)
-      if (args.given(f)) args.fail(std::string("--") + f + " applies to --dataset csv:FILE only");
+      if (args.given(f) && !(is_image_dataset(dataset) && std::string(f) == "test-fraction")) args.fail(std::string("--") + f + " applies to --dataset csv:FILE only");
     return t;
   }
   t.path = dataset.substr(std::string(kCsvPrefix).size());

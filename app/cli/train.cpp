@@ -14,6 +14,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
+#include "app/cli/image_data.h"
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
 #include "app/cli/table_data.h"
@@ -44,18 +45,25 @@ struct Loaders {
 
 // The training set (less the validation share), validation set (when val_fraction > 0)
 // and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
-// csv: dataset (null for the others).
-Loaders make_loaders(const TrainConfig& c, const data::TabularData* table) {
+// csv: dataset, `images` those of an image dataset (null for the others). Images are decoded and
+// augmented on c.images.workers loader threads.
+Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images) {
   std::shared_ptr<const data::Dataset> train_set, test_set;
-  if (table) {
+  std::shared_ptr<const data::Dataset> val_set;
+  int workers = 1;
+  if (images) {
+    train_set = images->train;
+    test_set = images->test;
+    val_set = images->validation;
+    workers = std::max(1, c.images.workers);
+  } else if (table) {
     train_set = std::make_shared<data::TensorDataset>(table->x_train, table->y_train);
     test_set = std::make_shared<data::TensorDataset>(table->x_test, table->y_test);
   } else {
     train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
     test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
   }
-  std::shared_ptr<const data::Dataset> val_set;
-  if (c.val_fraction > 0) {
+  if (c.val_fraction > 0 && !val_set) {
     int64_t n = train_set->size();
     int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.val_fraction * static_cast<double>(n))));
     auto parts = data::random_split(train_set, {n - n_val, n_val}, c.seed);
@@ -70,10 +78,15 @@ Loaders make_loaders(const TrainConfig& c, const data::TabularData* table) {
   }
   using Options = data::DataLoader::Options;
   Loaders l;
-  l.train = std::make_unique<data::DataLoader>(train_set,
-                                               Options{.batch_size = c.batch_size, .shuffle = true, .seed = c.seed});
-  if (val_set) l.validation = std::make_unique<data::DataLoader>(val_set, Options{.batch_size = c.batch_size});
-  l.test = std::make_unique<data::DataLoader>(test_set, Options{.batch_size = c.batch_size});
+  const int prefetch = std::max(2, 2 * workers);
+  l.train = std::make_unique<data::DataLoader>(train_set, Options{.batch_size = c.batch_size, .shuffle = true,
+                                                                  .seed = c.seed, .num_workers = workers,
+                                                                  .prefetch = prefetch});
+  if (val_set)
+    l.validation = std::make_unique<data::DataLoader>(
+        val_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
+  l.test = std::make_unique<data::DataLoader>(
+      test_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
   return l;
 }
 
@@ -106,15 +119,21 @@ int train_command(const std::vector<std::string>& argv) {
   const bool csv = is_csv_dataset(c.dataset);
   std::optional<data::TabularData> table;
   if (csv) table = load_table(c.table);
+  const bool image = is_image_dataset(c.dataset);
+  std::optional<ImageData> images;
+  if (image) images = load_images(c.images);
   const bool regression = csv && table->schema.task == data::Task::regression;
-  const int64_t outputs = csv ? table->schema.num_outputs() : static_cast<int64_t>(class_names(c.dataset).size());
-  Loaders loaders = make_loaders(c, table ? &*table : nullptr);
+  const int64_t outputs = csv     ? table->schema.num_outputs()
+                          : image ? static_cast<int64_t>(images->run.classes.size())
+                                  : static_cast<int64_t>(class_names(c.dataset).size());
+  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr);
   if (net) check_graph_fits(*net, c.dataset, loaders.train->dataset(), outputs);
 
   std::shared_ptr<nn::Module> model =
       net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net))
-      : csv ? train::make_model(c.model, table->schema.num_features(), outputs)
-            : train::make_model(c.model);
+      : csv   ? train::make_model(c.model, table->schema.num_features(), outputs)
+      : image ? train::make_image_model(c.model, images->run.channels, images->run.height, images->run.width, outputs)
+              : train::make_model(c.model);
   model->to(device);
   auto optimizer = optim::make_optimizer(optimizer_config(c), model->parameters());
   const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
@@ -137,6 +156,8 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
+  if (image)  // one line, so that a mismatch on --resume is one line too
+    options.run_settings["images"] = nlohmann::json::parse(run_images_json(images->run)).dump();
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
@@ -154,6 +175,7 @@ int train_command(const std::vector<std::string>& argv) {
   std::filesystem::create_directories(out);
   if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
   if (csv) write_file_atomically((out / kRunTableFile).string(), run_table_json(c.table, table->schema));
+  if (image) write_file_atomically((out / kRunImagesFile).string(), run_images_json(images->run));
   MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);
   if (csv)
     std::fprintf(stderr, "%s: %lld rows (%lld dropped), %lld features, label '%s' (%s%s)\n", c.table.path.c_str(),
@@ -161,6 +183,14 @@ int train_command(const std::vector<std::string>& argv) {
                  static_cast<long long>(table->schema.num_features()), table->schema.label.c_str(),
                  data::task_name(table->schema.task),
                  regression ? "" : (", " + std::to_string(table->schema.classes.size()) + " classes").c_str());
+  if (image) {
+    std::fprintf(stderr, "%s: %lld classes, %lld channel(s), %lldx%lld, %s split, augment %s; %zu files skipped%s\n",
+                 c.images.path.c_str(), static_cast<long long>(outputs), static_cast<long long>(images->run.channels),
+                 static_cast<long long>(images->run.height), static_cast<long long>(images->run.width),
+                 images->summary["split"].get<std::string>().c_str(), c.images.augment.c_str(), images->skipped.size(),
+                 images->skipped.empty() ? "" : ":");
+    for (const std::string& s : images->skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
+  }
   std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
                c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
@@ -187,6 +217,7 @@ int train_command(const std::vector<std::string>& argv) {
 
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
+  if (image) metadata[kImagesMetadataKey] = kRunImagesFile;
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
   io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
   const double seconds_training = trainer.seconds_training();
@@ -223,6 +254,7 @@ int train_command(const std::vector<std::string>& argv) {
       summary["test_rmse"] = std::sqrt(test.loss());
     }
   }
+  if (image) summary["data"] = images->summary;
   if (options.grad_scaler)
     std::fprintf(stderr, "f16 loss scaling: %lld of %lld steps skipped (non-finite gradients), final scale %g\n",
                  static_cast<long long>(options.grad_scaler->skipped_steps()),
@@ -237,7 +269,7 @@ int train_command(const std::vector<std::string>& argv) {
   std::printf("%s, %.0f %s/s training, %s total; files in %s/: model.safetensors metrics.csv summary.json "
               "checkpoint/%s%s\n",
               result, images_per_second, csv ? "samples" : "images", format_duration(seconds).c_str(),
-              display_path(out).c_str(), net ? " graph.json" : "", csv ? " table.json" : "");
+              display_path(out).c_str(), net ? " graph.json" : "", csv ? " table.json" : image ? " images.json" : "");
   return kExitOk;
 }
 

@@ -12,8 +12,10 @@ ArgParser train_parser() {
   ArgParser p("train",
               "Trains a reference model on a dataset with a live progress bar, evaluates it on the test\n"
               "set and writes model.safetensors, metrics.csv, summary.json and checkpoint/ into --out.");
-  p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on: fashion-mnist, or csv:FILE for a CSV/TSV table\n"
-                                             "(.csv, .tsv, .csv.gz; see the csv: flags below)")
+  p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on: fashion-mnist, csv:FILE for a CSV/TSV table\n"
+                                             "(.csv, .tsv, .csv.gz; see the csv: flags below), imagefolder:DIR\n"
+                                             "(DIR/<class>/<image>, or DIR/train/ and DIR/test/ so) or images:FILE.csv\n"
+                                             "(columns path,label; paths relative to the file)")
       .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h)",
             train::reference_model_names())
       .flag("graph", "FILE", "", "train the network a graph JSON file describes (Kiln Studio's format,\n"
@@ -49,11 +51,13 @@ ArgParser train_parser() {
               "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
               "kiln train prints which it was");
   add_table_flags(p);
+  add_image_flags(p);
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
       "finished epoch stays, and `--resume` continues from it.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
-      "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40");
+      "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
+      "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip");
   return p;
 }
 
@@ -61,8 +65,9 @@ TrainConfig train_config(const Args& args) {
   TrainConfig c;
   c.dataset = args.str("dataset");
   const std::vector<std::string>& known = dataset_names();
-  if (!is_csv_dataset(c.dataset) && std::find(known.begin(), known.end(), c.dataset) == known.end())
-    args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE");
+  if (!is_csv_dataset(c.dataset) && !is_image_dataset(c.dataset) &&
+      std::find(known.begin(), known.end(), c.dataset) == known.end())
+    args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE, imagefolder:DIR, images:FILE.csv");
   c.model = args.str("model");
   if (args.given("graph")) {
     if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
@@ -84,9 +89,11 @@ TrainConfig train_config(const Args& args) {
   c.precision = args.str("precision");
   c.seed = static_cast<uint64_t>(args.integer("seed", 0));
   c.val_fraction = args.number("val-fraction", 0, 0.99);
-  if (is_csv_dataset(c.dataset) && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not csv:FILE");
-  c.data_dir = args.given("data-dir") ? args.str("data-dir") : is_csv_dataset(c.dataset) ? "" : default_data_dir(c.dataset);
+  const bool own_data = is_csv_dataset(c.dataset) || is_image_dataset(c.dataset);
+  if (own_data && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not " + c.dataset);
+  c.data_dir = args.given("data-dir") ? args.str("data-dir") : own_data ? "" : default_data_dir(c.dataset);
   c.table = table_config(args, c.dataset, c.seed);
+  c.images = image_config(args, c.dataset, args.number("test-fraction", 0, 0.95), c.seed);
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
   c.resume = args.given("resume");
   c.limit_batches = args.integer("limit-batches", 0);

@@ -38,7 +38,7 @@ void DataLoader::start_pass() {
     order_.resize(static_cast<size_t>(n));
     std::iota(order_.begin(), order_.end(), 0);
   }
-  ++next_epoch_;
+  pass_epoch_ = next_epoch_++;
   n_batches_ = size();
   next_claim_ = next_deliver_ = 0;
   ready_.clear();
@@ -64,7 +64,7 @@ Batch DataLoader::build(int64_t k) const {
   int64_t b = options_.batch_size;
   auto first = order_.begin() + k * b;
   auto last = order_.begin() + std::min<int64_t>((k + 1) * b, static_cast<int64_t>(order_.size()));
-  return dataset_->get_batch(std::vector<int64_t>(first, last));
+  return dataset_->get_batch_for_epoch(std::vector<int64_t>(first, last), pass_epoch_);
 }
 
 void DataLoader::worker_loop() {

@@ -96,6 +96,7 @@ class DataLoader {
 
   // The current pass. order_ and n_batches_ are written only while no worker runs.
   bool active_ = false;
+  int64_t pass_epoch_ = 0;  // the epoch of the current pass, handed to Dataset::get_batch_for_epoch
   std::vector<int64_t> order_;
   int64_t n_batches_ = 0;
   std::mutex mutex_;

@@ -59,14 +59,20 @@ Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indi
     KILN_CHECK(i >= 0 && i < n, IndexError, "Subset: index ", i, " is out of range [0, ", n, ")");
 }
 
-Batch Subset::get_batch(const std::vector<int64_t>& indices) const {
+Batch Subset::get_batch(const std::vector<int64_t>& indices) const { return dataset_->get_batch(map(indices)); }
+
+Batch Subset::get_batch_for_epoch(const std::vector<int64_t>& indices, int64_t epoch) const {
+  return dataset_->get_batch_for_epoch(map(indices), epoch);
+}
+
+std::vector<int64_t> Subset::map(const std::vector<int64_t>& indices) const {
   std::vector<int64_t> mapped(indices.size());
   for (size_t k = 0; k < indices.size(); ++k) {
     int64_t i = indices[k];
     KILN_CHECK(i >= 0 && i < size(), IndexError, "Subset: index ", i, " is out of range [0, ", size(), ")");
     mapped[k] = indices_[static_cast<size_t>(i)];
   }
-  return dataset_->get_batch(mapped);
+  return mapped;
 }
 
 std::vector<std::shared_ptr<Subset>> random_split(std::shared_ptr<const Dataset> dataset,

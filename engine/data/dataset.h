@@ -26,6 +26,13 @@ class Dataset {
   // The samples at `indices` (each in [0, size()), IndexError otherwise), stacked
   // along a new first dimension in the order given.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const = 0;
+  // The same for the pass of `epoch` (the DataLoader's): datasets with random augmentation
+  // draw it from (seed, epoch, sample index), so that a run is reproducible whatever the worker
+  // count and timing. The default ignores the epoch.
+  virtual Batch get_batch_for_epoch(const std::vector<int64_t>& indices, int64_t epoch) const {
+    (void)epoch;
+    return get_batch(indices);
+  }
 };
 
 // Samples are the rows of two tensors: inputs [N, ...] and targets [N, ...].
@@ -47,9 +54,11 @@ class Subset : public Dataset {
   Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices);
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Batch get_batch(const std::vector<int64_t>& indices) const override;
+  Batch get_batch_for_epoch(const std::vector<int64_t>& indices, int64_t epoch) const override;
   const std::vector<int64_t>& indices() const { return indices_; }
 
  private:
+  std::vector<int64_t> map(const std::vector<int64_t>& indices) const;
   std::shared_ptr<const Dataset> dataset_;
   std::vector<int64_t> indices_;
 };

@@ -45,6 +45,25 @@ std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t in_featu
   throw ValueError("unknown model '" + name + "'; known models: " + known_models());
 }
 
+std::shared_ptr<nn::Module> make_image_model(const std::string& name, int64_t channels, int64_t height, int64_t width,
+                                             int64_t classes) {
+  using namespace kiln::nn;
+  KILN_CHECK(channels >= 1 && height >= 1 && width >= 1 && classes >= 1, ValueError, "make_image_model(", name,
+             "): sizes must be >= 1, got ", channels, " x ", height, " x ", width, " and ", classes, " classes");
+  if (name == "mlp") return make_model(name, channels * height * width, classes);
+  if (name == "cnn") {
+    KILN_CHECK(height >= 4 && width >= 4, ValueError, "the cnn pools twice by 2, so it needs images of at least 4 x 4, "
+               "not ", height, " x ", width);
+    const int64_t flat = 64 * (height / 4) * (width / 4);  // MaxPool2d(2) floors, as PyTorch's
+    return std::make_shared<Sequential>(
+        std::make_shared<Conv2d>(channels, 32, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+        std::make_shared<Conv2d>(32, 64, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+        std::make_shared<Flatten>(), std::make_shared<Linear>(flat, 128), std::make_shared<ReLU>(),
+        std::make_shared<Linear>(128, classes));
+  }
+  throw ValueError("unknown model '" + name + "'; known models: " + known_models());
+}
+
 std::string infer_model_name(const nn::StateDict& state) {
   std::set<std::string> keys;
   for (const auto& [k, t] : state) keys.insert(k);

@@ -25,6 +25,13 @@ const std::vector<std::string>& reference_model_names();
 // in_features other than 784.
 std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t in_features = 784, int64_t out_features = 10);
 
+// The same networks for images [N, channels, height, width] and `classes` logits: the mlp takes
+// channels * height * width features; the cnn's first Conv2d takes `channels` and its first Linear
+// 64 * (height / 4) * (width / 4) (each MaxPool2d(2) floors), so make_image_model("cnn", 1, 28, 28, 10)
+// is make_model("cnn"). ValueError for sizes < 1, a cnn on images smaller than 4 x 4, another name.
+std::shared_ptr<nn::Module> make_image_model(const std::string& name, int64_t channels, int64_t height, int64_t width,
+                                             int64_t classes);
+
 // The reference model whose state_dict keys are those of `state` (the shapes are
 // load_state_dict's to check), or, when none matches exactly, the one sharing the
 // most keys. ValueError naming the keys found when `state` shares no key with any.

@@ -1,0 +1,103 @@
+// `kiln dataset inspect PATH`: what Kiln sees in an image folder, an image manifest or a table
+// before training on it: samples, classes and counts, image sizes, channels and bit depths,
+// every skipped file with its reason (image_data.h), or a table's inferred column types and
+// missing values (table_data.h).
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/image_data.h"
+#include "app/cli/table_data.h"
+#include "engine/core/error.h"
+
+namespace kiln::cli {
+
+namespace {
+
+ArgParser inspect_parser() {
+  ArgParser p("dataset inspect",
+              "Prints what Kiln sees in a dataset: samples, classes and counts, image sizes, channels,\n"
+              "skipped files with the reason; for a table its columns' inferred types and missing values.\n"
+              "PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, or a bare folder (an image folder) or\n"
+              "table file (.csv .tsv .csv.gz).");
+  p.flag("workers", "N", "2", "threads that decode the images");
+  add_table_flags(p);
+  return p;
+}
+
+void print_table(const TableConfig& c) {
+  data::TabularOptions o = c.tabular;
+  o.missing = data::MissingPolicy::drop;  // report the missing values instead of stopping at the first
+  o.test_fraction = 0;
+  const data::CsvTable table = data::read_csv(c.path, c.csv);
+  const data::TabularData d = data::prepare_tabular(table, o);
+  std::printf("%s: %lld rows, %zu columns (delimiter '%s'), label '%s' (%s)\n", c.path.c_str(),
+              static_cast<long long>(d.rows), table.columns.size(), table.delimiter == '\t' ? "tab" :
+              std::string(1, table.delimiter).c_str(), d.schema.label.c_str(), data::task_name(d.schema.task));
+  if (d.schema.task == data::Task::classification) {
+    std::vector<int64_t> counts(d.schema.classes.size(), 0);  // over every row, dropped ones included
+    for (const std::vector<std::string>& row : table.rows) {
+      const std::string& v = row[static_cast<size_t>(d.schema.label_index)];
+      for (size_t k = 0; k < d.schema.classes.size(); ++k)
+        if (d.schema.classes[k] == v) ++counts[k];
+    }
+    std::printf("  %zu classes:", d.schema.classes.size());
+    for (size_t k = 0; k < counts.size(); ++k)
+      std::printf(" '%s' (%lld)", d.schema.classes[k].c_str(), static_cast<long long>(counts[k]));
+    std::printf("\n");
+  }
+  for (const data::ColumnInfo& col : d.schema.columns) {
+    std::printf("  column %lld '%s': %s, %lld missing", static_cast<long long>(col.index), col.name.c_str(),
+                data::column_type_name(col.type), static_cast<long long>(col.missing));
+    if (col.type == data::ColumnType::categorical) std::printf(", %zu categories", col.categories.size());
+    std::printf("\n");
+  }
+  std::printf("  %lld features; %lld rows with a missing value (dropped under --missing drop)\n",
+              static_cast<long long>(d.schema.num_features()), static_cast<long long>(d.rows_dropped));
+}
+
+}  // namespace
+
+int dataset_command(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
+    std::fputs((inspect_parser().help() + "\nusage: kiln dataset inspect PATH [flags]\n").c_str(),
+               argv.empty() ? stderr : stdout);
+    return argv.empty() ? kExitUsage : kExitOk;
+  }
+  if (argv[0] != "inspect") throw UsageError("kiln dataset: unknown subcommand '" + argv[0] + "' (known: inspect)");
+  ArgParser parser = inspect_parser();
+  std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  std::string path;
+  for (auto it = rest.begin(); it != rest.end(); ++it)
+    if (!it->empty() && (*it)[0] != '-' && (it == rest.begin() || (*(it - 1)).rfind("--", 0) != 0 ||
+                                            *(it - 1) == "--no-header")) {
+      path = *it;
+      rest.erase(it);
+      break;
+    }
+  Args args = parser.parse(rest);
+  if (args.help()) {
+    std::fputs(parser.help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (path.empty()) args.fail("needs a PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, a folder or a table file");
+  std::string dataset = path;
+  if (!is_image_dataset(dataset) && !is_csv_dataset(dataset))
+    dataset = (std::filesystem::is_directory(path) ? kImageFolderPrefix : kCsvPrefix) + path;
+  if (is_csv_dataset(dataset)) {
+    print_table(table_config(args, dataset, 0));
+    return kExitOk;
+  }
+  ImageConfig c;
+  const bool folder = dataset.rfind(kImageFolderPrefix, 0) == 0;
+  c.kind = folder ? "imagefolder" : "images";
+  c.path = dataset.substr(std::string(folder ? kImageFolderPrefix : kImageManifestPrefix).size());
+  c.workers = static_cast<int>(std::min<int64_t>(args.integer("workers", 1), 256));
+  std::fputs(inspect_images(c).c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace kiln::cli

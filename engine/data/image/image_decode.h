@@ -1,0 +1,39 @@
+// Decoding one image file with OpenCV's imgcodecs (JPEG, PNG, BMP, TIFF, WebP, PPM/PGM), and the
+// conversions every image dataset applies after it: EXIF orientation, channel count, bit depth.
+// Built only with KILN_OPENCV (cmake/KilnOptions.cmake).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <opencv2/core.hpp>
+
+namespace kiln::data {
+
+// Whether `path`'s extension (any case) is one torchvision's ImageFolder reads (IMG_EXTENSIONS:
+// .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp), plus .jpe. Other files in a folder are skipped.
+bool is_image_file_name(const std::string& path);
+
+// Decodes the bytes of one image file. Returns an 8-bit (CV_8U) or 16-bit (CV_16U) image with 1 or
+// 3 channels (grey, or B, G, R: OpenCV's order; an alpha channel is dropped, as PIL's
+// convert("RGB") does; palette and CMYK images come as B, G, R), in the file's depth (16-bit PNG
+// and TIFF stay 16-bit), with the EXIF orientation of a JPEG applied (cv::IMREAD_ANYCOLOR |
+// IMREAD_ANYDEPTH).
+// Throws IoError "SOURCE: REASON" for an empty file, one OpenCV does not recognize or cannot
+// decode, a JPEG that ends before its end-of-image marker (libjpeg would fill the rest grey and
+// warn only), and samples other than 8- or 16-bit unsigned integers (e.g. float TIFF).
+cv::Mat decode_image(std::string_view bytes, const std::string& source);
+
+// Reads and decodes `path` (decode_image's errors, and IoError when it cannot be read).
+cv::Mat read_image(const std::string& path);
+
+// The image with `channels` channels (1: grey, 3: RGB) in R, G, B order, the depth kept: grey
+// to RGB repeats the value, color to grey is ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, as
+// PIL's convert("L")), an alpha channel is dropped (as PIL's convert("RGB")). ValueError for
+// channels other than 1 or 3.
+cv::Mat to_channels(const cv::Mat& image, int channels);
+
+// The scale of a pixel value of `image`'s depth to [0, 1]: 1/255 for 8-bit, 1/65535 for 16-bit.
+double unit_scale(const cv::Mat& image);
+
+}  // namespace kiln::data
