@@ -10,6 +10,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -68,10 +69,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createMenus();
   setDockNestingEnabled(true);
   resize(defaultWindowSize());
-  defaultState_ = saveState();
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  restoreState(settings.value("window/state").toByteArray());
+  applyDefaultLayout(availableScreenSize());
+  restoreLayout();
 
   connect(document_, &GraphDocument::changed, this, &MainWindow::updateTrainState);
   connect(document_->undoStack(), &QUndoStack::cleanChanged, this, [this](bool clean) { setWindowModified(!clean); });
@@ -145,6 +144,15 @@ MainWindow::~MainWindow() {
   delete session_;
 }
 
+QScrollArea* scrollableDockContent(QWidget* content, QWidget* parent) {
+  auto* area = new QScrollArea(parent);
+  area->setWidget(content);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  area->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  return area;
+}
+
 void MainWindow::createDocks() {
   auto addDock = [this](const QString& name, const QString& title, QWidget* w, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
@@ -163,31 +171,84 @@ void MainWindow::createDocks() {
   evaluation_ = new EvaluationView(this);
   log_ = new LogPanel(this);
 
-  QDockWidget* layers = addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
-  QDockWidget* history = addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(layers, history);
-  layers->raise();
-  QDockWidget* props = addDock("properties", tr("Properties"), properties_, Qt::RightDockWidgetArea);
-  QDockWidget* training = addDock("training", tr("Training"), trainingPanel_, Qt::RightDockWidgetArea);
-  splitDockWidget(props, training, Qt::Vertical);
-  QDockWidget* plots = addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
-  QDockWidget* eval = addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(plots, eval);
-  QDockWidget* log = addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(eval, log);
-  QDockWidget* problems = addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
-  splitDockWidget(training, problems, Qt::Vertical);
-  plots->raise();
-  resizeDocks({plots}, {300}, Qt::Vertical);
-  resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
-  resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
+  addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
+  addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
+  addDock("properties", tr("Properties"), properties_, Qt::RightDockWidgetArea);
+  addDock("training", tr("Training"), scrollableDockContent(trainingPanel_, this), Qt::RightDockWidgetArea);
+  addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
+  addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
+  addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
+  addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
   createProjectDocks();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) d->setMinimumSize(kDockMinimum);
+}
+
+bool MainWindow::isCompactScreen(const QSize& available) { return available.height() < kCompactHeight; }
+
+QSize MainWindow::availableScreenSize() const {
+  const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+  return s ? s->availableGeometry().size() : QSize(1600, 1000);
+}
+
+void MainWindow::applyDefaultLayout(const QSize& available) {
+  // Every dock is re-added so that the arrangement does not depend on the previous one.
+  const QSize window = QSize(available.width() * 9 / 10, available.height() * 9 / 10).boundedTo(QSize(1600, 1000));
+  const bool compact = isCompactScreen(available);
+  auto place = [this](const char* name, Qt::DockWidgetArea area) {
+    QDockWidget* d = dock(name);
+    d->setFloating(false);
+    addDockWidget(area, d);
+    d->show();
+    return d;
+  };
+  QDockWidget* layers = place("layers", Qt::LeftDockWidgetArea);
+  for (const char* name : {"dataset", "history"}) tabifyDockWidget(layers, place(name, Qt::LeftDockWidgetArea));
+  QDockWidget* props = place("properties", Qt::RightDockWidgetArea);
+  QDockWidget* training = place("training", Qt::RightDockWidgetArea);
+  QDockWidget* problems = place("problems", Qt::RightDockWidgetArea);
+  QDockWidget* plots = place("plots", Qt::BottomDockWidgetArea);
+  for (const char* name : {"evaluation", "runs", "log"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
+  if (compact) {
+    // Small screens (1280x720, 1366x768, 1920x1080 at 125%): Properties and Training share
+    // the right column as tabs above Problems, and the bottom tabs take about 30%.
+    splitDockWidget(props, problems, Qt::Vertical);
+    tabifyDockWidget(props, training);
+    props->raise();
+    resizeDocks({props, problems}, {window.height() * 2 / 5, window.height() / 6}, Qt::Vertical);
+    resizeDocks({plots}, {window.height() * 3 / 10}, Qt::Vertical);
+    resizeDocks({layers, props}, {200, 320}, Qt::Horizontal);
+  } else {
+    splitDockWidget(props, training, Qt::Vertical);
+    splitDockWidget(training, problems, Qt::Vertical);
+    resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
+    resizeDocks({plots}, {300}, Qt::Vertical);
+    resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
+  }
+  layers->raise();
+  plots->raise();
 }
 
 QDockWidget* MainWindow::dock(const QString& objectName) const { return findChild<QDockWidget*>(objectName); }
 
+QString MainWindow::layoutSettingsKey() const {
+  const QSize s = availableScreenSize();
+  return QString("window/%1x%2/").arg(s.width()).arg(s.height());
+}
+
+void MainWindow::storeLayout() {
+  QSettings settings;
+  settings.setValue(layoutSettingsKey() + "geometry", saveGeometry());
+  settings.setValue(layoutSettingsKey() + "state", saveState(kLayoutVersion));
+}
+
+void MainWindow::restoreLayout() {
+  QSettings settings;
+  restoreGeometry(settings.value(layoutSettingsKey() + "geometry").toByteArray());
+  restoreState(settings.value(layoutSettingsKey() + "state").toByteArray(), kLayoutVersion);
+}
+
 void MainWindow::resetLayout() {
-  restoreState(defaultState_);
+  applyDefaultLayout(availableScreenSize());
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
   dock("layers")->raise();
   dock("plots")->raise();
@@ -346,9 +407,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     event->ignore();
     return;
   }
-  QSettings settings;
-  settings.setValue("window/geometry", saveGeometry());
-  settings.setValue("window/state", saveState());
+  storeLayout();
   event->accept();
 }
 

@@ -1,7 +1,10 @@
 // MainWindow: Kiln Studio's window — the graph canvas in the middle; docks for the
 // layer palette, properties, problems, history (QUndoView), dataset, training, plots,
-// evaluation, runs and log. The dock layout is saved with QSettings (saveState /
-// restoreState) and View > Reset layout restores the default.
+// evaluation, runs and log. Forms sit in scroll areas and every dock's minimum is
+// kDockMinimum, so the window fits 1280x720 with all bottom tabs on screen. The default
+// arrangement depends on the screen (applyDefaultLayout); the user's arrangement is saved
+// per user and per screen size with QSettings (saveState / restoreState) when the window
+// closes, and View > Reset Layout goes back to the default.
 // File: New from template / Open / Save (a new graph version + settings) / Save As /
 // recent files; every 60 s the edited graph goes to the project's autosave slot, and
 // opening a project offers to restore a newer autosave. Train / Pause / Stop drive a
@@ -21,6 +24,7 @@
 class QAction;
 class QDockWidget;
 class QMenu;
+class QScrollArea;
 class QUndoView;
 
 namespace kiln::studio {
@@ -36,6 +40,10 @@ class EvaluationView;
 class LogPanel;
 class DatasetPanel;
 class RunsView;
+
+// A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
+// screen); the form then scrolls instead of squashing its rows or growing the window.
+QScrollArea* scrollableDockContent(QWidget* content, QWidget* parent);
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -76,7 +84,16 @@ class MainWindow : public QMainWindow {
   DatasetConfig datasetConfig() const;
   void setDatasetConfig(const DatasetConfig&);
   QDockWidget* dock(const QString& objectName) const;
-  void resetLayout();
+  // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
+  // Properties and Training as tabs in the right column above Problems; the bottom tabs
+  // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
+  // Training and Problems one above the other. The left column: Layers, Dataset, History.
+  static constexpr int kCompactHeight = 1000;
+  static constexpr QSize kDockMinimum{120, 80};
+  static constexpr int kLayoutVersion = 2;  // saveState version; older saved states are ignored
+  static bool isCompactScreen(const QSize& available);
+  void applyDefaultLayout(const QSize& available);
+  void resetLayout();  // the default arrangement for this screen, every dock shown
   void selectAllRuns();  // in the runs view (their curves overlaid)
 
   // ---- ONNX (main_window_onnx.cpp): File > Import ONNX..., Export ONNX..., Export C++... ----
@@ -104,6 +121,10 @@ class MainWindow : public QMainWindow {
  private:
   QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
   void createDocks();
+  QSize availableScreenSize() const;
+  QString layoutSettingsKey() const;  // "window/<W>x<H>/" of the available screen area
+  void storeLayout();
+  void restoreLayout();
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();
   void createActions();
@@ -139,7 +160,6 @@ class MainWindow : public QMainWindow {
   TrainingSession* session_;
   std::optional<projects::Project> project_;
   QString documentName_;
-  QByteArray defaultState_;
   QTimer autosaveTimer_;
   bool silent_ = false;
   int64_t testImages_ = 10000;

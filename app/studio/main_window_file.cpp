@@ -36,16 +36,12 @@ void MainWindow::createProjectDocks() {
   runs_ = new RunsView(nullptr, this);
   auto* data = new QDockWidget(tr("Dataset"), this);
   data->setObjectName("dataset");
-  data->setWidget(dataset_);
+  data->setWidget(scrollableDockContent(dataset_, this));
   addDockWidget(Qt::LeftDockWidgetArea, data);
-  tabifyDockWidget(dock("layers"), data);
   auto* runs = new QDockWidget(tr("Runs"), this);
   runs->setObjectName("runs");
-  runs->setWidget(runs_);
-  addDockWidget(Qt::BottomDockWidgetArea, runs);
-  tabifyDockWidget(dock("evaluation"), runs);
-  dock("layers")->raise();
-  dock("plots")->raise();
+  runs->setWidget(scrollableDockContent(runs_, this));
+  addDockWidget(Qt::BottomDockWidgetArea, runs);  // arranged by applyDefaultLayout
   connect(dataset_, &DatasetPanel::settingsChanged, this, [this] { updateTrainState(); });
   connect(runs_, &RunsView::message, this, [this](const QString& m) { log_->info(m); });
 }
