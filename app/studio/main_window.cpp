@@ -15,7 +15,9 @@
 #include <QStatusBar>
 #include <QStyleFactory>
 #include <QToolBar>
+#include <QUndoStack>
 #include <QUndoView>
+#include <utility>
 
 #include "app/studio/templates.h"
 #include "app/studio/training_job.h"
@@ -68,8 +70,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createActions();
   createMenus();
   setDockNestingEnabled(true);
-  resize(defaultWindowSize());
   applyDefaultLayout(availableScreenSize());
+  resize(defaultWindowSize());  // after the docks: arranging them in a hidden window may widen it
   restoreLayout();
 
   connect(document_, &GraphDocument::changed, this, &MainWindow::updateTrainState);
@@ -228,6 +230,10 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   plots->raise();
 }
 
+QString MainWindow::boundedCommandText(const QString& text) {
+  return QFontMetrics(QApplication::font("QMenu")).elidedText(text, Qt::ElideMiddle, kMaxCommandTextWidth);
+}
+
 QDockWidget* MainWindow::dock(const QString& objectName) const { return findChild<QDockWidget*>(objectName); }
 
 QString MainWindow::layoutSettingsKey() const {
@@ -269,10 +275,33 @@ void MainWindow::createActions() {
   quitAction_->setShortcut(QKeySequence::Quit);
   connect(quitAction_, &QAction::triggered, this, &QWidget::close);
 
-  undoAction_ = document_->undoStack()->createUndoAction(this, tr("&Undo"));
+  QUndoStack* stack = document_->undoStack();
+  undoAction_ = stack->createUndoAction(this, tr("&Undo"));
   undoAction_->setShortcut(QKeySequence::Undo);
-  redoAction_ = document_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redoAction_ = stack->createRedoAction(this, tr("&Redo"));
   redoAction_->setShortcut(QKeySequence::Redo);
+  // The menu entries name the command ("Undo Rename conv1 to …"), shortened to
+  // kMaxCommandTextWidth px so that a long node name cannot stretch the Edit menu. These
+  // connections come after QUndoStack's own, so their text wins.
+  connect(stack, &QUndoStack::undoTextChanged, undoAction_, [a = undoAction_](const QString& t) {
+    a->setText(t.isEmpty() ? tr("&Undo") : tr("&Undo %1").arg(boundedCommandText(t)));
+  });
+  connect(stack, &QUndoStack::redoTextChanged, redoAction_, [a = redoAction_](const QString& t) {
+    a->setText(t.isEmpty() ? tr("&Redo") : tr("&Redo %1").arg(boundedCommandText(t)));
+  });
+  // The toolbar's buttons keep a fixed text and icon (the command is in their tooltip), so
+  // that an edit never shifts the toolbar; they follow the menu actions' enabled state.
+  undoToolAction_ = new QAction(QIcon::fromTheme("edit-undo", style()->standardIcon(QStyle::SP_ArrowBack)), tr("Undo"), this);
+  redoToolAction_ = new QAction(QIcon::fromTheme("edit-redo", style()->standardIcon(QStyle::SP_ArrowForward)), tr("Redo"), this);
+  for (auto [tool, menu] : {std::pair{undoToolAction_, undoAction_}, std::pair{redoToolAction_, redoAction_}}) {
+    connect(tool, &QAction::triggered, menu, &QAction::trigger);
+    auto sync = [tool, menu] {
+      tool->setEnabled(menu->isEnabled());
+      tool->setToolTip(QString(menu->text()).remove('&') + " (" + menu->shortcut().toString(QKeySequence::NativeText) + ")");
+    };
+    connect(menu, &QAction::changed, tool, sync);
+    sync();
+  }
   copyAction_ = new QAction(tr("&Copy"), this);
   copyAction_->setShortcut(QKeySequence::Copy);
   connect(copyAction_, &QAction::triggered, canvas_, &GraphCanvas::copySelection);
@@ -383,7 +412,7 @@ void MainWindow::createMenus() {
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   for (QAction* a : {newAction_, openAction_, saveAction_}) bar->addAction(a);
   bar->addSeparator();
-  for (QAction* a : {undoAction_, redoAction_, layoutAction_, fitAction_}) bar->addAction(a);
+  for (QAction* a : {undoToolAction_, redoToolAction_, layoutAction_, fitAction_}) bar->addAction(a);
   bar->addSeparator();
   for (QAction* a : {trainAction_, pauseAction_, stopAction_}) bar->addAction(a);
 }

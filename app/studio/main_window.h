@@ -80,6 +80,7 @@ class MainWindow : public QMainWindow {
   TrainingSession* session() const { return session_; }
   projects::Project* project() { return project_ ? &*project_ : nullptr; }
   QAction* trainAction() const { return trainAction_; }
+  QAction* undoAction() const { return undoAction_; }  // Edit > Undo (Ctrl+Z): the graph's undo stack
   QString lastError() const { return lastError_; }
   DatasetConfig datasetConfig() const;
   void setDatasetConfig(const DatasetConfig&);
@@ -121,6 +122,8 @@ class MainWindow : public QMainWindow {
  private:
   QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
   void createDocks();
+  static constexpr int kMaxCommandTextWidth = 280;  // px of an undo command's text in the Edit menu
+  static QString boundedCommandText(const QString& text);  // elided in the middle
   QSize availableScreenSize() const;
   QString layoutSettingsKey() const;  // "window/<W>x<H>/" of the available screen area
   void storeLayout();
@@ -167,6 +170,7 @@ class MainWindow : public QMainWindow {
 
   QAction *newAction_, *openAction_, *saveAction_, *saveAsAction_, *quitAction_;
   QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
+  QAction *undoToolAction_, *redoToolAction_;  // the toolbar's: fixed text "Undo" / "Redo"
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
   PathChooser pathChooser_;

@@ -2,6 +2,7 @@
 
 #include <QHeaderView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace kiln::studio {
 
@@ -18,7 +19,7 @@ ProblemsPanel::ProblemsPanel(GraphDocument* document, QWidget* parent)
   list_->setRootIsDecorated(false);
   list_->setUniformRowHeights(true);
   list_->setWordWrap(true);
-  list_->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  list_->header()->setSectionResizeMode(0, QHeaderView::Interactive);
   list_->header()->setStretchLastSection(true);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
@@ -52,9 +53,14 @@ void ProblemsPanel::refresh() {
     const graph::Node* n = g.find(p.node);
     auto* item = new QTreeWidgetItem(list_, {n ? toQString(n->name) : tr("(graph)"), toQString(p.message)});
     item->setData(0, kNodeRole, qlonglong(p.node));
+    item->setToolTip(0, item->text(0));
     item->setToolTip(1, toQString(p.message));
     item->setForeground(0, QColor(0xe0, 0x52, 0x52));
   }
+  // The node column fits its names up to kMaxNodeColumn px (longer names are elided; the
+  // full name is the tooltip), so that a long name never pushes the problem text away.
+  list_->resizeColumnToContents(0);
+  list_->setColumnWidth(0, std::min(list_->columnWidth(0), kMaxNodeColumn));
   summary_->setText(problems.empty() ? tr("No problems in the graph.")
                                      : tr("%n problem(s)", nullptr, int(problems.size())));
 }

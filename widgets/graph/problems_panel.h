@@ -13,6 +13,7 @@ namespace kiln::studio {
 class ProblemsPanel : public QWidget {
   Q_OBJECT
  public:
+  static constexpr int kMaxNodeColumn = 180;  // px; longer node names are elided
   explicit ProblemsPanel(GraphDocument* document, QWidget* parent = nullptr);
   QTreeWidget* list() const { return list_; }
   int count() const { return list_->topLevelItemCount(); }

@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
@@ -35,6 +36,22 @@ void addChoices(QComboBox* combo, const std::vector<std::string>& names,
     if (std::find(names.begin(), names.end(), name) != names.end()) combo->addItem(label, QString(name));
   for (const std::string& name : names)
     if (combo->findData(QString::fromStdString(name)) < 0) combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
+}
+
+// Words longer than `max` characters (a 265-character node name) shortened in the middle
+// with "…": a word-wrapped QLabel cannot break a word, so one long word would widen the panel.
+QString elideLongWords(const QString& text, int max) {
+  static const QRegularExpression word(QStringLiteral("\\S+"));
+  QString out;
+  qsizetype last = 0;
+  for (auto it = word.globalMatch(text); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    out += text.mid(last, m.capturedStart() - last);
+    const QString w = m.captured();
+    out += w.size() <= max ? w : w.left(max / 2) + QChar(0x2026) + w.right(max - max / 2 - 1);
+    last = m.capturedEnd();
+  }
+  return out + text.mid(last);
 }
 
 }  // namespace
@@ -120,9 +137,17 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   status_ = new QLabel(tr("Ready: press Train."), this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Its width follows the panel's (never the text's); the height follows the wrapped text.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   outer->addWidget(status_);
   outer->addStretch(1);
 
+  // Long choices ("Step (x0.1 after each third of the epochs)", a GPU's name) are elided in
+  // the closed combo box, not widening the panel: it fits a 300 px dock.
+  for (QComboBox* c : {optimizer_, scheduler_, device_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(12);
+  }
   refreshDevices();
   setConfig(TrainingConfig{});
   for (QComboBox* c : {optimizer_, scheduler_, device_})
@@ -213,10 +238,18 @@ void TrainingPanel::updateButtons() {
     w->setEnabled(idle);
   momentum_->setEnabled(idle && (optimizer_->currentData() == "sgd" || optimizer_->currentData() == "rmsprop"));
   if (idle && !blockers_.isEmpty()) {
-    status_->setText(tr("Cannot train yet: ") + blockers_.join("; "));
+    // At most kShownBlockers reasons, long words shortened; all of them in the tooltip.
+    QStringList shown;
+    for (const QString& b : blockers_.mid(0, kShownBlockers)) shown << elideLongWords(b, kLongWord);
+    QString text = tr("Cannot train yet: ") + shown.join("; ");
+    if (blockers_.size() > kShownBlockers)
+      text += tr(" (and %n more: hover here for the list)", nullptr, int(blockers_.size() - kShownBlockers));
+    status_->setText(text);
+    status_->setToolTip(tr("Cannot train yet:\n• ") + blockers_.join("\n• "));
     showingBlockers_ = true;
   } else if (idle && showingBlockers_) {
     status_->setText(tr("Ready: press Train."));
+    status_->setToolTip({});
     showingBlockers_ = false;
   }
 }
@@ -250,7 +283,8 @@ void TrainingPanel::setEnded(const QString& status) {
 QString TrainingPanel::progressText() const { return progress_->text(); }
 
 void TrainingPanel::setStatusText(const QString& text) {
-  status_->setText(text);
+  status_->setText(elideLongWords(text, kLongWord));
+  status_->setToolTip(text);
   showingBlockers_ = false;
 }
 QString TrainingPanel::statusText() const { return status_->text(); }

@@ -27,7 +27,11 @@ class TrainingPanel : public QWidget {
   // Fills the device combo from kiln::list_devices() (best first; "auto" on top).
   void refreshDevices();
 
-  // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them.
+  // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them, and the
+  // status line shows the first kShownBlockers (words over kLongWord characters shortened
+  // with "…", so the line wraps inside the panel's width) and its tooltip all of them.
+  static constexpr int kShownBlockers = 3;
+  static constexpr int kLongWord = 40;
   void setStartBlockers(const QStringList& reasons);
   void setState(State);
   State state() const { return state_; }
@@ -37,12 +41,13 @@ class TrainingPanel : public QWidget {
   // "Stopped at epoch E, step S" / "Failed at epoch E, step S" (the last setProgress) and no ETA.
   void setEnded(const QString& status);
   QString progressText() const;  // the progress bar's text as shown
-  void setStatusText(const QString&);
+  void setStatusText(const QString&);  // long words shortened; the full text in the tooltip
   QString statusText() const;
 
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* stopButton() const { return stop_; }
+  QLabel* statusLabel() const { return status_; }
   QComboBox* deviceCombo() const { return device_; }
 
  signals:
