@@ -218,7 +218,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
     props->raise();
     resizeDocks({props, problems}, {window.height() * 2 / 5, window.height() / 6}, Qt::Vertical);
     resizeDocks({plots}, {window.height() * 3 / 10}, Qt::Vertical);
-    resizeDocks({layers, props}, {200, 320}, Qt::Horizontal);
+    resizeDocks({layers, props}, {240, 320}, Qt::Horizontal);
   } else {
     splitDockWidget(props, training, Qt::Vertical);
     splitDockWidget(training, problems, Qt::Vertical);

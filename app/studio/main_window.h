@@ -134,6 +134,11 @@ class MainWindow : public QMainWindow {
   void createMenus();
   void updateTitle();
   void updateTrainState();
+  // What blocks training, with the node each reason is about (-1: none): training_problems()
+  // and a missing data set; blockerTexts gives the sentences (analysis problems prefixed
+  // with their node's name).
+  std::vector<graph::Problem> trainProblems() const;
+  QStringList blockerTexts(const std::vector<graph::Problem>& problems) const;
   void updateRecentMenu();
   void addRecent(const QString& path);
   bool maybeSave();  // true when it is fine to discard the document
