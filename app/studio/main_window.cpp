@@ -88,7 +88,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(session_, &TrainingSession::stepsAdded, plots_, &LivePlots::addSteps);
   connect(session_, &TrainingSession::epochEnded, plots_, &LivePlots::addEpoch);
   connect(session_, &TrainingSession::progressChanged, this, [this](const TrainingSession::Progress& p) {
-    trainingPanel_->setProgress(p.step, p.totalSteps, p.epoch, p.epochs, p.imagesPerSecond, p.etaSeconds);
+    const auto phase = p.phase == RunProgress::Phase::Validating ? TrainingPanel::Phase::Validating
+                       : p.phase == RunProgress::Phase::Testing  ? TrainingPanel::Phase::Testing
+                                                                 : TrainingPanel::Phase::Training;
+    trainingPanel_->setProgress(p.step, p.totalSteps, p.epoch, p.epochs, p.imagesPerSecond, p.etaSeconds, phase,
+                                p.phaseFraction);
   });
   connect(session_, &TrainingSession::logMessage, log_, &LogPanel::info);
   connect(session_, &TrainingSession::errorMessage, this, [this](const QString& m) {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <chrono>
+#include <thread>
 
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
@@ -220,7 +222,7 @@ void TrainingJob::run() {
     if (!result_.cancelled && spec_.test_size > 0) {
       message("evaluating on " + std::to_string(spec_.test_size) + " test images");
       evaluate(*model, device);
-      if (project) project->set_evaluation(run_, result_.evaluation);
+      if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
     }
   } catch (const std::exception& e) {
     result_.error = plain_error(e);
@@ -241,7 +243,24 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   options.num_classes = kFashionMnistClasses;
   options.device = device;
   options.keep_predictions = true;
+  test_batches_ = loader.size();
+  // Before each batch: count it (the Studio's progress), hold while paused, end on Stop.
+  options.should_stop = [this] {
+    ++test_started_;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cancelled_) return true;
+        if (!paused_) return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
   const train::Evaluation e = train::evaluate(model, loader, options);
+  if (e.stopped) {  // stopped during the test pass: the run ends as stopped, without an evaluation
+    result_.cancelled = true;
+    return;
+  }
   // The first kMaxMisclassified misclassified images; prediction i is test image i.
   projects::Evaluation& ev = result_.evaluation;
   const auto bytes = test->images().contiguous().to_vector<uint8_t>();

@@ -4,12 +4,14 @@
 // not [N, 10]); progress names its phase (training / validating / testing) with that
 // phase's ETA, and a pause freezes the ETA; a corrupt project leaves no -wal / -shm files.
 #include <QDir>
+#include <cmath>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
 
 #include "app/studio/main_window.h"
+#include "app/studio/run_progress.h"
 #include "engine/graph/json.h"
 #include "studio_test_util.h"
 #include "widgets/graph/graph_document.h"
@@ -86,6 +88,69 @@ class TestStudioFeedback : public QObject {
     doc.setGraph(g);
     ProblemsPanel panel(&doc);
     QVERIFY2(!rows(panel).join("\n").contains("Flatten"), qPrintable(rows(panel).join("\n")));
+  }
+
+  // Finding 7: 2 epochs of 10 steps, 1000 validation and 2000 test images; times in seconds.
+  void progressNamesThePhaseWithItsOwnEta() {
+    using Phase = RunProgress::Phase;
+    RunProgress p(2, 1000, 2000);
+    QCOMPARE(p.phase(), Phase::Starting);
+    QVERIFY(std::isnan(p.etaSeconds(0)));
+    for (int b = 1; b <= 9; ++b) p.batchEnded(0, b, b, 10, 100.0, b * 1.0);  // 1 s per step, 100 images/s
+    QCOMPARE(p.phase(), Phase::Training);
+    QCOMPARE(p.etaSeconds(9), 11.0);  // 11 steps left at 1 s each
+    QCOMPARE(p.fraction(9), 0.45);
+    p.batchEnded(0, 10, 10, 10, 100.0, 10);  // the epoch's last batch: validation starts
+    QCOMPARE(p.phase(), Phase::Validating);
+    QCOMPARE(p.epoch(), 1);
+    // Not measured yet: 1000 images at 3 x 100 images/s.
+    QVERIFY(qFuzzyCompare(p.etaSeconds(10), 1000.0 / 300.0));
+    QVERIFY(qFuzzyCompare(p.etaSeconds(11), 1000.0 / 300.0 - 1));
+    p.epochEnded(0, 15);  // validation took 5 s
+    QCOMPARE(p.phase(), Phase::Training);
+    p.batchEnded(1, 11, 1, 10, 100.0, 16);
+    QCOMPARE(p.etaSeconds(16), 9.0);  // training seconds only (11 for 11 steps): 9 steps left
+    for (int b = 2; b <= 10; ++b) p.batchEnded(1, 10 + b, b, 10, 100.0, 15.0 + b);
+    QCOMPARE(p.phase(), Phase::Validating);
+    QCOMPARE(p.etaSeconds(25), 5.0);  // the last validation's 5 s
+    QCOMPARE(p.etaSeconds(27), 3.0);
+    QCOMPARE(p.etaSeconds(40), 0.0);  // late: never negative
+    p.epochEnded(1, 30);
+    QCOMPARE(p.phase(), Phase::Testing);
+    QCOMPARE(p.etaSeconds(30), 10.0);  // 2000 images at the measured 1000 per 5 s
+    p.testBatch(1, 8, 31);
+    p.testBatch(3, 8, 34);  // 2 batches done in 4 s: 6 left
+    QCOMPARE(p.etaSeconds(34), 12.0);
+    QCOMPARE(p.fraction(34), 0.25);
+
+    // A pause freezes the ETA: paused time is not counted.
+    RunProgress q(1, 0, 0);
+    for (int b = 1; b <= 5; ++b) q.batchEnded(0, b, b, 10, 100.0, b * 2.0);
+    QCOMPARE(q.etaSeconds(10), 10.0);
+    q.setPaused(true, 10);
+    QCOMPARE(q.etaSeconds(70), 10.0);
+    q.setPaused(false, 70);
+    QCOMPARE(q.etaSeconds(71), 9.0);
+    q.batchEnded(0, 6, 6, 10, 100.0, 72);  // 6 steps in 12 active seconds
+    QCOMPARE(q.etaSeconds(72), 8.0);
+    QCOMPARE(QString(phase_name(int(Phase::Validating))), QString("validating"));
+  }
+
+  // Finding 7: the Training panel's bar names the phase; paused, it shows no ETA.
+  void progressBarNamesThePhase() {
+    TrainingPanel panel;
+    panel.setState(TrainingPanel::State::Running);
+    panel.setProgress(20, 20, 2, 2, 500, 0, TrainingPanel::Phase::Validating, 0.5);
+    QVERIFY2(panel.progressText().startsWith("Validating epoch 2"), qPrintable(panel.progressText()));
+    panel.setProgress(20, 20, 2, 2, 500, 45, TrainingPanel::Phase::Testing, 0.4);
+    QCOMPARE(panel.progressText(), QString("Testing · 40% · ETA 0:45"));
+    panel.setState(TrainingPanel::State::Paused);
+    QVERIFY2(panel.progressText().startsWith("Paused") && !panel.progressText().contains("ETA"),
+             qPrintable(panel.progressText()));
+    panel.setState(TrainingPanel::State::Running);
+    QVERIFY(panel.progressText().contains("ETA 0:45"));
+    panel.setProgress(5, 20, 1, 2, 500, 65);
+    QCOMPARE(panel.progressText(), QString("Training · 25% · ETA 1:05"));
   }
 };
 

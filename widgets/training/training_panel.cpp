@@ -218,12 +218,15 @@ void TrainingPanel::setStartBlockers(const QStringList& reasons) {
 void TrainingPanel::setState(State s) {
   if (state_ == State::Idle && s == State::Running) {  // a new run: no old "Stopped at ..." text
     lastStep_ = 0, lastEpoch_ = 0;
+    phase_ = Phase::Training;
     progress_->setValue(0);
     progress_->setFormat("%p%");
   }
+  const bool pauseChanged = (state_ == State::Paused) != (s == State::Paused);
   state_ = s;
   if (s == State::Idle) pause_->setChecked(false);
   updateButtons();
+  if (pauseChanged && lastStep_ > 0) showProgressText();  // "Paused", no ETA / the ETA again
 }
 
 void TrainingPanel::updateButtons() {
@@ -255,18 +258,41 @@ void TrainingPanel::updateButtons() {
 }
 
 void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond,
-                                double etaSeconds) {
-  lastStep_ = step;
-  lastEpoch_ = epoch;
-  progress_->setValue(totalSteps > 0 ? static_cast<int>(1000 * step / totalSteps) : 0);
-  progress_->setFormat(QString("%p% · ETA %1").arg(formatDuration(etaSeconds)));
-  status_->setText(tr("Epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
-                       .arg(epoch)
-                       .arg(epochs)
-                       .arg(step)
-                       .arg(totalSteps)
-                       .arg(QLocale().toString(imagesPerSecond, 'f', 0))
-                       .arg(formatDuration(etaSeconds)));
+                                double etaSeconds, Phase phase, double phaseFraction) {
+  lastStep_ = step, lastTotal_ = totalSteps;
+  lastEpoch_ = epoch, lastEpochs_ = epochs;
+  lastImagesPerSecond_ = imagesPerSecond;
+  lastEta_ = etaSeconds;
+  phase_ = phase;
+  const double fraction = phase == Phase::Training ? (totalSteps > 0 ? double(step) / double(totalSteps) : 0) : phaseFraction;
+  progress_->setValue(static_cast<int>(std::lround(1000 * std::clamp(fraction, 0.0, 1.0))));
+  showProgressText();
+}
+
+void TrainingPanel::showProgressText() {
+  const QString phase = phase_ == Phase::Validating ? tr("Validating epoch %1").arg(lastEpoch_)
+                        : phase_ == Phase::Testing  ? tr("Testing")
+                                                    : tr("Training");
+  if (state_ == State::Paused) {
+    progress_->setFormat(tr("Paused · %1 · %p%").arg(phase));
+    status_->setText(tr("Paused at epoch %1 of %2, step %3 of %4: press Resume.")
+                         .arg(lastEpoch_).arg(lastEpochs_).arg(lastStep_).arg(lastTotal_));
+    return;
+  }
+  progress_->setFormat(QString("%1 · %p% · ETA %2").arg(phase, formatDuration(lastEta_)));
+  if (phase_ == Phase::Training)
+    status_->setText(tr("Training: epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
+                         .arg(lastEpoch_)
+                         .arg(lastEpochs_)
+                         .arg(lastStep_)
+                         .arg(lastTotal_)
+                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0))
+                         .arg(formatDuration(lastEta_)));
+  else if (phase_ == Phase::Validating)
+    status_->setText(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
+                         .arg(lastEpoch_).arg(lastEpochs_).arg(formatDuration(lastEta_)));
+  else
+    status_->setText(tr("Testing on the test images · ETA %1").arg(formatDuration(lastEta_)));
 }
 
 void TrainingPanel::setEnded(const QString& status) {

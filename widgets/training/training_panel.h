@@ -35,8 +35,14 @@ class TrainingPanel : public QWidget {
   void setStartBlockers(const QStringList& reasons);
   void setState(State);
   State state() const { return state_; }
-  // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, ETA (s).
-  void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds);
+  // The phase of a run: training batches, validating after an epoch, testing at the end.
+  enum class Phase { Training, Validating, Testing };
+  // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, and the
+  // phase with its ETA (s; NaN: unknown) and, for Validating / Testing, its fraction done in
+  // [0, 1] (the bar shows that phase: "Testing · 40% · ETA 0:45"). While paused the bar
+  // says "Paused" and no ETA (the state is set by setState).
+  void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds,
+                   Phase phase = Phase::Training, double phaseFraction = 0);
   // The run ended: status "finished" shows 100% "Done"; "stopped" / "failed" show
   // "Stopped at epoch E, step S" / "Failed at epoch E, step S" (the last setProgress) and no ETA.
   void setEnded(const QString& status);
@@ -68,8 +74,11 @@ class TrainingPanel : public QWidget {
   QLabel* status_;
   QStringList blockers_;
   State state_ = State::Idle;
-  int64_t lastStep_ = 0;
-  int lastEpoch_ = 0;
+  void showProgressText();
+  int64_t lastStep_ = 0, lastTotal_ = 0;
+  int lastEpoch_ = 0, lastEpochs_ = 0;
+  double lastImagesPerSecond_ = 0, lastEta_ = 0;
+  Phase phase_ = Phase::Training;
   bool showingBlockers_ = false;  // status_ shows the blockers (replaced once they are gone)
 };
 
