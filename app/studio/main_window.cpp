@@ -83,7 +83,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(trainingPanel_, &TrainingPanel::startRequested, this, &MainWindow::startTraining);
   connect(trainingPanel_, &TrainingPanel::configChanged, this, &MainWindow::updateTrainState);  // the batch size
-  connect(trainingPanel_, &TrainingPanel::pauseRequested, pauseAction_, [this](bool on) { pauseAction_->setChecked(on); session_->setPaused(on); trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running); });
+  connect(trainingPanel_, &TrainingPanel::pauseRequested, this, &MainWindow::setTrainingPaused);
   connect(trainingPanel_, &TrainingPanel::stopRequested, stopAction_, &QAction::trigger);
   connect(session_, &TrainingSession::stepsAdded, plots_, &LivePlots::addSteps);
   connect(session_, &TrainingSession::epochEnded, plots_, &LivePlots::addEpoch);
@@ -343,11 +343,7 @@ void MainWindow::createActions() {
   connect(trainAction_, &QAction::triggered, this, &MainWindow::startTraining);
   pauseAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaPause), tr("&Pause"), this);
   pauseAction_->setCheckable(true);
-  connect(pauseAction_, &QAction::triggered, this, [this](bool on) {
-    session_->setPaused(on);
-    trainingPanel_->pauseButton()->setChecked(on);
-    trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running);
-  });
+  connect(pauseAction_, &QAction::triggered, this, &MainWindow::setTrainingPaused);
   stopAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("&Stop"), this);
   stopAction_->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F5));
   connect(stopAction_, &QAction::triggered, this, [this] {
@@ -421,6 +417,14 @@ void MainWindow::createMenus() {
   for (QAction* a : {trainAction_, pauseAction_, stopAction_}) bar->addAction(a);
 }
 
+void MainWindow::setTrainingPaused(bool on) {
+  if (!session_->isRunning()) return;
+  session_->setPaused(on);
+  pauseAction_->setChecked(on);
+  trainingPanel_->pauseButton()->setChecked(on);
+  trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running);
+}
+
 void MainWindow::showError(const QString& title, const QString& text) {
   lastError_ = text;
   log_->error(text);
@@ -429,8 +433,15 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (session_->isRunning()) {
-    if (!silent_ && QMessageBox::question(this, tr("Training is running"),
-                                          tr("A training run is in progress. Stop it and quit?")) != QMessageBox::Yes) {
+    // Nothing trains while the question is open: the run is paused until the answer.
+    const bool wasPaused = session_->isPaused();
+    setTrainingPaused(true);
+    const QString title = tr("Training is running"), text = tr("A training run is in progress. Stop it and quit?");
+    const bool quit = questionAsker_ ? questionAsker_(title, text)
+                      : silent_      ? true
+                                     : QMessageBox::question(this, title, text) == QMessageBox::Yes;
+    if (!quit) {
+      if (!wasPaused) setTrainingPaused(false);
       event->ignore();
       return;
     }

@@ -67,6 +67,13 @@ class MainWindow : public QMainWindow {
   QStringList trainBlockers() const;  // why Train is disabled (empty: enabled)
   bool startTraining();               // as the Train action; false with the reason in the log/dialog
   void setSilent(bool on) { silent_ = on; }  // tests: errors to the log only, no message boxes
+  void setTrainingPaused(bool on);  // as Train > Pause: the session, the action and the panel
+  // Asks a yes/no question (true: yes); a QMessageBox unless a test sets its own. Used for
+  // "Stop it and quit?" on closing while training runs: the run is paused while it is asked
+  // (resumed on No unless it was paused before, stopped on Yes). Silent windows without an
+  // asker quit without asking.
+  using QuestionAsker = std::function<bool(const QString& title, const QString& text)>;
+  void setQuestionAsker(QuestionAsker asker) { questionAsker_ = std::move(asker); }
   void setTestImages(int64_t n) { testImages_ = n; }
 
   // ---- for tests and the screenshot demo ----
@@ -179,6 +186,7 @@ class MainWindow : public QMainWindow {
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
   PathChooser pathChooser_;
+  QuestionAsker questionAsker_;
   nn::StateDict importedState_;  // the last imported model's initializers ("<node>.value")
   QAction *importOnnxAction_ = nullptr, *exportOnnxAction_ = nullptr, *exportCppAction_ = nullptr;
 };

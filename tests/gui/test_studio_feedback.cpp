@@ -17,6 +17,7 @@
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/graph_warnings.h"
 #include "widgets/graph/problems_panel.h"
+#include "widgets/training/live_plots.h"
 #include "widgets/training/training_panel.h"
 
 using namespace kiln::studio;
@@ -151,6 +152,39 @@ class TestStudioFeedback : public QObject {
     QVERIFY(panel.progressText().contains("ETA 0:45"));
     panel.setProgress(5, 20, 1, 2, 500, 65);
     QCOMPARE(panel.progressText(), QString("Training · 25% · ETA 1:05"));
+  }
+
+  // Finding 10: "Stop it and quit?" pauses the run while it is open; No resumes, Yes stops.
+  void closingWhileTrainingPausesForTheQuestion() {
+    KILN_QSKIP_UNLESS_DEP(test::haveFashionMnist(), "dataset-fashion-mnist", "no Fashion-MNIST in /usr/share/datasets/fashion-mnist");
+    QTemporaryDir dir;
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(dir.filePath("q.kiln"), "fashion_mnist_mlp"));
+    test::quickSettings(w, 20000, 3);
+    w.show();
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(w.plots()->stepCount() >= 2, 60000);
+    bool pausedWhileAsked = false;
+    int stepsWhileAsked = -1;
+    w.setQuestionAsker([&](const QString&, const QString& text) {
+      pausedWhileAsked = text.contains("Stop it and quit?") && w.session()->isPaused() &&
+                         w.trainingPanel()->state() == TrainingPanel::State::Paused;
+      QTest::qWait(100);  // the batch in flight
+      const int held = w.plots()->stepCount();
+      QTest::qWait(400);
+      stepsWhileAsked = w.plots()->stepCount() - held;
+      return false;
+    });
+    QVERIFY(!w.close());  // No: the window stays, the run goes on
+    QVERIFY(pausedWhileAsked);
+    QCOMPARE(stepsWhileAsked, 0);
+    QVERIFY(w.session()->isRunning());
+    QVERIFY(!w.session()->isPaused());
+    QCOMPARE(w.trainingPanel()->state(), TrainingPanel::State::Running);
+    w.setQuestionAsker([](const QString&, const QString&) { return true; });
+    QVERIFY(w.close());  // Yes: the run stops
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 60000);
   }
 };
 
