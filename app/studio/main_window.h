@@ -112,10 +112,20 @@ class MainWindow : public QMainWindow {
   // open project (Project::add_export). Weights: the last checkpoint of the project's newest
   // run whose parameters have the graph's names and shapes (a trained model); else those of
   // the imported model for its initializers and the layers' initialization for the rest.
+  // The File menu's exports refuse a graph with problems before any file dialog opens;
+  // Export C++ creates the folder (and its parents) when missing.
   enum class PathKind { OpenFile, SaveFile, Directory };
   // Asks for a path ("" = cancelled); QFileDialog unless a test sets its own.
   using PathChooser = std::function<QString(const QString& title, const QString& filter, PathKind kind)>;
   void setPathChooser(PathChooser chooser) { pathChooser_ = std::move(chooser); }
+  // Where file dialogs start: the open project's folder, else the imported model's, else
+  // the home folder.
+  QString dialogDirectory() const;
+  // The name exports and Save suggest: the project file's base name ("my_cnn" for
+  // my_cnn.kiln), else the imported model's ("resnet18"), else the document's ("Untitled").
+  // ONNX and C++ exports name their graph after it, so the generated C++ files are
+  // my_cnn.h / my_cnn.cpp (class MyCnn; engine/onnx/codegen.h).
+  QString exportName() const;
   bool importOnnx(const QString& path);
   bool exportOnnx(const QString& path);
   bool exportCpp(const QString& dir);
@@ -156,6 +166,7 @@ class MainWindow : public QMainWindow {
   void onTrainingFinished(qint64 run, const QString& status, const QString& message);
   void createOnnxActions(QMenu* file);  // main_window_onnx.cpp
   QString choosePath(const QString& title, const QString& filter, PathKind kind);
+  bool refuseExport(const QString& title);  // true (and the problems shown) when the graph has problems
   // The weights to export and where they come from (`source`, for the log); ValueError when
   // imported weights are missing.
   nn::StateDict exportState(const graph::Graph& g, QString* source) const;
@@ -187,6 +198,7 @@ class MainWindow : public QMainWindow {
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
   PathChooser pathChooser_;
   QuestionAsker questionAsker_;
+  QString importedFrom_;  // the .onnx file of the imported document ("" for others)
   nn::StateDict importedState_;  // the last imported model's initializers ("<node>.value")
   QAction *importOnnxAction_ = nullptr, *exportOnnxAction_ = nullptr, *exportCppAction_ = nullptr;
 };
