@@ -6,7 +6,10 @@
 #include <QDockWidget>
 #include <QGraphicsItem>
 #include <QGraphicsScene>
+#include <QCompleter>
+#include <QLineEdit>
 #include <QMenuBar>
+#include <QStringListModel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
@@ -378,6 +381,7 @@ void MainWindow::createMenus() {
   for (QAction* a : {copyAction_, pasteAction_, deleteAction_, selectAllAction_}) edit->addAction(a);
   edit->addSeparator();
   edit->addAction(layoutAction_);
+  createFind(edit);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addAction(fitAction_);
@@ -415,6 +419,41 @@ void MainWindow::createMenus() {
   for (QAction* a : {undoToolAction_, redoToolAction_, layoutAction_, fitAction_}) bar->addAction(a);
   bar->addSeparator();
   for (QAction* a : {trainAction_, pauseAction_, stopAction_}) bar->addAction(a);
+  bar->addSeparator();
+  bar->addWidget(findEdit_);
+}
+
+void MainWindow::createFind(QMenu* edit) {
+  // Edit > Find Node (Ctrl+F): the toolbar's search field, its completer listing the names.
+  findEdit_ = new QLineEdit(this);
+  findEdit_->setObjectName("findNode");
+  findEdit_->setPlaceholderText(tr("Find node (Ctrl+F)"));
+  findEdit_->setClearButtonEnabled(true);
+  findEdit_->setMaximumWidth(220);
+  findEdit_->setToolTip(tr("Type a node's name (or part of it) and press Enter: the node is selected and centred"));
+  auto* names = new QStringListModel(this);
+  auto* completer = new QCompleter(names, findEdit_);
+  completer->setCaseSensitivity(Qt::CaseInsensitive);
+  completer->setFilterMode(Qt::MatchContains);
+  findEdit_->setCompleter(completer);
+  connect(document_, &GraphDocument::changed, names, [this, names] {
+    QStringList list;
+    for (const graph::Node& n : document_->graph().nodes()) list << toQString(n.name);
+    if (list != names->stringList()) names->setStringList(list);
+  });
+  connect(findEdit_, &QLineEdit::returnPressed, this, [this] {
+    if (canvas_->findNode(findEdit_->text()).node >= 0) canvas_->setFocus();
+  });
+  connect(completer, qOverload<const QString&>(&QCompleter::activated), this,
+          [this](const QString& name) { canvas_->findNode(name); });
+  findAction_ = new QAction(tr("&Find Node..."), this);
+  findAction_->setShortcut(QKeySequence::Find);
+  connect(findAction_, &QAction::triggered, this, [this] {
+    findEdit_->setFocus(Qt::ShortcutFocusReason);
+    findEdit_->selectAll();
+  });
+  edit->addSeparator();
+  edit->addAction(findAction_);
 }
 
 void MainWindow::setTrainingPaused(bool on) {

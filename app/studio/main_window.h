@@ -23,6 +23,7 @@
 
 class QAction;
 class QDockWidget;
+class QLineEdit;
 class QMenu;
 class QScrollArea;
 class QUndoView;
@@ -87,7 +88,9 @@ class MainWindow : public QMainWindow {
   TrainingSession* session() const { return session_; }
   projects::Project* project() { return project_ ? &*project_ : nullptr; }
   QAction* trainAction() const { return trainAction_; }
-  QAction* undoAction() const { return undoAction_; }  // Edit > Undo (Ctrl+Z): the graph's undo stack
+  QAction* undoAction() const { return undoAction_; }
+  QAction* findAction() const { return findAction_; }  // Edit > Find Node (Ctrl+F)
+  QLineEdit* findField() const { return findEdit_; }    // the toolbar's node search  // Edit > Undo (Ctrl+Z): the graph's undo stack
   QString lastError() const { return lastError_; }
   DatasetConfig datasetConfig() const;
   void setDatasetConfig(const DatasetConfig&);
@@ -149,6 +152,7 @@ class MainWindow : public QMainWindow {
   void connectFileActions();
   void createActions();
   void createMenus();
+  void createFind(QMenu* edit);
   void updateTitle();
   void updateTrainState();
   // What blocks training, with the node each reason is about (-1: none): training_problems()
@@ -193,7 +197,9 @@ class MainWindow : public QMainWindow {
 
   QAction *newAction_, *openAction_, *saveAction_, *saveAsAction_, *quitAction_;
   QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
-  QAction *undoToolAction_, *redoToolAction_;  // the toolbar's: fixed text "Undo" / "Redo"
+  QAction *undoToolAction_, *redoToolAction_;
+  QAction* findAction_ = nullptr;
+  QLineEdit* findEdit_ = nullptr;  // the toolbar's: fixed text "Undo" / "Redo"
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
   PathChooser pathChooser_;
