@@ -98,7 +98,8 @@ class MainWindow : public QMainWindow {
   // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
   // Properties and Training as tabs in the right column above Problems; the bottom tabs
   // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
-  // Training and Problems one above the other. The left column: Layers, Dataset, History.
+  // Training and Problems one above the other, the bottom tabs 40%. The left column: Layers,
+  // Dataset, History.
   static constexpr int kCompactHeight = 1000;
   static constexpr QSize kDockMinimum{120, 80};
   static constexpr int kLayoutVersion = 2;  // saveState version; older saved states are ignored

@@ -6,6 +6,7 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QUndoView>
+#include <algorithm>
 
 #include "app/studio/main_window.h"
 #include "widgets/graph/graph_document.h"
@@ -49,7 +50,7 @@ void MainWindow::createDocks() {
   addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
   addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
   addDock("properties", tr("Properties"), properties_, Qt::RightDockWidgetArea);
-  addDock("training", tr("Training"), scrollableDockContent(trainingPanel_, this), Qt::RightDockWidgetArea);
+  addDock("training", tr("Training"), trainingPanel_, Qt::RightDockWidgetArea);
   addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
   addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
   addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
@@ -96,7 +97,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
     splitDockWidget(props, training, Qt::Vertical);
     splitDockWidget(training, problems, Qt::Vertical);
     resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
-    resizeDocks({plots}, {300}, Qt::Vertical);
+    resizeDocks({plots}, {std::max(300, window.height() * 2 / 5)}, Qt::Vertical);  // the Runs table and its plot
     resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
   }
   layers->raise();

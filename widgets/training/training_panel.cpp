@@ -8,6 +8,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
@@ -58,16 +59,23 @@ QString elideLongWords(const QString& text, int max) {
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
-  auto* form = new QFormLayout;
+  // The settings scroll when the dock is short (a laptop screen); the buttons, the progress
+  // bar and the status line below them stay in view.
+  auto* settings = new QWidget;
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* form = new QFormLayout(settings);
+  form->setContentsMargins(0, 0, 0, 0);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
 
-  optimizer_ = new QComboBox(this);
+  optimizer_ = new QComboBox(settings);
   addChoices(optimizer_, optim::optimizer_names(),
              {{"adam", "Adam"}, {"adamw", "AdamW"}, {"sgd", tr("SGD (momentum)")}, {"rmsprop", "RMSprop"}});
   optimizer_->setToolTip(tr("The optimizer that updates the weights (torch.optim names)."));
   form->addRow(tr("&Optimizer"), optimizer_);
 
-  lr_ = new QDoubleSpinBox(this);
+  lr_ = new QDoubleSpinBox(settings);
   lr_->setDecimals(6);
   lr_->setRange(1e-6, 10);
   lr_->setSingleStep(1e-4);
@@ -75,46 +83,48 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   lr_->setToolTip(tr("Initial learning rate, in (0, 10]. Adam: 0.001; SGD: 0.01 to 0.1."));
   form->addRow(tr("&Learning rate"), lr_);
 
-  momentum_ = new QDoubleSpinBox(this);
+  momentum_ = new QDoubleSpinBox(settings);
   momentum_->setDecimals(3);
   momentum_->setRange(0, 0.999);
   momentum_->setSingleStep(0.05);
   momentum_->setToolTip(tr("Momentum of SGD and RMSprop, in [0, 1)."));
   form->addRow(tr("&Momentum"), momentum_);
 
-  weightDecay_ = new QDoubleSpinBox(this);
+  weightDecay_ = new QDoubleSpinBox(settings);
   weightDecay_->setDecimals(6);
   weightDecay_->setRange(0, 1);
   weightDecay_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
   weightDecay_->setToolTip(tr("L2 penalty (decoupled for AdamW), >= 0."));
   form->addRow(tr("&Weight decay"), weightDecay_);
 
-  scheduler_ = new QComboBox(this);
+  scheduler_ = new QComboBox(settings);
   addChoices(scheduler_, optim::scheduler_names(),
              {{"none", tr("Constant")}, {"step", tr("Step (x0.1 after each third of the epochs)")},
               {"cosine", tr("Cosine annealing")}, {"onecycle", tr("One-cycle")}});
   scheduler_->setToolTip(tr("How the learning rate changes during training."));
   form->addRow(tr("&Schedule"), scheduler_);
 
-  epochs_ = new QSpinBox(this);
+  epochs_ = new QSpinBox(settings);
   epochs_->setRange(1, 100000);
   epochs_->setToolTip(tr("Passes over the training images."));
   form->addRow(tr("&Epochs"), epochs_);
 
-  batchSize_ = new QSpinBox(this);
+  batchSize_ = new QSpinBox(settings);
   batchSize_->setRange(1, 65536);
   batchSize_->setToolTip(tr("Images per optimizer step."));
   form->addRow(tr("&Batch size"), batchSize_);
 
-  seed_ = new QSpinBox(this);
+  seed_ = new QSpinBox(settings);
   seed_->setRange(0, 2147483647);
   seed_->setToolTip(tr("Seed of the weight initialization, split and shuffle order: the same seed gives the same run on the CPU."));
   form->addRow(tr("S&eed"), seed_);
 
-  device_ = new QComboBox(this);
+  device_ = new QComboBox(settings);
   device_->setToolTip(tr("Where training runs; Auto picks the best detected device."));
   form->addRow(tr("&Device"), device_);
-  outer->addLayout(form);
+  scroll->setWidget(settings);
+  scroll->setMinimumHeight(kMinimumSettingsHeight);
+  outer->addWidget(scroll, 1);
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), tr("Train"), this);
@@ -140,7 +150,6 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   // Its width follows the panel's (never the text's); the height follows the wrapped text.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   outer->addWidget(status_);
-  outer->addStretch(1);
 
   // Long choices ("Step (x0.1 after each third of the epochs)", a GPU's name) are elided in
   // the closed combo box, not widening the panel: it fits a 300 px dock.

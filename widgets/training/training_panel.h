@@ -1,5 +1,6 @@
-// TrainingPanel: the training settings form (validated widgets), Start / Pause / Stop,
-// and a progress bar with ETA and images/s. It only edits and shows; the
+// TrainingPanel: the training settings form (validated widgets, scrolling when the panel is
+// short), Start / Pause / Stop, and a progress bar with the phase, ETA and images/s, always
+// in view below the form. It only edits and shows; the
 // TrainingSession (app/studio) runs the training.
 #pragma once
 #include <QStringList>
@@ -31,6 +32,7 @@ class TrainingPanel : public QWidget {
   // status line shows the first kShownBlockers (words over kLongWord characters shortened
   // with "…", so the line wraps inside the panel's width) and its tooltip all of them.
   static constexpr int kShownBlockers = 3;
+  static constexpr int kMinimumSettingsHeight = 60;  // px of the form shown at least
   static constexpr int kLongWord = 40;
   void setStartBlockers(const QStringList& reasons);
   void setState(State);
