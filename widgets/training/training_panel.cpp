@@ -65,6 +65,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the form follows the dock's width
   auto* form = new QFormLayout(settings);
   form->setContentsMargins(0, 0, 0, 0);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -153,6 +154,11 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
 
   // Long choices ("Step (x0.1 after each third of the epochs)", a GPU's name) are elided in
   // the closed combo box, not widening the panel: it fits a 300 px dock.
+  // Spin boxes size themselves for their whole range (the seed's 2147483647), combo boxes for
+  // their longest choice: they may be narrower, so that the form fits a 300 px dock at 125% scaling without a horizontal scroll.
+  for (QWidget* w : std::initializer_list<QWidget*>{optimizer_, scheduler_, device_, lr_, momentum_, weightDecay_,
+                                                    epochs_, batchSize_, seed_})
+    w->setMinimumWidth(kFieldMinimumWidth);
   for (QComboBox* c : {optimizer_, scheduler_, device_}) {
     c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     c->setMinimumContentsLength(12);

@@ -33,6 +33,7 @@ class TrainingPanel : public QWidget {
   // with "…", so the line wraps inside the panel's width) and its tooltip all of them.
   static constexpr int kShownBlockers = 3;
   static constexpr int kMinimumSettingsHeight = 60;  // px of the form shown at least
+  static constexpr int kFieldMinimumWidth = 72;      // px a settings field may shrink to
   static constexpr int kLongWord = 40;
   void setStartBlockers(const QStringList& reasons);
   void setState(State);
