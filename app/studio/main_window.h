@@ -98,7 +98,7 @@ class MainWindow : public QMainWindow {
   // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
   // Properties and Training as tabs in the right column above Problems; the bottom tabs
   // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
-  // Training and Problems one above the other, the bottom tabs 40%. The left column: Layers,
+  // Training and Problems one above the other, the bottom tabs 45%. The left column: Layers,
   // Dataset, History.
   static constexpr int kCompactHeight = 1000;
   static constexpr QSize kDockMinimum{120, 80};

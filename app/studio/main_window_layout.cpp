@@ -96,8 +96,8 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   } else {
     splitDockWidget(props, training, Qt::Vertical);
     splitDockWidget(training, problems, Qt::Vertical);
-    resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
-    resizeDocks({plots}, {std::max(300, window.height() * 2 / 5)}, Qt::Vertical);  // the Runs table and its plot
+    resizeDocks({props, training, problems}, {180, 420, 160}, Qt::Vertical);
+    resizeDocks({plots}, {std::max(300, window.height() * 9 / 20)}, Qt::Vertical);  // the Runs table and its plot
     resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
   }
   layers->raise();
