@@ -237,6 +237,9 @@ void configure_connection(Database& db) {
 int check_project_file(const std::string& path, int supported) {
   check_header(path);
   int version = 0;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool had_wal = fs::exists(path + "-wal", ec), had_shm = fs::exists(path + "-shm", ec);
   try {
     Database db(path, Database::Mode::read_only);
     db.exec("PRAGMA query_only = 1");
@@ -280,6 +283,10 @@ int check_project_file(const std::string& path, int supported) {
       }
     }
   } catch (const ProjectError& e) {
+    // The read-only connection of a WAL-mode file made a -wal and -shm beside it, which
+    // SQLite leaves when a read-only connection closes: a refused file gets none.
+    if (!had_wal && fs::exists(path + "-wal", ec) && fs::file_size(path + "-wal", ec) == 0) fs::remove(path + "-wal", ec);
+    if (!had_shm) fs::remove(path + "-shm", ec);
     std::string msg = e.what();
     if (msg.rfind("cannot open project ", 0) == 0) throw;
     reject(path, msg);  // e.g. "no such table: meta", "file is not a database"

@@ -81,7 +81,7 @@ int train(const HeadlessOptions& o) {
   lastLine.start();
   TrainingSession::Progress last;
   auto line = [&](const TrainingSession::Progress& p) {
-    out(QString("epoch %1/%2 step %3/%4 loss %5 lr %6 %7 img/s ETA %8 rows committed %9")
+    out(QString("%10 epoch %1/%2 step %3/%4 loss %5 lr %6 %7 img/s ETA %8 rows committed %9")
             .arg(p.epoch)
             .arg(p.epochs)
             .arg(p.step)
@@ -90,7 +90,8 @@ int train(const HeadlessOptions& o) {
             .arg(p.lr, 0, 'g', 4)
             .arg(p.imagesPerSecond, 0, 'f', 0)
             .arg(formatDuration(p.etaSeconds))
-            .arg(session.rowsCommitted()));
+            .arg(session.rowsCommitted())
+            .arg(phase_name(static_cast<int>(p.phase))));
   };
   QObject::connect(&session, &TrainingSession::started, [&](qint64 run, const QString& device) {
     out(QString("run %1 of %2 (graph version %3) on %4").arg(run).arg(o.project).arg(version->id).arg(device));

@@ -6,15 +6,18 @@
 #include <QDockWidget>
 #include <QGraphicsItem>
 #include <QGraphicsScene>
+#include <QCompleter>
+#include <QLineEdit>
 #include <QMenuBar>
+#include <QStringListModel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
-#include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
 #include <QToolBar>
-#include <QUndoView>
+#include <QUndoStack>
+#include <utility>
 
 #include "app/studio/templates.h"
 #include "app/studio/training_job.h"
@@ -67,11 +70,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createActions();
   createMenus();
   setDockNestingEnabled(true);
-  resize(defaultWindowSize());
-  defaultState_ = saveState();
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  restoreState(settings.value("window/state").toByteArray());
+  applyDefaultLayout(availableScreenSize());
+  resize(defaultWindowSize());  // after the docks: arranging them in a hidden window may widen it
+  restoreLayout();
 
   connect(document_, &GraphDocument::changed, this, &MainWindow::updateTrainState);
   connect(document_->undoStack(), &QUndoStack::cleanChanged, this, [this](bool clean) { setWindowModified(!clean); });
@@ -82,12 +83,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(trainingPanel_, &TrainingPanel::startRequested, this, &MainWindow::startTraining);
   connect(trainingPanel_, &TrainingPanel::configChanged, this, &MainWindow::updateTrainState);  // the batch size
-  connect(trainingPanel_, &TrainingPanel::pauseRequested, pauseAction_, [this](bool on) { pauseAction_->setChecked(on); session_->setPaused(on); trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running); });
+  connect(trainingPanel_, &TrainingPanel::pauseRequested, this, &MainWindow::setTrainingPaused);
   connect(trainingPanel_, &TrainingPanel::stopRequested, stopAction_, &QAction::trigger);
   connect(session_, &TrainingSession::stepsAdded, plots_, &LivePlots::addSteps);
   connect(session_, &TrainingSession::epochEnded, plots_, &LivePlots::addEpoch);
   connect(session_, &TrainingSession::progressChanged, this, [this](const TrainingSession::Progress& p) {
-    trainingPanel_->setProgress(p.step, p.totalSteps, p.epoch, p.epochs, p.imagesPerSecond, p.etaSeconds);
+    const auto phase = p.phase == RunProgress::Phase::Validating ? TrainingPanel::Phase::Validating
+                       : p.phase == RunProgress::Phase::Testing  ? TrainingPanel::Phase::Testing
+                                                                 : TrainingPanel::Phase::Training;
+    trainingPanel_->setProgress(p.step, p.totalSteps, p.epoch, p.epochs, p.imagesPerSecond, p.etaSeconds, phase,
+                                p.phaseFraction);
   });
   connect(session_, &TrainingSession::logMessage, log_, &LogPanel::info);
   connect(session_, &TrainingSession::errorMessage, this, [this](const QString& m) {
@@ -145,52 +150,8 @@ MainWindow::~MainWindow() {
   delete session_;
 }
 
-void MainWindow::createDocks() {
-  auto addDock = [this](const QString& name, const QString& title, QWidget* w, Qt::DockWidgetArea area) {
-    auto* d = new QDockWidget(title, this);
-    d->setObjectName(name);
-    d->setWidget(w);
-    addDockWidget(area, d);
-    return d;
-  };
-  palette_ = new LayerPalette(this);
-  properties_ = new PropertyEditor(document_, this);
-  problems_ = new ProblemsPanel(document_, this);
-  history_ = new QUndoView(document_->undoStack(), this);
-  history_->setEmptyLabel(tr("<opened>"));
-  trainingPanel_ = new TrainingPanel(this);
-  plots_ = new LivePlots(this);
-  evaluation_ = new EvaluationView(this);
-  log_ = new LogPanel(this);
-
-  QDockWidget* layers = addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
-  QDockWidget* history = addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(layers, history);
-  layers->raise();
-  QDockWidget* props = addDock("properties", tr("Properties"), properties_, Qt::RightDockWidgetArea);
-  QDockWidget* training = addDock("training", tr("Training"), trainingPanel_, Qt::RightDockWidgetArea);
-  splitDockWidget(props, training, Qt::Vertical);
-  QDockWidget* plots = addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
-  QDockWidget* eval = addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(plots, eval);
-  QDockWidget* log = addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(eval, log);
-  QDockWidget* problems = addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
-  splitDockWidget(training, problems, Qt::Vertical);
-  plots->raise();
-  resizeDocks({plots}, {300}, Qt::Vertical);
-  resizeDocks({props, training, problems}, {220, 400, 160}, Qt::Vertical);
-  resizeDocks({layers, props}, {220, 380}, Qt::Horizontal);
-  createProjectDocks();
-}
-
-QDockWidget* MainWindow::dock(const QString& objectName) const { return findChild<QDockWidget*>(objectName); }
-
-void MainWindow::resetLayout() {
-  restoreState(defaultState_);
-  for (QDockWidget* d : findChildren<QDockWidget*>()) d->show();
-  dock("layers")->raise();
-  dock("plots")->raise();
+QString MainWindow::boundedCommandText(const QString& text) {
+  return QFontMetrics(QApplication::font("QMenu")).elidedText(text, Qt::ElideMiddle, kMaxCommandTextWidth);
 }
 
 void MainWindow::createActions() {
@@ -208,10 +169,33 @@ void MainWindow::createActions() {
   quitAction_->setShortcut(QKeySequence::Quit);
   connect(quitAction_, &QAction::triggered, this, &QWidget::close);
 
-  undoAction_ = document_->undoStack()->createUndoAction(this, tr("&Undo"));
+  QUndoStack* stack = document_->undoStack();
+  undoAction_ = stack->createUndoAction(this, tr("&Undo"));
   undoAction_->setShortcut(QKeySequence::Undo);
-  redoAction_ = document_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redoAction_ = stack->createRedoAction(this, tr("&Redo"));
   redoAction_->setShortcut(QKeySequence::Redo);
+  // The menu entries name the command ("Undo Rename conv1 to …"), shortened to
+  // kMaxCommandTextWidth px so that a long node name cannot stretch the Edit menu. These
+  // connections come after QUndoStack's own, so their text wins.
+  connect(stack, &QUndoStack::undoTextChanged, undoAction_, [a = undoAction_](const QString& t) {
+    a->setText(t.isEmpty() ? tr("&Undo") : tr("&Undo %1").arg(boundedCommandText(t)));
+  });
+  connect(stack, &QUndoStack::redoTextChanged, redoAction_, [a = redoAction_](const QString& t) {
+    a->setText(t.isEmpty() ? tr("&Redo") : tr("&Redo %1").arg(boundedCommandText(t)));
+  });
+  // The toolbar's buttons keep a fixed text and icon (the command is in their tooltip), so
+  // that an edit never shifts the toolbar; they follow the menu actions' enabled state.
+  undoToolAction_ = new QAction(QIcon::fromTheme("edit-undo", style()->standardIcon(QStyle::SP_ArrowBack)), tr("Undo"), this);
+  redoToolAction_ = new QAction(QIcon::fromTheme("edit-redo", style()->standardIcon(QStyle::SP_ArrowForward)), tr("Redo"), this);
+  for (auto [tool, menu] : {std::pair{undoToolAction_, undoAction_}, std::pair{redoToolAction_, redoAction_}}) {
+    connect(tool, &QAction::triggered, menu, &QAction::trigger);
+    auto sync = [tool, menu] {
+      tool->setEnabled(menu->isEnabled());
+      tool->setToolTip(QString(menu->text()).remove('&') + " (" + menu->shortcut().toString(QKeySequence::NativeText) + ")");
+    };
+    connect(menu, &QAction::changed, tool, sync);
+    sync();
+  }
   copyAction_ = new QAction(tr("&Copy"), this);
   copyAction_->setShortcut(QKeySequence::Copy);
   connect(copyAction_, &QAction::triggered, canvas_, &GraphCanvas::copySelection);
@@ -249,11 +233,7 @@ void MainWindow::createActions() {
   connect(trainAction_, &QAction::triggered, this, &MainWindow::startTraining);
   pauseAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaPause), tr("&Pause"), this);
   pauseAction_->setCheckable(true);
-  connect(pauseAction_, &QAction::triggered, this, [this](bool on) {
-    session_->setPaused(on);
-    trainingPanel_->pauseButton()->setChecked(on);
-    trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running);
-  });
+  connect(pauseAction_, &QAction::triggered, this, &MainWindow::setTrainingPaused);
   stopAction_ = new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("&Stop"), this);
   stopAction_->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F5));
   connect(stopAction_, &QAction::triggered, this, [this] {
@@ -288,6 +268,7 @@ void MainWindow::createMenus() {
   for (QAction* a : {copyAction_, pasteAction_, deleteAction_, selectAllAction_}) edit->addAction(a);
   edit->addSeparator();
   edit->addAction(layoutAction_);
+  createFind(edit);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addAction(fitAction_);
@@ -322,9 +303,52 @@ void MainWindow::createMenus() {
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   for (QAction* a : {newAction_, openAction_, saveAction_}) bar->addAction(a);
   bar->addSeparator();
-  for (QAction* a : {undoAction_, redoAction_, layoutAction_, fitAction_}) bar->addAction(a);
+  for (QAction* a : {undoToolAction_, redoToolAction_, layoutAction_, fitAction_}) bar->addAction(a);
   bar->addSeparator();
   for (QAction* a : {trainAction_, pauseAction_, stopAction_}) bar->addAction(a);
+  bar->addSeparator();
+  bar->addWidget(findEdit_);
+}
+
+void MainWindow::createFind(QMenu* edit) {
+  // Edit > Find Node (Ctrl+F): the toolbar's search field, its completer listing the names.
+  findEdit_ = new QLineEdit(this);
+  findEdit_->setObjectName("findNode");
+  findEdit_->setPlaceholderText(tr("Find node (Ctrl+F)"));
+  findEdit_->setClearButtonEnabled(true);
+  findEdit_->setMaximumWidth(220);
+  findEdit_->setToolTip(tr("Type a node's name (or part of it) and press Enter: the node is selected and centred"));
+  auto* names = new QStringListModel(this);
+  auto* completer = new QCompleter(names, findEdit_);
+  completer->setCaseSensitivity(Qt::CaseInsensitive);
+  completer->setFilterMode(Qt::MatchContains);
+  findEdit_->setCompleter(completer);
+  connect(document_, &GraphDocument::changed, names, [this, names] {
+    QStringList list;
+    for (const graph::Node& n : document_->graph().nodes()) list << toQString(n.name);
+    if (list != names->stringList()) names->setStringList(list);
+  });
+  connect(findEdit_, &QLineEdit::returnPressed, this, [this] {
+    if (canvas_->findNode(findEdit_->text()).node >= 0) canvas_->setFocus();
+  });
+  connect(completer, qOverload<const QString&>(&QCompleter::activated), this,
+          [this](const QString& name) { canvas_->findNode(name); });
+  findAction_ = new QAction(tr("&Find Node..."), this);
+  findAction_->setShortcut(QKeySequence::Find);
+  connect(findAction_, &QAction::triggered, this, [this] {
+    findEdit_->setFocus(Qt::ShortcutFocusReason);
+    findEdit_->selectAll();
+  });
+  edit->addSeparator();
+  edit->addAction(findAction_);
+}
+
+void MainWindow::setTrainingPaused(bool on) {
+  if (!session_->isRunning()) return;
+  session_->setPaused(on);
+  pauseAction_->setChecked(on);
+  trainingPanel_->pauseButton()->setChecked(on);
+  trainingPanel_->setState(on ? TrainingPanel::State::Paused : TrainingPanel::State::Running);
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
@@ -335,8 +359,15 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (session_->isRunning()) {
-    if (!silent_ && QMessageBox::question(this, tr("Training is running"),
-                                          tr("A training run is in progress. Stop it and quit?")) != QMessageBox::Yes) {
+    // Nothing trains while the question is open: the run is paused until the answer.
+    const bool wasPaused = session_->isPaused();
+    setTrainingPaused(true);
+    const QString title = tr("Training is running"), text = tr("A training run is in progress. Stop it and quit?");
+    const bool quit = questionAsker_ ? questionAsker_(title, text)
+                      : silent_      ? true
+                                     : QMessageBox::question(this, title, text) == QMessageBox::Yes;
+    if (!quit) {
+      if (!wasPaused) setTrainingPaused(false);
       event->ignore();
       return;
     }
@@ -346,9 +377,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     event->ignore();
     return;
   }
-  QSettings settings;
-  settings.setValue("window/geometry", saveGeometry());
-  settings.setValue("window/state", saveState());
+  storeLayout();
   event->accept();
 }
 

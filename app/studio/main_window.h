@@ -1,7 +1,10 @@
 // MainWindow: Kiln Studio's window — the graph canvas in the middle; docks for the
 // layer palette, properties, problems, history (QUndoView), dataset, training, plots,
-// evaluation, runs and log. The dock layout is saved with QSettings (saveState /
-// restoreState) and View > Reset layout restores the default.
+// evaluation, runs and log. Forms sit in scroll areas and every dock's minimum is
+// kDockMinimum, so the window fits 1280x720 with all bottom tabs on screen. The default
+// arrangement depends on the screen (applyDefaultLayout); the user's arrangement is saved
+// per user and per screen size with QSettings (saveState / restoreState) when the window
+// closes, and View > Reset Layout goes back to the default.
 // File: New from template / Open / Save (a new graph version + settings) / Save As /
 // recent files; every 60 s the edited graph goes to the project's autosave slot, and
 // opening a project offers to restore a newer autosave. Train / Pause / Stop drive a
@@ -20,7 +23,9 @@
 
 class QAction;
 class QDockWidget;
+class QLineEdit;
 class QMenu;
+class QScrollArea;
 class QUndoView;
 
 namespace kiln::studio {
@@ -36,6 +41,10 @@ class EvaluationView;
 class LogPanel;
 class DatasetPanel;
 class RunsView;
+
+// A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
+// screen); the form then scrolls instead of squashing its rows or growing the window.
+QScrollArea* scrollableDockContent(QWidget* content, QWidget* parent);
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -59,6 +68,13 @@ class MainWindow : public QMainWindow {
   QStringList trainBlockers() const;  // why Train is disabled (empty: enabled)
   bool startTraining();               // as the Train action; false with the reason in the log/dialog
   void setSilent(bool on) { silent_ = on; }  // tests: errors to the log only, no message boxes
+  void setTrainingPaused(bool on);  // as Train > Pause: the session, the action and the panel
+  // Asks a yes/no question (true: yes); a QMessageBox unless a test sets its own. Used for
+  // "Stop it and quit?" on closing while training runs: the run is paused while it is asked
+  // (resumed on No unless it was paused before, stopped on Yes). Silent windows without an
+  // asker quit without asking.
+  using QuestionAsker = std::function<bool(const QString& title, const QString& text)>;
+  void setQuestionAsker(QuestionAsker asker) { questionAsker_ = std::move(asker); }
   void setTestImages(int64_t n) { testImages_ = n; }
 
   // ---- for tests and the screenshot demo ----
@@ -72,11 +88,24 @@ class MainWindow : public QMainWindow {
   TrainingSession* session() const { return session_; }
   projects::Project* project() { return project_ ? &*project_ : nullptr; }
   QAction* trainAction() const { return trainAction_; }
+  QAction* undoAction() const { return undoAction_; }
+  QAction* findAction() const { return findAction_; }  // Edit > Find Node (Ctrl+F)
+  QLineEdit* findField() const { return findEdit_; }    // the toolbar's node search  // Edit > Undo (Ctrl+Z): the graph's undo stack
   QString lastError() const { return lastError_; }
   DatasetConfig datasetConfig() const;
   void setDatasetConfig(const DatasetConfig&);
   QDockWidget* dock(const QString& objectName) const;
-  void resetLayout();
+  // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
+  // Properties and Training as tabs in the right column above Problems; the bottom tabs
+  // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
+  // Training and Problems one above the other, the bottom tabs 45%. The left column: Layers,
+  // Dataset, History.
+  static constexpr int kCompactHeight = 1000;
+  static constexpr QSize kDockMinimum{120, 80};
+  static constexpr int kLayoutVersion = 2;  // saveState version; older saved states are ignored
+  static bool isCompactScreen(const QSize& available);
+  void applyDefaultLayout(const QSize& available);
+  void resetLayout();  // the default arrangement for this screen, every dock shown
   void selectAllRuns();  // in the runs view (their curves overlaid)
 
   // ---- ONNX (main_window_onnx.cpp): File > Import ONNX..., Export ONNX..., Export C++... ----
@@ -87,10 +116,20 @@ class MainWindow : public QMainWindow {
   // open project (Project::add_export). Weights: the last checkpoint of the project's newest
   // run whose parameters have the graph's names and shapes (a trained model); else those of
   // the imported model for its initializers and the layers' initialization for the rest.
+  // The File menu's exports refuse a graph with problems before any file dialog opens;
+  // Export C++ creates the folder (and its parents) when missing.
   enum class PathKind { OpenFile, SaveFile, Directory };
   // Asks for a path ("" = cancelled); QFileDialog unless a test sets its own.
   using PathChooser = std::function<QString(const QString& title, const QString& filter, PathKind kind)>;
   void setPathChooser(PathChooser chooser) { pathChooser_ = std::move(chooser); }
+  // Where file dialogs start: the open project's folder, else the imported model's, else
+  // the home folder.
+  QString dialogDirectory() const;
+  // The name exports and Save suggest: the project file's base name ("my_cnn" for
+  // my_cnn.kiln), else the imported model's ("resnet18"), else the document's ("Untitled").
+  // ONNX and C++ exports name their graph after it, so the generated C++ files are
+  // my_cnn.h / my_cnn.cpp (class MyCnn; engine/onnx/codegen.h).
+  QString exportName() const;
   bool importOnnx(const QString& path);
   bool exportOnnx(const QString& path);
   bool exportCpp(const QString& dir);
@@ -104,12 +143,24 @@ class MainWindow : public QMainWindow {
  private:
   QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
   void createDocks();
+  static constexpr int kMaxCommandTextWidth = 280;  // px of an undo command's text in the Edit menu
+  static QString boundedCommandText(const QString& text);  // elided in the middle
+  QSize availableScreenSize() const;
+  QString layoutSettingsKey() const;  // "window/<W>x<H>/" of the available screen area
+  void storeLayout();
+  void restoreLayout();
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();
   void createActions();
   void createMenus();
+  void createFind(QMenu* edit);
   void updateTitle();
   void updateTrainState();
+  // What blocks training, with the node each reason is about (-1: none): training_problems()
+  // and a missing data set; blockerTexts gives the sentences (analysis problems prefixed
+  // with their node's name).
+  std::vector<graph::Problem> trainProblems() const;
+  QStringList blockerTexts(const std::vector<graph::Problem>& problems) const;
   void updateRecentMenu();
   void addRecent(const QString& path);
   bool maybeSave();  // true when it is fine to discard the document
@@ -120,6 +171,7 @@ class MainWindow : public QMainWindow {
   void onTrainingFinished(qint64 run, const QString& status, const QString& message);
   void createOnnxActions(QMenu* file);  // main_window_onnx.cpp
   QString choosePath(const QString& title, const QString& filter, PathKind kind);
+  bool refuseExport(const QString& title);  // true (and the problems shown) when the graph has problems
   // The weights to export and where they come from (`source`, for the log); ValueError when
   // imported weights are missing.
   nn::StateDict exportState(const graph::Graph& g, QString* source) const;
@@ -139,7 +191,6 @@ class MainWindow : public QMainWindow {
   TrainingSession* session_;
   std::optional<projects::Project> project_;
   QString documentName_;
-  QByteArray defaultState_;
   QTimer autosaveTimer_;
   bool silent_ = false;
   int64_t testImages_ = 10000;
@@ -147,9 +198,14 @@ class MainWindow : public QMainWindow {
 
   QAction *newAction_, *openAction_, *saveAction_, *saveAsAction_, *quitAction_;
   QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
+  QAction *undoToolAction_, *redoToolAction_;
+  QAction* findAction_ = nullptr;
+  QLineEdit* findEdit_ = nullptr;  // the toolbar's: fixed text "Undo" / "Redo"
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;
   PathChooser pathChooser_;
+  QuestionAsker questionAsker_;
+  QString importedFrom_;  // the .onnx file of the imported document ("" for others)
   nn::StateDict importedState_;  // the last imported model's initializers ("<node>.value")
   QAction *importOnnxAction_ = nullptr, *exportOnnxAction_ = nullptr, *exportCppAction_ = nullptr;
 };

@@ -1,5 +1,6 @@
 // MainWindow: the File menu — templates, open, save, save as, recent files, autosave.
 #include <QAction>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -36,16 +37,12 @@ void MainWindow::createProjectDocks() {
   runs_ = new RunsView(nullptr, this);
   auto* data = new QDockWidget(tr("Dataset"), this);
   data->setObjectName("dataset");
-  data->setWidget(dataset_);
+  data->setWidget(scrollableDockContent(dataset_, this));
   addDockWidget(Qt::LeftDockWidgetArea, data);
-  tabifyDockWidget(dock("layers"), data);
   auto* runs = new QDockWidget(tr("Runs"), this);
   runs->setObjectName("runs");
-  runs->setWidget(runs_);
-  addDockWidget(Qt::BottomDockWidgetArea, runs);
-  tabifyDockWidget(dock("evaluation"), runs);
-  dock("layers")->raise();
-  dock("plots")->raise();
+  runs->setWidget(scrollableDockContent(runs_, this));
+  addDockWidget(Qt::BottomDockWidgetArea, runs);  // arranged by applyDefaultLayout
   connect(dataset_, &DatasetPanel::settingsChanged, this, [this] { updateTrainState(); });
   connect(runs_, &RunsView::message, this, [this](const QString& m) { log_->info(m); });
 }
@@ -60,12 +57,13 @@ void MainWindow::selectAllRuns() {
 void MainWindow::connectFileActions() {
   connect(openAction_, &QAction::triggered, this, [this] {
     if (!maybeSave()) return;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open Project"), QString(), tr(kFilter));
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Project"), dialogDirectory(), tr(kFilter));
     if (!path.isEmpty()) openProject(path);
   });
   connect(saveAction_, &QAction::triggered, this, &MainWindow::save);
   connect(saveAsAction_, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save Project As"), documentName_ + ".kiln", tr(kFilter));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save Project As"),
+                                                      QDir(dialogDirectory()).filePath(exportName() + ".kiln"), tr(kFilter));
     if (!path.isEmpty()) saveAs(withSuffix(path));
   });
 }
@@ -170,7 +168,20 @@ bool MainWindow::openProject(const QString& path) {
   }
 }
 
+QString MainWindow::dialogDirectory() const {
+  if (project_) return QFileInfo(QString::fromStdString(project_->path())).absolutePath();
+  if (!importedFrom_.isEmpty()) return QFileInfo(importedFrom_).absolutePath();
+  return QDir::homePath();
+}
+
+QString MainWindow::exportName() const {
+  if (project_) return QFileInfo(QString::fromStdString(project_->path())).completeBaseName();
+  if (!importedFrom_.isEmpty()) return QFileInfo(importedFrom_).completeBaseName();
+  return documentName_;
+}
+
 void MainWindow::loadProjectIntoUi() {
+  importedFrom_.clear();  // importOnnx sets it again after this
   runs_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
@@ -212,7 +223,8 @@ void MainWindow::setDatasetConfig(const DatasetConfig& d) {
 bool MainWindow::save() {
   if (!project_) {
     const QString path = silent_ ? QString()
-                                 : QFileDialog::getSaveFileName(this, tr("Save Project"), documentName_ + ".kiln", tr(kFilter));
+                                 : QFileDialog::getSaveFileName(this, tr("Save Project"), QDir(dialogDirectory()).filePath(exportName() + ".kiln"),
+                                                              tr(kFilter));
     if (path.isEmpty()) return false;
     return saveAs(withSuffix(path));
   }

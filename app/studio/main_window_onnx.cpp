@@ -60,12 +60,14 @@ void MainWindow::createOnnxActions(QMenu* file) {
     if (!path.isEmpty()) importOnnx(path);
   });
   connect(exportOnnxAction_, &QAction::triggered, this, [this] {
+    if (refuseExport(tr("Cannot export ONNX"))) return;  // before asking for a file name
     QString path = choosePath(tr("Export ONNX Model"), tr(kOnnxFilter), PathKind::SaveFile);
     if (path.isEmpty()) return;
     if (!path.endsWith(".onnx", Qt::CaseInsensitive)) path += ".onnx";
     exportOnnx(path);
   });
   connect(exportCppAction_, &QAction::triggered, this, [this] {
+    if (refuseExport(tr("Cannot export C++"))) return;
     const QString dir = choosePath(tr("Export C++ into Folder"), QString(), PathKind::Directory);
     if (!dir.isEmpty()) exportCpp(dir);
   });
@@ -80,11 +82,29 @@ void MainWindow::createOnnxActions(QMenu* file) {
 QString MainWindow::choosePath(const QString& title, const QString& filter, PathKind kind) {
   if (pathChooser_) return pathChooser_(title, filter, kind);
   switch (kind) {
-    case PathKind::OpenFile: return QFileDialog::getOpenFileName(this, title, QString(), filter);
-    case PathKind::SaveFile: return QFileDialog::getSaveFileName(this, title, documentName_ + ".onnx", filter);
-    case PathKind::Directory: return QFileDialog::getExistingDirectory(this, title);
+    case PathKind::OpenFile: return QFileDialog::getOpenFileName(this, title, dialogDirectory(), filter);
+    case PathKind::SaveFile:
+      return QFileDialog::getSaveFileName(this, title, QDir(dialogDirectory()).filePath(exportName() + ".onnx"), filter);
+    case PathKind::Directory: {
+      // A folder that does not exist yet is fine (exportCpp creates it): a save dialog
+      // suggesting "<name>_cpp" beside the project.
+      QFileDialog dialog(this, title, QDir(dialogDirectory()).filePath(exportName() + "_cpp"));
+      dialog.setAcceptMode(QFileDialog::AcceptSave);
+      dialog.setFileMode(QFileDialog::AnyFile);
+      dialog.setOption(QFileDialog::ShowDirsOnly);
+      dialog.setLabelText(QFileDialog::Accept, tr("Export"));
+      return dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty() ? dialog.selectedFiles().first()
+                                                                                      : QString();
+    }
   }
   return QString();
+}
+
+bool MainWindow::refuseExport(const QString& title) {
+  if (document_->analysis().ok()) return false;
+  showError(title, tr("The graph has problems, so it cannot be exported:%1")
+                       .arg(problemList(document_->graph(), document_->analysis())));
+  return true;
 }
 
 nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source) const {
@@ -147,6 +167,7 @@ bool MainWindow::importOnnx(const QString& path) {
     document_->setGraph(imported.graph);
     documentName_ = tr("Untitled (%1)").arg(QFileInfo(path).fileName());
     loadProjectIntoUi();
+    importedFrom_ = QFileInfo(path).absoluteFilePath();
     canvas_->fitReadable();
     log_->info(tr("imported %1: opset %2, %3 nodes, %4 parameters; Save stores it in a project file")
                    .arg(path)
@@ -173,7 +194,9 @@ bool MainWindow::exportOnnx(const QString& path) {
   }
   try {
     QString source;
-    const std::string bytes = onnx::export_model(g, exportState(g, &source));
+    onnx::ExportOptions options;
+    options.graph_name = toStd(exportName());
+    const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
     // libonnx 1.12 checks opsets up to 17 (a model imported at a later opset exports at that one).
     if (onnx::parse_model(bytes, "", toStd(path)).opset() <= 17) onnx::check_model_bytes(bytes);
     QSaveFile file(path);
@@ -201,9 +224,15 @@ bool MainWindow::exportCpp(const QString& dir) {
     showError(tr("Cannot export C++"), tr("%1 is a file, not a folder").arg(dir));
     return false;
   }
+  if (!QDir().mkpath(dir)) {
+    showError(tr("Cannot export C++"), tr("%1: cannot create the folder").arg(dir));
+    return false;
+  }
   try {
     QString source;
-    const std::string bytes = onnx::export_model(g, exportState(g, &source));
+    onnx::ExportOptions options;
+    options.graph_name = toStd(exportName());  // the generated files: <project>.h / .cpp
+    const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
     const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
     const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));
     if (project_) project_->add_export("cpp", toStd(QFileInfo(dir).absoluteFilePath()));

@@ -6,11 +6,13 @@
 #include <QPushButton>
 #include <QThread>
 #include <QUndoView>
+#include <algorithm>
 
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/layer_palette.h"
+#include "widgets/graph/problems_panel.h"
 #include "widgets/graph/property_editor.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
@@ -34,28 +36,49 @@ void enableEditing(bool on, std::initializer_list<QWidget*> widgets, std::initia
 }
 }  // namespace
 
-QStringList MainWindow::trainBlockers() const {
-  QStringList reasons;
-  for (const std::string& b : training_blockers(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size))
-    reasons << QString::fromStdString(b);
+std::vector<graph::Problem> MainWindow::trainProblems() const {
+  std::vector<graph::Problem> out =
+      training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size);
   try {
     const DatasetConfig d = datasetConfig();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())
-      reasons << tr("Fashion-MNIST is not installed in %1 (Debian package dataset-fashion-mnist)")
-                     .arg(QString::fromStdString(d.dir));
+      out.push_back({-1, tr("Fashion-MNIST is not installed in %1 (Debian package dataset-fashion-mnist)")
+                             .arg(QString::fromStdString(d.dir))
+                             .toStdString()});
   } catch (const std::exception& e) {
-    reasons << QString::fromUtf8(e.what());
+    out.push_back({-1, e.what()});
+  }
+  return out;
+}
+
+QStringList MainWindow::blockerTexts(const std::vector<graph::Problem>& problems) const {
+  const graph::Graph& g = document_->graph();
+  const auto& analysis = document_->analysis().problems;
+  QStringList reasons;
+  for (const graph::Problem& p : problems) {
+    const bool named = p.node >= 0 && g.contains(p.node) && std::find(analysis.begin(), analysis.end(), p) != analysis.end();
+    reasons << QString::fromStdString(named ? g.node(p.node).name + ": " + p.message : p.message);
   }
   return reasons;
 }
 
+QStringList MainWindow::trainBlockers() const { return blockerTexts(trainProblems()); }
+
 void MainWindow::updateTrainState() {
   const bool running = session_ && session_->isRunning();
-  const QStringList reasons = trainBlockers();
+  const std::vector<graph::Problem> problems = trainProblems();
+  const QStringList reasons = blockerTexts(problems);
   trainAction_->setEnabled(!running && reasons.isEmpty());
   trainAction_->setToolTip(reasons.isEmpty() ? tr("Train the graph (F5)")
                                              : tr("Cannot train yet:\n\u2022 ") + reasons.join("\n\u2022 "));
   trainingPanel_->setStartBlockers(reasons);
+  // The Problems panel lists the same reasons as the Training panel: those that are not the
+  // graph analysis's own (it lists those already), e.g. an Output that is not [N, 10].
+  std::vector<graph::Problem> fit;
+  const auto& analysis = document_->analysis().problems;
+  for (const graph::Problem& p : problems)
+    if (std::find(analysis.begin(), analysis.end(), p) == analysis.end()) fit.push_back(p);
+  problems_->setTrainingProblems(fit);
   pauseAction_->setEnabled(running);
   stopAction_->setEnabled(running);
 }
@@ -96,6 +119,7 @@ bool MainWindow::startTraining() {
   trainingPanel_->setState(TrainingPanel::State::Running);
   trainingPanel_->setStatusText(tr("Starting: loading the data set..."));
   if (QDockWidget* d = dock("plots")) d->raise();
+  if (QDockWidget* d = dock("training")) d->raise();  // its progress, when it shares a tab (compact layout)
   updateTrainState();
   return true;
 }

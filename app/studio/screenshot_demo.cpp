@@ -55,8 +55,12 @@ int runScreenshotDemo(const QString& dirPath) {
 
   MainWindow w;
   w.setSilent(true);
+  // The window fills the screen (tests/gui/screenshots.sh sets its size), in the default
+  // arrangement for that screen.
+  const QScreen* screen = w.screen() ? w.screen() : QGuiApplication::primaryScreen();
+  const QSize size = screen ? screen->availableGeometry().size() : QSize(1600, 1000);
   w.resetLayout();
-  w.resize(1600, 1000);
+  w.resize(size);
   w.show();
   if (!w.newProjectFile(project, "fashion_mnist_cnn")) return 1;
   pause(500);

@@ -2,9 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <chrono>
+#include <thread>
 
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
@@ -36,8 +39,8 @@ std::string node_label(const graph::Graph& g, graph::NodeId id) {
 
 }  // namespace
 
-std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
-  std::vector<std::string> out;
+std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
+  std::vector<graph::Problem> out;
   const auto inputs = g.input_nodes(), outputs = g.output_nodes();
   // The data set check comes first and does not need the rest of the graph to be valid.
   if (inputs.size() == 1) {
@@ -48,33 +51,41 @@ std::vector<std::string> training_blockers(const graph::Graph& g, const graph::A
       const bool sample_ok = !t.shape.empty() && sample == kFashionMnistImageShape;
       const bool batch_ok = !t.shape.empty() && t.shape[0] == graph::kBatch;
       if (!sample_ok)
-        out.push_back("the dataset's images are " + graph::shape_str(kFashionMnistImageShape) +
+        out.push_back({inputs[0], "the dataset's images are " + graph::shape_str(kFashionMnistImageShape) +
                       " (Fashion-MNIST) but the graph's Input " + node_label(g, inputs[0]) + " expects " +
-                      graph::shape_str(sample) + "; set the Input's shape to [1, 28, 28]");
+                      graph::shape_str(sample) + "; set the Input's shape to [1, 28, 28]"});
       if (!t.shape.empty() && !batch_ok) {
         // An imported model's fixed batch (its input is [1, 1, 28, 28]): the samples fit, the batches do not.
         const std::string fixed = t.shape[0] >= 0 ? "fixes the batch at " + std::to_string(t.shape[0])
                                                   : "names its batch '" + graph::dim_str(t.shape[0]) + "', not N";
         const std::string size = batch_size > 0 ? std::to_string(batch_size) : std::string("the batch size's");
-        out.push_back("the graph's Input " + node_label(g, inputs[0]) + " " + fixed + ", but training takes batches of " +
-                      size + " images (and validation and test of 256); set the Input's batch to 0 (any batch size)");
+        out.push_back({inputs[0], "the graph's Input " + node_label(g, inputs[0]) + " " + fixed + ", but training takes batches of " +
+                      size + " images (and validation and test of 256); set the Input's batch to 0 (any batch size)"});
       }
       if (sample_ok && batch_ok && t.dtype != DType::f32)
-        out.push_back("the dataset's images are f32 but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str());
+        out.push_back({inputs[0], "the dataset's images are f32 but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str()});
     }
   }
-  for (const graph::Problem& p : a.problems)
-    out.push_back(p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
+  out.insert(out.end(), a.problems.begin(), a.problems.end());
   if (!a.ok()) return out;
-  if (inputs.size() != 1) out.push_back("the graph needs exactly one Input node for images, it has " + std::to_string(inputs.size()));
-  if (outputs.size() != 1) out.push_back("the graph needs exactly one Output node, it has " + std::to_string(outputs.size()));
+  if (inputs.size() != 1) out.push_back({-1, "the graph needs exactly one Input node for images, it has " + std::to_string(inputs.size())});
+  if (outputs.size() != 1) out.push_back({-1, "the graph needs exactly one Output node, it has " + std::to_string(outputs.size())});
   if (outputs.size() != 1) return out;
   auto o = a.nodes.find(outputs[0]);
   if (o != a.nodes.end() && !o->second.inputs.empty()) {
     const graph::TensorType& t = o->second.inputs[0];
     if (t.shape.size() != 2 || t.shape[1] != kFashionMnistClasses)
-      out.push_back("the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() +
-                    " but Fashion-MNIST needs class scores [N, 10]: end with a Linear layer of 10 outputs");
+      out.push_back({outputs[0], "the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() +
+                                     " but Fashion-MNIST needs class scores [N, 10]: end with a Linear layer of 10 outputs"});
+  }
+  return out;
+}
+
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
+  std::vector<std::string> out;
+  for (const graph::Problem& p : training_problems(g, a, batch_size)) {
+    const bool analysis = std::find(a.problems.begin(), a.problems.end(), p) != a.problems.end();
+    out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
   return out;
 }
@@ -211,7 +222,7 @@ void TrainingJob::run() {
     if (!result_.cancelled && spec_.test_size > 0) {
       message("evaluating on " + std::to_string(spec_.test_size) + " test images");
       evaluate(*model, device);
-      if (project) project->set_evaluation(run_, result_.evaluation);
+      if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
     }
   } catch (const std::exception& e) {
     result_.error = plain_error(e);
@@ -232,7 +243,24 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   options.num_classes = kFashionMnistClasses;
   options.device = device;
   options.keep_predictions = true;
+  test_batches_ = loader.size();
+  // Before each batch: count it (the Studio's progress), hold while paused, end on Stop.
+  options.should_stop = [this] {
+    ++test_started_;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cancelled_) return true;
+        if (!paused_) return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
   const train::Evaluation e = train::evaluate(model, loader, options);
+  if (e.stopped) {  // stopped during the test pass: the run ends as stopped, without an evaluation
+    result_.cancelled = true;
+    return;
+  }
   // The first kMaxMisclassified misclassified images; prediction i is test image i.
   projects::Evaluation& ev = result_.evaluation;
   const auto bytes = test->images().contiguous().to_vector<uint8_t>();

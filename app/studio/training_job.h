@@ -31,6 +31,9 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // [1, 1, 28, 28]: "... fixes the batch at 1, but training takes batches of 128 images ...";
 // batch_size: the run's, 0 when not known), an Output that is not [N, 10]. Empty: OK.
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0);
+// The same problems with the node each one is about (-1: the graph), in the same order;
+// those of the analysis are a.problems' own (message without the node name).
+std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0);
 
 struct JobSpec {
   graph::Graph graph;
@@ -76,6 +79,10 @@ class TrainingJob {
   std::vector<train::Event> drainEvents();
   std::vector<std::string> drainMessages();
   int64_t totalSteps() const { return total_steps_; }  // 0 until the data is loaded
+  // Any thread: the test pass's batches, the one being evaluated (1-based; 0 before the
+  // test pass) and how many; a pause holds the test pass before its next batch.
+  int64_t testBatchStarted() const { return test_started_; }
+  int64_t testBatches() const { return test_batches_; }
   // Any thread: the run's id and metrics writer once the job has recorded the run (0 / null before).
   int64_t runId() const { return run_; }
   std::shared_ptr<projects::MetricsWriter> metricsWriter();
@@ -93,6 +100,7 @@ class TrainingJob {
   bool paused_ = false, cancelled_ = false;  // guarded by mutex_
   std::vector<std::string> messages_;        // guarded by mutex_
   std::atomic<int64_t> total_steps_{0};
+  std::atomic<int64_t> test_started_{0}, test_batches_{0};
   std::atomic<int64_t> run_{0};
   std::shared_ptr<projects::MetricsWriter> writer_;  // guarded by mutex_
   std::atomic<bool> done_{false};

@@ -118,6 +118,9 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   epochs_ = config.epochs;
   progress_ = Progress{};
   progress_.epochs = config.epochs;
+  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, testSize);
+  lastEmit_ = 0;
+  testSeen_ = 0;
   writerError_.clear();
   clock_.start();
   thread_->start();
@@ -129,6 +132,10 @@ void TrainingSession::setPaused(bool paused) {
   if (!job_ || paused == paused_) return;
   paused_ = paused;
   job_->pause(paused);
+  if (phases_) {
+    phases_->setPaused(paused, static_cast<double>(clock_.elapsed()) / 1000.0);
+    progress_.etaSeconds = phases_->etaSeconds(static_cast<double>(clock_.elapsed()) / 1000.0);
+  }
   emit logMessage(paused ? tr("paused (after the current batch)") : tr("resumed"));
 }
 
@@ -180,7 +187,7 @@ void TrainingSession::poll() {
                      progress_.loss = e.loss;
                      progress_.lr = e.lr;
                      progress_.imagesPerSecond = e.samples_per_second;
-                     progress_.etaSeconds = e.eta_seconds;
+                     phases_->batchEnded(e.epoch, e.step, e.batch, e.batches_per_epoch, e.samples_per_second, now);
                      progressed = true;
                    },
                    [&](const train::EpochEnd& e) {
@@ -190,6 +197,8 @@ void TrainingSession::poll() {
                      lrs.clear();
                      lastEpoch_ = {e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy, e.lr, e.seconds};
                      haveEpoch_ = true;
+                     phases_->epochEnded(e.epoch, now);
+                     progressed = true;
                      if (writer_) write([&] { writer_->epoch(lastEpoch_); });
                      emit epochEnded(e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy);
                      emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
@@ -212,7 +221,20 @@ void TrainingSession::poll() {
                event);
   }
   if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);
-  if (progressed) emit progressChanged(progress_);
+  if (job_->testBatchStarted() > 0 && job_->testBatchStarted() != testSeen_) {
+    testSeen_ = job_->testBatchStarted();
+    phases_->testBatch(testSeen_, job_->testBatches(), now);
+    progressed = true;
+  }
+  // Validation and testing send no events per batch: their ETA counts down on the clock.
+  const bool evaluating = phases_->phase() == RunProgress::Phase::Validating || phases_->phase() == RunProgress::Phase::Testing;
+  if (progressed || (evaluating && !paused_ && now - lastEmit_ >= kEvaluatingEmitSeconds)) {
+    progress_.phase = phases_->phase();
+    progress_.phaseFraction = phases_->fraction(now);
+    progress_.etaSeconds = phases_->etaSeconds(now);
+    lastEmit_ = now;
+    emit progressChanged(progress_);
+  }
   if (done) finish();
 }
 

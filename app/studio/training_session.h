@@ -15,6 +15,7 @@
 #include <atomic>
 #include <memory>
 
+#include "app/studio/run_progress.h"
 #include "app/studio/training_job.h"
 #include "projects/project.h"
 #include "widgets/training/evaluation_view.h"
@@ -28,7 +29,11 @@ class TrainingSession : public QObject {
   struct Progress {
     int64_t step = 0, totalSteps = 0;
     int epoch = 0, epochs = 0;  // epoch 1-based
-    double loss = 0, lr = 0, imagesPerSecond = 0, etaSeconds = 0;
+    double loss = 0, lr = 0, imagesPerSecond = 0;
+    // The phase (RunProgress), how far it is in [0, 1] and its ETA in seconds (NaN: unknown);
+    // while validating or testing it is emitted ~4 times a second, the ETA counting down.
+    RunProgress::Phase phase = RunProgress::Phase::Starting;
+    double phaseFraction = 0, etaSeconds = 0;
   };
 
   explicit TrainingSession(QObject* parent = nullptr);
@@ -84,6 +89,10 @@ class TrainingSession : public QObject {
   bool paused_ = false, stopRequested_ = false;
   QString workDir_, device_;
   Progress progress_;
+  std::unique_ptr<RunProgress> phases_;
+  double lastEmit_ = 0;  // seconds (clock_) of the last progressChanged
+  int64_t testSeen_ = 0;  // the job's testBatchStarted() at the last poll
+  static constexpr double kEvaluatingEmitSeconds = 0.25;
   projects::EpochMetric lastEpoch_;
   bool haveEpoch_ = false;
   QString writerError_;

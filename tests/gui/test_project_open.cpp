@@ -29,6 +29,7 @@ class TestProjectOpen : public QObject {
   // open() must throw a message containing `expected` and leave the file as it was.
   void expect_refused(const QString& path, const QString& expected) {
     const QByteArray before = kiln_test::file_sha256(path);
+    const bool hadWal = QFile::exists(path + "-wal"), hadShm = QFile::exists(path + "-shm");
     const QString e = project_error([&] { Project::open(path.toStdString()); });
     QVERIFY2(!e.isEmpty(), qPrintable("no error for " + path));
     qInfo().noquote() << e;
@@ -36,6 +37,8 @@ class TestProjectOpen : public QObject {
     QVERIFY2(e.contains(path), qPrintable(e));
     QCOMPARE(kiln_test::file_sha256(path), before);
     QVERIFY2(!QFile::exists(path + "-journal"), "a rejected file got a rollback journal");
+    QVERIFY2((hadWal || !QFile::exists(path + "-wal")) && (hadShm || !QFile::exists(path + "-shm")),
+             "a rejected file got -wal / -shm files");
   }
 
  private slots:

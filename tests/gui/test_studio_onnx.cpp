@@ -25,6 +25,7 @@
 
 using namespace kiln::studio;
 namespace ot = kiln::onnx::test;
+using kiln::graph::NodeId;
 
 namespace {
 // Makes the window's file dialogs return `path` (and records which kind was asked for).
@@ -188,6 +189,47 @@ class TestStudioOnnx : public QObject {
     w.exportCppAction()->trigger();
     QVERIFY(!QFileInfo::exists(dir));
     QVERIFY2(w.lastError().contains("'flatten'"), qPrintable(w.lastError()));
+  }
+
+  // Issue 15, finding 9: no file dialog for a graph that cannot be exported; dialogs start
+  // beside the project or the imported model; C++ goes into a new folder, named after the project.
+  void exportsAskOnlyForValidGraphsAndAreNamedAfterTheProject() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(tmp.filePath("my_cnn.kiln"), "fashion_mnist_cnn"));
+    QCOMPARE(w.dialogDirectory(), QDir(tmp.path()).absolutePath());
+    QCOMPARE(w.exportName(), QString("my_cnn"));
+    NodeId flatten = -1;
+    for (const auto& n : w.document()->graph().nodes())
+      if (n.op == "Flatten") flatten = n.id;
+    w.document()->disconnectPort({flatten, 0});
+    int asked = 0;
+    w.setPathChooser([&](const QString&, const QString&, MainWindow::PathKind) {
+      ++asked;
+      return tmp.filePath("never");
+    });
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(w.lastError().contains("The graph has problems"), qPrintable(w.lastError()));
+    w.exportCppAction()->trigger();
+    QCOMPARE(asked, 0);
+    w.document()->undoStack()->undo();
+    QVERIFY(w.document()->analysis().ok());
+
+    const QString cppDir = tmp.filePath("exports/new/cpp");  // none of it exists yet
+    answerWith(w, cppDir);
+    w.exportCppAction()->trigger();
+    for (const char* f : {"my_cnn.h", "my_cnn.cpp", "CMakeLists.txt"})
+      QVERIFY2(QFile::exists(cppDir + "/" + f), qPrintable(QString(f) + " missing; " + w.lastError()));
+
+    QVERIFY(QDir(tmp.path()).mkdir("models"));
+    const QString onnxPath = tmp.filePath("models/small_net.onnx");
+    answerWith(w, onnxPath);
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(QFile::exists(onnxPath), qPrintable(w.lastError()));
+    QVERIFY(w.importOnnx(onnxPath));
+    QCOMPARE(w.dialogDirectory(), QDir(tmp.filePath("models")).absolutePath());
+    QCOMPARE(w.exportName(), QString("small_net"));
   }
 
   void exportsAreRecordedInTheProject() {

@@ -204,7 +204,7 @@ class TestStudioProject : public QObject {
   }
 
   void defaultWindowSizeFitsTheScreen() {
-    QSettings().remove("window/geometry");
+    QSettings().remove("window");  // every screen size's saved layout
     MainWindow w;
     const QSize avail = w.screen()->availableGeometry().size();
     QVERIFY2(w.width() <= 1600 && w.height() <= 1000, qPrintable(QString("%1x%2").arg(w.width()).arg(w.height())));

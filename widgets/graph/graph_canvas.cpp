@@ -129,6 +129,7 @@ void GraphCanvas::sync() {
     item->attach(a1, a2);
   }
   syncing_ = false;
+  updateSceneRect();
   const QList<graph::NodeId> selectedAfter = selectedNodes();
   if (selectedAfter != selectedBefore) emit selectionChanged(selectedAfter);
 }
@@ -192,7 +193,54 @@ void GraphCanvas::setZoom(double factor) {
   factor = std::clamp(factor, kMinZoom, kMaxZoom);
   const double s = factor / zoom();
   scale(s, s);
+  updateSceneRect();
   updateDetail();
+}
+
+void GraphCanvas::zoomAt(double factor, QPoint viewportPos) {
+  const QPointF anchor = mapToScene(viewportPos);
+  const ViewportAnchor saved = transformationAnchor();
+  setTransformationAnchor(NoAnchor);
+  setZoom(factor);
+  setTransformationAnchor(saved);
+  // Scroll so that the scene point under the cursor is under it again.
+  const QPoint moved = mapFromScene(anchor) - viewportPos;
+  horizontalScrollBar()->setValue(horizontalScrollBar()->value() + moved.x());
+  verticalScrollBar()->setValue(verticalScrollBar()->value() + moved.y());
+}
+
+void GraphCanvas::updateSceneRect() {
+  // The graph plus one visible area on every side: any point of the graph can be scrolled
+  // under any point of the view (zooming around the cursor needs that), the view's centre kept.
+  const QPointF centre = mapToScene(viewport()->rect().center());
+  const QRectF visible = mapToScene(viewport()->rect()).boundingRect();
+  const QRectF items = scene_.itemsBoundingRect();
+  setSceneRect(items.adjusted(-visible.width(), -visible.height(), visible.width(), visible.height()));
+  centerOn(centre);
+}
+
+GraphCanvas::NodeMatch GraphCanvas::findNode(const QString& text) {
+  const QString wanted = text.trimmed();
+  if (wanted.isEmpty()) return {};
+  // An exact name first (any case), then the first name that contains the text, by id.
+  graph::NodeId found = -1;
+  int matches = 0;
+  for (const graph::Node& n : doc_->graph().nodes()) {
+    const QString name = toQString(n.name);
+    if (name.compare(wanted, Qt::CaseInsensitive) == 0) {
+      found = n.id;
+      matches = 1;
+      break;
+    }
+    if (name.contains(wanted, Qt::CaseInsensitive) && matches++ == 0) found = n.id;
+  }
+  if (found < 0) {
+    emit message(tr("No node's name contains \"%1\"").arg(wanted));
+    return {};
+  }
+  selectNode(found);
+  if (matches > 1) emit message(tr("%1 nodes match \"%2\"; showing %3").arg(matches).arg(wanted, toQString(doc_->graph().node(found).name)));
+  return {found, matches};
 }
 
 void GraphCanvas::updateDetail() {

@@ -9,7 +9,8 @@
 //     Delete removes the selected nodes and edges, Ctrl+C / Ctrl+V copy and paste,
 //     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
 //     action has taken the shortcut);
-//   - Ctrl+wheel and +/- zoom (5% .. 400%), middle-button or Space+drag pans, fitAll();
+//   - Ctrl+wheel zooms around the cursor, +/- around the centre (5% .. 400%), middle-button
+//     or Space+drag pans, fitAll(); findNode() selects and centres a node by name;
 //   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips;
 //   - while the document is read-only (GraphDocument::setReadOnly, e.g. during training)
 //     nothing is edited: a note over the canvas says why; select, copy, zoom and pan work.
@@ -43,6 +44,16 @@ class GraphCanvas : public QGraphicsView {
   // when a graph is opened.
   void fitReadable();
   void selectNode(graph::NodeId id);  // selects only it and centres the view on it
+  // Selects and centres the node named `text` (any case), else the first (by id) whose name
+  // contains it; message() says when nothing or several match. Returns the node (-1: none)
+  // and how many names matched.
+  struct NodeMatch {
+    graph::NodeId node = -1;
+    int matches = 0;
+  };
+  NodeMatch findNode(const QString& text);
+  // Zooms to `factor` keeping the scene point under `viewportPos` where it is (Ctrl+wheel).
+  void zoomAt(double factor, QPoint viewportPos);
   QList<graph::NodeId> selectedNodes() const;
   NodeItem* nodeItem(graph::NodeId id) const;              // nullptr when none
   EdgeItem* edgeItem(graph::PortRef to) const;             // the edge into `to`, nullptr when none
@@ -89,6 +100,7 @@ class GraphCanvas : public QGraphicsView {
   };
   void sync();
   void setZoom(double factor);
+  void updateSceneRect();  // the graph's bounding box plus one visible area on each side
   void updateDetail();  // edge labels only where readable
   std::optional<std::pair<NodeItem*, PortHit>> portUnder(QPointF scenePos) const;
   void finishPortDrag(QPointF scenePos, QPoint globalPos);

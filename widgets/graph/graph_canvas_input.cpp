@@ -254,7 +254,7 @@ void GraphCanvas::keyReleaseEvent(QKeyEvent* e) {
 
 void GraphCanvas::wheelEvent(QWheelEvent* e) {
   if (e->modifiers() & Qt::ControlModifier) {
-    setZoom(zoom() * std::pow(1.0015, e->angleDelta().y()));
+    zoomAt(zoom() * std::pow(1.0015, e->angleDelta().y()), e->position().toPoint());
     e->accept();
     return;
   }

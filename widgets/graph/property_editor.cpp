@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QEvent>
+#include <QKeyEvent>
 #include <QFormLayout>
 #include <QRegularExpressionValidator>
 #include <QScrollArea>
@@ -122,8 +123,10 @@ void PropertyEditor::rebuild() {
   nameEdit_->setValidator(new QRegularExpressionValidator(
       QRegularExpression(QStringLiteral("[A-Za-z_][A-Za-z0-9_]*")), nameEdit_));
   nameEdit_->setToolTip(tr("A unique identifier; it names the layer's parameters in the state_dict."));
+  nameEdit_->installEventFilter(this);
   connect(nameEdit_, &QLineEdit::editingFinished, this, [this] {
     if (node_ < 0 || !nameEdit_) return;
+    nameEdit_->setModified(false);  // committed: Ctrl+Z now undoes the rename in the graph
     QString reason;
     if (!doc_->renameNode(node_, nameEdit_->text(), &reason)) {
       showError(tr("name: %1").arg(reason));
@@ -146,10 +149,9 @@ void PropertyEditor::rebuild() {
   for (const graph::AttrSpec& spec : schema.attributes) {
     QWidget* w = makeEditor(spec);
     w->setParent(inner);
-    if (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w)) {
+    if (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w))
       w->setFocusPolicy(Qt::StrongFocus);  // not Qt::WheelFocus: a wheel must not grab it
-      w->installEventFilter(this);
-    }
+    w->installEventFilter(this);  // the wheel and Ctrl+Z (see eventFilter)
     QString tip = toQString(spec.description);
     if (spec.min || spec.max)
       tip += tr(" (range %1 … %2)")
@@ -225,6 +227,7 @@ QWidget* PropertyEditor::makeEditor(const graph::AttrSpec& spec) {
         edit->setPlaceholderText(QStringLiteral("3, 3"));
       }
       connect(edit, &QLineEdit::editingFinished, this, [this, name, edit, ints] {
+        edit->setModified(false);
         if (!ints) return commit(name, toStd(edit->text()));
         const auto values = parseInts(edit->text());
         if (!values) {
@@ -270,7 +273,9 @@ void PropertyEditor::refresh() {
   const graph::OpSchema* schema = graph::OpRegistry::global().find(node.op);
   {
     const QSignalBlocker block(nameEdit_);
-    if (nameEdit_->text() != toQString(node.name)) nameEdit_->setText(toQString(node.name));
+    // Also when equal but not being typed in: setText clears the field's own undo history,
+    // so that after a graph undo Ctrl+Shift+Z redoes the graph, not old typing.
+    if (nameEdit_->text() != toQString(node.name) || !nameEdit_->isModified()) nameEdit_->setText(toQString(node.name));
   }
   op_->setText(toQString(node.op));
   const auto& infos = doc_->analysis().nodes;
@@ -311,7 +316,28 @@ void PropertyEditor::commit(const std::string& name, const graph::AttrValue& val
   showError({});
 }
 
+QLineEdit* PropertyEditor::textField(QObject* editor) {
+  if (auto* edit = qobject_cast<QLineEdit*>(editor)) return edit;
+  if (auto* box = qobject_cast<QAbstractSpinBox*>(editor)) return box->findChild<QLineEdit*>();
+  return nullptr;
+}
+
+bool PropertyEditor::fieldTakesShortcut(QObject* editor, const QKeyEvent& key) {
+  QLineEdit* edit = textField(editor);
+  if (!edit || edit->isReadOnly()) return false;
+  if (key.matches(QKeySequence::Undo)) return edit->isModified() && edit->isUndoAvailable();
+  if (key.matches(QKeySequence::Redo)) return edit->isRedoAvailable();
+  return true;  // other shortcuts (copy, paste, select all) as the field decides
+}
+
 bool PropertyEditor::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::ShortcutOverride) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if ((key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo)) && !fieldTakesShortcut(watched, *key)) {
+      event->ignore();  // not for the field: the window's Undo / Redo (the graph's) runs
+      return true;
+    }
+  }
   if (event->type() == QEvent::Wheel) {
     auto* w = qobject_cast<QWidget*>(watched);
     if (w && !w->hasFocus()) {

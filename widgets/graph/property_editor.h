@@ -8,6 +8,9 @@
 // reason in the editor and the widget reverts to the graph's value.
 // Spin boxes and combo boxes take the mouse wheel only while they have keyboard focus
 // (Qt::StrongFocus); an unfocused one passes the wheel on, so it scrolls the panel.
+// Ctrl+Z in a focused text field (name, spin box, list) undoes the field's own typing while
+// it is uncommitted (QLineEdit::isModified), and otherwise the graph's last edit (the
+// window's Edit > Undo); Ctrl+Shift+Z / Ctrl+Y likewise for redo.
 #pragma once
 #include <QLabel>
 #include <QLineEdit>
@@ -22,6 +25,7 @@
 #include "widgets/graph/graph_document.h"
 
 class QFormLayout;
+class QKeyEvent;
 
 namespace kiln::studio {
 
@@ -45,9 +49,13 @@ class PropertyEditor : public QWidget {
  protected:
   // Ignores QEvent::Wheel on an unfocused spin box or combo box (it then reaches the
   // scroll area); everything else goes through unchanged.
+  // Also lets QEvent::ShortcutOverride for Undo / Redo through to the window when the
+  // field has nothing of its own to undo (fieldTakesShortcut).
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  static QLineEdit* textField(QObject* editor);  // the QLineEdit of a line edit or spin box
+  static bool fieldTakesShortcut(QObject* editor, const QKeyEvent& key);
   void rebuild();
   void refresh();
   void commit(const std::string& name, const graph::AttrValue& value);

@@ -7,6 +7,8 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
@@ -37,20 +39,44 @@ void addChoices(QComboBox* combo, const std::vector<std::string>& names,
     if (combo->findData(QString::fromStdString(name)) < 0) combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
 }
 
+// Words longer than `max` characters (a 265-character node name) shortened in the middle
+// with "…": a word-wrapped QLabel cannot break a word, so one long word would widen the panel.
+QString elideLongWords(const QString& text, int max) {
+  static const QRegularExpression word(QStringLiteral("\\S+"));
+  QString out;
+  qsizetype last = 0;
+  for (auto it = word.globalMatch(text); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    out += text.mid(last, m.capturedStart() - last);
+    const QString w = m.captured();
+    out += w.size() <= max ? w : w.left(max / 2) + QChar(0x2026) + w.right(max - max / 2 - 1);
+    last = m.capturedEnd();
+  }
+  return out + text.mid(last);
+}
+
 }  // namespace
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
-  auto* form = new QFormLayout;
+  // The settings scroll when the dock is short (a laptop screen); the buttons, the progress
+  // bar and the status line below them stay in view.
+  auto* settings = new QWidget;
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the form follows the dock's width
+  auto* form = new QFormLayout(settings);
+  form->setContentsMargins(0, 0, 0, 0);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
 
-  optimizer_ = new QComboBox(this);
+  optimizer_ = new QComboBox(settings);
   addChoices(optimizer_, optim::optimizer_names(),
              {{"adam", "Adam"}, {"adamw", "AdamW"}, {"sgd", tr("SGD (momentum)")}, {"rmsprop", "RMSprop"}});
   optimizer_->setToolTip(tr("The optimizer that updates the weights (torch.optim names)."));
   form->addRow(tr("&Optimizer"), optimizer_);
 
-  lr_ = new QDoubleSpinBox(this);
+  lr_ = new QDoubleSpinBox(settings);
   lr_->setDecimals(6);
   lr_->setRange(1e-6, 10);
   lr_->setSingleStep(1e-4);
@@ -58,46 +84,48 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   lr_->setToolTip(tr("Initial learning rate, in (0, 10]. Adam: 0.001; SGD: 0.01 to 0.1."));
   form->addRow(tr("&Learning rate"), lr_);
 
-  momentum_ = new QDoubleSpinBox(this);
+  momentum_ = new QDoubleSpinBox(settings);
   momentum_->setDecimals(3);
   momentum_->setRange(0, 0.999);
   momentum_->setSingleStep(0.05);
   momentum_->setToolTip(tr("Momentum of SGD and RMSprop, in [0, 1)."));
   form->addRow(tr("&Momentum"), momentum_);
 
-  weightDecay_ = new QDoubleSpinBox(this);
+  weightDecay_ = new QDoubleSpinBox(settings);
   weightDecay_->setDecimals(6);
   weightDecay_->setRange(0, 1);
   weightDecay_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
   weightDecay_->setToolTip(tr("L2 penalty (decoupled for AdamW), >= 0."));
   form->addRow(tr("&Weight decay"), weightDecay_);
 
-  scheduler_ = new QComboBox(this);
+  scheduler_ = new QComboBox(settings);
   addChoices(scheduler_, optim::scheduler_names(),
              {{"none", tr("Constant")}, {"step", tr("Step (x0.1 after each third of the epochs)")},
               {"cosine", tr("Cosine annealing")}, {"onecycle", tr("One-cycle")}});
   scheduler_->setToolTip(tr("How the learning rate changes during training."));
   form->addRow(tr("&Schedule"), scheduler_);
 
-  epochs_ = new QSpinBox(this);
+  epochs_ = new QSpinBox(settings);
   epochs_->setRange(1, 100000);
   epochs_->setToolTip(tr("Passes over the training images."));
   form->addRow(tr("&Epochs"), epochs_);
 
-  batchSize_ = new QSpinBox(this);
+  batchSize_ = new QSpinBox(settings);
   batchSize_->setRange(1, 65536);
   batchSize_->setToolTip(tr("Images per optimizer step."));
   form->addRow(tr("&Batch size"), batchSize_);
 
-  seed_ = new QSpinBox(this);
+  seed_ = new QSpinBox(settings);
   seed_->setRange(0, 2147483647);
   seed_->setToolTip(tr("Seed of the weight initialization, split and shuffle order: the same seed gives the same run on the CPU."));
   form->addRow(tr("S&eed"), seed_);
 
-  device_ = new QComboBox(this);
+  device_ = new QComboBox(settings);
   device_->setToolTip(tr("Where training runs; Auto picks the best detected device."));
   form->addRow(tr("&Device"), device_);
-  outer->addLayout(form);
+  scroll->setWidget(settings);
+  scroll->setMinimumHeight(kMinimumSettingsHeight);
+  outer->addWidget(scroll, 1);
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), tr("Train"), this);
@@ -120,9 +148,21 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   status_ = new QLabel(tr("Ready: press Train."), this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Its width follows the panel's (never the text's); the height follows the wrapped text.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   outer->addWidget(status_);
-  outer->addStretch(1);
 
+  // Long choices ("Step (x0.1 after each third of the epochs)", a GPU's name) are elided in
+  // the closed combo box, not widening the panel: it fits a 300 px dock.
+  // Spin boxes size themselves for their whole range (the seed's 2147483647), combo boxes for
+  // their longest choice: they may be narrower, so that the form fits a 300 px dock at 125% scaling without a horizontal scroll.
+  for (QWidget* w : std::initializer_list<QWidget*>{optimizer_, scheduler_, device_, lr_, momentum_, weightDecay_,
+                                                    epochs_, batchSize_, seed_})
+    w->setMinimumWidth(kFieldMinimumWidth);
+  for (QComboBox* c : {optimizer_, scheduler_, device_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(12);
+  }
   refreshDevices();
   setConfig(TrainingConfig{});
   for (QComboBox* c : {optimizer_, scheduler_, device_})
@@ -193,12 +233,15 @@ void TrainingPanel::setStartBlockers(const QStringList& reasons) {
 void TrainingPanel::setState(State s) {
   if (state_ == State::Idle && s == State::Running) {  // a new run: no old "Stopped at ..." text
     lastStep_ = 0, lastEpoch_ = 0;
+    phase_ = Phase::Training;
     progress_->setValue(0);
     progress_->setFormat("%p%");
   }
+  const bool pauseChanged = (state_ == State::Paused) != (s == State::Paused);
   state_ = s;
   if (s == State::Idle) pause_->setChecked(false);
   updateButtons();
+  if (pauseChanged && lastStep_ > 0) showProgressText();  // "Paused", no ETA / the ETA again
 }
 
 void TrainingPanel::updateButtons() {
@@ -213,27 +256,58 @@ void TrainingPanel::updateButtons() {
     w->setEnabled(idle);
   momentum_->setEnabled(idle && (optimizer_->currentData() == "sgd" || optimizer_->currentData() == "rmsprop"));
   if (idle && !blockers_.isEmpty()) {
-    status_->setText(tr("Cannot train yet: ") + blockers_.join("; "));
+    // At most kShownBlockers reasons, long words shortened; all of them in the tooltip.
+    QStringList shown;
+    for (const QString& b : blockers_.mid(0, kShownBlockers)) shown << elideLongWords(b, kLongWord);
+    QString text = tr("Cannot train yet: ") + shown.join("; ");
+    if (blockers_.size() > kShownBlockers)
+      text += tr(" (and %n more: hover here for the list)", nullptr, int(blockers_.size() - kShownBlockers));
+    status_->setText(text);
+    status_->setToolTip(tr("Cannot train yet:\n• ") + blockers_.join("\n• "));
     showingBlockers_ = true;
   } else if (idle && showingBlockers_) {
     status_->setText(tr("Ready: press Train."));
+    status_->setToolTip({});
     showingBlockers_ = false;
   }
 }
 
 void TrainingPanel::setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond,
-                                double etaSeconds) {
-  lastStep_ = step;
-  lastEpoch_ = epoch;
-  progress_->setValue(totalSteps > 0 ? static_cast<int>(1000 * step / totalSteps) : 0);
-  progress_->setFormat(QString("%p% · ETA %1").arg(formatDuration(etaSeconds)));
-  status_->setText(tr("Epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
-                       .arg(epoch)
-                       .arg(epochs)
-                       .arg(step)
-                       .arg(totalSteps)
-                       .arg(QLocale().toString(imagesPerSecond, 'f', 0))
-                       .arg(formatDuration(etaSeconds)));
+                                double etaSeconds, Phase phase, double phaseFraction) {
+  lastStep_ = step, lastTotal_ = totalSteps;
+  lastEpoch_ = epoch, lastEpochs_ = epochs;
+  lastImagesPerSecond_ = imagesPerSecond;
+  lastEta_ = etaSeconds;
+  phase_ = phase;
+  const double fraction = phase == Phase::Training ? (totalSteps > 0 ? double(step) / double(totalSteps) : 0) : phaseFraction;
+  progress_->setValue(static_cast<int>(std::lround(1000 * std::clamp(fraction, 0.0, 1.0))));
+  showProgressText();
+}
+
+void TrainingPanel::showProgressText() {
+  const QString phase = phase_ == Phase::Validating ? tr("Validating epoch %1").arg(lastEpoch_)
+                        : phase_ == Phase::Testing  ? tr("Testing")
+                                                    : tr("Training");
+  if (state_ == State::Paused) {
+    progress_->setFormat(tr("Paused · %1 · %p%").arg(phase));
+    status_->setText(tr("Paused at epoch %1 of %2, step %3 of %4: press Resume.")
+                         .arg(lastEpoch_).arg(lastEpochs_).arg(lastStep_).arg(lastTotal_));
+    return;
+  }
+  progress_->setFormat(QString("%1 · %p% · ETA %2").arg(phase, formatDuration(lastEta_)));
+  if (phase_ == Phase::Training)
+    status_->setText(tr("Training: epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
+                         .arg(lastEpoch_)
+                         .arg(lastEpochs_)
+                         .arg(lastStep_)
+                         .arg(lastTotal_)
+                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0))
+                         .arg(formatDuration(lastEta_)));
+  else if (phase_ == Phase::Validating)
+    status_->setText(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
+                         .arg(lastEpoch_).arg(lastEpochs_).arg(formatDuration(lastEta_)));
+  else
+    status_->setText(tr("Testing on the test images · ETA %1").arg(formatDuration(lastEta_)));
 }
 
 void TrainingPanel::setEnded(const QString& status) {
@@ -250,7 +324,8 @@ void TrainingPanel::setEnded(const QString& status) {
 QString TrainingPanel::progressText() const { return progress_->text(); }
 
 void TrainingPanel::setStatusText(const QString& text) {
-  status_->setText(text);
+  status_->setText(elideLongWords(text, kLongWord));
+  status_->setToolTip(text);
   showingBlockers_ = false;
 }
 QString TrainingPanel::statusText() const { return status_->text(); }

@@ -1,5 +1,6 @@
-// TrainingPanel: the training settings form (validated widgets), Start / Pause / Stop,
-// and a progress bar with ETA and images/s. It only edits and shows; the
+// TrainingPanel: the training settings form (validated widgets, scrolling when the panel is
+// short), Start / Pause / Stop, and a progress bar with the phase, ETA and images/s, always
+// in view below the form. It only edits and shows; the
 // TrainingSession (app/studio) runs the training.
 #pragma once
 #include <QStringList>
@@ -27,22 +28,35 @@ class TrainingPanel : public QWidget {
   // Fills the device combo from kiln::list_devices() (best first; "auto" on top).
   void refreshDevices();
 
-  // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them.
+  // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them, and the
+  // status line shows the first kShownBlockers (words over kLongWord characters shortened
+  // with "…", so the line wraps inside the panel's width) and its tooltip all of them.
+  static constexpr int kShownBlockers = 3;
+  static constexpr int kMinimumSettingsHeight = 60;  // px of the form shown at least
+  static constexpr int kFieldMinimumWidth = 72;      // px a settings field may shrink to
+  static constexpr int kLongWord = 40;
   void setStartBlockers(const QStringList& reasons);
   void setState(State);
   State state() const { return state_; }
-  // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, ETA (s).
-  void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds);
+  // The phase of a run: training batches, validating after an epoch, testing at the end.
+  enum class Phase { Training, Validating, Testing };
+  // Progress of the run: step of total steps, epoch (1-based) of epochs, images/s, and the
+  // phase with its ETA (s; NaN: unknown) and, for Validating / Testing, its fraction done in
+  // [0, 1] (the bar shows that phase: "Testing · 40% · ETA 0:45"). While paused the bar
+  // says "Paused" and no ETA (the state is set by setState).
+  void setProgress(int64_t step, int64_t totalSteps, int epoch, int epochs, double imagesPerSecond, double etaSeconds,
+                   Phase phase = Phase::Training, double phaseFraction = 0);
   // The run ended: status "finished" shows 100% "Done"; "stopped" / "failed" show
   // "Stopped at epoch E, step S" / "Failed at epoch E, step S" (the last setProgress) and no ETA.
   void setEnded(const QString& status);
   QString progressText() const;  // the progress bar's text as shown
-  void setStatusText(const QString&);
+  void setStatusText(const QString&);  // long words shortened; the full text in the tooltip
   QString statusText() const;
 
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* stopButton() const { return stop_; }
+  QLabel* statusLabel() const { return status_; }
   QComboBox* deviceCombo() const { return device_; }
 
  signals:
@@ -63,8 +77,11 @@ class TrainingPanel : public QWidget {
   QLabel* status_;
   QStringList blockers_;
   State state_ = State::Idle;
-  int64_t lastStep_ = 0;
-  int lastEpoch_ = 0;
+  void showProgressText();
+  int64_t lastStep_ = 0, lastTotal_ = 0;
+  int lastEpoch_ = 0, lastEpochs_ = 0;
+  double lastImagesPerSecond_ = 0, lastEta_ = 0;
+  Phase phase_ = Phase::Training;
   bool showingBlockers_ = false;  // status_ shows the blockers (replaced once they are gone)
 };
 
