@@ -156,6 +156,13 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       Tensor pdf = mul(exp(mul(square(x), scalar(-0.5, x))), scalar(0.5 * M_2_SQRTPI * M_SQRT1_2, x));
       return {mul(g, add(cdf, mul(x, pdf)))};
     }
+    case OpKind::hardswish: {
+      // torch's hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3 (inclusive), 1 above.
+      Tensor x = input(n, 0);
+      Tensor slope = add(div(x, scalar(3, x)), scalar(0.5, x));
+      slope = where(lt(x, scalar(-3, x)), scalar(0, x), where(le(x, scalar(3, x)), slope, scalar(1, x)));
+      return {mul(g, slope)};
+    }
     case OpKind::silu: {
       Tensor x = input(n, 0), s = sigmoid(x);
       return {mul(g, mul(s, add(scalar(1, x), mul(x, sub(scalar(1, x), s)))))};

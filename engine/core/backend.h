@@ -33,18 +33,15 @@ struct TensorArg {
   bool is_contiguous() const;
 };
 
+// One enumerator per row of engine/core/elementwise_ops.def, in its order.
 enum class UnaryOp : uint8_t {
-  neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid,
-  relu, gelu, silu, erf, floor, ceil, round, logical_not,
-  leaky_relu,  // p0 = negative_slope
-  clamp,       // p0 = min, p1 = max (either may be -inf / +inf)
-  pow_scalar,  // p0 = exponent
+#define KILN_UNARY_OP(name, real, grad, saves, plain) name,
+#include "engine/core/elementwise_ops.def"
   count
 };
 enum class BinaryOp : uint8_t {
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge,  // output bool
-  logical_and, logical_or,  // output bool
+#define KILN_BINARY_OP(name, compare, grad) name,
+#include "engine/core/elementwise_ops.def"
   count
 };
 enum class ReduceOp : uint8_t {
@@ -56,9 +53,9 @@ enum class ReduceOp : uint8_t {
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
 const char* reduce_op_name(ReduceOp op);
-bool is_comparison(BinaryOp op);  // eq..logical_or: output dtype is bool
-// Ops defined on real numbers only (exp, log, sqrt, tanh, sigmoid, gelu, erf ...): integer
-// and bool inputs compute in floating point, as PyTorch promotes them.
+bool is_comparison(BinaryOp op);  // output dtype is bool (the def's `compare`)
+// Ops defined on real numbers only (the def's `real`: exp, log, sqrt, tanh, sigmoid, gelu, erf
+// ...): integer and bool inputs compute in floating point, as PyTorch promotes them.
 bool is_floating_only(UnaryOp op);
 
 // Every operation a backend can be asked about in supports().

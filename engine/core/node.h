@@ -11,12 +11,18 @@ namespace kiln {
 class Tensor;
 struct TensorImpl;
 
+// The elementwise kinds are the differentiable rows of engine/core/elementwise_ops.def.
+#define KILN_OPKIND_IF_1(name) name,
+#define KILN_OPKIND_IF_0(name)
 enum class OpKind : uint16_t {
   // views and copies
   reshape, permute, expand, slice, cast, contiguous, cat,
   // elementwise
-  add, sub, mul, div, neg, pow, pow_scalar, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal,
-  sin, cos, tanh, sigmoid, relu, gelu, silu, erf, abs, leaky_relu, clamp, maximum, minimum, where,
+#define KILN_BINARY_OP(name, compare, grad) KILN_OPKIND_IF_##grad(name)
+#include "engine/core/elementwise_ops.def"
+#define KILN_UNARY_OP(name, real, grad, saves, plain) KILN_OPKIND_IF_##grad(name)
+#include "engine/core/elementwise_ops.def"
+  where,
   // reductions
   sum, mean, prod, amax, amin, var,
   // linear algebra and nn
@@ -25,6 +31,8 @@ enum class OpKind : uint16_t {
   batch_norm,  // the fused training-mode op (ops.h batch_norm_training)
   count
 };
+#undef KILN_OPKIND_IF_1
+#undef KILN_OPKIND_IF_0
 const char* op_kind_name(OpKind k);
 
 struct Node {
