@@ -18,6 +18,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/core/nn_params.h"
 #include "engine/core/shape.h"
 
 namespace kiln {
@@ -69,22 +70,6 @@ enum class OpId : uint16_t {
 };
 const char* op_id_name(OpId op);
 
-// Parameters of conv2d (PyTorch's torch.nn.functional.conv2d).
-struct Conv2dParams {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-  int64_t groups = 1;
-};
-// Parameters of 2-d pooling (PyTorch's max_pool2d / avg_pool2d).
-struct Pool2dParams {
-  int64_t kernel[2] = {1, 1};
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};  // max pooling only
-  bool ceil_mode = false;
-  bool count_include_pad = true;  // avg pooling only
-};
 // Hyper-parameters of one Adam/AdamW step (torch.optim.Adam / AdamW, amsgrad off).
 struct AdamParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;

@@ -97,7 +97,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
   if (kind != OpKind::count && is_floating(t) && needs_grad({&x})) {
     std::vector<Tensor> saved;
     if (saves_output(op)) saved.push_back(out);
-    record(out, kind, {xc}, {}, {p0, p1}, saved);
+    record(out, kind, {xc}, op_attrs::Scalars{p0, p1}, saved);
   }
   return out;
 }
@@ -152,7 +152,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = detail::empty(shape, t, a.device());
   if (out.numel())
     a.backend()->where(out.arg(), broadcast_arg(cond, shape), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
-  if (is_floating(t) && needs_grad({&a, &b})) record(out, OpKind::where, {ac, bc}, {}, {}, {cond});
+  if (is_floating(t) && needs_grad({&a, &b})) record(out, OpKind::where, {ac, bc}, {}, {cond});
   return out;
 }
 
