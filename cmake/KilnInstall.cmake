@@ -6,9 +6,10 @@ install(TARGETS kiln_engine EXPORT KilnTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 if(KILN_OPENCV)
-  install(DIRECTORY engine DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h")
+  install(DIRECTORY engine DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 else()  # engine/data/image is not in libkiln then
-  install(DIRECTORY engine DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h" PATTERN image EXCLUDE)
+  install(DIRECTORY engine DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln FILES_MATCHING PATTERN "*.h" PATTERN "*.def"
+          PATTERN image EXCLUDE)
 endif()
 install(EXPORT KilnTargets NAMESPACE Kiln:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Kiln)
 configure_package_config_file(cmake/KilnConfig.cmake.in ${PROJECT_BINARY_DIR}/KilnConfig.cmake

@@ -5,6 +5,7 @@
 
 #include "backends/vulkan/vk_backend.h"
 #include "engine/core/error.h"
+#include "vk_op_numbers.h"  // generated: the shaders' UNARY_/BINARY_ numbers checked against the enums
 
 namespace kiln::vk {
 

@@ -2,6 +2,7 @@
 // so every backend gets gradients for free. Formulas follow PyTorch's
 // tools/autograd/derivatives.yaml. Rules run under no_grad.
 #include <cmath>
+#include <variant>
 
 #include "engine/autograd/backward.h"
 #include "engine/core/error.h"
@@ -16,8 +17,13 @@ Tensor saved(const Node& n, size_t i) { return Tensor(n.saved[i]); }
 bool wants(const Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i] && n.inputs[i]->requires_grad; }
 Tensor scalar(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype(), like.device()); }
 
-// Reduction dims and keepdim as recorded by ops_reduce.cpp (dims..., keepdim).
-std::vector<int64_t> reduced_dims(const Node& n) { return {n.ints.begin(), n.ints.end() - 1}; }
+// The node's attributes of type A (op_attrs in engine/core/node.h).
+template <class A>
+const A& attrs(const Node& n) { return std::get<A>(n.attrs); }
+int64_t dim_attr(const Node& n) { return attrs<op_attrs::Dim>(n).dim; }
+
+// The dimensions a reduction reduced (ops_reduce.cpp).
+const std::vector<int64_t>& reduced_dims(const Node& n) { return attrs<op_attrs::Reduce>(n).dims; }
 
 // A reduction's output gradient broadcast back to the input's shape.
 Tensor unreduce(const Node& n, const Tensor& g, const Shape& in_shape) {
@@ -34,26 +40,6 @@ int64_t reduced_count(const Node& n, const Shape& in_shape) {
   int64_t c = 1;
   for (int64_t d : reduced_dims(n)) c *= in_shape.empty() ? 1 : in_shape[d];
   return c;
-}
-
-Conv2dParams conv_params(const Node& n) {
-  Conv2dParams p;
-  p.stride[0] = n.ints[0]; p.stride[1] = n.ints[1];
-  p.padding[0] = n.ints[2]; p.padding[1] = n.ints[3];
-  p.dilation[0] = n.ints[4]; p.dilation[1] = n.ints[5];
-  p.groups = n.ints[6];
-  return p;
-}
-
-Pool2dParams pool_params(const Node& n) {
-  Pool2dParams p;
-  p.kernel[0] = n.ints[0]; p.kernel[1] = n.ints[1];
-  p.stride[0] = n.ints[2]; p.stride[1] = n.ints[3];
-  p.padding[0] = n.ints[4]; p.padding[1] = n.ints[5];
-  p.dilation[0] = n.ints[6]; p.dilation[1] = n.ints[7];
-  p.ceil_mode = n.ints[8] != 0;
-  p.count_include_pad = n.ints[9] != 0;
-  return p;
 }
 
 Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype(), t.device()); }
@@ -76,15 +62,17 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     // ---- views and copies
     case OpKind::reshape: return {g.reshape(input(n, 0).shape())};
     case OpKind::permute: {
-      std::vector<int64_t> inverse(n.ints.size());
-      for (size_t i = 0; i < n.ints.size(); ++i) inverse[n.ints[i]] = static_cast<int64_t>(i);
+      const std::vector<int64_t>& dims = attrs<op_attrs::Permute>(n).dims;
+      std::vector<int64_t> inverse(dims.size());
+      for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
       return {g.permute(inverse)};
     }
     case OpKind::expand: return {sum_to(g, input(n, 0).shape())};
     case OpKind::slice: {
       Tensor x = input(n, 0);
       Tensor gx = Tensor::zeros(x.shape(), g.dtype(), g.device());
-      gx.slice(n.ints[0], n.ints[1], n.ints[2], n.ints[3]).copy_(g);
+      const auto& a = attrs<op_attrs::Slice>(n);
+      gx.slice(a.dim, a.start, a.end, a.step).copy_(g);
       return {gx};
     }
     case OpKind::cast: return {g.to(input(n, 0).dtype())};
@@ -92,9 +80,10 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     case OpKind::cat: {
       std::vector<Tensor> out;
       int64_t offset = 0;
-      for (size_t i = 1; i < n.ints.size(); ++i) {
-        out.push_back(g.slice(n.ints[0], offset, offset + n.ints[i]));
-        offset += n.ints[i];
+      const auto& a = attrs<op_attrs::Cat>(n);
+      for (int64_t size : a.sizes) {
+        out.push_back(g.slice(a.dim, offset, offset + size));
+        offset += size;
       }
       return out;
     }
@@ -130,7 +119,7 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       return {ga, gb};
     }
     case OpKind::pow_scalar: {
-      double e = n.reals[0];
+      double e = attrs<op_attrs::Scalars>(n).p0;
       if (e == 0) return {zeros_like(g)};
       return {mul(g, mul(pow(input(n, 0), e - 1), scalar(e, g)))};
     }
@@ -156,6 +145,13 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       Tensor pdf = mul(exp(mul(square(x), scalar(-0.5, x))), scalar(0.5 * M_2_SQRTPI * M_SQRT1_2, x));
       return {mul(g, add(cdf, mul(x, pdf)))};
     }
+    case OpKind::hardswish: {
+      // torch's hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3 (inclusive), 1 above.
+      Tensor x = input(n, 0);
+      Tensor slope = add(div(x, scalar(3, x)), scalar(0.5, x));
+      slope = where(lt(x, scalar(-3, x)), scalar(0, x), where(le(x, scalar(3, x)), slope, scalar(1, x)));
+      return {mul(g, slope)};
+    }
     case OpKind::silu: {
       Tensor x = input(n, 0), s = sigmoid(x);
       return {mul(g, mul(s, add(scalar(1, x), mul(x, sub(scalar(1, x), s)))))};
@@ -167,11 +163,12 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     case OpKind::abs: return {mul(g, sign(input(n, 0)))};
     case OpKind::leaky_relu: {
       Tensor x = input(n, 0);
-      return {mul(g, where(gt(x, scalar(0, x)), scalar(1, x), scalar(n.reals[0], x)))};
+      return {mul(g, where(gt(x, scalar(0, x)), scalar(1, x), scalar(attrs<op_attrs::Scalars>(n).p0, x)))};
     }
     case OpKind::clamp: {
       Tensor x = input(n, 0);
-      Tensor inside = logical_and(ge(x, scalar(n.reals[0], x)), le(x, scalar(n.reals[1], x)));
+      const auto& a = attrs<op_attrs::Scalars>(n);
+      Tensor inside = logical_and(ge(x, scalar(a.p0, x)), le(x, scalar(a.p1, x)));
       return {mul(g, inside.to(g.dtype()))};
     }
     case OpKind::maximum: return extremum_backward(n, g, true);
@@ -211,7 +208,7 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     }
     case OpKind::var: {
       Tensor x = input(n, 0);
-      double dof = static_cast<double>(reduced_count(n, x.shape())) - n.reals[0];
+      double dof = static_cast<double>(reduced_count(n, x.shape())) - attrs<op_attrs::Reduce>(n).correction;
       Tensor centered = sub(x, mean(x, reduced_dims(n), true));
       return {mul(unreduce(n, g, x.shape()), mul(centered, scalar(2.0 / dof, g)))};
     }
@@ -224,7 +221,7 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     // ---- neural-network ops: the backend's fused backward kernels
     case OpKind::conv2d: {
       Tensor x = input(n, 0), w = input(n, 1);
-      Conv2dParams p = conv_params(n);
+      const Conv2dParams& p = attrs<Conv2dParams>(n);
       Tensor gc = g.contiguous();
       Tensor gx, gw, gb;
       if (wants(n, 0)) {
@@ -245,7 +242,7 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     }
     case OpKind::batch_norm: {  // inputs x, [weight], [bias]; saved mean, invstd (ops_nn.cpp)
       Tensor x = input(n, 0);
-      const bool has_w = n.ints[0] != 0, has_b = n.ints[1] != 0;
+      const bool has_w = attrs<op_attrs::BatchNorm>(n).has_weight, has_b = attrs<op_attrs::BatchNorm>(n).has_bias;
       Tensor w = has_w ? input(n, 1) : Tensor();
       Tensor gy = g.to(x.dtype()).contiguous();
       Tensor gx, gw, gb;
@@ -270,28 +267,28 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     case OpKind::avg_pool2d: {
       Tensor x = input(n, 0);
       Tensor gx = Tensor::zeros(x.shape(), x.dtype(), x.device());
-      x.backend()->avg_pool2d_backward(gx.arg(), g.contiguous().arg(), pool_params(n));
+      x.backend()->avg_pool2d_backward(gx.arg(), g.contiguous().arg(), attrs<Pool2dParams>(n));
       return {gx};
     }
     case OpKind::softmax:
     case OpKind::log_softmax: {
       Tensor y = saved(n, 0);
       Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
-      y.backend()->softmax_backward(gx.arg(), g.contiguous().arg(), y.arg(), y.dim() == 0 ? 0 : n.ints[0],
+      y.backend()->softmax_backward(gx.arg(), g.contiguous().arg(), y.arg(), y.dim() == 0 ? 0 : dim_attr(n),
                                     n.kind == OpKind::log_softmax);
       return {gx};
     }
     // ---- index ops
     case OpKind::gather: {
       Tensor x = input(n, 0);
-      return {scatter_add(zeros_like(x), n.ints[0], saved(n, 0), g)};
+      return {scatter_add(zeros_like(x), dim_attr(n), saved(n, 0), g)};
     }
     case OpKind::scatter_add: {
       Tensor src = input(n, 1), index = saved(n, 0);
       Tensor gsrc;
       if (wants(n, 1)) {
         gsrc = Tensor::zeros(src.shape(), g.dtype(), g.device());
-        Tensor part = gather(g, n.ints[0], index);
+        Tensor part = gather(g, dim_attr(n), index);
         Tensor view = gsrc;
         for (int64_t d = 0; d < index.dim(); ++d) view = view.slice(d, 0, index.size(d));
         view.copy_(part);
@@ -300,10 +297,10 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
     }
     case OpKind::index_select: {
       Tensor x = input(n, 0);
-      return {index_add(zeros_like(x), n.ints[0], saved(n, 0), g)};
+      return {index_add(zeros_like(x), dim_attr(n), saved(n, 0), g)};
     }
     case OpKind::index_add:
-      return {g, wants(n, 1) ? index_select(g, n.ints[0], saved(n, 0)) : Tensor()};
+      return {g, wants(n, 1) ? index_select(g, dim_attr(n), saved(n, 0)) : Tensor()};
     case OpKind::count:
       break;
   }

@@ -15,16 +15,19 @@ bool TensorArg::is_contiguous() const {
 }
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {"neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
-                                "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "erf",
-                                "floor", "ceil", "round", "logical_not", "leaky_relu", "clamp", "pow"};
+  static const char* names[] = {
+#define KILN_UNARY_OP(name, real, grad, saves, plain) #name,
+#include "engine/core/elementwise_ops.def"
+  };
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(UnaryOp::count));
   return names[static_cast<int>(op)];
 }
 
 const char* binary_op_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
-                                "lt", "le", "gt", "ge", "logical_and", "logical_or"};
+  static const char* names[] = {
+#define KILN_BINARY_OP(name, compare, grad) #name,
+#include "engine/core/elementwise_ops.def"
+  };
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(BinaryOp::count));
   return names[static_cast<int>(op)];
 }
@@ -35,17 +38,20 @@ const char* reduce_op_name(ReduceOp op) {
   return names[static_cast<int>(op)];
 }
 
-bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+bool is_comparison(BinaryOp op) {
+  static const bool compare[] = {
+#define KILN_BINARY_OP(name, compare, grad) compare != 0,
+#include "engine/core/elementwise_ops.def"
+  };
+  return compare[static_cast<int>(op)];
+}
 
 bool is_floating_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::exp: case UnaryOp::log: case UnaryOp::log1p: case UnaryOp::expm1: case UnaryOp::sqrt:
-    case UnaryOp::rsqrt: case UnaryOp::reciprocal: case UnaryOp::sin: case UnaryOp::cos: case UnaryOp::tanh:
-    case UnaryOp::sigmoid: case UnaryOp::gelu: case UnaryOp::silu: case UnaryOp::erf:
-      return true;
-    default:
-      return false;
-  }
+  static const bool real[] = {
+#define KILN_UNARY_OP(name, real, grad, saves, plain) real != 0,
+#include "engine/core/elementwise_ops.def"
+  };
+  return real[static_cast<int>(op)];
 }
 
 const char* op_id_name(OpId op) {

@@ -18,6 +18,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/core/nn_params.h"
 #include "engine/core/shape.h"
 
 namespace kiln {
@@ -33,18 +34,15 @@ struct TensorArg {
   bool is_contiguous() const;
 };
 
+// One enumerator per row of engine/core/elementwise_ops.def, in its order.
 enum class UnaryOp : uint8_t {
-  neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid,
-  relu, gelu, silu, erf, floor, ceil, round, logical_not,
-  leaky_relu,  // p0 = negative_slope
-  clamp,       // p0 = min, p1 = max (either may be -inf / +inf)
-  pow_scalar,  // p0 = exponent
+#define KILN_UNARY_OP(name, real, grad, saves, plain) name,
+#include "engine/core/elementwise_ops.def"
   count
 };
 enum class BinaryOp : uint8_t {
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge,  // output bool
-  logical_and, logical_or,  // output bool
+#define KILN_BINARY_OP(name, compare, grad) name,
+#include "engine/core/elementwise_ops.def"
   count
 };
 enum class ReduceOp : uint8_t {
@@ -56,9 +54,9 @@ enum class ReduceOp : uint8_t {
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
 const char* reduce_op_name(ReduceOp op);
-bool is_comparison(BinaryOp op);  // eq..logical_or: output dtype is bool
-// Ops defined on real numbers only (exp, log, sqrt, tanh, sigmoid, gelu, erf ...): integer
-// and bool inputs compute in floating point, as PyTorch promotes them.
+bool is_comparison(BinaryOp op);  // output dtype is bool (the def's `compare`)
+// Ops defined on real numbers only (the def's `real`: exp, log, sqrt, tanh, sigmoid, gelu, erf
+// ...): integer and bool inputs compute in floating point, as PyTorch promotes them.
 bool is_floating_only(UnaryOp op);
 
 // Every operation a backend can be asked about in supports().
@@ -72,22 +70,6 @@ enum class OpId : uint16_t {
 };
 const char* op_id_name(OpId op);
 
-// Parameters of conv2d (PyTorch's torch.nn.functional.conv2d).
-struct Conv2dParams {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-  int64_t groups = 1;
-};
-// Parameters of 2-d pooling (PyTorch's max_pool2d / avg_pool2d).
-struct Pool2dParams {
-  int64_t kernel[2] = {1, 1};
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};  // max pooling only
-  bool ceil_mode = false;
-  bool count_include_pad = true;  // avg pooling only
-};
 // Hyper-parameters of one Adam/AdamW step (torch.optim.Adam / AdamW, amsgrad off).
 struct AdamParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;

@@ -13,50 +13,24 @@
 namespace kiln {
 
 // ---- elementwise, broadcasting ----
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);  // true division: integer inputs give f32
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, double exponent);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-// comparisons and logical ops give bool and are not differentiable
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
+// One function per row of engine/core/elementwise_ops.def: add(a, b), ..., logical_or(a, b)
+// (comparisons and logical ops give bool and are not differentiable), and the unary ops that
+// take one tensor, neg(x) ... logical_not(x); the def's comments give each one's semantics.
+#define KILN_BINARY_OP(name, compare, grad) Tensor name(const Tensor& a, const Tensor& b);
+#include "engine/core/elementwise_ops.def"
+#define KILN_UNARY_DECL_1(name) Tensor name(const Tensor& x);
+#define KILN_UNARY_DECL_0(name)
+#define KILN_UNARY_OP(name, real, grad, saves, plain) KILN_UNARY_DECL_##plain(name)
+#include "engine/core/elementwise_ops.def"
+#undef KILN_UNARY_DECL_1
+#undef KILN_UNARY_DECL_0
+Tensor pow(const Tensor& a, double exponent);  // a ** exponent (the def's pow_scalar)
 // A scalar operand becomes a 0-d tensor of the type PyTorch would give it.
 Tensor scalar_like(double value, const Tensor& like);
 
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor expm1(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
 // torch.nn.functional.gelu: approximate "none" is exact, x * Phi(x); "tanh" is
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel, 2016). ValueError otherwise.
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
-Tensor silu(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(const Tensor& x);  // half to even, as torch.round
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor clamp(const Tensor& x, double min, double max);  // use +-INFINITY for one side
 Tensor square(const Tensor& x);

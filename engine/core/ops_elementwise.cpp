@@ -31,7 +31,35 @@ DType result_type(const Tensor& a, const Tensor& b) {
   return dimmed.dtype();
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, OpKind kind, bool differentiable) {
+// The autograd kind an op records (OpKind::count: none) and whether its rule reads the output,
+// from engine/core/elementwise_ops.def.
+OpKind grad_kind(BinaryOp op) {
+  static const OpKind kinds[] = {
+#define KILN_KIND_1(name) OpKind::name,
+#define KILN_KIND_0(name) OpKind::count,
+#define KILN_BINARY_OP(name, compare, grad) KILN_KIND_##grad(name)
+#include "engine/core/elementwise_ops.def"
+  };
+  return kinds[static_cast<int>(op)];
+}
+OpKind grad_kind(UnaryOp op) {
+  static const OpKind kinds[] = {
+#define KILN_UNARY_OP(name, real, grad, saves, plain) KILN_KIND_##grad(name)
+#include "engine/core/elementwise_ops.def"
+#undef KILN_KIND_1
+#undef KILN_KIND_0
+  };
+  return kinds[static_cast<int>(op)];
+}
+bool saves_output(UnaryOp op) {
+  static const bool saves[] = {
+#define KILN_UNARY_OP(name, real, grad, saves, plain) saves != 0,
+#include "engine/core/elementwise_ops.def"
+  };
+  return saves[static_cast<int>(op)];
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_op_name(op);
   check_same_device(a, b, name);
   DType t = result_type(a, b);
@@ -46,12 +74,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, OpKind kind, bool d
     detail::require_supported(a, op, t, name);
     a.backend()->binary(op, out.arg(), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
   }
-  if (differentiable && is_floating(t) && needs_grad({&a, &b})) record(out, kind, {ac, bc});
+  const OpKind kind = grad_kind(op);
+  if (kind != OpKind::count && is_floating(t) && needs_grad({&a, &b})) record(out, kind, {ac, bc});
   return out;
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, OpKind kind, double p0 = 0, double p1 = 0,
-             bool save_output = false) {
+Tensor unary(UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
   const char* name = unary_op_name(op);
   KILN_CHECK(x.defined(), ValueError, name, ": undefined tensor argument");
   DType t = x.dtype();
@@ -65,10 +93,11 @@ Tensor unary(UnaryOp op, const Tensor& x, OpKind kind, double p0 = 0, double p1 
     detail::require_supported(x, op, xc.dtype(), name);
     x.backend()->unary(op, out.arg(), xc.arg(), p0, p1);
   }
+  const OpKind kind = grad_kind(op);
   if (kind != OpKind::count && is_floating(t) && needs_grad({&x})) {
     std::vector<Tensor> saved;
-    if (save_output) saved.push_back(out);
-    record(out, kind, {xc}, {}, {p0, p1}, saved);
+    if (saves_output(op)) saved.push_back(out);
+    record(out, kind, {xc}, op_attrs::Scalars{p0, p1}, saved);
   }
   return out;
 }
@@ -84,62 +113,32 @@ Tensor scalar_like(double value, const Tensor& like) {
   return Tensor::scalar(value, t, like.device());
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b, OpKind::add, true); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b, OpKind::sub, true); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b, OpKind::mul, true); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b, OpKind::div, true); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b, OpKind::pow, true); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b, OpKind::maximum, true); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b, OpKind::minimum, true); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b, OpKind::count, false); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b, OpKind::count, false); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::lt, a, b, OpKind::count, false); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::le, a, b, OpKind::count, false); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::gt, a, b, OpKind::count, false); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ge, a, b, OpKind::count, false); }
-Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return binary(BinaryOp::logical_and, a, b, OpKind::count, false);
-}
-Tensor logical_or(const Tensor& a, const Tensor& b) {
-  return binary(BinaryOp::logical_or, a, b, OpKind::count, false);
-}
-Tensor logical_not(const Tensor& x) { return unary(UnaryOp::logical_not, x, OpKind::count); }
+#define KILN_BINARY_OP(name, compare, grad) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(BinaryOp::name, a, b); }
+#include "engine/core/elementwise_ops.def"
+#define KILN_UNARY_DEF_1(name) \
+  Tensor name(const Tensor& x) { return unary(UnaryOp::name, x); }
+#define KILN_UNARY_DEF_0(name)
+#define KILN_UNARY_OP(name, real, grad, saves, plain) KILN_UNARY_DEF_##plain(name)
+#include "engine/core/elementwise_ops.def"
+#undef KILN_UNARY_DEF_1
+#undef KILN_UNARY_DEF_0
 
 Tensor pow(const Tensor& x, double e) {
-  if (!is_floating(x.dtype()) && (e != std::floor(e) || e < 0)) return unary(UnaryOp::pow_scalar, x.to(DType::f32), OpKind::pow_scalar, e);
-  return unary(UnaryOp::pow_scalar, x, OpKind::pow_scalar, e);
+  if (!is_floating(x.dtype()) && (e != std::floor(e) || e < 0)) return unary(UnaryOp::pow_scalar, x.to(DType::f32), e);
+  return unary(UnaryOp::pow_scalar, x, e);
 }
-Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x, OpKind::neg); }
-Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x, OpKind::abs); }
-Tensor sign(const Tensor& x) { return unary(UnaryOp::sign, x, OpKind::count); }
-Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x, OpKind::exp, 0, 0, true); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::log, x, OpKind::log); }
-Tensor log1p(const Tensor& x) { return unary(UnaryOp::log1p, x, OpKind::log1p); }
-Tensor expm1(const Tensor& x) { return unary(UnaryOp::expm1, x, OpKind::expm1, 0, 0, true); }
-Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x, OpKind::sqrt, 0, 0, true); }
-Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x, OpKind::rsqrt, 0, 0, true); }
-Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::reciprocal, x, OpKind::reciprocal, 0, 0, true); }
-Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, x, OpKind::sin); }
-Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x, OpKind::cos); }
-Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x, OpKind::tanh, 0, 0, true); }
-Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x, OpKind::sigmoid, 0, 0, true); }
-Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x, OpKind::relu, 0, 0, true); }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
-  if (approximate == "none") return unary(UnaryOp::gelu, x, OpKind::gelu);
+  if (approximate == "none") return unary(UnaryOp::gelu, x);
   KILN_CHECK(approximate == "tanh", ValueError, "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
   Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::f32);
   Tensor inner = mul(add(xf, mul(pow(xf, 3.0), scalar_like(0.044715, xf))), scalar_like(std::sqrt(M_2_PI), xf));
   return mul(mul(xf, scalar_like(0.5, xf)), add(tanh(inner), scalar_like(1.0, xf)));
 }
-Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x, OpKind::silu); }
-Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x, OpKind::erf); }
-Tensor floor(const Tensor& x) { return unary(UnaryOp::floor, x, OpKind::count); }
-Tensor ceil(const Tensor& x) { return unary(UnaryOp::ceil, x, OpKind::count); }
-Tensor round(const Tensor& x) { return unary(UnaryOp::round, x, OpKind::count); }
-Tensor leaky_relu(const Tensor& x, double slope) { return unary(UnaryOp::leaky_relu, x, OpKind::leaky_relu, slope); }
+Tensor leaky_relu(const Tensor& x, double slope) { return unary(UnaryOp::leaky_relu, x, slope); }
 Tensor clamp(const Tensor& x, double lo, double hi) {
   KILN_CHECK(!(lo > hi), ValueError, "clamp: min ", lo, " is greater than max ", hi);
-  return unary(UnaryOp::clamp, x, OpKind::clamp, lo, hi);
+  return unary(UnaryOp::clamp, x, lo, hi);
 }
 Tensor square(const Tensor& x) { return mul(x, x); }
 
@@ -153,7 +152,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = detail::empty(shape, t, a.device());
   if (out.numel())
     a.backend()->where(out.arg(), broadcast_arg(cond, shape), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
-  if (is_floating(t) && needs_grad({&a, &b})) record(out, OpKind::where, {ac, bc}, {}, {}, {cond});
+  if (is_floating(t) && needs_grad({&a, &b})) record(out, OpKind::where, {ac, bc}, {}, {cond});
   return out;
 }
 

@@ -17,8 +17,7 @@ TensorArg broadcast_arg(const Tensor& t, const Shape& target);
 // True when grad mode is on and any defined input requires grad.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 // Records `kind` as out's grad_fn; inputs are kept for the backward rule.
-void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, std::vector<int64_t> ints = {},
-            std::vector<double> reals = {}, std::vector<Tensor> saved = {});
+void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, OpAttrs attrs = {}, std::vector<Tensor> saved = {});
 // Throws DTypeError ("neg: i64 is not supported on vulkan:0") unless t's backend runs `op`
 // (a UnaryOp, BinaryOp or ReduceOp) for inputs of `dtype`: Backend::supports, asked before
 // each such kernel.

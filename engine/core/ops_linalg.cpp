@@ -54,7 +54,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   DType t = first.dtype();
   Shape shape = first.shape();
   shape[dim] = 0;
-  std::vector<int64_t> ints{dim};
+  std::vector<int64_t> sizes;
   for (const Tensor& x : tensors) {
     check_same_device(first, x, "cat");
     t = promote_types(t, x.dtype());
@@ -64,7 +64,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       KILN_CHECK(i == dim || x.shape()[i] == first.shape()[i], ShapeError, "cat: shapes ", shape_str(first.shape()),
                  " and ", shape_str(x.shape()), " differ in dimension ", i, " (concatenating along ", dim, ")");
     shape[dim] += x.shape()[dim];
-    ints.push_back(x.shape()[dim]);
+    sizes.push_back(x.shape()[dim]);
   }
   Tensor out = detail::empty(shape, t, first.device());
   int64_t offset = 0;
@@ -77,7 +77,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     grad = grad || detail::needs_grad({&x});
     inputs.push_back(x.to(t));
   }
-  if (grad && is_floating(t)) detail::record(out, OpKind::cat, inputs, ints);
+  if (grad && is_floating(t)) detail::record(out, OpKind::cat, inputs, op_attrs::Cat{dim, sizes});
   return out;
 }
 

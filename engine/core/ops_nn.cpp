@@ -27,15 +27,6 @@ int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t 
   return out;
 }
 
-std::vector<int64_t> conv_ints(const Conv2dParams& p) {
-  return {p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], p.groups};
-}
-
-std::vector<int64_t> pool_ints(const Pool2dParams& p) {
-  return {p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.padding[0], p.padding[1],
-          p.dilation[0], p.dilation[1], p.ceil_mode, p.count_include_pad};
-}
-
 Shape pool_output(const Tensor& x, const Pool2dParams& p, const char* op) {
   check_nchw(x, op);
   for (int i = 0; i < 2; ++i) {
@@ -90,7 +81,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   if (detail::needs_grad({&x, &weight, &bias})) {
     std::vector<Tensor> inputs{xc, wc};
     if (b.defined()) inputs.push_back(b);
-    detail::record(out, OpKind::conv2d, inputs, conv_ints(p));
+    detail::record(out, OpKind::conv2d, inputs, p);
   }
   return out;
 }
@@ -125,7 +116,7 @@ Tensor batch_norm_training(const Tensor& x, const Tensor& weight, const Tensor& 
     std::vector<Tensor> inputs{xc};
     if (weight.defined()) inputs.push_back(weight);
     if (bias.defined()) inputs.push_back(bias);
-    detail::record(y, OpKind::batch_norm, inputs, {weight.defined(), bias.defined()}, {}, {mean, invstd});
+    detail::record(y, OpKind::batch_norm, inputs, op_attrs::BatchNorm{weight.defined(), bias.defined()}, {mean, invstd});
   }
   return y;
 }
@@ -136,7 +127,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor out = detail::empty(s, x.dtype(), x.device());
   Tensor idx = detail::empty(s, DType::i64, x.device());
   if (out.numel()) x.backend()->max_pool2d_forward(out.arg(), idx.arg(), xc.arg(), p);
-  if (detail::needs_grad({&x})) detail::record(out, OpKind::max_pool2d, {xc}, pool_ints(p), {}, {idx});
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::max_pool2d, {xc}, p, {idx});
   return out;
 }
 
@@ -145,7 +136,7 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor xc = x.contiguous();
   Tensor out = detail::empty(s, x.dtype(), x.device());
   if (out.numel()) x.backend()->avg_pool2d_forward(out.arg(), xc.arg(), p);
-  if (detail::needs_grad({&x})) detail::record(out, OpKind::avg_pool2d, {xc}, pool_ints(p));
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::avg_pool2d, {xc}, p);
   return out;
 }
 
@@ -183,7 +174,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   Tensor out = detail::empty(x.shape(), xf.dtype(), x.device());
   if (out.numel()) x.backend()->softmax_forward(out.arg(), xc.arg(), x.dim() == 0 ? 0 : dim, log);
   if (detail::needs_grad({&xf}))
-    detail::record(out, log ? OpKind::log_softmax : OpKind::softmax, {xc}, {dim}, {}, {out});
+    detail::record(out, log ? OpKind::log_softmax : OpKind::softmax, {xc}, op_attrs::Dim{dim}, {out});
   return out;
 }
 
@@ -206,7 +197,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
                shape_str(index.shape()), " is larger than input of shape ", shape_str(x.shape()), " in dimension ", i);
   Tensor out = detail::empty(index.shape(), x.dtype(), x.device());
   if (out.numel()) x.backend()->gather(out.arg(), x.arg(), dim, index.arg());
-  if (detail::needs_grad({&x})) detail::record(out, OpKind::gather, {x}, {dim}, {}, {index});
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::gather, {x}, op_attrs::Dim{dim}, {index});
   return out;
 }
 
@@ -225,7 +216,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   Tensor out = x.clone().detach();
   Tensor s = src.to(x.dtype());
   if (index.numel()) x.backend()->scatter_add(out.arg(), dim, index.arg(), s.arg());
-  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::scatter_add, {x, s}, {dim}, {}, {index});
+  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::scatter_add, {x, s}, op_attrs::Dim{dim}, {index});
   return out;
 }
 
@@ -239,7 +230,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = detail::empty(s, x.dtype(), x.device());
   Tensor idx = index.reshape({index.numel()});
   if (out.numel()) x.backend()->index_select(out.arg(), x.arg(), dim, idx.arg());
-  if (detail::needs_grad({&x})) detail::record(out, OpKind::index_select, {x}, {dim}, {}, {idx});
+  if (detail::needs_grad({&x})) detail::record(out, OpKind::index_select, {x}, op_attrs::Dim{dim}, {idx});
   return out;
 }
 
@@ -258,7 +249,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   Tensor s = src.to(x.dtype());
   Tensor idx = index.reshape({index.numel()});
   if (s.numel()) x.backend()->index_add(out.arg(), dim, idx.arg(), s.arg());
-  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::index_add, {x, s}, {dim}, {}, {idx});
+  if (detail::needs_grad({&x, &src})) detail::record(out, OpKind::index_add, {x, s}, op_attrs::Dim{dim}, {idx});
   return out;
 }
 

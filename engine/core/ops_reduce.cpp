@@ -55,11 +55,10 @@ Tensor differentiable_reduce(ReduceOp op, const Tensor& x, const std::vector<int
                              DType out_dtype, double p0 = 0) {
   Tensor out = reduce(op, x, dims, keepdim, out_dtype, p0);
   if (is_floating(out_dtype) && detail::needs_grad({&x})) {
-    std::vector<int64_t> ints = detail::normalize_dims(dims, x.dim(), reduce_op_name(op));
-    ints.push_back(keepdim ? 1 : 0);  // last int: keepdim
+    op_attrs::Reduce attrs{detail::normalize_dims(dims, x.dim(), reduce_op_name(op)), keepdim, p0};
     std::vector<Tensor> saved;
     if (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::prod) saved.push_back(out);
-    detail::record(out, kind_of(op), {x.to(out_dtype)}, ints, {p0}, saved);
+    detail::record(out, kind_of(op), {x.to(out_dtype)}, std::move(attrs), saved);
   }
   return out;
 }

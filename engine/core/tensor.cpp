@@ -40,15 +40,13 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, std::vector<int64_t> ints,
-            std::vector<double> reals, std::vector<Tensor> saved) {
+void record(Tensor& out, OpKind kind, std::vector<Tensor> inputs, OpAttrs attrs, std::vector<Tensor> saved) {
   static std::atomic<int64_t> sequence{0};
   auto node = std::make_shared<Node>();
   node->kind = kind;
   for (auto& t : inputs) node->inputs.push_back(t.impl_ptr());
   for (auto& t : saved) node->saved.push_back(t.detach().impl_ptr());
-  node->ints = std::move(ints);
-  node->reals = std::move(reals);
+  node->attrs = std::move(attrs);
   node->sequence = sequence++;
   out.impl()->grad_fn = std::move(node);
   out.impl()->requires_grad = true;
@@ -295,7 +293,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
     st[i] = strides()[d];
   }
   Tensor out = make_view(*this, s, st, offset());
-  if (detail::needs_grad({this})) detail::record(out, OpKind::permute, {*this}, normalized);
+  if (detail::needs_grad({this})) detail::record(out, OpKind::permute, {*this}, op_attrs::Permute{normalized});
   return out;
 }
 
@@ -319,7 +317,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   s[d] = (end - start + step - 1) / step;
   st[d] = strides()[d] * step;
   Tensor out = make_view(*this, s, st, offset() + start * strides()[d]);
-  if (detail::needs_grad({this})) detail::record(out, OpKind::slice, {*this}, {d, start, end, step});
+  if (detail::needs_grad({this})) detail::record(out, OpKind::slice, {*this}, op_attrs::Slice{d, start, end, step});
   return out;
 }
 

@@ -1,5 +1,5 @@
-// A gradcheck (central differences in f64) for every differentiable op, and a
-// check that the cases below cover every OpKind that has a backward rule.
+// A gradcheck (central differences in f64) for every differentiable op (the unary ones from
+// tests/common/unary_op_cases.h), and a check that the cases cover every OpKind.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,6 +8,7 @@
 #include "engine/autograd/gradcheck.h"
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
+#include "tests/common/unary_op_cases.h"
 
 using namespace kiln;
 
@@ -40,7 +41,7 @@ std::vector<Case> cases() {
   Conv2dParams grouped;
   grouped.groups = 2;
   grouped.dilation[0] = grouped.dilation[1] = 2;
-  return {
+  std::vector<Case> v = {
       {"reshape", {{2, 3}}, [](V x) { return x[0].reshape({3, 2}); }},
       {"permute", {{2, 3, 4}}, [](V x) { return x[0].permute({2, 0, 1}); }},
       {"expand", {{3, 1}}, [](V x) { return x[0].expand({2, 3, 4}); }},
@@ -54,27 +55,7 @@ std::vector<Case> cases() {
       {"sub", {{2, 1}, {1, 3}}, [](V x) { return sub(x[0], x[1]); }},
       {"mul", {{2, 3}, {2, 3}}, [](V x) { return mul(x[0], x[1].t().contiguous().t()); }},
       {"div", {{2, 3}, {3}}, [](V x) { return div(x[0], x[1]); }, 0.5, 2},
-      {"neg", {{4}}, [](V x) { return neg(x[0]); }},
       {"pow", {{2, 3}, {2, 3}}, [](V x) { return pow(x[0], x[1]); }, 0.5, 2},
-      {"pow_scalar", {{4}}, [](V x) { return pow(x[0], 3.0); }},
-      {"exp", {{4}}, [](V x) { return exp(x[0]); }},
-      {"log", {{4}}, [](V x) { return log(x[0]); }, 0.5, 3},
-      {"log1p", {{4}}, [](V x) { return log1p(x[0]); }, 0, 3},
-      {"expm1", {{4}}, [](V x) { return expm1(x[0]); }},
-      {"sqrt", {{4}}, [](V x) { return sqrt(x[0]); }, 0.5, 3},
-      {"rsqrt", {{4}}, [](V x) { return rsqrt(x[0]); }, 0.5, 3},
-      {"reciprocal", {{4}}, [](V x) { return reciprocal(x[0]); }, 0.5, 3},
-      {"sin", {{4}}, [](V x) { return sin(x[0]); }},
-      {"cos", {{4}}, [](V x) { return cos(x[0]); }},
-      {"tanh", {{4}}, [](V x) { return tanh(x[0]); }},
-      {"sigmoid", {{4}}, [](V x) { return sigmoid(x[0]); }},
-      {"relu", {{6}}, [](V x) { return relu(x[0]); }},
-      {"gelu", {{6}}, [](V x) { return gelu(x[0]); }},
-      {"silu", {{6}}, [](V x) { return silu(x[0]); }},
-      {"erf", {{6}}, [](V x) { return erf(x[0]); }},
-      {"abs", {{6}}, [](V x) { return abs(x[0]); }},
-      {"leaky_relu", {{6}}, [](V x) { return leaky_relu(x[0], 0.2); }},
-      {"clamp", {{6}}, [](V x) { return clamp(x[0], -1, 1); }},
       {"maximum", {{2, 3}, {3}}, [](V x) { return maximum(x[0], x[1]); }},
       {"minimum", {{2, 3}, {2, 1}}, [](V x) { return minimum(x[0], x[1]); }},
       {"where", {{2, 3}, {3}},
@@ -110,6 +91,11 @@ std::vector<Case> cases() {
       {"index_select", {{4, 3}}, [](V x) { return index_select(x[0], 0, idx({3, 0, 3}, {3})); }},
       {"index_add", {{4, 3}, {3, 3}}, [](V x) { return index_add(x[0], 0, idx({1, 1, 2}, {3}), x[1]); }},
   };
+  for (const op_cases::UnaryOpCase& c : op_cases::unary_op_cases()) {
+    if (!op_cases::unary_op_differentiable(c.op)) continue;
+    v.push_back({op_cases::case_name(c), {{6}}, [c](V x) { return op_cases::apply_unary(c, x[0]); }, c.low, c.high});
+  }
+  return v;
 }
 
 void collect_kinds(const Node* n, std::set<OpKind>& kinds, std::set<const Node*>& seen) {

@@ -51,7 +51,7 @@ void main() {
   } else if (KIND == 3) {  // binary
     if (dt_is_int(DT_A)) {
       int64_t a = load_i(p.ptr[1], DT_A, o1), b = load_i(p.ptr[2], DT_A, o2);
-      if (OP == 3 && b == 0) report_error(2u, 5u, 0, 0, 0);
+      if (OP == BINARY_div && b == 0) report_error(2u, 5u, 0, 0, 0);
       store_i(dst, DT_OUT, o0, binary_i(OP, a, b));
     } else {
       store_f(dst, DT_OUT, o0, binary_f(OP, load_f(p.ptr[1], DT_A, o1), load_f(p.ptr[2], DT_A, o2)));

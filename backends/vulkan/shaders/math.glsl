@@ -1,5 +1,6 @@
 // Scalar math of the elementwise ops, with the NaN / infinity rules of the CPU backend
 // (backends/cpu/cpu_unary.cpp, cpu_binary.cpp): torch semantics.
+#include "op_numbers.glsl"  // UNARY_<name>, BINARY_<name>: kiln::UnaryOp / BinaryOp (elementwise_ops.def)
 float k_nan() { return uintBitsToFloat(0x7fc00000u); }
 float k_inf() { return uintBitsToFloat(0x7f800000u); }
 
@@ -79,52 +80,53 @@ float k_pow(float x, float y) {
 
 float unary_f(int op, float x, float p0, float p1) {
   switch (op) {
-    case 0: return -x;
-    case 1: return abs(x);
-    case 2: return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
-    case 3: return exp(x);
-    case 4: return log(x);
-    case 5: return k_log1p(x);
-    case 6: return k_expm1(x);
-    case 7: return sqrt(x);
-    case 8: return 1.0 / sqrt(x);
-    case 9: return 1.0 / x;
-    case 10: return sin(x);
-    case 11: return cos(x);
-    case 12: return k_tanh(x);
-    case 13: return k_sigmoid(x);
-    case 14: return isnan(x) ? x : (x < 0.0 ? 0.0 : x);  // spelled out: a compiler's max() may drop NaN
-    case 15: return 0.5 * x * (1.0 + k_erf(x * 0.70710678118654752));
-    case 16: return x * k_sigmoid(x);
-    case 17: return k_erf(x);
-    case 18: return floor(x);
-    case 19: return ceil(x);
-    case 20: return roundEven(x);
-    case 21: return x == 0.0 ? 1.0 : 0.0;
-    case 22: return x > 0.0 ? x : x * p0;
-    case 23: { if (isnan(x)) return x; float r = x < p0 ? p0 : x; return r > p1 ? p1 : r; }
-    case 24: return p0 == 0.0 ? 1.0 : k_pow(x, p0);
+    case UNARY_neg: return -x;
+    case UNARY_abs: return abs(x);
+    case UNARY_sign: return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
+    case UNARY_exp: return exp(x);
+    case UNARY_log: return log(x);
+    case UNARY_log1p: return k_log1p(x);
+    case UNARY_expm1: return k_expm1(x);
+    case UNARY_sqrt: return sqrt(x);
+    case UNARY_rsqrt: return 1.0 / sqrt(x);
+    case UNARY_reciprocal: return 1.0 / x;
+    case UNARY_sin: return sin(x);
+    case UNARY_cos: return cos(x);
+    case UNARY_tanh: return k_tanh(x);
+    case UNARY_sigmoid: return k_sigmoid(x);
+    case UNARY_relu: return isnan(x) ? x : (x < 0.0 ? 0.0 : x);  // spelled out: a compiler's max() may drop NaN
+    case UNARY_gelu: return 0.5 * x * (1.0 + k_erf(x * 0.70710678118654752));
+    case UNARY_silu: return x * k_sigmoid(x);
+    case UNARY_erf: return k_erf(x);
+    case UNARY_floor: return floor(x);
+    case UNARY_ceil: return ceil(x);
+    case UNARY_round: return roundEven(x);
+    case UNARY_logical_not: return x == 0.0 ? 1.0 : 0.0;
+    case UNARY_leaky_relu: return x > 0.0 ? x : x * p0;
+    case UNARY_clamp: { if (isnan(x)) return x; float r = x < p0 ? p0 : x; return r > p1 ? p1 : r; }
+    case UNARY_pow_scalar: return p0 == 0.0 ? 1.0 : k_pow(x, p0);
+    case UNARY_hardswish: { float t = x + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; return x * t / 6.0; }
   }
   return k_nan();
 }
 
 float binary_f(int op, float a, float b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return a / b;
-    case 4: return k_pow(a, b);
-    case 5: return (a > b || isnan(a)) ? a : b;
-    case 6: return (a < b || isnan(a)) ? a : b;
-    case 7: return a == b ? 1.0 : 0.0;
-    case 8: return a != b ? 1.0 : 0.0;
-    case 9: return a < b ? 1.0 : 0.0;
-    case 10: return a <= b ? 1.0 : 0.0;
-    case 11: return a > b ? 1.0 : 0.0;
-    case 12: return a >= b ? 1.0 : 0.0;
-    case 13: return (a != 0.0 && b != 0.0) ? 1.0 : 0.0;
-    case 14: return (a != 0.0 || b != 0.0) ? 1.0 : 0.0;
+    case BINARY_add: return a + b;
+    case BINARY_sub: return a - b;
+    case BINARY_mul: return a * b;
+    case BINARY_div: return a / b;
+    case BINARY_pow: return k_pow(a, b);
+    case BINARY_maximum: return (a > b || isnan(a)) ? a : b;
+    case BINARY_minimum: return (a < b || isnan(a)) ? a : b;
+    case BINARY_eq: return a == b ? 1.0 : 0.0;
+    case BINARY_ne: return a != b ? 1.0 : 0.0;
+    case BINARY_lt: return a < b ? 1.0 : 0.0;
+    case BINARY_le: return a <= b ? 1.0 : 0.0;
+    case BINARY_gt: return a > b ? 1.0 : 0.0;
+    case BINARY_ge: return a >= b ? 1.0 : 0.0;
+    case BINARY_logical_and: return (a != 0.0 && b != 0.0) ? 1.0 : 0.0;
+    case BINARY_logical_or: return (a != 0.0 || b != 0.0) ? 1.0 : 0.0;
   }
   return k_nan();
 }
@@ -141,21 +143,21 @@ int64_t int_pow(int64_t a, int64_t e) {
 // Integer arithmetic wraps (in 64 bits, then truncated to the dtype by the store).
 int64_t binary_i(int op, int64_t a, int64_t b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return b == 0 ? 0 : (b == -1 ? -a : a / b);
-    case 4: return b < 0 ? (a == 1 ? 1 : (a == -1 ? ((b & 1) != 0 ? -1 : 1) : 0)) : int_pow(a, b);
-    case 5: return a > b ? a : b;
-    case 6: return a < b ? a : b;
-    case 7: return a == b ? 1 : 0;
-    case 8: return a != b ? 1 : 0;
-    case 9: return a < b ? 1 : 0;
-    case 10: return a <= b ? 1 : 0;
-    case 11: return a > b ? 1 : 0;
-    case 12: return a >= b ? 1 : 0;
-    case 13: return (a != 0 && b != 0) ? 1 : 0;
-    case 14: return (a != 0 || b != 0) ? 1 : 0;
+    case BINARY_add: return a + b;
+    case BINARY_sub: return a - b;
+    case BINARY_mul: return a * b;
+    case BINARY_div: return b == 0 ? 0 : (b == -1 ? -a : a / b);
+    case BINARY_pow: return b < 0 ? (a == 1 ? 1 : (a == -1 ? ((b & 1) != 0 ? -1 : 1) : 0)) : int_pow(a, b);
+    case BINARY_maximum: return a > b ? a : b;
+    case BINARY_minimum: return a < b ? a : b;
+    case BINARY_eq: return a == b ? 1 : 0;
+    case BINARY_ne: return a != b ? 1 : 0;
+    case BINARY_lt: return a < b ? 1 : 0;
+    case BINARY_le: return a <= b ? 1 : 0;
+    case BINARY_gt: return a > b ? 1 : 0;
+    case BINARY_ge: return a >= b ? 1 : 0;
+    case BINARY_logical_and: return (a != 0 && b != 0) ? 1 : 0;
+    case BINARY_logical_or: return (a != 0 || b != 0) ? 1 : 0;
   }
   return 0;
 }
