@@ -11,6 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/class_filter.h"
 #include "app/cli/datasets.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/table_data.h"
@@ -147,6 +148,14 @@ int eval_command(const std::vector<std::string>& argv) {
   } else {
     test_set = open_dataset(dataset, data_dir, /*train=*/false);
     names = class_names(dataset);
+    if (auto it = file.metadata.find(kClassesMetadataKey); it != file.metadata.end()) {
+      // a run of `kiln train --classes`: the same classes, relabelled the same way (class_filter.h)
+      const std::vector<int64_t> kept = parse_classes(it->second, static_cast<int64_t>(names.size()));
+      test_set = std::make_shared<ClassFilter>(test_set, kept);
+      std::vector<std::string> kept_names;
+      for (int64_t k : kept) kept_names.push_back(names[static_cast<size_t>(k)]);
+      names = kept_names;
+    }
   }
   const int64_t outputs = regression ? 1 : static_cast<int64_t>(names.size());
   std::shared_ptr<nn::Module> model =

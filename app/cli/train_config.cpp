@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "app/cli/datasets.h"
+#include "app/cli/train_transfer.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {
@@ -48,6 +49,7 @@ ArgParser train_parser() {
               "and replaying it as a CUDA graph (also KILN_CUDA_GRAPH=0); the captured step is used\n"
               "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
               "kiln train prints which it was");
+  add_transfer_flags(p);
   add_table_flags(p);
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
@@ -64,8 +66,9 @@ TrainConfig train_config(const Args& args) {
   if (!is_csv_dataset(c.dataset) && std::find(known.begin(), known.end(), c.dataset) == known.end())
     args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE");
   c.model = args.str("model");
+  read_transfer_flags(args, c);
   if (args.given("graph")) {
-    if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
+    if (args.given("model") || args.given("onnx")) args.fail("--graph, --onnx and --model are exclusive (the graph is the model)");
     c.graph = args.str("graph");
     if (c.graph.empty()) args.fail("--graph needs a graph JSON file");
     c.model = "graph-" + std::filesystem::path(c.graph).stem().string();
