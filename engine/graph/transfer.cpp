@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/graph/analysis.h"
 #include "engine/graph/op_schema.h"
 
 namespace kiln::graph {
@@ -11,6 +12,7 @@ NodeId find_head(const Graph& g) {
   const std::vector<NodeId> outs = g.output_nodes();
   KILN_CHECK(outs.size() == 1, ValueError, "finding the classifier head needs a graph with one Output node, this one has ",
              outs.size());
+  const Analysis a = analyze(g);
   const Node* at = &g.node(outs[0]);
   for (;;) {
     const std::optional<PortRef> src = g.source_of({at->id, 0});
@@ -19,7 +21,9 @@ NodeId find_head(const Graph& g) {
     at = &g.node(src->node);
     if (at->op == "Linear") return at->id;
     const OpSchema& s = OpRegistry::global().get(at->op);
-    KILN_CHECK(at->op != "Input" && !s.build && s.input_count(at->attrs) >= 1, ValueError,
+    const auto info = a.nodes.find(at->id);
+    const bool parameter_free = info != a.nodes.end() && info->second.parameters == 0;
+    KILN_CHECK(at->op != "Input" && parameter_free && s.input_count(at->attrs) >= 1, ValueError,
                "the graph has no Linear layer at its end: the Output is fed by '", at->name, "' (", at->op,
                "), which is not a Linear layer nor a parameter-free op in front of one");
   }
