@@ -138,6 +138,7 @@ int eval_command(const std::vector<std::string>& argv) {
   std::vector<std::string> names;
   std::string data_name = dataset;
   bool regression = false;
+  bool class_subset = false;  // a run of kiln train --classes
   if (table) {
     if (csv) table->first.path = dataset.substr(std::string(kCsvPrefix).size());
     data_name = kCsvPrefix + table->first.path;
@@ -155,12 +156,16 @@ int eval_command(const std::vector<std::string>& argv) {
       std::vector<std::string> kept_names;
       for (int64_t k : kept) kept_names.push_back(names[static_cast<size_t>(k)]);
       names = kept_names;
+      class_subset = true;
     }
   }
   const int64_t outputs = regression ? 1 : static_cast<int64_t>(names.size());
   std::shared_ptr<nn::Module> model =
       load_model(file, path, args.str("graph"), model_name, device,
-                 table ? table->second.num_features() : 0, table ? outputs : 0);
+                 table          ? table->second.num_features()
+                 : class_subset ? test_set->get_batch({0}).input.numel()  // pixels of one image
+                                : 0,
+                 table || class_subset ? outputs : 0);
   if (auto* g = dynamic_cast<graph::GraphModule*>(model.get()))
     check_graph_fits(g->graph(), data_name, *test_set, outputs);
   KILN_CHECK(test_set->size() > 0, ValueError, data_name, " has no test split (the run used --test-fraction 0)");

@@ -120,7 +120,9 @@ int train_command(const std::vector<std::string>& argv) {
   std::shared_ptr<nn::Module> model =
       net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net))
       : csv ? train::make_model(c.model, table->schema.num_features(), outputs)
-            : train::make_model(c.model);
+      : c.classes.empty()
+          ? train::make_model(c.model)
+          : train::make_model(c.model, loaders.train->dataset().get_batch({0}).input.numel(), outputs);  // k classes
   model->to(device);
   // Frozen nodes' parameters (--freeze-*) stay out of the optimizer.
   auto* graph_module = dynamic_cast<graph::GraphModule*>(model.get());

@@ -36,6 +36,11 @@ void read_transfer_flags(const Args& args, TrainConfig& c) {
     if (csv) args.fail("--classes applies to image datasets, not csv:FILE");
     c.classes = args.str("classes");
     if (c.classes.empty()) args.fail("--classes needs classes, e.g. 0-4 or 0,2,5");
+    try {  // checked here, before any graph or data is read
+      parse_classes(c.classes, static_cast<int64_t>(class_names(args.str("dataset")).size()));
+    } catch (const ValueError& e) {
+      args.fail(e.what());
+    }
   }
   if (args.given("train-subset")) {
     if (csv) args.fail("--train-subset applies to image datasets, not csv:FILE");

@@ -19,7 +19,8 @@ struct TrainConfig;
 void add_transfer_flags(ArgParser& p);
 // Reads the flags into `c` (the model name of --onnx too); UsageError for a bad combination:
 // --onnx with --graph or --model, the network edits without --graph or --onnx, both freeze
-// flags, --classes or --train-subset with a csv: dataset.
+// flags, --classes or --train-subset with a csv: dataset, a --classes parse_classes refuses
+// (class_filter.h).
 void read_transfer_flags(const Args& args, TrainConfig& c);
 
 // The network of --graph or --onnx with --replace-head and the freeze flags applied, checked

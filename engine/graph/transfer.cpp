@@ -13,7 +13,8 @@ NodeId find_head(const Graph& g) {
   KILN_CHECK(outs.size() == 1, ValueError, "finding the classifier head needs a graph with one Output node, this one has ",
              outs.size());
   const Analysis a = analyze(g);
-  const Node* at = &g.node(outs[0]);
+  const Node& output = g.node(outs[0]);
+  const Node* at = &output;
   for (;;) {
     const std::optional<PortRef> src = g.source_of({at->id, 0});
     KILN_CHECK(src, ValueError, "the graph has no Linear layer at its end: the input of '", at->name,
@@ -24,8 +25,8 @@ NodeId find_head(const Graph& g) {
     const auto info = a.nodes.find(at->id);
     const bool parameter_free = info != a.nodes.end() && info->second.parameters == 0;
     KILN_CHECK(at->op != "Input" && parameter_free && s.input_count(at->attrs) >= 1, ValueError,
-               "the graph has no Linear layer at its end: the Output is fed by '", at->name, "' (", at->op,
-               "), which is not a Linear layer nor a parameter-free op in front of one");
+               "the graph has no Linear layer at its end: walking back from the Output '", output.name, "' stops at '",
+               at->name, "' (", at->op, "), which is neither a Linear layer nor a parameter-free op");
   }
 }
 
