@@ -68,7 +68,7 @@ TrainConfig train_config(const Args& args) {
   c.model = args.str("model");
   read_transfer_flags(args, c);
   if (args.given("graph")) {
-    if (args.given("model") || args.given("onnx")) args.fail("--graph, --onnx and --model are exclusive (the graph is the model)");
+    if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
     c.graph = args.str("graph");
     if (c.graph.empty()) args.fail("--graph needs a graph JSON file");
     c.model = "graph-" + std::filesystem::path(c.graph).stem().string();

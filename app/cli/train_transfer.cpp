@@ -47,7 +47,9 @@ void read_transfer_flags(const Args& args, TrainConfig& c) {
     c.train_subset = args.integer("train-subset", 1);
   }
   if (args.given("onnx")) {
-    if (args.given("model")) args.fail("--onnx and --model are exclusive (the ONNX model is the model)");
+    if (args.given("model") || args.given("graph"))
+      args.fail(std::string("--onnx and --") + (args.given("model") ? "model" : "graph") +
+                " are exclusive (the ONNX model is the model)");
 #ifndef KILN_HAVE_ONNX
     args.fail("--onnx needs Kiln built with ONNX support (KILN_ONNX)");
 #endif
