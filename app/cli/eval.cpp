@@ -11,6 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/class_filter.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/interrupt.h"
@@ -149,6 +150,7 @@ int eval_command(const std::vector<std::string>& argv) {
   std::vector<std::string> names;
   std::string data_name = dataset;
   bool regression = false;
+  bool class_subset = false;  // a run of kiln train --classes
   if (table) {
     if (csv) table->first.path = dataset.substr(std::string(kCsvPrefix).size());
     data_name = kCsvPrefix + table->first.path;
@@ -167,11 +169,23 @@ int eval_command(const std::vector<std::string>& argv) {
   } else {
     test_set = open_dataset(dataset, data_dir, /*train=*/false);
     names = class_names(dataset);
+    if (auto it = file.metadata.find(kClassesMetadataKey); it != file.metadata.end()) {
+      // a run of `kiln train --classes`: the same classes, relabelled the same way (class_filter.h)
+      const std::vector<int64_t> kept = parse_classes(it->second, static_cast<int64_t>(names.size()));
+      test_set = std::make_shared<ClassFilter>(test_set, kept);
+      std::vector<std::string> kept_names;
+      for (int64_t k : kept) kept_names.push_back(names[static_cast<size_t>(k)]);
+      names = kept_names;
+      class_subset = true;
+    }
   }
   const int64_t outputs = regression ? 1 : static_cast<int64_t>(names.size());
   std::shared_ptr<nn::Module> model =
       load_model(file, path, args.str("graph"), model_name, device,
-                 table ? table->second.num_features() : 0, table || image ? outputs : 0, image ? &*image : nullptr);
+                 table          ? table->second.num_features()
+                 : class_subset ? test_set->get_batch({0}).input.numel()  // pixels of one image
+                                : 0,
+                 table || image || class_subset ? outputs : 0, image ? &*image : nullptr);
   if (auto* g = dynamic_cast<graph::GraphModule*>(model.get()))
     check_graph_fits(g->graph(), data_name, *test_set, outputs);
   KILN_CHECK(test_set->size() > 0, ValueError, data_name, " has no test split (the run used --test-fraction 0)");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/class_filter.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
@@ -21,6 +22,7 @@
 #include "app/cli/train_config.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
+#include "app/cli/train_transfer.h"
 #include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/random.h"
@@ -46,8 +48,10 @@ struct Loaders {
 // The training set (less the validation share), validation set (when val_fraction > 0)
 // and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
 // csv: dataset, `images` those of an image dataset (null for the others). Images are decoded and
-// augmented on c.images.workers loader threads.
-Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images) {
+// augmented on c.images.workers loader threads. `classes`: set to the classes kept (--classes,
+// train_transfer.h) of the other datasets.
+Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images,
+                     std::vector<int64_t>& classes) {
   std::shared_ptr<const data::Dataset> train_set, test_set;
   std::shared_ptr<const data::Dataset> val_set;
   int workers = 1;
@@ -62,6 +66,7 @@ Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const
   } else {
     train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
     test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
+    classes = filter_splits(c, static_cast<int64_t>(class_names(c.dataset).size()), train_set, test_set);
   }
   if (c.val_fraction > 0 && !val_set) {
     int64_t n = train_set->size();
@@ -115,7 +120,7 @@ int train_command(const std::vector<std::string>& argv) {
   manual_seed(c.seed);
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
-  if (!c.graph.empty()) net = load_checked_graph(c.graph);
+  net = transfer_graph(c);  // --graph or --onnx, with a new head and frozen nodes (train_transfer.h)
   const bool csv = is_csv_dataset(c.dataset);
   std::optional<data::TabularData> table;
   if (csv) table = load_table(c.table);
@@ -123,19 +128,27 @@ int train_command(const std::vector<std::string>& argv) {
   std::optional<ImageData> images;
   if (image) images = load_images(c.images);
   const bool regression = csv && table->schema.task == data::Task::regression;
+  std::vector<int64_t> classes;
+  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr, classes);
   const int64_t outputs = csv     ? table->schema.num_outputs()
                           : image ? static_cast<int64_t>(images->run.classes.size())
-                                  : static_cast<int64_t>(class_names(c.dataset).size());
-  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr);
-  if (net) check_graph_fits(*net, c.dataset, loaders.train->dataset(), outputs);
+                                  : static_cast<int64_t>(classes.size());
+  if (net)
+    check_graph_fits(*net, c.classes.empty() ? c.dataset : c.dataset + " --classes " + c.classes,
+                     loaders.train->dataset(), outputs);
 
   std::shared_ptr<nn::Module> model =
       net ? std::static_pointer_cast<nn::Module>(std::make_shared<graph::GraphModule>(*net))
       : csv   ? train::make_model(c.model, table->schema.num_features(), outputs)
       : image ? train::make_image_model(c.model, images->run.channels, images->run.height, images->run.width, outputs)
-              : train::make_model(c.model);
+      : c.classes.empty()
+          ? train::make_model(c.model)
+          : train::make_model(c.model, loaders.train->dataset().get_batch({0}).input.numel(), outputs);  // k classes
   model->to(device);
-  auto optimizer = optim::make_optimizer(optimizer_config(c), model->parameters());
+  // Frozen nodes' parameters (--freeze-*) stay out of the optimizer.
+  auto* graph_module = dynamic_cast<graph::GraphModule*>(model.get());
+  auto optimizer = optim::make_optimizer(optimizer_config(c), graph_module ? graph_module->trainable_parameters()
+                                                                           : model->parameters());
   const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
   if (!precision.note.empty())
     std::fprintf(stderr, "kiln: --precision %s: %s\n", c.precision.c_str(), precision.note.c_str());
@@ -152,7 +165,10 @@ int train_command(const std::vector<std::string>& argv) {
                           {"optimizer", c.optimizer}, {"lr", text(c.lr)}, {"momentum", text(c.momentum)},
                           {"weight_decay", text(c.weight_decay)}, {"scheduler", c.scheduler},
                           {"seed", std::to_string(c.seed)}, {"val_fraction", text(c.val_fraction)},
-                          {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision}};
+                          {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision},
+                          {"classes", c.classes}, {"train_subset", std::to_string(c.train_subset)},
+                          {"onnx", c.onnx}, {"replace_head", std::to_string(c.replace_head)},
+                          {"freeze_until", c.freeze_until}, {"freeze_all_but_head", c.freeze_all_but_head ? "1" : "0"}};
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
@@ -219,6 +235,7 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
   if (image) metadata[kImagesMetadataKey] = kRunImagesFile;
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
+  if (!c.classes.empty()) metadata[kClassesMetadataKey] = classes_str(classes);  // `kiln eval` keeps the same classes
   io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =
@@ -245,6 +262,13 @@ int train_command(const std::vector<std::string>& argv) {
       {"cuda_graph", trainer.cuda_graph_note()},
   };
   if (net) summary["graph"] = kRunGraphFile;
+  if (!c.classes.empty()) summary["classes"] = classes;  // label i of the model is data set class classes[i]
+  if (c.train_subset > 0) summary["train_subset"] = c.train_subset;
+  if (graph_module) summary["trainable_parameters"] = [&] {
+    int64_t n = 0;
+    for (const Tensor& p : graph_module->trainable_parameters()) n += p.numel();
+    return n;
+  }();
   if (csv) {
     summary["data"] = table_summary(c.table, *table, loaders.train->dataset().size(),
                                     loaders.validation ? loaders.validation->dataset().size() : 0,

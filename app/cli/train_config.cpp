@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "app/cli/datasets.h"
+#include "app/cli/train_transfer.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {
@@ -50,6 +51,7 @@ ArgParser train_parser() {
               "and replaying it as a CUDA graph (also KILN_CUDA_GRAPH=0); the captured step is used\n"
               "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
               "kiln train prints which it was");
+  add_transfer_flags(p);
   add_table_flags(p);
   add_image_flags(p);
   p.epilog(
@@ -69,6 +71,7 @@ TrainConfig train_config(const Args& args) {
       std::find(known.begin(), known.end(), c.dataset) == known.end())
     args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE, imagefolder:DIR, images:FILE.csv");
   c.model = args.str("model");
+  read_transfer_flags(args, c);
   if (args.given("graph")) {
     if (args.given("model")) args.fail("--graph and --model are exclusive (the graph is the model)");
     c.graph = args.str("graph");

@@ -34,6 +34,13 @@ struct TrainConfig {
   std::string out_dir;
   bool resume = false;
   int64_t limit_batches = 0;       // 0: no limit
+  // Transfer learning (train_transfer.h): data and network edits.
+  std::string classes;             // --classes 0-4: keep these classes, relabelled 0..k-1 ("": all)
+  int64_t train_subset = 0;        // --train-subset N: a seeded N-sample subset of the training split (0: all)
+  std::string onnx;                // --onnx FILE: train the imported model (its weights are the start)
+  int64_t replace_head = 0;        // --replace-head N: the last Linear gets N fresh outputs (0: keep)
+  std::string freeze_until;        // --freeze-until NODE: freeze NODE and every node before it
+  bool freeze_all_but_head = false;
 };
 
 // The parser with every flag of `kiln train`, defaults as in TrainConfig.

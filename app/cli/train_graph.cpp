@@ -12,6 +12,11 @@ namespace kiln::cli {
 graph::Graph load_checked_graph(const std::string& path) {
   KILN_CHECK(!std::filesystem::is_directory(path), IoError, path, " is a directory, not a graph JSON file");
   graph::Graph g = graph::load_graph(path);
+  check_trainable_graph(g, path);
+  return g;
+}
+
+void check_trainable_graph(const graph::Graph& g, const std::string& path) {
   graph::Analysis a = graph::analyze(g);
   if (!a.ok()) {
     std::string msg = path + ": the graph cannot be trained:";
@@ -22,7 +27,6 @@ graph::Graph load_checked_graph(const std::string& path) {
   KILN_CHECK(g.input_nodes().size() == 1 && g.output_nodes().size() == 1, ValueError, path,
              ": training needs a graph with one Input and one Output node, it has ", g.input_nodes().size(), " and ",
              g.output_nodes().size());
-  return g;
 }
 
 void check_graph_fits(const graph::Graph& g, const std::string& dataset, const data::Dataset& data, int64_t outputs) {
@@ -37,7 +41,8 @@ void check_graph_fits(const graph::Graph& g, const std::string& dataset, const d
   const graph::TensorType out = a.nodes.at(g.output_nodes()[0]).inputs.at(0);
   const int64_t classes = outputs;
   KILN_CHECK(out.shape == graph::SymShape({graph::kBatch, classes}), ShapeError, "the graph's output is ",
-             graph::shape_str(out.shape), " but ", dataset, " has ", classes, " classes (want [N, ", classes, "])");
+             graph::shape_str(out.shape), " but ", dataset, " has ", classes, " classes (want [N, ", classes,
+             "]; kiln train --replace-head ", classes, " gives the last Linear layer ", classes, " outputs)");
 }
 
 std::optional<std::string> run_graph_of(const std::string& model_path,

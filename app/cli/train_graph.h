@@ -20,6 +20,8 @@ inline constexpr const char* kGraphMetadataKey = "kiln.graph";
 // problem (node name and message) when it cannot run, and unless it has one Input and one
 // Output node.
 graph::Graph load_checked_graph(const std::string& path);
+// load_checked_graph's checks of a graph read from `path` (named in the messages).
+void check_trainable_graph(const graph::Graph& g, const std::string& path);
 
 // ShapeError naming both shapes when the data set's samples ([N, C, H, W] or a table's [N, F],
 // without N) are not the graph's input, or its output is not [N, outputs] (the classes, or 1

@@ -215,6 +215,8 @@ void Graph::rename(NodeId id, const std::string& n) {
   for (auto& [key, t] : moved) initial_state[key] = std::move(t);
 }
 
+void Graph::set_trainable(NodeId id, bool on) { mutable_node(id).trainable = on; }
+
 void Graph::set_position(NodeId id, double x, double y) {
   KILN_CHECK(std::isfinite(x) && std::isfinite(y), ValueError, "position of '", node(id).name, "' must be finite, got (",
              x, ", ", y, ")");

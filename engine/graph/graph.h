@@ -37,6 +37,10 @@ struct Node {
   std::string name;  // unique in the graph, [A-Za-z_][A-Za-z0-9_]*; names the module's state_dict keys
   Attributes attrs;  // every attribute of the op's schema
   double x = 0, y = 0;  // position on the canvas (scene units)
+  // False: the node's parameters are frozen (requires_grad off, left out of the optimizer) and
+  // its batch-norm layers use their running statistics in training too (GraphModule); set by
+  // transfer learning (transfer.h). Graph JSON writes it only when false.
+  bool trainable = true;
   bool operator==(const Node&) const = default;
 };
 
@@ -80,6 +84,7 @@ class Graph {
   std::optional<std::string> check_name(NodeId id, const std::string& name) const;
   void rename(NodeId id, const std::string& name);  // ValueError on invalid/duplicate
   void set_position(NodeId id, double x, double y);
+  void set_trainable(NodeId id, bool on);  // Node::trainable; IndexError for an unknown id
 
   const Node& node(NodeId id) const;  // IndexError for an unknown id
   const Node* find(NodeId id) const;  // nullptr for an unknown id

@@ -24,6 +24,10 @@ GraphModule::GraphModule(const Graph& graph) : graph_(graph), analysis_(analyze(
       m = s.build(analysis_.nodes.at(id).inputs, n.attrs);
       register_module(n.name, m);
       load_initial_state(n.name, *m);
+      if (!n.trainable) {
+        for (Tensor& p : m->parameters()) p.requires_grad_(false);
+        m->eval();
+      }
     }
     modules_.push_back(m);
   }
@@ -38,6 +42,19 @@ void GraphModule::load_initial_state(const std::string& node, nn::Module& m) {
       fitting.emplace_back(key, it->second);
   }
   if (!fitting.empty()) m.load_state_dict(fitting, false);
+}
+
+std::vector<Tensor> GraphModule::trainable_parameters() const {
+  std::vector<Tensor> v;
+  for (const Tensor& p : parameters())
+    if (p.requires_grad()) v.push_back(p);
+  return v;
+}
+
+void GraphModule::train(bool on) {
+  nn::Module::train(on);
+  for (size_t i = 0; i < order_.size(); ++i)
+    if (modules_[i] && !graph_.node(order_[i]).trainable) modules_[i]->eval();
 }
 
 Tensor GraphModule::forward(const Tensor& x) {

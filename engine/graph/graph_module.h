@@ -2,6 +2,9 @@
 // Each node that builds a module becomes a child named after the node, so state_dict
 // keys read "conv1.weight"; children are registered in topological order. Works on any
 // device through Module::to and trains with train::Trainer like any model.
+// A node with trainable == false (graph.h) is frozen: its parameters do not require grad
+// (pass trainable_parameters() to the optimizer) and its layers stay in eval mode, so a
+// batch norm uses its running statistics even in training (PyTorch's fine-tuning recipe).
 #pragma once
 #include <memory>
 #include <string>
@@ -26,6 +29,10 @@ class GraphModule : public nn::Module {
   // inputs in input_nodes() order -> outputs in output_nodes() order. ValueError on a
   // wrong count; ShapeError when an input's per-sample shape is not the Input node's.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  // The parameters of trainable nodes (requires_grad true), in parameters() order.
+  std::vector<Tensor> trainable_parameters() const;
+  // Module::train, then eval mode again for the layers of frozen nodes.
+  void train(bool on = true) override;
   const Graph& graph() const { return graph_; }
   const Analysis& analysis() const { return analysis_; }
   std::string type_name() const override { return "GraphModule"; }

@@ -126,7 +126,9 @@ std::string to_json(const Graph& g) {
   for (const Node& n : g.nodes()) {
     json attrs = json::object();
     for (const auto& [k, v] : n.attrs) attrs[k] = attr_json(v);
-    nodes.push_back({{"attrs", attrs}, {"id", n.id}, {"name", n.name}, {"op", n.op}, {"x", n.x}, {"y", n.y}});
+    json jn = {{"attrs", attrs}, {"id", n.id}, {"name", n.name}, {"op", n.op}, {"x", n.x}, {"y", n.y}};
+    if (!n.trainable) jn["trainable"] = false;  // optional: files without it open as trainable
+    nodes.push_back(std::move(jn));
   }
   json edges = json::array();
   for (const Edge& e : g.edges())
@@ -173,7 +175,7 @@ Graph from_json(const std::string& text) {
     const json& jn = nodes[i];
     const std::string ctx = where(jn, i);
     if (!jn.is_object()) fail("each node must be an object" + ctx);
-    only_keys(jn, {"attrs", "id", "name", "op", "x", "y"}, ctx);
+    only_keys(jn, {"attrs", "id", "name", "op", "trainable", "x", "y"}, ctx);
     Node n;
     n.id = get_int(jn, "id", ctx);
     if (!jn.contains("op") || !jn["op"].is_string()) fail("missing \"op\"" + ctx);
@@ -187,6 +189,8 @@ Graph from_json(const std::string& text) {
         fail(std::string("\"") + axis + "\" must be a number" + ctx);
     n.x = jn.value("x", 0.0);
     n.y = jn.value("y", 0.0);
+    if (jn.contains("trainable") && !jn["trainable"].is_boolean()) fail("\"trainable\" must be true or false" + ctx);
+    n.trainable = jn.value("trainable", true);
     if (jn.contains("attrs")) {
       if (!jn["attrs"].is_object()) fail("\"attrs\" must be an object" + ctx);
       for (const auto& [k, v] : jn["attrs"].items()) n.attrs[k] = parse_attr(*s, k, v, ctx);
