@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/core/tensor.h"
 
 namespace kiln {
@@ -25,6 +26,9 @@ namespace kiln {
 #undef KILN_UNARY_DECL_1
 #undef KILN_UNARY_DECL_0
 Tensor pow(const Tensor& a, double exponent);  // a ** exponent (the def's pow_scalar)
+// The plain unary op `op` (a row of the def whose `plain` is 1): apply_unary(UnaryOp::exp, x)
+// is exp(x). ValueError for ops that take more (gelu, leaky_relu, clamp, pow_scalar).
+Tensor apply_unary(UnaryOp op, const Tensor& x);
 // A scalar operand becomes a 0-d tensor of the type PyTorch would give it.
 Tensor scalar_like(double value, const Tensor& like);
 

@@ -124,6 +124,16 @@ Tensor scalar_like(double value, const Tensor& like) {
 #undef KILN_UNARY_DEF_1
 #undef KILN_UNARY_DEF_0
 
+Tensor apply_unary(UnaryOp op, const Tensor& x) {
+  static const bool plain[] = {
+#define KILN_UNARY_OP(name, real, grad, saves, plain) plain != 0,
+#include "engine/core/elementwise_ops.def"
+  };
+  KILN_CHECK(op < UnaryOp::count && plain[static_cast<int>(op)], ValueError, "apply_unary: ",
+             op < UnaryOp::count ? unary_op_name(op) : "an unknown op", " takes parameters; call its own function");
+  return unary(op, x);
+}
+
 Tensor pow(const Tensor& x, double e) {
   if (!is_floating(x.dtype()) && (e != std::floor(e) || e < 0)) return unary(UnaryOp::pow_scalar, x.to(DType::f32), e);
   return unary(UnaryOp::pow_scalar, x, e);

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/core/backend.h"
 #include "engine/core/tensor.h"
 #include "engine/graph/types.h"
 #include "engine/nn/module.h"
@@ -121,6 +122,15 @@ struct OpSchema {
     std::function<OnnxMapResult(const OnnxNodeView&)> map;
   };
   OnnxImport onnx_import;
+  // Set for a layer that is one elementwise op without attributes (ReLU, Sigmoid, Tanh,
+  // Hardswish): the op it runs (kiln::apply_unary, the plain function of that name in ops.h)
+  // and the ONNX operator it is. ONNX import, export and codegen and the op tests treat every
+  // such layer alike, so adding one is one line in ops_activation.cpp.
+  struct UnaryLayer {
+    UnaryOp op;
+    std::string onnx_op_type;  // "HardSwish"
+  };
+  std::optional<UnaryLayer> unary_layer;
 
   int input_count(const Attributes& attrs) const;            // inputs.size() or the count attribute
   std::string input_name(int port) const;                    // "in"; "in0", "in1" for counted ports

@@ -1,4 +1,4 @@
-// Activations (torch.nn.ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax):
+// Activations (torch.nn.ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Hardswish, Softmax, LogSoftmax):
 // no parameters, output shaped as the input. Defaults as PyTorch: LeakyReLU
 // negative_slope=0.01, GELU approximate='none'; Softmax/LogSoftmax take dim=None in
 // PyTorch (deprecated implicit choice), Kiln defaults to the last dim.
@@ -25,6 +25,22 @@ OpSchema activation(const std::string& name, const std::string& description, std
   return s;
 }
 
+// A layer that runs one plain elementwise op (OpSchema::unary_layer): no module, no attributes.
+OpSchema unary_layer(const std::string& name, const std::string& description, UnaryOp op, const std::string& onnx_op_type) {
+  OpSchema s;
+  s.name = name;
+  s.category = "Activations";
+  s.description = description;
+  s.inputs = {{"in", "any floating-point tensor"}};
+  s.outputs = {{"out", "same shape"}};
+  s.infer = [name](const std::vector<TensorType>& in, const Attributes&) { return same_type(name, in); };
+  s.forward = [op](nn::Module*, const std::vector<Tensor>& in, const Attributes&) {
+    return std::vector<Tensor>{apply_unary(op, in.at(0))};
+  };
+  s.unary_layer = OpSchema::UnaryLayer{op, onnx_op_type};
+  return s;
+}
+
 OpSchema softmax(const std::string& name, const std::string& description, bool log) {
   std::vector<AttrSpec> attrs{int_attr("dim", -1, -8, 7, "", "Dimension the probabilities sum to 1 over (negative counts from the end).")};
   OpSchema s = activation<nn::Softmax>(name, description, attrs, [log](const Attributes& a) -> std::shared_ptr<nn::Module> {
@@ -42,8 +58,11 @@ OpSchema softmax(const std::string& name, const std::string& description, bool l
 }  // namespace
 
 void register_activation_ops(OpRegistry& r) {
-  r.add(activation<nn::ReLU>("ReLU", "max(x, 0) (Nair & Hinton 2010).", {},
-                             [](const Attributes&) { return std::make_shared<nn::ReLU>(); }));
+  r.add(unary_layer("ReLU", "max(x, 0) (Nair & Hinton 2010).", UnaryOp::relu, "Relu"));
+  r.add(unary_layer("Sigmoid", "1 / (1 + exp(-x)).", UnaryOp::sigmoid, "Sigmoid"));
+  r.add(unary_layer("Tanh", "Hyperbolic tangent.", UnaryOp::tanh, "Tanh"));
+  r.add(unary_layer("Hardswish", "x * relu6(x + 3) / 6 (Howard et al. 2019, MobileNetV3; torch.nn.Hardswish).",
+                    UnaryOp::hardswish, "HardSwish"));
   AttrSpec slope = float_attr("negative_slope", 0.01, 0, 0, "", "Slope for x < 0.");
   slope.min.reset(), slope.max.reset();
   r.add(activation<nn::LeakyReLU>("LeakyReLU", "x for x > 0, negative_slope * x otherwise (Maas et al. 2013).", {slope},
@@ -64,9 +83,6 @@ void register_activation_ops(OpRegistry& r) {
   }
   r.add(activation<nn::SiLU>("SiLU", "x * sigmoid(x), also called swish (Elfwing et al. 2017).", {},
                              [](const Attributes&) { return std::make_shared<nn::SiLU>(); }));
-  r.add(activation<nn::Sigmoid>("Sigmoid", "1 / (1 + exp(-x)).", {},
-                                [](const Attributes&) { return std::make_shared<nn::Sigmoid>(); }));
-  r.add(activation<nn::Tanh>("Tanh", "Hyperbolic tangent.", {}, [](const Attributes&) { return std::make_shared<nn::Tanh>(); }));
   r.add(softmax("Softmax", "exp(x) / sum(exp(x)) along dim: probabilities (torch.nn.Softmax).", false));
   r.add(softmax("LogSoftmax", "x - logsumexp(x) along dim: log-probabilities (torch.nn.LogSoftmax).", true));
 }

@@ -318,7 +318,6 @@ void register_onnx_import_rules(OpRegistry& r) {
          return m;
        }},
       {"Dropout", {"Dropout"}, map_dropout},
-      {"ReLU", {"Relu"}, no_attributes},
       {"ReLU6", {"Clip"}, map_clip},
       {"LeakyReLU", {"LeakyRelu"},
        [](const OnnxNodeView& v) -> OnnxMapResult {
@@ -333,8 +332,6 @@ void register_onnx_import_rules(OpRegistry& r) {
          return m;
        }},
       {"SiLU", {"kiln.Silu"}, no_attributes},
-      {"Sigmoid", {"Sigmoid"}, no_attributes},
-      {"Tanh", {"Tanh"}, no_attributes},
       {"Softmax", {"Softmax"}, map_softmax},
       {"LogSoftmax", {"LogSoftmax"}, map_softmax},
       {"Add", {"Add"}, map_elementwise},
@@ -349,6 +346,8 @@ void register_onnx_import_rules(OpRegistry& r) {
     if (!s) throw ValueError(std::string("ONNX import rule for unknown op '") + name + "'");
     s->onnx_import = {types, fn};
   }
+  for (const OpSchema* s : r.all())  // unary layers: their one ONNX operator, without attributes
+    if (s->unary_layer) r.mutable_find(s->name)->onnx_import = {{s->unary_layer->onnx_op_type}, no_attributes};
 }
 
 }  // namespace kiln::graph::detail

@@ -13,8 +13,8 @@
 //                           other arguments print its usage (exit 2), errors name the file (exit 1)
 //   CMakeLists.txt          find_package(Kiln), target_link_libraries(... Kiln::engine)
 // The ops it translates (to engine/core/ops.h and nn::functional): Conv (2-d), MaxPool,
-// AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, Relu, LeakyRelu, Sigmoid,
-// Tanh, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
+// AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, the operator of every unary
+// layer (graph OpSchema::unary_layer: Relu, Sigmoid, Tanh, HardSwish), LeakyRelu, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
 // LayerNormalization, Concat, Reshape and Flatten (shape known when generating), Transpose,
 // Identity, Dropout, Gather (axis 0 of a constant), Clip (constant bounds), Constant (a member). ValueError listing every other node (op
 // type and node name) before anything is written; IoError when `dir` cannot be written.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/graph/op_schema.h"
 
 namespace kiln::onnx::detail {
 
@@ -136,9 +137,18 @@ bool is_cpp_identifier(const std::string& s) {
   return !is_cpp_keyword(s);
 }
 
+namespace {
+// The unary layer (graph OpSchema::unary_layer) whose ONNX operator is `op`, or nullptr.
+const graph::OpSchema* unary_layer_of(const std::string& op) {
+  const graph::OpSchema* s = graph::OpRegistry::global().onnx_claimant(op);
+  return s && s->unary_layer ? s : nullptr;
+}
+}  // namespace
+
 bool codegen_supports(const std::string& op) {
+  if (unary_layer_of(op)) return true;  // Relu, Sigmoid, Tanh, HardSwish ...: kiln::<op>(x)
   static const std::set<std::string> ops{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul",
-                                         "Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf",
+                                         "Add", "Sub", "Mul", "Div", "LeakyRelu", "Erf",
                                          "Softmax", "LogSoftmax", "BatchNormalization", "LayerNormalization", "Concat",
                                          "Reshape", "Flatten", "Transpose", "Identity", "Dropout", "Gather",
                                          "Clip", "Constant"};
@@ -178,10 +188,9 @@ std::string codegen_expression(const Node& n, int64_t opset, const CodegenValues
     std::string f = op == "Add" ? "add" : op == "Sub" ? "sub" : op == "Mul" ? "mul" : "div";
     return "kiln::" + f + "(" + x + ", " + in(n, 1, v) + ")";
   }
-  if (op == "Relu") return "kiln::relu(" + x + ")";
+  if (const graph::OpSchema* s = unary_layer_of(op))
+    return std::string("kiln::") + unary_op_name(s->unary_layer->op) + "(" + x + ")";
   if (op == "LeakyRelu") return "kiln::leaky_relu(" + x + ", " + num(get_float(n, "alpha", 0.01)) + ")";
-  if (op == "Sigmoid") return "kiln::sigmoid(" + x + ")";
-  if (op == "Tanh") return "kiln::tanh(" + x + ")";
   if (op == "Erf") return "kiln::erf(" + x + ")";
   if (op == "Softmax" || op == "LogSoftmax") {
     KILN_CHECK(opset >= 13, ValueError, "codegen: node '", n.name, "' (", op,

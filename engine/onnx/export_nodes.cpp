@@ -247,8 +247,10 @@ void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeIn
     ::onnx::NodeProto* l = add_node(ctx, "LayerNormalization", y, ins, {y});
     set_int(l, "axis", -static_cast<int64_t>(shape.size()));
     set_float(l, "epsilon", attr_float(a, "eps"));
-  } else if (op == "ReLU" || op == "Sigmoid" || op == "Tanh" || op == "Identity") {
-    add_node(ctx, op == "ReLU" ? "Relu" : op, y, {x}, {y});
+  } else if (const graph::OpSchema* s = graph::OpRegistry::global().find(op); s && s->unary_layer) {
+    add_node(ctx, s->unary_layer->onnx_op_type, y, {x}, {y});
+  } else if (op == "Identity") {
+    add_node(ctx, op, y, {x}, {y});
   } else if (op == "ReLU6") {
     add_node(ctx, "Clip", y, {x, scalar(ctx, y + "/min", 0.0f), scalar(ctx, y + "/max", 6.0f)}, {y});
   } else if (op == "Dropout") {

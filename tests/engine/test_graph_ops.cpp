@@ -29,9 +29,10 @@ struct Case {
   std::string want;  // "f32[N, 10]" (outputs joined by "; "), or "error: <substring>"
 };
 
-// Every op of the registry needs at least one case here (RegistryCoverage checks).
-const std::vector<Case>& cases() {
-  static const std::vector<Case> c = {
+// Every op of the registry needs at least one case here (RegistryCoverage checks); unary
+// layers (OpSchema::unary_layer) get theirs from the loop below.
+std::vector<Case> make_cases() {
+  std::vector<Case> c = {
       {"Input", {{"shape", std::vector<int64_t>{1, 28, 28}}}, {}, "f32[N, 1, 28, 28]"},
       {"Input", {{"shape", std::vector<int64_t>{16}}, {"dtype", std::string("i64")}}, {}, "i64[N, 16]"},
       {"Output", {}, {f32({N, 10})}, ""},
@@ -119,6 +120,16 @@ const std::vector<Case>& cases() {
       {"Embedding", {}, {i64({N, 16})}, "f32[N, 16, 64]"},
       {"Embedding", {}, {f32({N, 16})}, "error: Embedding expects integer indices, got f32[N, 16]"},
   };
+  for (const OpSchema* s : OpRegistry::global().all()) {
+    if (!s->unary_layer) continue;
+    c.push_back({s->name, {}, {f32({N, 3, 5})}, "f32[N, 3, 5]"});
+    c.push_back({s->name, {}, {i64({N, 3})}, "error: " + s->name + " expects a floating-point input, got i64[N, 3]"});
+  }
+  return c;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = make_cases();
   return c;
 }
 

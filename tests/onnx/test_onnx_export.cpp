@@ -8,10 +8,13 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "engine/core/random.h"
 #include "engine/graph/analysis.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
+#include "engine/onnx/codegen.h"
 #include "engine/onnx/export.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/suite.h"
@@ -175,6 +178,9 @@ Graph all_ops_image() {
   auto ln2 = add(g, "LayerNorm", "ln_plain", {{"normalized_shape", V{12}}, {"elementwise_affine", false}}, {ln});
   auto sg = add(g, "Sigmoid", "sigmoid", {}, {ln2});
   auto th = add(g, "Tanh", "tanh", {}, {sg});
+  for (const graph::OpSchema* s : graph::OpRegistry::global().all())  // every other unary layer (Hardswish ...)
+    if (s->unary_layer && s->name != "ReLU" && s->name != "Sigmoid" && s->name != "Tanh")
+      th = add(g, s->name, "unary_" + std::to_string(g.nodes().size()), {}, {th});
   auto rs = add(g, "Reshape", "reshape", {{"shape", V{3, -1}}}, {th});
   auto sm = add(g, "Softmax", "softmax", {{"dim", int64_t{-1}}}, {rs});
   auto rl = add(g, "ReLU", "relu", {}, {sm});
@@ -237,6 +243,29 @@ TEST(OnnxExport, EveryStudioOpRoundTrips) {
       EXPECT_TRUE(covered.count(s->name)) << s->name << " is not exported by a test";
     }
   }
+}
+
+// Codegen translates the export of every Studio op (generate_cpp lists every ONNX node it
+// cannot translate, before writing anything), and a unary layer becomes its kiln:: function.
+TEST(OnnxExport, EveryStudioOpHasCodegen) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln_export_codegen_" + std::to_string(::getpid()));
+  for (Graph g : {all_ops_image(), tokens_graph()}) {
+    GraphModule gm(g);
+    kiln::onnx::Model m = kiln::onnx::parse_model(kiln::onnx::export_model(g, gm.state_dict()), "", g.name);
+    try {
+      kiln::onnx::generate_cpp(m, dir.string());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << g.name << ": " << e.what();
+    }
+  }
+  std::string cpp;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".cpp" && e.path().filename() != "main.cpp") cpp += read(e.path());
+  fs::remove_all(dir);
+  for (const graph::OpSchema* s : graph::OpRegistry::global().all())
+    if (s->unary_layer) {
+      EXPECT_NE(cpp.find(std::string("kiln::") + unary_op_name(s->unary_layer->op) + "("), std::string::npos) << s->name;
+    }
 }
 
 TEST(OnnxExport, InitializersAreNamedLikeTheStateDict) {
