@@ -10,16 +10,22 @@ namespace kiln::graph::detail {
 
 namespace {
 
-template <class M, class Make>
-OpSchema activation(const std::string& name, const std::string& description, std::vector<AttrSpec> attrs, Make make) {
+// What every activation shares: category, one input and one output of its shape and dtype.
+OpSchema elementwise_base(const std::string& name, const std::string& description) {
   OpSchema s;
   s.name = name;
   s.category = "Activations";
   s.description = description;
   s.inputs = {{"in", "any floating-point tensor"}};
   s.outputs = {{"out", "same shape"}};
-  s.attributes = std::move(attrs);
   s.infer = [name](const std::vector<TensorType>& in, const Attributes&) { return same_type(name, in); };
+  return s;
+}
+
+template <class M, class Make>
+OpSchema activation(const std::string& name, const std::string& description, std::vector<AttrSpec> attrs, Make make) {
+  OpSchema s = elementwise_base(name, description);
+  s.attributes = std::move(attrs);
   s.build = [make](const std::vector<TensorType>&, const Attributes& a) -> std::shared_ptr<nn::Module> { return make(a); };
   s.forward = module_forward;
   return s;
@@ -27,13 +33,7 @@ OpSchema activation(const std::string& name, const std::string& description, std
 
 // A layer that runs one plain elementwise op (OpSchema::unary_layer): no module, no attributes.
 OpSchema unary_layer(const std::string& name, const std::string& description, UnaryOp op, const std::string& onnx_op_type) {
-  OpSchema s;
-  s.name = name;
-  s.category = "Activations";
-  s.description = description;
-  s.inputs = {{"in", "any floating-point tensor"}};
-  s.outputs = {{"out", "same shape"}};
-  s.infer = [name](const std::vector<TensorType>& in, const Attributes&) { return same_type(name, in); };
+  OpSchema s = elementwise_base(name, description);
   s.forward = [op](nn::Module*, const std::vector<Tensor>& in, const Attributes&) {
     return std::vector<Tensor>{apply_unary(op, in.at(0))};
   };
