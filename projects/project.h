@@ -90,11 +90,20 @@ struct Evaluation {
   std::vector<Misclassified> misclassified;  // the first few, in test-split order
   int image_height = 0, image_width = 0;     // of `images`
   std::vector<uint8_t> images;  // misclassified.size() * H * W grey bytes (row-major), or empty
+  // Every evaluated sample, in test-split order (empty for evaluations stored before
+  // schema 4): its index in the test split, true and predicted label, and the softmax
+  // probability of the predicted label in [0, 1] (NaN when the model's output was NaN).
+  struct Prediction {
+    int32_t index = 0;
+    int32_t truth = 0, predicted = 0;
+    float probability = 0;
+  };
+  std::vector<Prediction> predictions;
 };
 
 class Project {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -165,7 +174,8 @@ class Project {
 
   // Stores (replaces) the run's evaluation. ProjectError for an unknown run, a confusion
   // matrix that is not C * C, a label outside [0, C), a class name with a line break, or
-  // an image byte count that is not misclassified.size() * H * W.
+  // an image byte count that is not misclassified.size() * H * W, or a prediction whose
+  // label is outside [0, C) or whose probability is neither in [0, 1] nor NaN.
   void set_evaluation(int64_t run, const Evaluation&);
   // nullopt when the run has none; ProjectError when the stored one is damaged.
   std::optional<Evaluation> evaluation(int64_t run) const;

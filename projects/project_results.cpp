@@ -1,5 +1,6 @@
 // Project: a run's per-epoch checkpoints (its latest and best kept) and its evaluation
 // on the test images.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -9,6 +10,11 @@
 namespace kiln::projects {
 
 namespace {
+// evaluations.predictions: Evaluation::Prediction records packed as 16 bytes each
+// (int32 index, int32 truth, int32 predicted, float32 probability), little-endian.
+static_assert(sizeof(Evaluation::Prediction) == 16, "the stored prediction record is 16 bytes");
+static_assert(std::endian::native == std::endian::little, "predictions are stored little-endian");
+
 // The run's best checkpoint: highest val_accuracy, NULL (NaN) last, ties to the later epoch.
 constexpr const char* kBest =
     "SELECT id FROM checkpoints WHERE run = ?1 ORDER BY val_accuracy IS NULL, val_accuracy DESC, epoch DESC LIMIT 1";
@@ -68,20 +74,32 @@ void Project::set_evaluation(int64_t run, const Evaluation& e) {
     throw ProjectError(where + ": " + std::to_string(e.images.size()) + " image bytes for " +
                        std::to_string(e.misclassified.size()) + " images of " + std::to_string(e.image_height) + "x" +
                        std::to_string(e.image_width));
+  for (const auto& p : e.predictions) {
+    if (p.truth < 0 || p.predicted < 0 || static_cast<size_t>(p.truth) >= c || static_cast<size_t>(p.predicted) >= c)
+      throw ProjectError(where + ": the prediction of sample " + std::to_string(p.index) + " has a label outside 0.." +
+                         std::to_string(c) + "-1");
+    if (!std::isnan(p.probability) && !(p.probability >= 0.0f && p.probability <= 1.0f))
+      throw ProjectError(where + ": the prediction of sample " + std::to_string(p.index) + " has probability " +
+                         std::to_string(p.probability) + ", not in [0, 1]");
+  }
   Statement s = db_->prepare(
       "INSERT OR REPLACE INTO evaluations(run, count, loss, accuracy, class_names, confusion, misclassified, "
-      "image_height, image_width, images, created_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "image_height, image_width, images, created_at, predictions) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run).bind(2, e.count).bind(3, e.loss).bind(4, e.accuracy).bind(5, names);
   s.bind_blob(6, e.confusion.data(), e.confusion.size() * sizeof(int64_t));
   s.bind(7, miss.str()).bind(8, e.image_height).bind(9, e.image_width);
   if (e.images.empty()) s.bind_null(10);
   else s.bind_blob(10, e.images.data(), e.images.size());
-  s.bind(11, utc_now()).run();
+  s.bind(11, utc_now());
+  if (e.predictions.empty()) s.bind_null(12);
+  else s.bind_blob(12, e.predictions.data(), e.predictions.size() * sizeof(Evaluation::Prediction));
+  s.run();
 }
 
 std::optional<Evaluation> Project::evaluation(int64_t run) const {
   Statement s = db_->prepare(
-      "SELECT count, loss, accuracy, class_names, confusion, misclassified, image_height, image_width, images "
+      "SELECT count, loss, accuracy, class_names, confusion, misclassified, image_height, image_width, images, "
+      "predictions "
       "FROM evaluations WHERE run = ?");
   s.bind(1, run);
   if (!s.step()) return std::nullopt;
@@ -115,6 +133,18 @@ std::optional<Evaluation> Project::evaluation(int64_t run) const {
     e.images.assign(images.begin(), images.end());
     if (e.images.size() != e.misclassified.size() * static_cast<size_t>(e.image_height * e.image_width))
       throw ProjectError(where + " is damaged: " + std::to_string(e.images.size()) + " image bytes");
+  }
+  if (!s.is_null(9)) {
+    const std::vector<char> predictions = s.blob(9);
+    if (predictions.size() % sizeof(Evaluation::Prediction) != 0)
+      throw ProjectError(where + " is damaged: " + std::to_string(predictions.size()) +
+                         " prediction bytes, not a multiple of 16");
+    e.predictions.resize(predictions.size() / sizeof(Evaluation::Prediction));
+    std::memcpy(e.predictions.data(), predictions.data(), predictions.size());
+    for (const auto& p : e.predictions)
+      if (p.truth < 0 || p.predicted < 0 || static_cast<size_t>(p.truth) >= c || static_cast<size_t>(p.predicted) >= c)
+        throw ProjectError(where + " is damaged: the prediction of sample " + std::to_string(p.index) +
+                           " has a label outside 0.." + std::to_string(c) + "-1");
   }
   return e;
 }

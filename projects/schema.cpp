@@ -108,6 +108,16 @@ CREATE TABLE evaluations(
   created_at TEXT NOT NULL);
 )sql";
 
+// Schema 4: runs carry tags (one per line; the Runs view filters by them) and may be
+// deleted softly (deleted_at: ISO-8601 UTC, '' = not deleted) so a delete can be undone
+// until the project is closed; an evaluation keeps every test sample's prediction
+// (Evaluation::predictions, so the confusion matrix can list the samples of a cell).
+constexpr const char* kSchema4 = R"sql(
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN deleted_at TEXT NOT NULL DEFAULT '';
+ALTER TABLE evaluations ADD COLUMN predictions BLOB;
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -183,7 +193,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}};
   return steps;
 }
 

@@ -270,6 +270,10 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
     ev.images.insert(ev.images.end(), bytes.begin() + at, bytes.begin() + at + 28 * 28);
     ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
   }
+  ev.predictions.reserve(e.predictions.size());
+  for (size_t i = 0; i < e.predictions.size(); ++i)
+    ev.predictions.push_back({static_cast<int32_t>(i), static_cast<int32_t>(e.targets[i]),
+                              static_cast<int32_t>(e.predictions[i]), e.probabilities[i]});
   ev.count = e.metrics.count();
   ev.loss = e.metrics.loss();
   ev.accuracy = e.metrics.accuracy();

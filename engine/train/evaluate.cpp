@@ -1,5 +1,8 @@
 #include "engine/train/evaluate.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "engine/core/grad_mode.h"
 #include "engine/nn/functional.h"
 
@@ -13,12 +16,26 @@ struct EvalModeGuard {
   nn::Module& module;
   bool was_training;
 };
+
+// softmax(row)[argmax] = 1 / sum_j exp(row_j - max) per row of logits [B, C]; NaN rows give NaN.
+void append_top_probabilities(const Tensor& logits, std::vector<float>& out) {
+  if (logits.dim() != 2) return;  // regression outputs: ClassificationMetrics keeps no predictions either
+  const std::vector<float> l = logits.to_vector<float>();
+  const size_t c = static_cast<size_t>(logits.size(1));
+  for (size_t i = 0; c && i < l.size() / c; ++i) {
+    const float* row = l.data() + i * c;
+    const float m = *std::max_element(row, row + c);
+    double sum = 0;
+    for (size_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
+    out.push_back(static_cast<float>(1.0 / sum));
+  }
+}
 }  // namespace
 
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateOptions& options) {
   NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
-  Evaluation out{ClassificationMetrics(options.num_classes, options.top_k), {}, {}, false};
+  Evaluation out{ClassificationMetrics(options.num_classes, options.top_k), {}, {}, {}, false};
   loader.set_epoch(0);
   for (const data::Batch& batch : loader) {
     if (options.should_stop && options.should_stop()) {
@@ -32,6 +49,7 @@ Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateO
     if (options.keep_predictions) {
       const std::vector<int64_t> t = batch.target.to_vector<int64_t>();
       out.targets.insert(out.targets.end(), t.begin(), t.end());
+      append_top_probabilities(logits, out.probabilities);
     }
   }
   return out;

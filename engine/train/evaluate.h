@@ -22,7 +22,7 @@ struct EvaluateOptions {
   int64_t top_k = 5;             // for ClassificationMetrics::top_k_accuracy
   Device device;                 // where the model lives; batches are moved there
   LossFn loss;                   // empty: cross_entropy (nn/functional.h)
-  bool keep_predictions = false; // fill Evaluation::predictions and ::targets
+  bool keep_predictions = false; // fill Evaluation::predictions, ::targets and ::probabilities
   // Asked before each batch (after it is loaded); true ends the pass there with
   // Evaluation::stopped set, e.g. on Ctrl-C. May be empty.
   std::function<bool()> should_stop;
@@ -33,6 +33,7 @@ struct Evaluation {
   // With keep_predictions, per sample in the loader's order: the top-1 class (the column
   // of ClassificationMetrics::confusion it counted in) and the true class.
   std::vector<int64_t> predictions, targets;
+  std::vector<float> probabilities;  // softmax probability of each prediction, in [0, 1]
   bool stopped = false;           // should_stop ended the pass early
 };
 

@@ -158,6 +158,39 @@ class TestProjectOpen : public QObject {
     QCOMPARE(p.begin_run({"next", "{}", "cpu", 0}), int64_t(3));  // AUTOINCREMENT continues
   }
 
+  // A schema-3 file (the release before run tags and stored predictions) with a finished run
+  // and its evaluation: migrated to 4, the evaluation reads back without predictions, the
+  // run gets no tags and is not deleted, and a new evaluation stores predictions.
+  void schema3EvaluationIsMigrated() {
+    const QString path = file("v3.kiln");
+    {
+      Database db(path.toStdString(), Database::Mode::create);
+      db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+      configure_connection(db);
+      migrate(db, 0, 3, migrations());
+      db.exec("INSERT INTO runs(name, started_at, ended_at, status) VALUES('old', 't0', 't1', 'finished')");
+      db.exec("INSERT INTO evaluations(run, count, loss, accuracy, class_names, confusion, misclassified, created_at) "
+              "VALUES(1, 4, 0.5, 0.75, 'a' || char(10) || 'b', zeroblob(32), '3:1:0 ', 't1')");
+    }
+    QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(3));
+    Project p = Project::open(path.toStdString());
+    QCOMPARE(p.database().pragma_int("user_version"), int64_t(kCurrentSchema));
+    const auto ev = p.evaluation(1);
+    QVERIFY(ev);
+    QCOMPARE(ev->accuracy, 0.75);
+    QCOMPARE(ev->misclassified.size(), size_t(1));
+    QVERIFY(ev->predictions.empty());
+    {
+      Statement s = p.database().prepare("SELECT tags || '|' || deleted_at FROM runs WHERE id = 1");
+      QVERIFY(s.step());
+      QCOMPARE(s.text(0), std::string("|"));
+    }
+    Evaluation next = *ev;
+    next.predictions = {{0, 0, 0, 0.9f}, {3, 1, 0, 0.6f}};
+    p.set_evaluation(1, next);
+    QCOMPARE(p.evaluation(1)->predictions.size(), size_t(2));
+  }
+
   // The framework on a made-up step current -> current + 1: applied in order, user_version and meta follow.
   void migrationStepsRunInOrder() {
     const QString path = file("steps.kiln");

@@ -195,6 +195,7 @@ class TestProjectStore : public QObject {
     ev.image_height = 2;
     ev.image_width = 3;
     ev.images = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    ev.predictions = {{0, 0, 0, 0.75f}, {5, 0, 1, 0.5f}, {17, 2, 0, NAN}};
     {
       Project p = Project::create(path.toStdString());
       run = p.begin_run({"r", "{}", "cpu", 0});
@@ -214,6 +215,11 @@ class TestProjectStore : public QObject {
     QCOMPARE(back->misclassified[1].truth, 2);
     QCOMPARE(back->misclassified[1].predicted, 0);
     QCOMPARE(back->images, ev.images);
+    QCOMPARE(back->predictions.size(), size_t(3));
+    QCOMPARE(back->predictions[1].index, 5);
+    QCOMPARE(back->predictions[1].predicted, 1);
+    QCOMPARE(back->predictions[1].probability, 0.5f);
+    QVERIFY(std::isnan(back->predictions[2].probability));
 
     Evaluation bad = ev;
     bad.confusion.pop_back();
@@ -227,9 +233,20 @@ class TestProjectStore : public QObject {
     bad.images.pop_back();
     e = project_error([&] { p.set_evaluation(run, bad); });
     QVERIFY2(e.contains("11 image bytes for 2 images of 2x3"), qPrintable(e));
+    bad = ev;
+    bad.predictions[0].truth = 3;
+    e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("prediction of sample 0 has a label outside"), qPrintable(e));
+    bad = ev;
+    bad.predictions[1].probability = 1.5f;
+    e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("sample 5 has probability 1.5"), qPrintable(e));
     e = project_error([&] { p.set_evaluation(run + 5, ev); });
     QVERIFY2(e.contains("no run with id"), qPrintable(e));
     QCOMPARE(p.evaluation(run)->confusion, ev.confusion);  // the refused ones changed nothing
+    p.database().exec("UPDATE evaluations SET predictions = zeroblob(17)");
+    e = project_error([&] { p.evaluation(run); });
+    QVERIFY2(e.contains("17 prediction bytes"), qPrintable(e));
     p.database().exec("UPDATE evaluations SET misclassified = 'x:y'");
     e = project_error([&] { p.evaluation(run); });
     QVERIFY2(e.contains("damaged") && e.contains("x:y"), qPrintable(e));
