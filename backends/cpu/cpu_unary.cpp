@@ -23,6 +23,15 @@ KILN_INLINE T hardswish_of(T x) {
   return x * t / T(6);
 }
 
+// torch's hardsigmoid: min(max(x + 3, 0), 6) / 6 (NaN stays NaN).
+template <class T>
+KILN_INLINE T hardsigmoid_of(T x) {
+  T t = x + T(3);
+  t = t < T(0) ? T(0) : t;
+  t = t > T(6) ? T(6) : t;
+  return t / T(6);
+}
+
 // A float function: f32 (and f16/bf16) run `f32`, f64 runs `f64`; integer and bool
 // inputs are computed in an f64 copy (CpuBackend::unary), so only float types instantiate.
 #define KILN_FLOAT_OP(Name, cost, f32, f64)                      \
@@ -47,6 +56,7 @@ KILN_FLOAT_OP(Silu, 8, silu_f(x), x / (1.0 + std::exp(-x)))
 KILN_FLOAT_OP(Gelu, 8, gelu_f(x), 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)))
 KILN_FLOAT_OP(Erf, 8, erf_f(x), std::erf(x))
 KILN_FLOAT_OP(Hardswish, 1, hardswish_of(x), hardswish_of(x))
+KILN_FLOAT_OP(Hardsigmoid, 1, hardsigmoid_of(x), hardsigmoid_of(x))
 #undef KILN_FLOAT_OP
 
 // Integer power by squaring (wrapping); negative exponents as torch: 1, +-1 or 0.
@@ -304,6 +314,7 @@ void CpuBackend::unary(UnaryOp op, const TensorArg& out, const TensorArg& in_arg
     case UnaryOp::gelu: return run_unary(Gelu{}, out, in);
     case UnaryOp::silu: return run_unary(Silu{}, out, in);
     case UnaryOp::hardswish: return run_unary(Hardswish{}, out, in);
+    case UnaryOp::hardsigmoid: return run_unary(Hardsigmoid{}, out, in);
     case UnaryOp::erf: return run_unary(Erf{}, out, in);
     case UnaryOp::floor: return run_unary(Floor{}, out, in);
     case UnaryOp::ceil: return run_unary(Ceil{}, out, in);

@@ -35,6 +35,7 @@ KILN_FLOAT_FN(Gelu, C(0.5) * x * (C(1) + erf(x * C(0.70710678118654752440))))
 KILN_FLOAT_FN(Erf, erf(x))
 // torch's order of operations: x * min(max(x + 3, 0), 6) / 6, NaN kept.
 KILN_FLOAT_FN(Hardswish, x * (x + C(3) < C(0) ? C(0) : (x + C(3) > C(6) ? C(6) : x + C(3))) / C(6))
+KILN_FLOAT_FN(Hardsigmoid, (x + C(3) < C(0) ? C(0) : (x + C(3) > C(6) ? C(6) : x + C(3))) / C(6))
 #undef KILN_FLOAT_FN
 
 template <class C>
@@ -144,7 +145,7 @@ template <class Op> struct float_only : std::false_type {};
 #define KILN_FLOAT_ONLY(Name) template <> struct float_only<Name> : std::true_type {};
 KILN_FLOAT_ONLY(Exp) KILN_FLOAT_ONLY(Log) KILN_FLOAT_ONLY(Log1p) KILN_FLOAT_ONLY(Expm1) KILN_FLOAT_ONLY(Sqrt)
 KILN_FLOAT_ONLY(Rsqrt) KILN_FLOAT_ONLY(Reciprocal) KILN_FLOAT_ONLY(Sin) KILN_FLOAT_ONLY(Cos) KILN_FLOAT_ONLY(Tanh)
-KILN_FLOAT_ONLY(Sigmoid) KILN_FLOAT_ONLY(Silu) KILN_FLOAT_ONLY(Gelu) KILN_FLOAT_ONLY(Erf) KILN_FLOAT_ONLY(Hardswish)
+KILN_FLOAT_ONLY(Sigmoid) KILN_FLOAT_ONLY(Silu) KILN_FLOAT_ONLY(Gelu) KILN_FLOAT_ONLY(Erf) KILN_FLOAT_ONLY(Hardswish) KILN_FLOAT_ONLY(Hardsigmoid)
 #undef KILN_FLOAT_ONLY
 
 template <class T, class Op>
@@ -212,6 +213,7 @@ void CudaBackend::unary(UnaryOp op, const TensorArg& out, const TensorArg& in_ar
     case UnaryOp::gelu: return run_unary(s, name, out, in, Gelu{});
     case UnaryOp::silu: return run_unary(s, name, out, in, Silu{});
     case UnaryOp::hardswish: return run_unary(s, name, out, in, Hardswish{});
+    case UnaryOp::hardsigmoid: return run_unary(s, name, out, in, Hardsigmoid{});
     case UnaryOp::erf: return run_unary(s, name, out, in, Erf{});
     case UnaryOp::floor: return run_unary(s, name, out, in, Floor{});
     case UnaryOp::ceil: return run_unary(s, name, out, in, Ceil{});

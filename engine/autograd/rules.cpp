@@ -152,6 +152,12 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       slope = where(lt(x, scalar(-3, x)), scalar(0, x), where(le(x, scalar(3, x)), slope, scalar(1, x)));
       return {mul(g, slope)};
     }
+    case OpKind::hardsigmoid: {
+      // torch's hardsigmoid_backward: 1/6 strictly between -3 and 3, 0 elsewhere.
+      Tensor x = input(n, 0);
+      Tensor inside = logical_and(gt(x, scalar(-3, x)), lt(x, scalar(3, x)));
+      return {mul(g, mul(inside.to(g.dtype()), scalar(1.0 / 6.0, g)))};
+    }
     case OpKind::silu: {
       Tensor x = input(n, 0), s = sigmoid(x);
       return {mul(g, mul(s, add(scalar(1, x), mul(x, sub(scalar(1, x), s)))))};

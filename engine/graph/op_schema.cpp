@@ -9,6 +9,16 @@
 
 namespace kiln::graph {
 
+std::optional<std::string> OpSchema::UnaryLayer::onnx_mismatch(
+    const std::function<double(const std::string&, double)>& get) const {
+  for (const OnnxFloat& f : onnx_floats) {
+    const double v = get(f.name, f.onnx_default);
+    if (!(std::fabs(v - f.value) <= 1e-6 * std::max(1.0, std::fabs(f.value))))
+      return f.name + " is " + std::to_string(v) + ", not " + std::to_string(f.value);
+  }
+  return std::nullopt;
+}
+
 int OpSchema::input_count(const Attributes& attrs) const {
   if (count_attribute.empty()) return static_cast<int>(inputs.size());
   auto it = attrs.find(count_attribute);

@@ -123,12 +123,24 @@ struct OpSchema {
   };
   OnnxImport onnx_import;
   // Set for a layer that is one elementwise op without attributes (ReLU, Sigmoid, Tanh,
-  // Hardswish): the op it runs (kiln::apply_unary, the plain function of that name in ops.h)
-  // and the ONNX operator it is. ONNX import, export and codegen and the op tests treat every
-  // such layer alike, so adding one is one line in ops_activation.cpp.
+  // Hardswish, Hardsigmoid): the op it runs (kiln::apply_unary, the plain function of that
+  // name in ops.h) and the ONNX operator it is. ONNX import, export and codegen and the op
+  // tests treat every such layer alike, so adding one is one line in ops_activation.cpp.
   struct UnaryLayer {
     UnaryOp op;
     std::string onnx_op_type;  // "HardSwish"
+    // FLOAT attributes the ONNX operator must carry to compute this op, with the operator's
+    // own default (HardSigmoid: alpha = 1/6, default 0.2; beta = 0.5, default 0.5, as
+    // torch.nn.Hardsigmoid exports it). Export writes them; import and codegen take a node
+    // only when each matches to 1e-6 relative.
+    struct OnnxFloat {
+      std::string name;
+      double value, onnx_default;
+    };
+    std::vector<OnnxFloat> onnx_floats;
+    // Why a node whose FLOAT attributes `get(name, onnx_default)` gives is not this layer
+    // ("alpha is 0.2, not 0.166667"); nullopt when it is.
+    std::optional<std::string> onnx_mismatch(const std::function<double(const std::string&, double)>& get) const;
   };
   std::optional<UnaryLayer> unary_layer;
 

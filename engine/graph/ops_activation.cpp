@@ -1,4 +1,4 @@
-// Activations (torch.nn.ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Hardswish, Softmax, LogSoftmax):
+// Activations (torch.nn.ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Hardswish, Hardsigmoid, Softmax, LogSoftmax):
 // no parameters, output shaped as the input. Defaults as PyTorch: LeakyReLU
 // negative_slope=0.01, GELU approximate='none'; Softmax/LogSoftmax take dim=None in
 // PyTorch (deprecated implicit choice), Kiln defaults to the last dim.
@@ -32,12 +32,13 @@ OpSchema activation(const std::string& name, const std::string& description, std
 }
 
 // A layer that runs one plain elementwise op (OpSchema::unary_layer): no module, no attributes.
-OpSchema unary_layer(const std::string& name, const std::string& description, UnaryOp op, const std::string& onnx_op_type) {
+OpSchema unary_layer(const std::string& name, const std::string& description, UnaryOp op, const std::string& onnx_op_type,
+                     std::vector<OpSchema::UnaryLayer::OnnxFloat> onnx_floats = {}) {
   OpSchema s = elementwise_base(name, description);
   s.forward = [op](nn::Module*, const std::vector<Tensor>& in, const Attributes&) {
     return std::vector<Tensor>{apply_unary(op, in.at(0))};
   };
-  s.unary_layer = OpSchema::UnaryLayer{op, onnx_op_type};
+  s.unary_layer = OpSchema::UnaryLayer{op, onnx_op_type, std::move(onnx_floats)};
   return s;
 }
 
@@ -63,6 +64,8 @@ void register_activation_ops(OpRegistry& r) {
   r.add(unary_layer("Tanh", "Hyperbolic tangent.", UnaryOp::tanh, "Tanh"));
   r.add(unary_layer("Hardswish", "x * relu6(x + 3) / 6 (Howard et al. 2019, MobileNetV3; torch.nn.Hardswish).",
                     UnaryOp::hardswish, "HardSwish"));
+  r.add(unary_layer("Hardsigmoid", "relu6(x + 3) / 6 (Howard et al. 2019, MobileNetV3; torch.nn.Hardsigmoid).",
+                    UnaryOp::hardsigmoid, "HardSigmoid", {{"alpha", 1.0 / 6.0, 0.2}, {"beta", 0.5, 0.5}}));
   AttrSpec slope = float_attr("negative_slope", 0.01, 0, 0, "", "Slope for x < 0.");
   slope.min.reset(), slope.max.reset();
   r.add(activation<nn::LeakyReLU>("LeakyReLU", "x for x > 0, negative_slope * x otherwise (Maas et al. 2013).", {slope},

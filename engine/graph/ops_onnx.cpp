@@ -346,8 +346,14 @@ void register_onnx_import_rules(OpRegistry& r) {
     if (!s) throw ValueError(std::string("ONNX import rule for unknown op '") + name + "'");
     s->onnx_import = {types, fn};
   }
-  for (const OpSchema* s : r.all())  // unary layers: their one ONNX operator, without attributes
-    if (s->unary_layer) r.mutable_find(s->name)->onnx_import = {{s->unary_layer->onnx_op_type}, no_attributes};
+  for (const OpSchema* s : r.all())  // unary layers: their one ONNX operator, with its fixed float attributes
+    if (s->unary_layer)
+      r.mutable_find(s->name)->onnx_import = {
+          {s->unary_layer->onnx_op_type}, [layer = *s->unary_layer](const OnnxNodeView& v) -> OnnxMapResult {
+            auto why = layer.onnx_mismatch([&](const std::string& n, double d) { return float_of(v, n, d); });
+            if (why) return *why;
+            return OnnxMapping{};
+          }};
 }
 
 }  // namespace kiln::graph::detail

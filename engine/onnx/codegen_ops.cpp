@@ -188,8 +188,12 @@ std::string codegen_expression(const Node& n, int64_t opset, const CodegenValues
     std::string f = op == "Add" ? "add" : op == "Sub" ? "sub" : op == "Mul" ? "mul" : "div";
     return "kiln::" + f + "(" + x + ", " + in(n, 1, v) + ")";
   }
-  if (const graph::OpSchema* s = unary_layer_of(op))
+  if (const graph::OpSchema* s = unary_layer_of(op)) {
+    auto why = s->unary_layer->onnx_mismatch([&](const std::string& a, double d) { return get_float(n, a, d); });
+    KILN_CHECK(!why, ValueError, "codegen: node '", n.name, "' (", op, "): ", why.value_or(""),
+               "; codegen translates the form torch.nn.", s->name, " exports");
     return std::string("kiln::") + unary_op_name(s->unary_layer->op) + "(" + x + ")";
+  }
   if (op == "LeakyRelu") return "kiln::leaky_relu(" + x + ", " + num(get_float(n, "alpha", 0.01)) + ")";
   if (op == "Erf") return "kiln::erf(" + x + ")";
   if (op == "Softmax" || op == "LogSoftmax") {

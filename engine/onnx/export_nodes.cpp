@@ -248,7 +248,8 @@ void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeIn
     set_int(l, "axis", -static_cast<int64_t>(shape.size()));
     set_float(l, "epsilon", attr_float(a, "eps"));
   } else if (const graph::OpSchema* s = graph::OpRegistry::global().find(op); s && s->unary_layer) {
-    add_node(ctx, s->unary_layer->onnx_op_type, y, {x}, {y});
+    ::onnx::NodeProto* u = add_node(ctx, s->unary_layer->onnx_op_type, y, {x}, {y});
+    for (const auto& f : s->unary_layer->onnx_floats) set_float(u, f.name, f.value);
   } else if (op == "Identity") {
     add_node(ctx, op, y, {x}, {y});
   } else if (op == "ReLU6") {

@@ -62,6 +62,7 @@ inline const std::vector<UnaryOpCase>& unary_op_cases() {
       {U::pow_scalar, 0, 0, [](double, double, double) { return 1.0; }, 0, 0},
       {U::pow_scalar, 1.7, 0, [](double x, double p, double) { return std::pow(x, double(float(p))); }, 3e-7, 1e-45, 0.5, 3},
       {U::hardswish, 0, 0, [](double x, double, double) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, 3e-7, 1e-45, -5, 5},
+      {U::hardsigmoid, 0, 0, [](double x, double, double) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }, 3e-7, 1e-45, -5, 5},
   };
   return cases;
 }

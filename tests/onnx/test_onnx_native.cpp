@@ -229,6 +229,30 @@ TEST(OnnxNative, GatherOnAnInitializerIsAnEmbedding) {
   EXPECT_EQ(count(ig.graph).native, 3u);
 }
 
+// HardSigmoid as torch.nn.Hardsigmoid exports it (alpha = 1/6) is a native Hardsigmoid;
+// with the ONNX default alpha 0.2 it computes something else and stays onnx.HardSigmoid
+// with a warning naming it. Export writes alpha and beta back.
+TEST(OnnxNative, HardSigmoidOnlyInTorchsForm) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 8});
+  *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 8});
+  set_float(add_node(g, "HardSigmoid", {"x"}, {"h"}, "/torch/HardSigmoid"), "alpha", 1.0f / 6.0f);
+  add_node(g, "HardSigmoid", {"h"}, {"y"}, "/onnx_default/HardSigmoid");
+  Tensor x = Tensor::from_vector<float>({-4, -3, -1.5f, 0, 0.5f, 2.9f, 3, 7}, {1, 8});
+  kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 17), {x});
+  EXPECT_EQ(node_named(ig.graph, "torch_HardSigmoid").op, "Hardsigmoid");
+  EXPECT_EQ(node_named(ig.graph, "onnx_default_HardSigmoid").op, "onnx.HardSigmoid");
+  EXPECT_TRUE(warned(ig, "node '/onnx_default/HardSigmoid' (HardSigmoid) stays onnx.HardSigmoid: alpha is 0.200000, not 0.166667"))
+      << (ig.warnings.empty() ? "" : ig.warnings[0]);
+  ::onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(kiln::onnx::export_model(ig.graph, ig.state_dict)));
+  bool alpha_written = false;
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "HardSigmoid")
+      for (const auto& a : n.attribute()) alpha_written |= a.name() == "alpha" && std::fabs(a.f() - 1.0f / 6.0f) < 1e-7f;
+  EXPECT_TRUE(alpha_written);
+}
+
 // Bad input: a Conv weight computed at run time, asymmetric pads: onnx.Conv with a warning
 // naming the node; the model still imports and runs.
 TEST(OnnxNative, ImpossibleMappingsFallBackNamingTheNode) {

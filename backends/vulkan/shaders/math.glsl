@@ -106,6 +106,7 @@ float unary_f(int op, float x, float p0, float p1) {
     case UNARY_clamp: { if (isnan(x)) return x; float r = x < p0 ? p0 : x; return r > p1 ? p1 : r; }
     case UNARY_pow_scalar: return p0 == 0.0 ? 1.0 : k_pow(x, p0);
     case UNARY_hardswish: { float t = x + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; return x * t / 6.0; }
+    case UNARY_hardsigmoid: { float t = x + 3.0; t = t < 0.0 ? 0.0 : t; t = t > 6.0 ? 6.0 : t; return t / 6.0; }
   }
   return k_nan();
 }
