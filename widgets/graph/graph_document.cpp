@@ -8,6 +8,7 @@
 #include "engine/graph/layout.h"
 #include "engine/graph/op_schema.h"
 #include "widgets/graph/graph_commands.h"
+#include "widgets/graph/graph_items.h"
 
 namespace kiln::studio {
 
@@ -180,7 +181,7 @@ void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) 
 void GraphDocument::autoLayout() {
   if (refuseEdit(nullptr)) return;
   graph::Graph laid = graph_;
-  graph::auto_layout(laid);
+  graph::auto_layout(laid, canvasLayoutOptions());
   MoveCommand::Positions positions;
   for (const graph::Node& n : laid.nodes()) {
     const graph::Node& old = graph_.node(n.id);
