@@ -269,6 +269,7 @@ void MainWindow::createMenus() {
   edit->addSeparator();
   edit->addAction(layoutAction_);
   createFind(edit);
+  createTransferActions(edit);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addAction(fitAction_);

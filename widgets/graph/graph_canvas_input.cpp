@@ -350,6 +350,13 @@ void GraphCanvas::contextMenuEvent(QContextMenuEvent* e) {
     fitAll();
   })->setEnabled(editable);
   menu.addAction(tr("Fit all"), this, &GraphCanvas::fitAll);
+  // Transfer learning (engine/graph/transfer.h): frozen layers and a new head.
+  menu.addSeparator();
+  const QList<graph::NodeId> nodes = selectedNodes();
+  menu.addAction(tr("Freeze up to here"), this, [this, nodes] { doc_->freezeUpTo(nodes.front()); })
+      ->setEnabled(editable && nodes.size() == 1);
+  menu.addAction(tr("Unfreeze all"), doc_, &GraphDocument::unfreezeAll)->setEnabled(editable);
+  menu.addAction(tr("Replace classifier head…"), this, &GraphCanvas::replaceHeadRequested)->setEnabled(editable);
   menu.exec(e->globalPos());
 }
 
