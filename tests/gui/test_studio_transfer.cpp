@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include "app/studio/main_window.h"
+#include "app/studio/training_job.h"
 #include "app/studio/training_session.h"
 #include "engine/graph/graph_module.h"
 #include "engine/core/random.h"
@@ -81,8 +82,13 @@ class TestStudioTransfer : public QObject {
     for (const char* free : {"block1_relu2", "block2_conv1", "block2_shortcut"})
       QVERIFY2(named(doc, free).trainable, free);
     QVERIFY(doc.frozenParameters() > 0);
+    QVERIFY(training_blockers(doc.graph(), doc.analysis()).empty());
+    doc.freezeUpTo(named(doc, "logits").id);  // everything: Train is blocked, saying why
+    const std::vector<std::string> blockers = training_blockers(doc.graph(), doc.analysis());
+    QVERIFY(blockers.size() == 1 && blockers[0].find("every layer with parameters is frozen") == 0);
+    doc.undoStack()->undo();
     doc.freezeUpTo(add);  // nothing new: no undo step
-    QCOMPARE(doc.undoStack()->count(), 1);
+    QCOMPARE(doc.undoStack()->index(), 1);
     doc.unfreezeAll();
     QCOMPARE(doc.undoStack()->count(), 2);
     for (const graph::Node& n : doc.graph().nodes()) QVERIFY(n.trainable);

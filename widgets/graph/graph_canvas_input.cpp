@@ -346,7 +346,7 @@ void GraphCanvas::contextMenuEvent(QContextMenuEvent* e) {
   menu.addAction(tr("Paste"), this, &GraphCanvas::pasteClipboard)->setEnabled(editable);
   menu.addSeparator();
   menu.addAction(tr("Auto layout"), this, [this] {
-    doc_->autoLayout();
+    if (!doc_->autoLayout()) emit message(tr("Auto layout: the graph is already laid out"));
     fitAll();
   })->setEnabled(editable);
   menu.addAction(tr("Fit all"), this, &GraphCanvas::fitAll);

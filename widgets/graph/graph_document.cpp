@@ -178,8 +178,8 @@ void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) 
   stack_.push(new MoveCommand(this, text, std::move(positions), moveGroup_));
 }
 
-void GraphDocument::autoLayout() {
-  if (refuseEdit(nullptr)) return;
+bool GraphDocument::autoLayout() {
+  if (refuseEdit(nullptr)) return false;
   graph::Graph laid = graph_;
   graph::auto_layout(laid, canvasLayoutOptions());
   MoveCommand::Positions positions;
@@ -188,8 +188,9 @@ void GraphDocument::autoLayout() {
     if (old.x != n.x || old.y != n.y)
       positions.emplace(n.id, std::make_pair(QPointF(old.x, old.y), QPointF(n.x, n.y)));
   }
-  if (positions.empty()) return;
+  if (positions.empty()) return false;
   stack_.push(new MoveCommand(this, tr("Auto layout"), std::move(positions), -1));
+  return true;
 }
 
 QString GraphDocument::copy(const QList<graph::NodeId>& ids) const {

@@ -67,8 +67,9 @@ class GraphDocument : public QObject {
   void moveNodes(const QMap<graph::NodeId, QPointF>& newPositions);
   void finishMove() { ++moveGroup_; }
   // Layered layout of the whole graph (graph::auto_layout with canvasLayoutOptions()),
-  // one undo step; nothing when every node is already where the layout puts it.
-  void autoLayout();
+  // one undo step. False (and no step) when every node is already where the layout puts
+  // it, as right after File > Import ONNX, which lays the model out the same way.
+  bool autoLayout();
 
   // ---- transfer learning (engine/graph/transfer.h), each one undo step ----
   // Sets Node::trainable of the nodes (false: frozen, left out of the optimizer, batch
