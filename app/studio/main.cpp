@@ -42,6 +42,9 @@ void addOptions(QCommandLineParser& p) {
   QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
   demo.setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOption(demo);
+  QCommandLineOption onnxShot("screenshot-onnx", "With --screenshot-demo: import file and save screenshots of it.", "file");
+  onnxShot.setFlags(QCommandLineOption::HiddenFromHelp);
+  p.addOption(onnxShot);
 }
 
 long long number(const QCommandLineParser& p, const char* name) {
@@ -90,6 +93,8 @@ int main(int argc, char** argv) {
     return kiln::studio::runHeadless(o);
   }
   kiln::studio::MainWindow::applyStyle();
+  if (parser.isSet("screenshot-demo") && parser.isSet("screenshot-onnx"))
+    return kiln::studio::runImportScreenshot(parser.value("screenshot-onnx"), parser.value("screenshot-demo"));
   if (parser.isSet("screenshot-demo")) return kiln::studio::runScreenshotDemo(parser.value("screenshot-demo"));
   kiln::studio::MainWindow window;
   window.show();

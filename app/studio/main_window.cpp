@@ -214,7 +214,8 @@ void MainWindow::createActions() {
   layoutAction_ = new QAction(tr("Auto &Layout"), this);
   layoutAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   connect(layoutAction_, &QAction::triggered, this, [this] {
-    document_->autoLayout();
+    if (!document_->autoLayout() && !document_->isReadOnly())
+      statusBar()->showMessage(tr("Auto Layout: the graph is already laid out (layers top to bottom)"), 6000);
     canvas_->fitAll();
   });
   for (QAction* a : {copyAction_, pasteAction_, deleteAction_, selectAllAction_})
@@ -269,6 +270,7 @@ void MainWindow::createMenus() {
   edit->addSeparator();
   edit->addAction(layoutAction_);
   createFind(edit);
+  createTransferActions(edit);
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addAction(fitAction_);

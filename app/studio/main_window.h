@@ -131,6 +131,11 @@ class MainWindow : public QMainWindow {
   // my_cnn.h / my_cnn.cpp (class MyCnn; engine/onnx/codegen.h).
   QString exportName() const;
   bool importOnnx(const QString& path);
+  // Edit > Replace Classifier Head…: the last Linear before the Output gets `classes`
+  // outputs and fresh weights (GraphDocument::replaceHead, undoable); classes 0 asks for
+  // the number, the data set's class count (kFashionMnistClasses) suggested. False and the
+  // error (naming the node where the search stopped) shown when there is no such Linear.
+  bool replaceClassifierHead(int64_t classes = 0);
   bool exportOnnx(const QString& path);
   bool exportCpp(const QString& dir);
   QAction* importOnnxAction() const { return importOnnxAction_; }
@@ -154,6 +159,7 @@ class MainWindow : public QMainWindow {
   void createActions();
   void createMenus();
   void createFind(QMenu* edit);
+  void createTransferActions(QMenu* edit);  // main_window_transfer.cpp
   void updateTitle();
   void updateTrainState();
   // What blocks training, with the node each reason is about (-1: none): training_problems()

@@ -19,6 +19,7 @@
 #include "engine/io/checkpoint.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/graph_document.h"
+#include "widgets/graph/graph_items.h"
 #include "widgets/training/log_panel.h"
 #ifdef KILN_HAVE_ONNX
 #include "engine/onnx/codegen.h"
@@ -161,7 +162,7 @@ bool MainWindow::importOnnx(const QString& path) {
     onnx::Model model = onnx::load_model(toStd(path));
     onnx::ImportedGraph imported = onnx::import_graph(model);
     if (imported.graph.name.empty()) imported.graph.name = toStd(QFileInfo(path).completeBaseName());
-    graph::auto_layout(imported.graph);
+    graph::auto_layout(imported.graph, canvasLayoutOptions());
     project_.reset();
     importedState_ = std::move(imported.state_dict);
     document_->setGraph(imported.graph);

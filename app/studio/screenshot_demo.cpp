@@ -5,12 +5,16 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QScreen>
 #include <cstdio>
 #include <functional>
 #include <utility>
 
 #include "app/studio/main_window.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/graph/graph_items.h"
 #include "widgets/training/live_plots.h"
 #include "widgets/training/training_panel.h"
 
@@ -113,6 +117,44 @@ int runScreenshotDemo(const QString& dirPath) {
   if (!w.exportOnnx(onnx) || !w.importOnnx(onnx)) return 1;
   pause(500);
   failures += !shot(w, dir, "07_imported_onnx.png");
+  return failures == 0 ? 0 : 1;
+}
+
+int runImportScreenshot(const QString& onnx, const QString& dirPath) {
+  QDir dir(dirPath);
+  if (!dir.mkpath(".")) {
+    std::fprintf(stderr, "kiln-studio: cannot create %s\n", dirPath.toUtf8().constData());
+    return 1;
+  }
+  MainWindow w;
+  w.setSilent(true);
+  const QScreen* screen = w.screen() ? w.screen() : QGuiApplication::primaryScreen();
+  w.resetLayout();
+  w.resize(screen ? screen->availableGeometry().size() : QSize(1600, 1000));
+  w.show();
+  if (!w.importOnnx(onnx)) {
+    std::fprintf(stderr, "kiln-studio: %s\n", w.lastError().toUtf8().constData());
+    return 1;
+  }
+  pause(500);
+  const QString base = QFileInfo(onnx).completeBaseName() == "model" ? QFileInfo(onnx).dir().dirName()
+                                                                     : QFileInfo(onnx).completeBaseName();
+  int failures = !shot(w, dir, base + ".png");
+  w.canvas()->fitAll();
+  pause(300);
+  failures += !shot(w, dir, base + "_fit.png");
+  // A readable detail of the canvas: 70 % zoom around the node a third of the way down.
+  const auto& nodes = w.document()->graph().nodes();
+  if (NodeItem* item = nodes.empty() ? nullptr : w.canvas()->nodeItem(nodes[nodes.size() / 3].id)) {
+    w.canvas()->resetTransform();
+    w.canvas()->scale(0.7, 0.7);
+    w.canvas()->centerOn(item);
+    pause(300);
+    const QString path = dir.filePath(base + "_detail.png");
+    const bool ok = w.canvas()->grab().save(path);
+    std::printf("%s %s\n", ok ? "saved" : "FAILED to save", path.toUtf8().constData());
+    failures += !ok;
+  }
   return failures == 0 ? 0 : 1;
 }
 

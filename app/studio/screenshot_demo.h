@@ -4,9 +4,16 @@
 // 07_imported_onnx.png (the trained CNN exported as cnn.onnx and imported) — into DIR, the
 // pictures of README.md and docs/. The window fills the screen's available area, in the
 // default dock arrangement for that size. Returns the exit status.
+//
+// The hidden --screenshot-onnx FILE mode (with --screenshot-demo DIR): FILE imported with
+// File > Import ONNX and the window saved as DIR/<base>.png (<base>: FILE's base name, or
+// its folder's for a model.onnx), the graph fitted to the view as DIR/<base>_fit.png and a
+// 70 % detail of the canvas as DIR/<base>_detail.png; for torchvision's resnet18 and
+// mobilenet_v2 as tests/onnx/make_torch_models.py exports them (issue 15, finding 8).
 #pragma once
 #include <QString>
 
 namespace kiln::studio {
 int runScreenshotDemo(const QString& dir);
+int runImportScreenshot(const QString& onnx, const QString& dir);
 }

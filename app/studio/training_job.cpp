@@ -78,6 +78,12 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
       out.push_back({outputs[0], "the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() +
                                      " but Fashion-MNIST needs class scores [N, 10]: end with a Linear layer of 10 outputs"});
   }
+  // Frozen nodes (transfer learning) leave the optimizer nothing when every layer is frozen.
+  int64_t trainable = 0, frozen = 0;
+  for (const auto& [id, info] : a.nodes) (g.node(id).trainable ? trainable : frozen) += info.parameters;
+  if (frozen > 0 && trainable == 0)
+    out.push_back({-1, "every layer with parameters is frozen, so training would change nothing: "
+                       "unfreeze some (Edit > Unfreeze All, or a node's Trainable box)"});
   return out;
 }
 
@@ -182,7 +188,12 @@ void TrainingJob::run() {
     manual_seed(c.seed);
     auto model = std::make_shared<graph::GraphModule>(spec_.graph);
     model->to(device);
-    auto optimizer = optim::make_optimizer(c.optimizer_config(), model->parameters());
+    // Only the trainable nodes' parameters (frozen ones keep their weights; GraphModule also
+    // keeps their batch norms in eval mode).
+    const std::vector<Tensor> params = model->trainable_parameters();
+    int64_t trained = 0;
+    for (const Tensor& p : params) trained += p.numel();
+    auto optimizer = optim::make_optimizer(c.optimizer_config(), params);
     train::TrainerOptions to;
     to.epochs = c.epochs;
     to.num_classes = kFashionMnistClasses;
@@ -207,7 +218,9 @@ void TrainingJob::run() {
       trainer_ = trainer;
     }
     std::ostringstream os;
-    os << "training " << model->analysis().total_parameters << " parameters on " << device.str() << ": " << n_train
+    const int64_t frozen = model->analysis().total_parameters - trained;
+    os << "training " << trained << " parameters" << (frozen > 0 ? " (" + std::to_string(frozen) + " frozen)" : "")
+       << " on " << device.str() << ": " << n_train
        << " images (" << n_val << " for validation), " << c.epochs << " epoch(s) of " << train_loader.size()
        << " steps";
     message(os.str());

@@ -29,7 +29,8 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // per-sample shape is not [1, 28, 28] ("the dataset's images are [1, 28, 28] but the
 // graph's Input 'x' expects [3, 32, 32]"), an Input with a fixed batch (an imported model's
 // [1, 1, 28, 28]: "... fixes the batch at 1, but training takes batches of 128 images ...";
-// batch_size: the run's, 0 when not known), an Output that is not [N, 10]. Empty: OK.
+// batch_size: the run's, 0 when not known), an Output that is not [N, 10], every layer
+// with parameters frozen (Node::trainable). Empty: OK.
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0);
 // The same problems with the node each one is about (-1: the graph), in the same order;
 // those of the analysis are a.problems' own (message without the node name).

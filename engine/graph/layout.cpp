@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 
 namespace kiln::graph {
 
@@ -127,24 +128,67 @@ void reduce_crossings(Layers& L) {
   L.order = best;
 }
 
-// Least-squares placement of an ordered row at `want` with gaps >= sep: with
-// y_i = x_i - i*sep the constraint is y non-decreasing, solved by pool-adjacent-violators.
-std::vector<double> place_row(const std::vector<double>& want, double sep) {
-  struct Block { double sum; int count; };
+// Weighted least-squares placement of an ordered row at `want` with centre i at least
+// offset[i] - offset[i-1] after centre i-1 (offset non-decreasing): with y_i = x_i - offset[i]
+// the constraint is y non-decreasing, solved by pool-adjacent-violators (Barlow et al. 1972).
+std::vector<double> place_row(const std::vector<double>& want, const std::vector<double>& weight,
+                              const std::vector<double>& offset) {
+  struct Block { double sum, weight; int count; };
   std::vector<Block> blocks;
+  auto mean = [](const Block& b) { return b.sum / b.weight; };
   for (size_t i = 0; i < want.size(); ++i) {
-    blocks.push_back({want[i] - static_cast<double>(i) * sep, 1});
-    while (blocks.size() > 1 && blocks[blocks.size() - 2].sum / blocks[blocks.size() - 2].count >
-                                    blocks.back().sum / blocks.back().count) {
+    blocks.push_back({(want[i] - offset[i]) * weight[i], weight[i], 1});
+    while (blocks.size() > 1 && mean(blocks[blocks.size() - 2]) > mean(blocks.back())) {
       Block b = blocks.back();
       blocks.pop_back();
-      blocks.back().sum += b.sum, blocks.back().count += b.count;
+      blocks.back().sum += b.sum, blocks.back().weight += b.weight, blocks.back().count += b.count;
     }
   }
   std::vector<double> x;
   for (const Block& b : blocks)
-    for (int j = 0; j < b.count; ++j) x.push_back(b.sum / b.count + static_cast<double>(x.size()) * sep);
+    for (int j = 0; j < b.count; ++j) x.push_back(mean(b) + offset[x.size()]);
   return x;
+}
+
+// Vertical alignment: main_child[v] is the down-neighbour that continues v's chain (the
+// longest path to a sink, then the most real nodes on it, then the leftmost); v and w
+// are aligned when main_child[v] == w and v is the up-neighbour of w with the most real
+// nodes above it (then the leftmost). Returns aligned_up[w] (v or -1).
+std::vector<int> align(const Layers& L, size_t real) {
+  const size_t n = L.layer.size();
+  std::vector<int> height(n, 0), real_height(n, 0), real_depth(n, 0), pos(n, 0);
+  for (auto& layer : L.order)
+    for (size_t i = 0; i < layer.size(); ++i) pos[static_cast<size_t>(layer[i])] = static_cast<int>(i);
+  auto is_real = [&](int v) { return static_cast<size_t>(v) < real ? 1 : 0; };
+  for (size_t k = L.order.size(); k-- > 0;)
+    for (int v : L.order[k]) {
+      for (int w : L.down[static_cast<size_t>(v)]) {
+        height[static_cast<size_t>(v)] = std::max(height[static_cast<size_t>(v)], height[static_cast<size_t>(w)] + 1);
+        real_height[static_cast<size_t>(v)] = std::max(real_height[static_cast<size_t>(v)], real_height[static_cast<size_t>(w)]);
+      }
+      real_height[static_cast<size_t>(v)] += is_real(v);
+    }
+  for (auto& layer : L.order)
+    for (int v : layer) {
+      for (int u : L.up[static_cast<size_t>(v)])
+        real_depth[static_cast<size_t>(v)] = std::max(real_depth[static_cast<size_t>(v)], real_depth[static_cast<size_t>(u)]);
+      real_depth[static_cast<size_t>(v)] += is_real(v);
+    }
+  // Lexicographic "better": larger a, then larger b, then smaller position.
+  auto better = [&](int v, int w, const std::vector<int>& a, const std::vector<int>& b) {
+    const auto key = [&](int x) { return std::tuple(a[static_cast<size_t>(x)], b[static_cast<size_t>(x)], -pos[static_cast<size_t>(x)]); };
+    return key(v) > key(w);
+  };
+  std::vector<int> main_child(n, -1), aligned_up(n, -1);
+  for (size_t v = 0; v < n; ++v)
+    for (int w : L.down[v])
+      if (main_child[v] < 0 || better(w, main_child[v], height, real_height)) main_child[v] = w;
+  for (size_t w = 0; w < n; ++w)
+    for (int v : L.up[w])
+      if (main_child[static_cast<size_t>(v)] == static_cast<int>(w) &&
+          (aligned_up[w] < 0 || better(v, aligned_up[w], real_depth, real_depth)))
+        aligned_up[w] = v;
+  return aligned_up;
 }
 
 }  // namespace
@@ -156,28 +200,50 @@ void auto_layout(Graph& g, const LayoutOptions& options) {
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].id] = static_cast<int>(i);
   Layers L = make_layers(nodes.size(), forward_edges(g, index));
   reduce_crossings(L);
+  const std::vector<int> aligned_up = align(L, nodes.size());
+  std::vector<int> aligned_down(L.layer.size(), -1);
+  for (size_t w = 0; w < aligned_up.size(); ++w)
+    if (aligned_up[w] >= 0) aligned_down[static_cast<size_t>(aligned_up[w])] = static_cast<int>(w);
 
+  // Half the room each vertex needs across the layer axis (dummies: one edge lane).
   const double sep = options.node_spacing;
+  std::vector<double> half(L.layer.size(), sep / 8);
+  for (size_t v = 0; v < nodes.size(); ++v)
+    half[v] = std::max(sep / 2, options.node_size ? options.node_size(nodes[v]) / 2 + 16 : 0.0);
+  std::vector<std::vector<double>> offsets;
   std::vector<double> across(L.layer.size(), 0);
-  for (auto& layer : L.order)
-    for (size_t i = 0; i < layer.size(); ++i) across[static_cast<size_t>(layer[i])] = static_cast<double>(i) * sep;
-  for (int pass = 0; pass < 6; ++pass) {
+  for (auto& layer : L.order) {
+    std::vector<double> offset(layer.size(), 0);
+    for (size_t i = 1; i < layer.size(); ++i)
+      offset[i] = offset[i - 1] + half[static_cast<size_t>(layer[i - 1])] + half[static_cast<size_t>(layer[i])];
+    for (size_t i = 0; i < layer.size(); ++i) across[static_cast<size_t>(layer[i])] = offset[i];
+    offsets.push_back(std::move(offset));
+  }
+  // Alternate sweeps, the last one downward. An aligned vertex wants its partner's
+  // coordinate with a weight that dwarfs the rest, so chains end up straight.
+  constexpr double kAligned = 1e6;
+  for (int pass = 0; pass < 7; ++pass) {
     const bool downward = pass % 2 == 0;
     const size_t m = L.order.size();
     for (size_t step = 1; step < m; ++step) {
-      const auto& layer = L.order[downward ? step : m - 1 - step];
-      std::vector<double> want;
+      const size_t k = downward ? step : m - 1 - step;
+      const auto& layer = L.order[k];
+      std::vector<double> want, weight;
       for (int v : layer) {
+        const int partner = (downward ? aligned_up : aligned_down)[static_cast<size_t>(v)];
         const auto& nb = downward ? L.up[static_cast<size_t>(v)] : L.down[static_cast<size_t>(v)];
         double w = across[static_cast<size_t>(v)];
-        if (!nb.empty()) {
+        if (partner >= 0) {
+          w = across[static_cast<size_t>(partner)];
+        } else if (!nb.empty()) {
           w = 0;
           for (int u : nb) w += across[static_cast<size_t>(u)];
           w /= static_cast<double>(nb.size());
         }
         want.push_back(w);
+        weight.push_back(partner >= 0 ? kAligned : 1);
       }
-      std::vector<double> x = place_row(want, sep);
+      std::vector<double> x = place_row(want, weight, offsets[k]);
       for (size_t i = 0; i < layer.size(); ++i) across[static_cast<size_t>(layer[i])] = x[i];
     }
   }

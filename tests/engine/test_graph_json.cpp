@@ -184,7 +184,7 @@ TEST(GraphLayout, LayeredAndDeterministic) {
       }
   // A chain lines up in one row (left to right).
   Graph chain = from_json(read(kTemplates + "fashion_mnist_mlp.json"));
-  auto_layout(chain, LayoutOptions{.top_down = false});
+  auto_layout(chain, LayoutOptions{.top_down = false, .layer_spacing = 120, .node_spacing = 200, .node_size = {}});
   for (const Node& n : chain.nodes()) EXPECT_EQ(n.y, chain.nodes()[0].y);
   for (const Edge& e : chain.edges()) EXPECT_EQ(chain.node(e.to.node).x - chain.node(e.from.node).x, 120);
   Graph empty;

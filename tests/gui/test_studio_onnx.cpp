@@ -21,6 +21,7 @@
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/graph_items.h"
+#include "widgets/graph/property_editor.h"
 #include "widgets/training/log_panel.h"
 
 using namespace kiln::studio;
@@ -130,6 +131,33 @@ class TestStudioOnnx : public QObject {
       QVERIFY2(log.contains(needle), qPrintable(needle + (": " + log)));
     QVERIFY(!log.contains("imported "));
     QCOMPARE(kiln::graph::to_json(w.document()->graph()), before);
+  }
+
+  // Issue 15 finding 8: a node kept as onnx.<op> shows its ONNX attributes as rows.
+  void fallbackNodeAttributesAreRows() {
+    QTemporaryDir tmp;
+    ::onnx::GraphProto g;
+    g.set_name("transposed");
+    *g.add_input() = ot::value_info("x", ::onnx::TensorProto::FLOAT, {-1, 3, 4});
+    *g.add_output() = ot::value_info("y", ::onnx::TensorProto::FLOAT, {-1, 4, 3});
+    ot::set_ints(ot::add_node(g, "Transpose", {"x"}, {"y"}, "/block/Transpose_with_a_long_onnx_name"), "perm", {0, 2, 1});
+    const QString path = tmp.filePath("t.onnx");
+    writeFile(path, ot::model_with(g, 17).SerializeAsString());
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY2(w.importOnnx(path), qPrintable(w.lastError()));
+    const kiln::graph::Node* t = nullptr;
+    for (const auto& n : w.document()->graph().nodes())
+      if (n.op == "onnx.Transpose") t = &n;
+    QVERIFY(t);
+    PropertyEditor* editor = w.findChild<PropertyEditor*>();
+    QVERIFY(editor);
+    editor->setNode(t->id);
+    QVERIFY(editor->onnxRow("perm"));
+    QCOMPARE(editor->onnxRow("perm")->text(), QString("0, 2, 1"));
+    QCOMPARE(editor->onnxRow("ONNX node")->text(), QString("/block/Transpose_with_a_long_onnx_name"));
+    QCOMPARE(editor->onnxRow("opset")->text(), QString("17"));
+    QVERIFY(!editor->editor("onnx_attributes") && !editor->editor("onnx_names"));  // no raw JSON
   }
 
   void corruptFilesAreRefused() {

@@ -79,6 +79,8 @@ class GraphCanvas : public QGraphicsView {
  signals:
   void selectionChanged(QList<kiln::graph::NodeId> nodes);
   void message(QString text);  // status-bar text: refused connections and the like
+  // The context menu's "Replace classifier head…" (the window asks for the class count).
+  void replaceHeadRequested();
 
  protected:
   void mousePressEvent(QMouseEvent*) override;

@@ -346,10 +346,17 @@ void GraphCanvas::contextMenuEvent(QContextMenuEvent* e) {
   menu.addAction(tr("Paste"), this, &GraphCanvas::pasteClipboard)->setEnabled(editable);
   menu.addSeparator();
   menu.addAction(tr("Auto layout"), this, [this] {
-    doc_->autoLayout();
+    if (!doc_->autoLayout()) emit message(tr("Auto layout: the graph is already laid out"));
     fitAll();
   })->setEnabled(editable);
   menu.addAction(tr("Fit all"), this, &GraphCanvas::fitAll);
+  // Transfer learning (engine/graph/transfer.h): frozen layers and a new head.
+  menu.addSeparator();
+  const QList<graph::NodeId> nodes = selectedNodes();
+  menu.addAction(tr("Freeze up to here"), this, [this, nodes] { doc_->freezeUpTo(nodes.front()); })
+      ->setEnabled(editable && nodes.size() == 1);
+  menu.addAction(tr("Unfreeze all"), doc_, &GraphDocument::unfreezeAll)->setEnabled(editable);
+  menu.addAction(tr("Replace classifier head…"), this, &GraphCanvas::replaceHeadRequested)->setEnabled(editable);
   menu.exec(e->globalPos());
 }
 

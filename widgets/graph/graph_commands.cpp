@@ -177,4 +177,21 @@ bool MoveCommand::mergeWith(const QUndoCommand* other) {
   return true;
 }
 
+// ---- ReplaceGraphCommand ----
+ReplaceGraphCommand::ReplaceGraphCommand(GraphDocument* doc, const QString& text, graph::Graph before,
+                                         graph::Graph after)
+    : doc_(doc), before_(std::move(before)), after_(std::move(after)) {
+  setText(text);
+}
+
+void ReplaceGraphCommand::redo() {
+  doc_->mutableGraph() = after_;
+  doc_->notifyChanged();
+}
+
+void ReplaceGraphCommand::undo() {
+  doc_->mutableGraph() = before_;
+  doc_->notifyChanged();
+}
+
 }  // namespace kiln::studio

@@ -114,4 +114,18 @@ class MoveCommand : public QUndoCommand {
   int group_;
 };
 
+// Replaces the whole graph by `after` (nodes, edges, attributes, Node::trainable and
+// initial_state); undo puts `before` back. For edits that touch many nodes at once
+// (freezing, a new classifier head), where a snapshot is the exact previous state.
+class ReplaceGraphCommand : public QUndoCommand {
+ public:
+  ReplaceGraphCommand(GraphDocument*, const QString& text, graph::Graph before, graph::Graph after);
+  void redo() override;
+  void undo() override;
+
+ private:
+  GraphDocument* doc_;
+  graph::Graph before_, after_;
+};
+
 }  // namespace kiln::studio

@@ -8,6 +8,7 @@
 #include "engine/graph/layout.h"
 #include "engine/graph/op_schema.h"
 #include "widgets/graph/graph_commands.h"
+#include "widgets/graph/graph_items.h"
 
 namespace kiln::studio {
 
@@ -177,18 +178,19 @@ void GraphDocument::moveNodes(const QMap<graph::NodeId, QPointF>& newPositions) 
   stack_.push(new MoveCommand(this, text, std::move(positions), moveGroup_));
 }
 
-void GraphDocument::autoLayout() {
-  if (refuseEdit(nullptr)) return;
+bool GraphDocument::autoLayout() {
+  if (refuseEdit(nullptr)) return false;
   graph::Graph laid = graph_;
-  graph::auto_layout(laid);
+  graph::auto_layout(laid, canvasLayoutOptions());
   MoveCommand::Positions positions;
   for (const graph::Node& n : laid.nodes()) {
     const graph::Node& old = graph_.node(n.id);
     if (old.x != n.x || old.y != n.y)
       positions.emplace(n.id, std::make_pair(QPointF(old.x, old.y), QPointF(n.x, n.y)));
   }
-  if (positions.empty()) return;
+  if (positions.empty()) return false;
   stack_.push(new MoveCommand(this, tr("Auto layout"), std::move(positions), -1));
+  return true;
 }
 
 QString GraphDocument::copy(const QList<graph::NodeId>& ids) const {

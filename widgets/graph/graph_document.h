@@ -66,8 +66,26 @@ class GraphDocument : public QObject {
   // merge into one undo step until finishMove() (the canvas calls it on mouse release).
   void moveNodes(const QMap<graph::NodeId, QPointF>& newPositions);
   void finishMove() { ++moveGroup_; }
-  // Layered layout of the whole graph (graph::auto_layout), one undo step.
-  void autoLayout();
+  // Layered layout of the whole graph (graph::auto_layout with canvasLayoutOptions()),
+  // one undo step. False (and no step) when every node is already where the layout puts
+  // it, as right after File > Import ONNX, which lays the model out the same way.
+  bool autoLayout();
+
+  // ---- transfer learning (engine/graph/transfer.h), each one undo step ----
+  // Sets Node::trainable of the nodes (false: frozen, left out of the optimizer, batch
+  // norms in eval mode; GraphModule). Unknown ids and unchanged nodes are ignored.
+  void setTrainable(const QList<graph::NodeId>&, bool on);
+  // Freezes `node` and every node it depends on (its ancestors through edges).
+  void freezeUpTo(graph::NodeId node);
+  // Makes every node trainable again.
+  void unfreezeAll();
+  // The classifier head (graph::find_head: the last Linear before the Output) gets
+  // `outFeatures` outputs and loses its initial weights (graph::replace_head). Returns
+  // its id; -1 and the engine's message naming the node where the search stopped (in
+  // `reason`) when there is no such Linear or outFeatures < 1.
+  graph::NodeId replaceHead(int64_t outFeatures, QString* reason = nullptr);
+  // The parameters of frozen nodes (analysis().nodes[..].parameters summed).
+  int64_t frozenParameters() const;
 
   // A JSON fragment (graph JSON of the nodes and the edges among them).
   QString copy(const QList<graph::NodeId>&) const;

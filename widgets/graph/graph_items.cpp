@@ -1,5 +1,6 @@
 #include "widgets/graph/graph_items.h"
 
+#include <QGraphicsScene>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 #include <algorithm>
@@ -73,8 +74,11 @@ void NodeItem::setState(const graph::Node& node, const graph::NodeInfo* info,
 
 QString NodeItem::badgeText() const {
   if (!info_) return QStringLiteral("? params · ? MACs");
-  return QStringLiteral("%1 params · %2 MACs").arg(shortCount(info_->parameters), shortCount(info_->macs));
+  const QString text = QStringLiteral("%1 params · %2 MACs").arg(shortCount(info_->parameters), shortCount(info_->macs));
+  return frozen() ? QObject::tr("frozen %1").arg(text) : text;
 }
+
+bool NodeItem::frozen() const { return !node_.trainable && info_ && info_->parameters > 0; }
 
 QPointF NodeItem::portOffset(bool output, int port) const {
   const int count = output ? outputs_ : inputs_;
@@ -85,6 +89,24 @@ QPointF NodeItem::portOffset(bool output, int port) const {
 
 double NodeItem::width() const {
   return std::max(kNodeWidth, kPortSpacing * (std::max(inputs_, outputs_) + 1));
+}
+
+double nodeWidth(const graph::Node& node) {
+  const graph::OpSchema* schema = graph::OpRegistry::global().find(node.op);
+  if (!schema) return kNodeWidth;
+  const int ports = std::max(schema->input_count(node.attrs), int(schema->outputs.size()));
+  return std::max(kNodeWidth, kPortSpacing * (ports + 1));
+}
+
+graph::LayoutOptions canvasLayoutOptions() {
+  graph::LayoutOptions o;
+  o.top_down = true;
+  o.node_size = nodeWidth;
+  return o;
+}
+
+QString elideMiddle(const QString& text, const QFontMetricsF& metrics, double width) {
+  return metrics.elidedText(text, Qt::ElideMiddle, width);
 }
 
 QPointF NodeItem::inputPos(int port) const { return mapToScene(portOffset(false, port)); }
@@ -120,7 +142,9 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   QColor border = error ? QColor(0xe0, 0x52, 0x52) : QColor(0x70, 0x76, 0x80);
   if (isSelected()) border = QColor(0x4f, 0xa3, 0xff);
   p->setPen(QPen(border, isSelected() || error ? 2.5 : 1.2));
-  p->setBrush(error ? QColor(0x4a, 0x28, 0x2a) : QColor(0x2b, 0x2f, 0x36));
+  const bool muted = frozen() && !error;
+  p->setBrush(error ? QColor(0x4a, 0x28, 0x2a) : muted ? QColor(0x22, 0x24, 0x28) : QColor(0x2b, 0x2f, 0x36));
+  if (muted && !isSelected()) p->setPen(QPen(border, 1.2, Qt::DashLine));
   p->drawRoundedRect(r, 6, 6);
   // Header band with the op name.
   QPainterPath header;
@@ -128,8 +152,19 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   QPainterPath cut;
   cut.addRect(QRectF(r.left(), r.top() + kHeader, r.width(), 6));
   p->setPen(Qt::NoPen);
-  p->setBrush(error ? QColor(0xb0, 0x3a, 0x3a) : categoryColor(schema_ ? schema_->category : ""));
+  QColor band = error ? QColor(0xb0, 0x3a, 0x3a) : categoryColor(schema_ ? schema_->category : "");
+  if (muted) band = QColor::fromHsv(band.hsvHue(), band.hsvSaturation() / 3, band.value() * 3 / 4);
+  p->setBrush(band);
   p->drawPath(header.subtracted(cut));
+  if (muted) {  // a padlock at the header's right end: shackle arc over a body
+    const QPointF c(r.right() - 14, r.top() + kHeader / 2 + 2);
+    p->setBrush(QColor(0xe6, 0xe6, 0xe6));
+    p->drawRoundedRect(QRectF(c.x() - 5, c.y() - 2, 10, 8), 1.5, 1.5);
+    p->setPen(QPen(QColor(0xe6, 0xe6, 0xe6), 1.6));
+    p->setBrush(Qt::NoBrush);
+    p->drawArc(QRectF(c.x() - 3.5, c.y() - 8, 7, 10), 0, 180 * 16);
+    p->setPen(Qt::NoPen);
+  }
   // Zoomed far out the text is unreadable: the box and its colours are enough.
   if (option->levelOfDetailFromTransform(p->worldTransform()) < kTextDetail) return;
   QFont font = p->font();
@@ -137,13 +172,14 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   font.setBold(true);
   p->setFont(font);
   p->setPen(Qt::white);
-  p->drawText(QRectF(r.left() + 8, r.top(), r.width() - 16, kHeader), Qt::AlignVCenter | Qt::AlignLeft,
-              toQString(node_.op));
+  const double opWidth = r.width() - (muted ? 32 : 16);
+  p->drawText(QRectF(r.left() + 8, r.top(), opWidth, kHeader), Qt::AlignVCenter | Qt::AlignLeft,
+              elideMiddle(toQString(node_.op), QFontMetricsF(font), opWidth));
   font.setBold(false);
   p->setFont(font);
   p->setPen(QColor(0xe6, 0xe6, 0xe6));
-  p->drawText(QRectF(r.left() + 8, r.top() + kHeader + 2, r.width() - 16, 18),
-              Qt::AlignVCenter | Qt::AlignLeft, toQString(node_.name));
+  p->drawText(QRectF(r.left() + 8, r.top() + kHeader + 2, r.width() - 16, 18), Qt::AlignVCenter | Qt::AlignLeft,
+              elideMiddle(toQString(node_.name), QFontMetricsF(font), r.width() - 16));
   font.setPointSizeF(7.5);
   p->setFont(font);
   p->setPen(QColor(0xa8, 0xb0, 0xbc));
@@ -195,6 +231,7 @@ void EdgeItem::setLabel(const QString& text) {
 void EdgeItem::attach(NodeItem* from, NodeItem* to) {
   from_ = from;
   to_ = to;
+  setPath(QPainterPath());  // other nodes may have moved into or out of its lane
   updatePath();
 }
 
@@ -205,13 +242,44 @@ void EdgeItem::updatePath() {
   if (p1 == p1_ && p2 == p2_ && !path().isEmpty()) return;
   p1_ = p1;
   p2_ = p2;
-  const double bend = std::max(40.0, std::abs(p2.y() - p1.y()) / 2);
   QPainterPath path(p1);
-  path.cubicTo(p1 + QPointF(0, bend), p2 - QPointF(0, bend), p2);
+  const std::optional<double> lane = laneBeside(p1, p2);
+  if (lane) {
+    // Out of the source port, down the lane beside the nodes in between, into the target.
+    const double turn = kNodeHeight * 0.75;
+    const QPointF a(*lane, p1.y() + turn), b(*lane, p2.y() - turn);
+    path.cubicTo(p1 + QPointF(0, turn / 2), QPointF(*lane, p1.y() + turn / 2), a);
+    path.lineTo(b);
+    path.cubicTo(QPointF(*lane, p2.y() - turn / 2), p2 - QPointF(0, turn / 2), p2);
+  } else {
+    const double bend = std::max(40.0, std::abs(p2.y() - p1.y()) / 2);
+    path.cubicTo(p1 + QPointF(0, bend), p2 - QPointF(0, bend), p2);
+  }
   setPath(path);
   const QPointF mid = path.pointAtPercent(0.5);
   const QRectF text = label_->boundingRect();
   label_->setPos(mid.x() + 6, mid.y() - text.height() / 2);
+}
+
+std::optional<double> EdgeItem::laneBeside(QPointF p1, QPointF p2) const {
+  if (!scene() || p2.y() - p1.y() < 2 * kNodeHeight) return std::nullopt;
+  // The nodes in the band between the ports that a column from `x0` to `x1` would touch.
+  auto blockers = [&](double x0, double x1) {
+    QList<const NodeItem*> out;
+    const QRectF band(QPointF(std::min(x0, x1) - 4, p1.y() + 8), QPointF(std::max(x0, x1) + 4, p2.y() - 8));
+    for (QGraphicsItem* item : scene()->items(band, Qt::IntersectsItemBoundingRect))
+      if (item->type() == NodeItem::Type && item != from_ && item != to_) out << static_cast<const NodeItem*>(item);
+    return out;
+  };
+  QList<const NodeItem*> hit = blockers(p1.x(), p2.x());
+  if (hit.isEmpty()) return std::nullopt;
+  // Step right past whatever is in the way (a few times: a lane may meet a neighbour).
+  double lane = std::max(p1.x(), p2.x());
+  for (int tries = 0; tries < 8 && !hit.isEmpty(); ++tries) {
+    for (const NodeItem* n : hit) lane = std::max(lane, n->sceneBoundingRect().right() + 18);
+    hit = blockers(lane, lane);
+  }
+  return lane;
 }
 
 QPainterPath EdgeItem::shape() const {

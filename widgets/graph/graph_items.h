@@ -8,11 +8,13 @@
 #include <QGraphicsItem>
 #include <QGraphicsPathItem>
 #include <QGraphicsSimpleTextItem>
+#include <QFontMetricsF>
 #include <QList>
 #include <QStringList>
 #include <optional>
 
 #include "engine/graph/analysis.h"
+#include "engine/graph/layout.h"
 #include "engine/graph/op_schema.h"
 
 namespace kiln::studio {
@@ -24,6 +26,14 @@ inline constexpr double kNodeHeight = 64;
 inline constexpr double kPortRadius = 5;
 inline constexpr double kPortSpacing = 20;
 inline constexpr double kLabelMinZoom = 0.4;  // edge labels are hidden below this zoom
+
+// The width of a node's box (scene units): kNodeWidth, or kPortSpacing per port more for
+// nodes with many ports (Concat of 9 inputs).
+double nodeWidth(const graph::Node&);
+// graph::auto_layout's options for the canvas: top-down, node boxes as wide as nodeWidth.
+graph::LayoutOptions canvasLayoutOptions();
+// `text` elided in the middle ("layer4.1.co…bn2") to fit `width` pixels of `metrics`.
+QString elideMiddle(const QString& text, const QFontMetricsF& metrics, double width);
 
 struct PortHit {
   bool output = false;
@@ -50,8 +60,10 @@ class NodeItem : public QGraphicsItem {
   QPointF outputPos(int port) const;
   // The port within `tolerance` of a scene point, if any.
   std::optional<PortHit> portAt(QPointF scenePos, double tolerance = 9) const;
-  // The short badge text: "1.2K params · 50.2K MACs".
+  // The short badge text: "1.2K params · 50.2K MACs"; "frozen 1.2K params · ..." when frozen.
   QString badgeText() const;
+  // A frozen node (Node::trainable false) with parameters: drawn muted with a lock.
+  bool frozen() const;
   QList<EdgeItem*>& edges() { return edges_; }
 
   QRectF boundingRect() const override;
@@ -83,12 +95,16 @@ class EdgeItem : public QGraphicsPathItem {
   void setLabelVisible(bool visible);  // hidden when zoomed far out
   // The nodes it joins (set by the canvas whenever the edge set changes).
   void attach(NodeItem* from, NodeItem* to);
-  // Recomputes the curve from the current port positions.
+  // Recomputes the curve from the current port positions. An edge that would cross other
+  // nodes (a skip connection beside a chain) runs down a lane just beside them.
   void updatePath();
   QPainterPath shape() const override;
   void paint(QPainter*, const QStyleOptionGraphicsItem*, QWidget*) override;
 
  private:
+  // The x of a free lane for an edge from p1 down to p2 that would cross nodes; none when
+  // the direct curve is clear (or the edge does not go down past a layer).
+  std::optional<double> laneBeside(QPointF p1, QPointF p2) const;
   graph::Edge edge_;
   QGraphicsSimpleTextItem* label_;
   NodeItem* from_ = nullptr;

@@ -16,6 +16,7 @@
 
 #include "engine/graph/op_schema.h"
 #include "widgets/graph/graph_items.h"
+#include "widgets/graph/onnx_attribute_rows.h"
 
 namespace kiln::studio {
 
@@ -82,6 +83,11 @@ PropertyEditor::PropertyEditor(GraphDocument* document, QWidget* parent)
   });
 }
 
+QLabel* PropertyEditor::onnxRow(const QString& name) const {
+  auto it = onnxRows_.find(name);
+  return it == onnxRows_.end() ? nullptr : it->second;
+}
+
 QWidget* PropertyEditor::editor(const QString& attribute) const {
   auto it = editors_.find(toStd(attribute));
   return it == editors_.end() ? nullptr : it->second;
@@ -102,6 +108,9 @@ void PropertyEditor::rebuild() {
   delete content_;
   content_ = nullptr;
   editors_.clear();
+  onnxRows_.clear();
+  trainable_ = nullptr;
+  trainableLabel_ = nullptr;
   nameEdit_ = nullptr;
   op_ = inputs_ = outputs_ = params_ = problems_ = error_ = nullptr;
   builtOp_.clear();
@@ -146,7 +155,17 @@ void PropertyEditor::rebuild() {
   form->addRow(tr("Inputs"), inputs_);
   form->addRow(tr("Outputs"), outputs_);
   form->addRow(tr("Parameters"), params_);
+  trainable_ = new QCheckBox(tr("train these parameters"), inner);
+  trainable_->setToolTip(tr("Unchecked: the layer is frozen (transfer learning): the optimizer leaves its "
+                            "parameters as they are and its batch norms use their running statistics."));
+  connect(trainable_, &QCheckBox::toggled, this, [this](bool on) {
+    if (node_ >= 0) doc_->setTrainable({node_}, on);
+  });
+  trainableLabel_ = new QLabel(tr("Trainable"), inner);
+  form->addRow(trainableLabel_, trainable_);
+  const bool fallback = isOnnxFallback(node);
   for (const graph::AttrSpec& spec : schema.attributes) {
+    if (fallback && isOnnxBookkeeping(spec.name)) continue;  // shown as rows below
     QWidget* w = makeEditor(spec);
     w->setParent(inner);
     if (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w))
@@ -166,6 +185,14 @@ void PropertyEditor::rebuild() {
     form->addRow(label, w);
     editors_[spec.name] = w;
   }
+  if (fallback)
+    for (const auto& [name, value] : onnxAttributeRows(node)) {
+      auto* label = new QLabel(value, inner);
+      label->setWordWrap(true);
+      label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+      form->addRow(name, label);
+      onnxRows_[name] = label;
+    }
   problems_ = new QLabel(inner);
   problems_->setWordWrap(true);
   problems_->setStyleSheet(QStringLiteral("color: #e05252;"));
@@ -283,14 +310,22 @@ void PropertyEditor::refresh() {
   if (info != infos.end()) {
     inputs_->setText(typesText(schema, info->second.inputs, true));
     outputs_->setText(typesText(schema, info->second.outputs, false));
-    params_->setText(tr("%1 parameters\n%2 MACs per sample")
+    params_->setText(tr("%1 parameters%3\n%2 MACs per sample")
                          .arg(QLocale().toString(qlonglong(info->second.parameters)),
-                              QLocale().toString(qlonglong(info->second.macs))));
+                              QLocale().toString(qlonglong(info->second.macs)),
+                              node.trainable || !info->second.parameters ? QString() : tr(" (frozen)")));
   } else {
     const QString unknown = tr("? (not inferred)");
     inputs_->setText(unknown);
     outputs_->setText(unknown);
     params_->setText(unknown);
+  }
+  const bool withParameters = info != infos.end() && info->second.parameters > 0;
+  trainable_->setVisible(withParameters);
+  trainableLabel_->setVisible(withParameters);
+  {
+    const QSignalBlocker block(trainable_);
+    trainable_->setChecked(node.trainable);
   }
   const std::vector<std::string> problems = doc_->analysis().problems_of(node_);
   QStringList lines;

@@ -3,7 +3,10 @@
 // generated from its AttrSpec:
 //   Int -> QSpinBox (range from min/max), Float -> QDoubleSpinBox, Bool -> QCheckBox,
 //   Choice -> QComboBox, String -> QLineEdit, Ints -> QLineEdit ("3, 3");
-// the unit is the suffix, the description the tooltip. Edits go through
+// the unit is the suffix, the description the tooltip. A node kept as onnx.<op_type>
+// shows its ONNX attributes as read-only rows (onnx_attribute_rows.h) instead of the
+// import's JSON bookkeeping. A node with parameters has a "Trainable" check box
+// (GraphDocument::setTrainable; unchecked: frozen). Edits go through
 // GraphDocument::setAttribute / renameNode (undoable); a rejected value shows the
 // reason in the editor and the widget reverts to the graph's value.
 // Spin boxes and combo boxes take the mouse wheel only while they have keyboard focus
@@ -24,6 +27,7 @@
 #include "engine/graph/op_schema.h"
 #include "widgets/graph/graph_document.h"
 
+class QCheckBox;
 class QFormLayout;
 class QKeyEvent;
 
@@ -40,6 +44,10 @@ class PropertyEditor : public QWidget {
   QLineEdit* nameEdit() const { return nameEdit_; }
   QString errorText() const { return error_ ? error_->text() : QString(); }
   QString outputsText() const { return outputs_ ? outputs_->text() : QString(); }
+  // The value label of an ONNX attribute row ("axes"), nullptr when none is shown.
+  QLabel* onnxRow(const QString& name) const;
+  // The "Trainable" check box; hidden for nodes without parameters.
+  QCheckBox* trainableBox() const { return trainable_; }
 
  public slots:
   void setNode(graph::NodeId id);  // -1: nothing selected
@@ -75,7 +83,10 @@ class PropertyEditor : public QWidget {
   QLabel* params_ = nullptr;
   QLabel* problems_ = nullptr;
   QLabel* error_ = nullptr;
+  QCheckBox* trainable_ = nullptr;
+  QLabel* trainableLabel_ = nullptr;
   std::map<std::string, QWidget*> editors_;
+  std::map<QString, QLabel*> onnxRows_;
 };
 
 // "3, 3" -> {3, 3} (brackets and spaces allowed); nullopt when not a list of integers.
