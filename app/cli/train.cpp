@@ -210,15 +210,17 @@ int train_command(const std::vector<std::string>& argv) {
                  images->skipped.empty() ? "" : ":");
     for (const std::string& s : images->skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
   }
+  const std::string resume_text =
+      !c.resume                      ? ""
+      : trainer.batch_in_epoch() > 0 ? ", resuming at step " + std::to_string(trainer.step() + 1) + " (batch " +
+                                           std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
+                                           std::to_string(trainer.epoch() + 1) + ")"
+                                     : ", resuming after epoch " + std::to_string(trainer.epoch());
   std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
                c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
                static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
-               !c.resume                      ? ""
-               : trainer.batch_in_epoch() > 0 ? (", resuming at step " + std::to_string(trainer.step() + 1) + " (batch " +
-                                                 std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
-                                                 std::to_string(trainer.epoch() + 1) + ")").c_str()
-                                              : (", resuming after epoch " + std::to_string(trainer.epoch())).c_str());
+               resume_text.c_str());
 
   ProgressBar progress(c.epochs);
   FitResult fit = run_fit(trainer, *loaders.train, loaders.validation.get(), c.threads, progress, metrics);

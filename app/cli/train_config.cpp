@@ -114,8 +114,8 @@ TrainConfig train_config(const Args& args) {
     const double n = number.empty() ? -1 : std::strtod(number.c_str(), &end);
     if (number.empty() || end != number.c_str() + number.size() || !(n >= 0) || n > 1e12 ||
         (!minutes && n != static_cast<double>(static_cast<int64_t>(n))))
-      args.fail("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; got '" +
-                every + "'");
+      args.fail("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+                "got '" + every + "'");
     if (minutes) c.checkpoint_every_minutes = n;
     else c.checkpoint_every_steps = static_cast<int64_t>(n);
   }

@@ -78,13 +78,15 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         batch_index = resume_batch_;
         metrics.load_state_dict(resume_metrics_);
         epoch_lr = resume_epoch_lr_;
-        epoch_start -= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(resume_epoch_seconds_));
+        const std::chrono::duration<double> done_seconds(resume_epoch_seconds_);
+        epoch_start -= std::chrono::duration_cast<Clock::duration>(done_seconds);
         resume_batch_ = 0;
       }
       train.set_epoch(epoch_, batch_index);
       while (!cancelled_) {
         // Paused time is left out of the epoch's clock (images/s, ETA, seconds).
-        const auto paused = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_while_paused()));
+        const std::chrono::duration<double> paused_seconds(wait_while_paused());
+        const auto paused = std::chrono::duration_cast<Clock::duration>(paused_seconds);
         epoch_start += paused;
         last_checkpoint += paused;
         if (cancelled_) break;
