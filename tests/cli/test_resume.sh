@@ -7,6 +7,8 @@
 #   corrupt: a truncated checkpoint file gives one error naming it; a checkpoint whose save was
 #            killed between its renames (only checkpoint.old) is read with a message; a half-written
 #            checkpoint.new is ignored
+#   kill_saving: six runs that save a checkpoint every step, killed with SIGKILL at once; each
+#            resume, and the last, which finishes the epoch, reads a whole checkpoint
 # Registered with ctest (label engine) by tests/CMakeLists.txt:  tests/cli/test_resume.sh path/to/kiln CASE
 set -uo pipefail
 kiln=$1 case=$2
@@ -79,6 +81,24 @@ corrupt)
     fail "the next saves did not leave checkpoint/ alone: $(ls "$work/r")"
   run 2 train "${flags[@]}" --checkpoint-every 5x --out "$work/x"
   contains "$err" "--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes)" "a bad --checkpoint-every"
+  ;;
+kill_saving)  # a checkpoint every step, so that most kills land in a save: every resume still reads one
+  run 0 train "${flags[@]}" --epochs 1 --limit-batches 30 --checkpoint-every 1 --out "$work/r"
+  for i in 1 2 3 4 5 6; do
+    "$kiln" train "${flags[@]}" --epochs 1000 --limit-batches 30 --checkpoint-every 1 --out "$work/r" --resume \
+      >/dev/null 2>"$work/err.$i" &
+    pid=$!
+    sleep "0.$((3 + i))"
+    kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+    ! grep -q "error" "$work/err.$i" || fail "resume $i: $(cat "$work/err.$i")"
+    [[ -f $work/r/checkpoint/trainer.json || -f $work/r/checkpoint.old/trainer.json ]] || fail "kill $i left no checkpoint"
+  done
+  ckpt=$work/r/checkpoint; [[ -d $ckpt ]] || ckpt=$work/r/checkpoint.old
+  step=$(scalar step "$ckpt")
+  echo "after 6 kills the checkpoint is at step $step"
+  run 0 train "${flags[@]}" --epochs $(($(scalar epoch "$ckpt") + 1)) --limit-batches 30 --checkpoint-every 0 \
+    --out "$work/r" --resume
+  contains "$err" "resuming" "the last resume"
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;
