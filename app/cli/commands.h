@@ -16,6 +16,7 @@ struct Command {
 int devices_command(const std::vector<std::string>& args);  // devices.cpp
 int train_command(const std::vector<std::string>& args);    // train.cpp
 int eval_command(const std::vector<std::string>& args);     // eval.cpp
+int predict_command(const std::vector<std::string>& args);  // predict.cpp
 int bench_command(const std::vector<std::string>& args);    // bench.cpp
 int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp
 #ifdef KILN_HAVE_ONNX

@@ -15,6 +15,7 @@
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/interrupt.h"
+#include "app/cli/run_model.h"
 #include "app/cli/table_data.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
@@ -49,37 +50,6 @@ ArgParser eval_parser() {
   p.epilog("Ctrl-C stops the evaluation between batches (exit status 130).\n\n"
            "example: kiln eval --model-file runs/cnn/model.safetensors");
   return p;
-}
-
-// The model with the weights of `file` (read from `path`): the graph of `graph_path` (or the one the run
-// kept), else the reference model `model_name` (or the one the file's metadata or keys name) built for
-// `features` inputs and `outputs` outputs (0, 0: Fashion-MNIST's), or for `image` (a run's images.json)
-// when given. model_name becomes what was loaded.
-std::shared_ptr<nn::Module> load_model(const io::SafetensorsFile& file, const std::string& path, std::string graph_path,
-                                       std::string& model_name, Device device, int64_t features, int64_t outputs,
-                                       const ImageRun* image = nullptr) {
-  if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
-  std::shared_ptr<nn::Module> model;
-  if (!graph_path.empty()) {
-    model = std::make_shared<graph::GraphModule>(load_checked_graph(graph_path));
-    model_name = "graph " + graph_path;
-  } else {
-    if (model_name.empty() && (features > 0 || image)) {
-      auto it = file.metadata.find("kiln.model");
-      model_name = it != file.metadata.end() ? it->second : "mlp";
-    }
-    if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
-    model = image          ? train::make_image_model(model_name, image->channels, image->height, image->width, outputs)
-            : features > 0 ? train::make_model(model_name, features, outputs)
-                           : train::make_model(model_name);
-  }
-  model->to(device);
-  try {
-    model->load_state_dict(file.tensors);
-  } catch (const ValueError& e) {
-    throw ValueError(path + " does not hold " + model_name + " weights: " + e.what());
-  }
-  return model;
 }
 
 void print_confusion(const train::ClassificationMetrics& m, const std::vector<std::string>& names) {

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -41,9 +42,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   file.commit();
 }
 
-MetricsCsv::MetricsCsv(const std::string& path, int keep_epochs) : path_(path) {
+MetricsCsv::MetricsCsv(const std::string& path, int keep_epochs, int64_t keep_steps) : path_(path) {
   std::vector<std::string> kept;
-  if (keep_epochs > 0) {
+  if (keep_steps > 0) {
     std::ifstream in(path);
     std::string line;
     bool header = true;
@@ -52,7 +53,14 @@ MetricsCsv::MetricsCsv(const std::string& path, int keep_epochs) : path_(path) {
         header = false;
         continue;
       }
-      if (std::atoi(line.c_str()) <= keep_epochs) kept.push_back(line);  // the epoch column comes first
+      // epoch,step,kind,...
+      const size_t c1 = line.find(','), c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
+      if (c2 == std::string::npos) continue;
+      const bool batch = line.compare(c2 + 1, 6, "batch,") == 0;
+      if (batch ? std::atoll(line.c_str() + c1 + 1) <= keep_steps : std::atoi(line.c_str()) <= keep_epochs) {
+        kept.push_back(line);
+        if (batch) last_step_ = std::atoll(line.c_str() + c1 + 1);
+      }
     }
   }
   file_ = std::fopen(path.c_str(), "w");

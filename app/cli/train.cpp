@@ -159,6 +159,8 @@ int train_command(const std::vector<std::string>& argv) {
   options.num_classes = outputs;
   options.device = device;
   options.checkpoint_dir = (out / "checkpoint").string();
+  options.checkpoint_every_steps = c.checkpoint_every_steps;
+  options.checkpoint_every_seconds = c.checkpoint_every_steps > 0 ? 0 : 60 * c.checkpoint_every_minutes;
   options.cuda_graph = !args.given("no-cuda-graph");
   auto text = [](double v) { return nlohmann::json(v).dump(); };
   options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},
@@ -183,7 +185,8 @@ int train_command(const std::vector<std::string>& argv) {
       },
       options);
   if (c.resume) {
-    trainer.load_checkpoint(options.checkpoint_dir);
+    const std::string note = trainer.load_checkpoint(options.checkpoint_dir);
+    if (!note.empty()) std::fprintf(stderr, "kiln: %s\n", note.c_str());
     KILN_CHECK(trainer.epoch() < c.epochs, ValueError, "the run in ", display_path(out), " has already trained ",
                trainer.epoch(), " epochs; ask for more with --epochs (e.g. --epochs ", trainer.epoch() + 1, ")");
   }
@@ -192,7 +195,7 @@ int train_command(const std::vector<std::string>& argv) {
   if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
   if (csv) write_file_atomically((out / kRunTableFile).string(), run_table_json(c.table, table->schema));
   if (image) write_file_atomically((out / kRunImagesFile).string(), run_images_json(images->run));
-  MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0);
+  MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0, c.resume ? trainer.step() : 0);
   if (csv)
     std::fprintf(stderr, "%s: %lld rows (%lld dropped), %lld features, label '%s' (%s%s)\n", c.table.path.c_str(),
                  static_cast<long long>(table->rows), static_cast<long long>(table->rows_dropped),
@@ -207,21 +210,30 @@ int train_command(const std::vector<std::string>& argv) {
                  images->skipped.empty() ? "" : ":");
     for (const std::string& s : images->skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
   }
+  const std::string resume_text =
+      !c.resume                      ? ""
+      : trainer.batch_in_epoch() > 0 ? ", resuming at step " + std::to_string(trainer.step() + 1) + " (batch " +
+                                           std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
+                                           std::to_string(trainer.epoch() + 1) + ")"
+                                     : ", resuming after epoch " + std::to_string(trainer.epoch());
   std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
                c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
                static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
-               c.resume ? (", resuming after epoch " + std::to_string(trainer.epoch())).c_str() : "");
+               resume_text.c_str());
 
   ProgressBar progress(c.epochs);
   FitResult fit = run_fit(trainer, *loaders.train, loaders.validation.get(), c.threads, progress, metrics);
   if (fit.cancelled) {
     std::fprintf(stderr, "kiln: training cancelled; ");
-    if (fit.epochs_done > 0)
-      std::fprintf(stderr, "the checkpoint of epoch %d is in %s (continue with --out %s --resume)\n", fit.epochs_done,
+    if (fit.checkpoint_step > 0)
+      std::fprintf(stderr, "the checkpoint of step %lld (epoch %d) is in %s (continue with --out %s --resume)\n",
+                   static_cast<long long>(fit.checkpoint_step), fit.checkpoint_epoch + 1,
                    display_path(out / "checkpoint").c_str(), display_path(out).c_str());
+    else if (c.resume)
+      std::fprintf(stderr, "the checkpoint it resumed from is still in %s\n", display_path(out / "checkpoint").c_str());
     else
-      std::fprintf(stderr, "no epoch finished, so there is no checkpoint\n");
+      std::fprintf(stderr, "no checkpoint was taken yet (see --checkpoint-every)\n");
     return kExitInterrupted;
   }
 

@@ -1,6 +1,7 @@
 #include "app/cli/train_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "app/cli/datasets.h"
@@ -45,6 +46,10 @@ ArgParser train_parser() {
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)")
       .flag("out", "DIR", "", "run directory (default: runs/<model>-<timestamp>)")
       .toggle("resume", "continue the run in --out from its checkpoint/ (the flags must match)")
+      .flag("checkpoint-every", "N|Nm", "10m",
+            "a checkpoint in the middle of an epoch too, every N optimizer steps or every N minutes\n"
+            "(Nm), with the position in the epoch, so that --resume continues at the next batch (0: only\n"
+            "at each epoch's end)")
       .flag("limit-batches", "N", "0", "train, validate and test on at most N batches each (for smoke tests)")
       .toggle("no-cuda-graph",
               "on a CUDA device, run every training step eagerly instead of recording the step once\n"
@@ -55,8 +60,9 @@ ArgParser train_parser() {
   add_table_flags(p);
   add_image_flags(p);
   p.epilog(
-      "Ctrl-C stops after the current batch (exit status 130); the checkpoint of the last\n"
-      "finished epoch stays, and `--resume` continues from it.\n\n"
+      "Ctrl-C stops after the current batch (exit status 130); the last checkpoint (of the last\n"
+      "finished epoch, or --checkpoint-every's in the middle of one) stays, and `--resume`\n"
+      "continues from it. A checkpoint replaces the last one atomically, so a killed run keeps one.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
       "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
       "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip");
@@ -100,6 +106,19 @@ TrainConfig train_config(const Args& args) {
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
   c.resume = args.given("resume");
   c.limit_batches = args.integer("limit-batches", 0);
+  {
+    const std::string every = args.str("checkpoint-every");
+    const bool minutes = !every.empty() && every.back() == 'm';
+    const std::string number = minutes ? every.substr(0, every.size() - 1) : every;
+    char* end = nullptr;
+    const double n = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !(n >= 0) || n > 1e12 ||
+        (!minutes && n != static_cast<double>(static_cast<int64_t>(n))))
+      args.fail("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+                "got '" + every + "'");
+    if (minutes) c.checkpoint_every_minutes = n;
+    else c.checkpoint_every_steps = static_cast<int64_t>(n);
+  }
   if (c.resume && !args.given("out")) args.fail("--resume needs --out DIR (the run to continue)");
   c.out_dir = args.given("out") ? args.str("out") : "";
   if (args.given("out") && c.out_dir.empty()) args.fail("--out needs a directory");

@@ -33,6 +33,9 @@ struct TrainConfig {
   int threads = 0;                 // 0: leave OpenMP's default (OMP_NUM_THREADS or all cores)
   std::string out_dir;
   bool resume = false;
+  // --checkpoint-every: mid-epoch checkpoints every N steps or N minutes (0 and 0: none).
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_minutes = 10;
   int64_t limit_batches = 0;       // 0: no limit
   // Transfer learning (train_transfer.h): data and network edits.
   std::string classes;             // --classes 0-4: keep these classes, relabelled 0..k-1 ("": all)

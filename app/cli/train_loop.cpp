@@ -53,7 +53,11 @@ FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLo
         metrics.epoch(e);
         progress.on_epoch(e);
       },
-      [&](const train::CheckpointSaved&) {},
+      [&](const train::CheckpointSaved& e) {
+        metrics.flush();
+        result.checkpoint_step = e.step;
+        result.checkpoint_epoch = e.epoch;
+      },
       [&](const train::Finished& e) { result.cancelled = e.cancelled; },
   };
   try {

@@ -1,5 +1,6 @@
 // Runs Trainer::fit on a worker thread while the calling thread draws the
-// progress bar, appends metrics.csv rows and turns Ctrl-C into Trainer::cancel().
+// progress bar, appends metrics.csv rows (flushed at every checkpoint, so that a run
+// killed after one has the rows up to it) and turns Ctrl-C into Trainer::cancel().
 #pragma once
 #include <string>
 
@@ -13,6 +14,8 @@ namespace kiln::cli {
 struct FitResult {
   bool cancelled = false;
   int epochs_done = 0;  // trainer.epoch() afterwards
+  int64_t checkpoint_step = 0;  // the optimizer step of the last checkpoint this fit saved (0: none)
+  int checkpoint_epoch = 0;     // the 0-based epoch it ended or was taken in
 };
 
 // threads > 0: the OpenMP thread count of the worker (OpenMP's setting is per thread).

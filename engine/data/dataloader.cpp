@@ -24,9 +24,12 @@ int64_t DataLoader::size() const {
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void DataLoader::set_epoch(int64_t epoch) {
+void DataLoader::set_epoch(int64_t epoch, int64_t first_batch) {
+  KILN_CHECK(first_batch >= 0 && first_batch <= size(), ValueError, "DataLoader: first batch ", first_batch,
+             " is outside [0, ", size(), "]");
   stop_pass();
   next_epoch_ = epoch;
+  next_first_batch_ = first_batch;
 }
 
 void DataLoader::start_pass() {
@@ -40,7 +43,8 @@ void DataLoader::start_pass() {
   }
   pass_epoch_ = next_epoch_++;
   n_batches_ = size();
-  next_claim_ = next_deliver_ = 0;
+  next_claim_ = next_deliver_ = std::min(next_first_batch_, n_batches_);
+  next_first_batch_ = 0;
   ready_.clear();
   stop_ = false;
   active_ = true;

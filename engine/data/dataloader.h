@@ -46,9 +46,12 @@ class DataLoader {
 
   // The epoch the next pass uses (for the shuffle order). Each pass started by
   // begin() or by next() after the end of a pass advances it by one, so epochs
-  // 0, 1, 2 ... follow by themselves; set_epoch(e) is for resuming at epoch e.
-  // Calling it in the middle of a pass abandons that pass.
-  void set_epoch(int64_t epoch);
+  // 0, 1, 2 ... follow by themselves; set_epoch(e) is for resuming at epoch e, and
+  // set_epoch(e, k) for resuming in its middle: that pass starts at batch k of epoch e's
+  // order (the batches it gives are those an uninterrupted pass gives from batch k on;
+  // Note [Deterministic batches]). Calling it in the middle of a pass abandons that pass.
+  // ValueError when first_batch is outside [0, size()].
+  void set_epoch(int64_t epoch, int64_t first_batch = 0);
   int64_t epoch() const { return next_epoch_; }
 
   // The next batch of the current pass (starting a pass when none is running), or
@@ -93,6 +96,7 @@ class DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   Options options_;
   int64_t next_epoch_ = 0;
+  int64_t next_first_batch_ = 0;  // where the next pass starts (set_epoch); later passes start at 0
 
   // The current pass. order_ and n_batches_ are written only while no worker runs.
   bool active_ = false;

@@ -49,10 +49,13 @@ std::string require_file(const fs::path& dir, const char* name) {
 }  // namespace
 
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
+  const fs::path target = fs::path(dir).lexically_normal();
+  const fs::path target_dir = target.has_filename() ? target : target.parent_path();  // "a/b/" -> "a/b"
+  const fs::path d = target_dir.string() + ".new", old = target_dir.string() + ".old";
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  KILN_CHECK(fs::is_directory(dir), IoError, dir, ": cannot create the checkpoint directory (", ec.message(), ")");
-  fs::path d(dir);
+  fs::remove_all(d, ec);  // what a killed save left
+  fs::create_directories(d, ec);
+  KILN_CHECK(fs::is_directory(d), IoError, d.string(), ": cannot create the checkpoint directory (", ec.message(), ")");
 
   save_safetensors((d / "model.safetensors").string(), ckpt.model);
   std::map<std::string, std::string> meta;
@@ -65,16 +68,37 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt) {
   AtomicFile out((d / "trainer.json").string());
   out.write(text.data(), text.size());
   out.commit();
+
+  // The swap: DIR -> DIR.old, DIR.new -> DIR, then DIR.old removed.
+  auto rename = [](const fs::path& from, const fs::path& to) {
+    std::error_code e;
+    fs::rename(from, to, e);
+    KILN_CHECK(!e, IoError, "cannot rename ", from.string(), " to ", to.string(), " (", e.message(), ")");
+  };
+  if (fs::exists(target_dir, ec)) {
+    fs::remove_all(old, ec);
+    rename(target_dir, old);
+  }
+  rename(d, target_dir);
+  fs::remove_all(old, ec);
 }
 
 Checkpoint load_checkpoint(const std::string& dir) {
-  KILN_CHECK(fs::is_directory(dir), IoError, dir, ": no such checkpoint directory");
-  fs::path d(dir);
+  fs::path d = fs::path(dir).lexically_normal();
+  if (!d.has_filename()) d = d.parent_path();
+  std::string note;
+  if (!fs::is_directory(d) && fs::is_directory(d.string() + ".old")) {
+    note = d.string() + " is missing: a save of it was interrupted; read the previous checkpoint, " + d.string() +
+           ".old";
+    d = d.string() + ".old";
+  }
+  KILN_CHECK(fs::is_directory(d), IoError, dir, ": no such checkpoint directory");
   std::string model_path = require_file(d, "model.safetensors");
   std::string optim_path = require_file(d, "optimizer.safetensors");
   std::string trainer_path = require_file(d, "trainer.json");
 
   Checkpoint ckpt;
+  ckpt.note = note;
   ckpt.model = load_safetensors(model_path).tensors;
   SafetensorsFile optim = load_safetensors(optim_path);
   ckpt.optimizer = std::move(optim.tensors);

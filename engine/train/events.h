@@ -35,8 +35,10 @@ struct EpochEnd {
 };
 
 struct CheckpointSaved {
-  int epoch = 0;
+  int epoch = 0;      // 0-based: the epoch that ended, or the one a mid-epoch checkpoint is in
   std::string path;
+  int64_t batch = 0;  // batches of `epoch` done at a mid-epoch checkpoint; 0 at an epoch's end
+  int64_t step = 0;   // optimizer steps taken
 };
 
 struct Finished {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "engine/core/error.h"
 
@@ -53,6 +54,38 @@ double ClassificationMetrics::accuracy() const {
 }
 double ClassificationMetrics::top_k_accuracy() const {
   return count_ && !regression_ ? static_cast<double>(correct_k_) / static_cast<double>(count_) : NAN;
+}
+
+std::map<std::string, double> ClassificationMetrics::state_dict() const {
+  std::map<std::string, double> s{{"count", static_cast<double>(count_)},
+                                  {"correct", static_cast<double>(correct_)},
+                                  {"correct_k", static_cast<double>(correct_k_)},
+                                  {"loss_sum", loss_sum_},
+                                  {"regression", regression_ ? 1.0 : 0.0}};
+  for (size_t i = 0; i < confusion_.size(); ++i)
+    if (confusion_[i]) s["confusion." + std::to_string(i)] = static_cast<double>(confusion_[i]);
+  return s;
+}
+
+void ClassificationMetrics::load_state_dict(const std::map<std::string, double>& state) {
+  auto get = [&](const char* key) {
+    auto it = state.find(key);
+    KILN_CHECK(it != state.end(), ValueError, "ClassificationMetrics: the state lacks '", key, "'");
+    return it->second;
+  };
+  count_ = static_cast<int64_t>(get("count"));
+  correct_ = static_cast<int64_t>(get("correct"));
+  correct_k_ = static_cast<int64_t>(get("correct_k"));
+  loss_sum_ = get("loss_sum");
+  regression_ = get("regression") != 0;
+  std::fill(confusion_.begin(), confusion_.end(), 0);
+  for (const auto& [key, value] : state) {
+    if (key.rfind("confusion.", 0) != 0) continue;
+    const long long i = std::atoll(key.c_str() + 10);
+    KILN_CHECK(i >= 0 && i < static_cast<long long>(confusion_.size()), ValueError, "ClassificationMetrics: '", key,
+               "' is outside the ", num_classes_, " x ", num_classes_, " confusion matrix");
+    confusion_[static_cast<size_t>(i)] = static_cast<int64_t>(value);
+  }
 }
 
 }  // namespace kiln::train

@@ -1,6 +1,8 @@
 // Classification metrics accumulated over batches.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -25,6 +27,13 @@ class ClassificationMetrics {
   // confusion[t * C + p] = samples of true class t predicted as p.
   const std::vector<int64_t>& confusion() const { return confusion_; }
   int64_t num_classes() const { return num_classes_; }
+
+  // The sums so far as named numbers ("count", "correct", "correct_k", "loss_sum", "regression",
+  // "confusion.<t*C+p>" for the non-zero cells), so that a checkpoint taken in the middle of an
+  // epoch (Trainer) carries the epoch's metrics; load_state_dict restores them exactly.
+  // load_state_dict: ValueError naming the key for a missing count or a cell outside C x C.
+  std::map<std::string, double> state_dict() const;
+  void load_state_dict(const std::map<std::string, double>& state);
 
  private:
   int64_t num_classes_, top_k_;

@@ -67,16 +67,28 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
     else if (options_.cuda_graph)
       captured.emplace(options_.device, *optimizer_);
     Tensor x_static, y_static, static_logits, static_loss;
+    auto last_checkpoint = Clock::now();
     while (epoch_ < options_.epochs && !cancelled_) {
       model_->train();
-      train.set_epoch(epoch_);
       ClassificationMetrics metrics(options_.num_classes, options_.top_k);
-      const double epoch_lr = optimizer_->lr();
+      double epoch_lr = optimizer_->lr();
       auto epoch_start = Clock::now();
       int64_t batch_index = 0;
+      if (resume_batch_ > 0) {  // a mid-epoch checkpoint: the rest of its epoch, in the same order
+        batch_index = resume_batch_;
+        metrics.load_state_dict(resume_metrics_);
+        epoch_lr = resume_epoch_lr_;
+        const std::chrono::duration<double> done_seconds(resume_epoch_seconds_);
+        epoch_start -= std::chrono::duration_cast<Clock::duration>(done_seconds);
+        resume_batch_ = 0;
+      }
+      train.set_epoch(epoch_, batch_index);
       while (!cancelled_) {
         // Paused time is left out of the epoch's clock (images/s, ETA, seconds).
-        epoch_start += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_while_paused()));
+        const std::chrono::duration<double> paused_seconds(wait_while_paused());
+        const auto paused = std::chrono::duration_cast<Clock::duration>(paused_seconds);
+        epoch_start += paused;
+        last_checkpoint += paused;
         if (cancelled_) break;
         std::optional<data::Batch> batch = train.next();
         if (!batch) break;
@@ -144,6 +156,15 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         double per_batch = (train_seconds_ + elapsed) / static_cast<double>(std::max<int64_t>(done, 1));
         e.eta_seconds = per_batch * static_cast<double>(total_batches - done);
         events_.push(e);
+        // A mid-epoch checkpoint (TrainerOptions::checkpoint_every_steps / _seconds).
+        const bool every_steps = options_.checkpoint_every_steps > 0 && step_ % options_.checkpoint_every_steps == 0;
+        const bool every_seconds = options_.checkpoint_every_seconds > 0 &&
+                                   seconds_since(last_checkpoint) >= options_.checkpoint_every_seconds;
+        if (!options_.checkpoint_dir.empty() && batch_index < batches && (every_steps || every_seconds)) {
+          save_checkpoint_at(options_.checkpoint_dir, batch_index, &metrics, epoch_lr, seconds_since(epoch_start));
+          last_checkpoint = Clock::now();
+          events_.push(CheckpointSaved{epoch_, options_.checkpoint_dir, batch_index, step_});
+        }
       }
       double epoch_seconds = seconds_since(epoch_start);
       train_seconds_ += epoch_seconds;
@@ -167,8 +188,9 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       events_.push(end);
       if (!options_.checkpoint_dir.empty()) {
         save_checkpoint(options_.checkpoint_dir);
+        last_checkpoint = Clock::now();
         if (options_.on_checkpoint) options_.on_checkpoint(end);
-        events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir});
+        events_.push(CheckpointSaved{epoch_ - 1, options_.checkpoint_dir, 0, step_});
       }
     }
     Finished fin{cancelled_.load(), "", 0, 0, ""};
@@ -196,7 +218,10 @@ ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
   return train::evaluate(*model_, loader, o).metrics;
 }
 
-void Trainer::save_checkpoint(const std::string& dir) const {
+void Trainer::save_checkpoint(const std::string& dir) const { save_checkpoint_at(dir, 0, nullptr, 0, 0); }
+
+void Trainer::save_checkpoint_at(const std::string& dir, int64_t batch, const ClassificationMetrics* metrics,
+                                 double epoch_lr, double epoch_seconds) const {
   io::Checkpoint c;
   c.model = model_->state_dict();
   optim::OptimizerState opt = optimizer_->state_dict();
@@ -207,13 +232,19 @@ void Trainer::save_checkpoint(const std::string& dir) const {
   c.trainer_scalars["train_seconds"] = train_seconds_;
   c.trainer_scalars["samples_trained"] = static_cast<double>(samples_trained_);
   c.trainer["generator"] = default_generator().state();
+  if (batch > 0) {
+    c.trainer_scalars["batch"] = static_cast<double>(batch);
+    c.trainer_scalars["epoch_lr"] = epoch_lr;
+    c.trainer_scalars["epoch_seconds"] = epoch_seconds;
+    for (auto& [key, value] : metrics->state_dict()) c.trainer_scalars["epoch_metrics." + key] = value;
+  }
   for (auto& [key, value] : options_.run_settings) c.trainer["run." + key] = value;
   if (scheduler_)
     for (auto& [key, value] : scheduler_->state_dict()) c.trainer_scalars["scheduler." + key] = value;
   io::save_checkpoint(dir, c);
 }
 
-void Trainer::load_checkpoint(const std::string& dir) {
+std::string Trainer::load_checkpoint(const std::string& dir) {
   io::Checkpoint c = io::load_checkpoint(dir);
   for (auto& [key, value] : options_.run_settings) {
     auto saved = c.trainer.find("run." + key);
@@ -235,12 +266,23 @@ void Trainer::load_checkpoint(const std::string& dir) {
   auto gen = c.trainer.find("generator");
   KILN_CHECK(gen != c.trainer.end(), IoError, "checkpoint ", dir, ": trainer state lacks the generator state");
   default_generator().set_state(gen->second);
+  resume_batch_ = c.trainer_scalars.count("batch") ? static_cast<int64_t>(get("batch")) : 0;
+  resume_metrics_.clear();
+  if (resume_batch_ > 0) {
+    resume_epoch_lr_ = get("epoch_lr");
+    resume_epoch_seconds_ = get("epoch_seconds");
+    for (auto& [key, value] : c.trainer_scalars)
+      if (key.rfind("epoch_metrics.", 0) == 0) resume_metrics_[key.substr(14)] = value;
+    KILN_CHECK(resume_metrics_.count("count"), IoError, "checkpoint ", dir, ": trainer state lacks the metrics of the "
+               "epoch it was taken in");
+  }
   if (scheduler_) {
     std::map<std::string, double> state;
     for (auto& [key, value] : c.trainer_scalars)
       if (key.rfind("scheduler.", 0) == 0) state[key.substr(10)] = value;
     scheduler_->load_state_dict(state);
   }
+  return c.note;
 }
 
 }  // namespace kiln::train

@@ -36,6 +36,15 @@ struct TrainerOptions {
   // (before the next epoch overwrites it), with that epoch's EpochEnd; e.g. to copy it
   // elsewhere. An exception it throws ends fit() like an error of training. May be empty.
   std::function<void(const EpochEnd&)> on_checkpoint;
+  // Checkpoints in the middle of an epoch too (into checkpoint_dir, replacing the last one):
+  // after every checkpoint_every_steps optimizer steps (0: never), and after the first batch
+  // that ends checkpoint_every_seconds of training (pauses left out) after the last checkpoint
+  // (0: never); none after an epoch's last batch, whose epoch checkpoint follows. They hold the
+  // batch position in the epoch, the epoch's metrics so far, the learning rate it started with
+  // and the generator state, so that fit() after load_checkpoint continues with the next batch
+  // of the same order (DataLoader::set_epoch(epoch, batch)) and, on the CPU, the same losses.
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_seconds = 0;
   bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
   int64_t top_k = 5;
   // Settings a resumed run must share with the run that wrote the checkpoint
@@ -90,12 +99,17 @@ class Trainer {
   EventQueue& events() { return events_; }
 
   // Checkpoint = model weights + optimizer state + trainer state (epoch, step,
-  // generator state, scheduler position) in `dir` (engine/io/checkpoint.h).
+  // generator state, scheduler position) in `dir` (engine/io/checkpoint.h), replacing
+  // `dir` as a whole (a kill while saving leaves the previous checkpoint).
   void save_checkpoint(const std::string& dir) const;
-  // Restores a checkpoint written by save_checkpoint; the next fit() continues with
-  // the epoch after it. Throws IoError for missing/corrupt files and ValueError
-  // when the checkpoint belongs to another model (names and shapes differ).
-  void load_checkpoint(const std::string& dir);
+  // Restores a checkpoint written by save_checkpoint or in the middle of an epoch
+  // (TrainerOptions::checkpoint_every_steps); the next fit() continues with the epoch
+  // after it, or with the next batch of the epoch it was taken in. Throws IoError for
+  // missing/corrupt files and ValueError when the checkpoint belongs to another model
+  // (names and shapes differ). Returns io::Checkpoint::note: "" or why the previous
+  // checkpoint was read instead of `dir` (a kill between the renames of a save).
+  std::string load_checkpoint(const std::string& dir);
+  int64_t batch_in_epoch() const { return resume_batch_; }  // batches of epoch() a loaded checkpoint had done
 
   int epoch() const { return epoch_; }         // epochs completed
   int64_t step() const { return step_; }       // optimizer steps taken
@@ -116,11 +130,19 @@ class Trainer {
   std::mutex pause_mutex_;
   std::condition_variable pause_cv_;
   double wait_while_paused();  // seconds waited
+  // The checkpoint after `batch` batches of epoch epoch_ (0: at the end of epoch epoch_ - 1),
+  // with the epoch's metrics, starting lr and training seconds so far when batch > 0.
+  void save_checkpoint_at(const std::string& dir, int64_t batch, const ClassificationMetrics* metrics,
+                          double epoch_lr, double epoch_seconds) const;
   int epoch_ = 0;
   int64_t step_ = 0;
   double train_seconds_ = 0;
   int64_t samples_trained_ = 0;
   std::string cuda_graph_note_;
+  // A mid-epoch checkpoint's position, restored by load_checkpoint for the next fit().
+  int64_t resume_batch_ = 0;
+  std::map<std::string, double> resume_metrics_;
+  double resume_epoch_lr_ = 0, resume_epoch_seconds_ = 0;
 };
 
 }  // namespace kiln::train

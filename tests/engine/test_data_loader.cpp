@@ -172,6 +172,21 @@ TEST(DataLoader, ShuffleDeterministicBySeedAndEpoch) {
   EXPECT_EQ(c.next()->input.to_vector<int64_t>(), a1[0]);  // next() after the end starts epoch 1
 }
 
+TEST(DataLoader, ResumeInTheMiddleOfAnEpoch) {
+  auto ds = std::make_shared<IndexDataset>(200);
+  DataLoader::Options o{.batch_size = 16, .shuffle = true, .seed = 9, .num_workers = 2, .prefetch = 3};
+  DataLoader a(ds, o), b(ds, o);
+  pass(a);
+  auto a1 = pass(a), a2 = pass(a);  // epochs 1 and 2
+  b.set_epoch(1, 5);  // batch 5 of epoch 1 on, then epoch 2 whole
+  EXPECT_EQ(pass(b), std::vector<std::vector<int64_t>>(a1.begin() + 5, a1.end()));
+  EXPECT_EQ(pass(b), a2);
+  b.set_epoch(1, b.size());  // an epoch whose batches were all done: an empty pass
+  EXPECT_TRUE(pass(b).empty());
+  EXPECT_THROW(b.set_epoch(1, b.size() + 1), ValueError);
+  EXPECT_THROW(b.set_epoch(1, -1), ValueError);
+}
+
 TEST(DataLoader, DestroyMidEpoch) {
   auto ds = std::make_shared<IndexDataset>(10000, 500);
   auto t0 = std::chrono::steady_clock::now();

@@ -92,3 +92,28 @@ TEST(IoCheckpoint, MalformedTrainerState) {
   std::ofstream(dir / "trainer.json") << "{";
   EXPECT_THROW(load_checkpoint(dir.path.string()), IoError);
 }
+
+// A save replaces the directory as a whole: a half-written DIR.new (a kill during a save) is
+// never read, and DIR.old (a kill between the renames) is read when DIR is missing, with a note.
+TEST(IoCheckpoint, InterruptedSavesLeaveAReadableCheckpoint) {
+  TempDir root("kiln-ckpt");
+  const std::string d = (root.path / "checkpoint").string();
+  Checkpoint c = sample();
+  save_checkpoint(d, c);
+  fs::create_directories(d + ".new");
+  std::ofstream(d + ".new/model.safetensors") << "half";
+  EXPECT_EQ(load_checkpoint(d).trainer, c.trainer);
+  EXPECT_EQ(load_checkpoint(d).note, "");
+  c.trainer["run_name"] = "second";
+  save_checkpoint(d, c);  // removes the stale DIR.new first
+  EXPECT_FALSE(fs::exists(d + ".new"));
+  EXPECT_FALSE(fs::exists(d + ".old"));
+  fs::rename(d, d + ".old");
+  Checkpoint r = load_checkpoint(d);
+  EXPECT_EQ(r.trainer.at("run_name"), "second");
+  EXPECT_NE(r.note.find("read the previous checkpoint, " + d + ".old"), std::string::npos) << r.note;
+  c.trainer["run_name"] = "third";
+  save_checkpoint(d, c);
+  EXPECT_EQ(load_checkpoint(d).trainer.at("run_name"), "third");
+  EXPECT_FALSE(fs::exists(d + ".old"));
+}

@@ -268,3 +268,71 @@ TEST(Trainer, ResumeWithOtherSettingsIsRejected) {
   EXPECT_EQ(same->epoch(), 2);
   fs::remove_all(dir);
 }
+
+// A run stopped after step 13 with a checkpoint every 5 steps resumes from step 10 (batch 2 of
+// epoch 2): the losses of steps 11 to 24 and the epochs' mean losses are the uninterrupted run's.
+TEST(Trainer, MidEpochCheckpointResumesAtTheNextBatch) {
+  auto ds = blobs(256, 1);  // 8 batches an epoch
+  fs::path dir = temp_dir("mid_epoch");
+  TrainRun full = make_run(5, 3);
+  std::vector<double> full_epoch_losses;
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    full.trainer->fit(loader, nullptr);
+    for (auto& e : full.trainer->events().drain()) {
+      if (auto* b = std::get_if<train::BatchEnd>(&e)) full.losses.push_back(b->loss);
+      if (auto* ep = std::get_if<train::EpochEnd>(&e)) full_epoch_losses.push_back(ep->train_loss);
+    }
+  }
+  ASSERT_EQ(full.losses.size(), 24u);
+
+  manual_seed(5);
+  auto model = mlp();
+  optim::AdamOptions o;
+  o.lr = 0.05;
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), o);
+  train::TrainerOptions t;
+  t.epochs = 3;
+  t.num_classes = 4;
+  t.top_k = 2;
+  t.checkpoint_dir = dir.string();
+  t.checkpoint_every_steps = 5;
+  int calls = 0;
+  std::shared_ptr<train::Trainer> stopped;
+  train::LossFn stop_at_13 = [&](const Tensor& logits, const Tensor& target) {
+    if (++calls == 13) stopped->cancel();  // stops after this step
+    return nn::functional::cross_entropy(logits, target);
+  };
+  stopped = std::make_shared<train::Trainer>(model, opt, nullptr, stop_at_13, t);
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    stopped->fit(loader, nullptr);
+  }
+  ASSERT_EQ(stopped->step(), 13);
+  std::vector<int64_t> saved_steps;
+  for (auto& e : stopped->events().drain())
+    if (auto* c = std::get_if<train::CheckpointSaved>(&e)) saved_steps.push_back(c->step);
+  EXPECT_EQ(saved_steps, (std::vector<int64_t>{5, 8, 10}));  // every 5 steps, and epoch 1's end
+
+  TrainRun resumed = make_run(99, 3);  // different init: everything must come from the checkpoint
+  EXPECT_EQ(resumed.trainer->load_checkpoint(dir.string()), "");
+  EXPECT_EQ(resumed.trainer->epoch(), 1);
+  EXPECT_EQ(resumed.trainer->step(), 10);
+  EXPECT_EQ(resumed.trainer->batch_in_epoch(), 2);
+  std::vector<double> resumed_epoch_losses;
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    resumed.trainer->fit(loader, nullptr);
+    for (auto& e : resumed.trainer->events().drain()) {
+      if (auto* b = std::get_if<train::BatchEnd>(&e)) {
+        resumed.losses.push_back(b->loss);
+        if (resumed.losses.size() == 1) EXPECT_EQ(b->batch, 3);
+      }
+      if (auto* ep = std::get_if<train::EpochEnd>(&e)) resumed_epoch_losses.push_back(ep->train_loss);
+    }
+  }
+  EXPECT_EQ(resumed.losses, std::vector<double>(full.losses.begin() + 10, full.losses.end()));  // exact
+  EXPECT_EQ(resumed_epoch_losses, std::vector<double>(full_epoch_losses.begin() + 1, full_epoch_losses.end()));
+  EXPECT_EQ(resumed.trainer->samples_trained(), full.trainer->samples_trained());
+  fs::remove_all(dir);
+}

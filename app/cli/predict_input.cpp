@@ -1,0 +1,192 @@
+#include "app/cli/predict_input.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/data/fashion_mnist.h"
+#ifdef KILN_HAVE_OPENCV
+#include "engine/data/image/image_cache.h"
+#include "engine/data/image/image_decode.h"
+#include "engine/data/image/image_transforms.h"
+#endif
+
+namespace kiln::cli {
+
+namespace fs = std::filesystem;
+
+ImageRun idx_image_run(const std::vector<std::string>& classes) {
+  ImageRun r;
+  r.channels = 1;
+  r.height = r.width = 28;
+  r.mean = {data::FashionMNIST::kMean};
+  r.stddev = {data::FashionMNIST::kStd};
+  r.classes = classes;
+  return r;
+}
+
+#ifndef KILN_HAVE_OPENCV
+
+namespace {
+[[noreturn]] void no_opencv(const std::string& path) {
+  throw ValueError(path + ": this build of Kiln reads no images: it was configured without OpenCV (KILN_OPENCV=OFF, or "
+                   "libopencv-imgcodecs-dev and libopencv-imgproc-dev missing; installer/quickstart.sh installs them)");
+}
+}  // namespace
+
+std::vector<ImageInput> list_image_inputs(const std::string& path, const std::vector<std::string>&, int64_t*) {
+  no_opencv(path);
+}
+void read_image_input(const std::string& path, const ImageRun&, float*) { no_opencv(path); }
+
+#else
+
+std::vector<ImageInput> list_image_inputs(const std::string& path, const std::vector<std::string>& classes,
+                                          int64_t* other_files) {
+  std::error_code ec;
+  KILN_CHECK(fs::exists(path, ec), IoError, path, ": no such file or folder");
+  if (!fs::is_directory(path, ec)) {
+    KILN_CHECK(data::is_image_file_name(path), IoError, path, ": not an image file name (",
+               "jpg, jpeg, jpe, png, ppm, pgm, bmp, tif, tiff, webp); a table of features needs a run trained on one");
+    return {{path, ""}};
+  }
+  std::vector<std::string> files;
+  int64_t others = 0;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] == '.') {  // hidden
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(ec)) continue;
+    if (data::is_image_file_name(it->path().string())) files.push_back(it->path().string());
+    else ++others;
+  }
+  KILN_CHECK(!ec, IoError, path, ": cannot list the folder (", ec.message(), ")");
+  KILN_CHECK(!files.empty(), IoError, path, ": no image file in the folder or its subfolders (", others,
+             " other files)");
+  std::sort(files.begin(), files.end());
+  if (other_files) *other_files = others;
+
+  // Labels from class folders: DIR/<class>/..., every image in one.
+  const std::set<std::string> names(classes.begin(), classes.end());
+  std::vector<ImageInput> inputs;
+  bool labelled = true;
+  for (const std::string& f : files) {
+    const fs::path rel = fs::path(f).lexically_relative(path);
+    const std::string first = rel.begin()->string();
+    labelled = labelled && std::distance(rel.begin(), rel.end()) > 1 && names.count(first);
+    inputs.push_back({f, first});
+  }
+  if (!labelled)
+    for (ImageInput& in : inputs) in.label.clear();
+  return inputs;
+}
+
+void read_image_input(const std::string& path, const ImageRun& run, float* out) {
+  data::ImageTransform t;
+  t.height = run.height, t.width = run.width, t.channels = run.channels;
+  t.mean = run.mean, t.stddev = run.stddev;
+  // As data::ImageDataset::image and get_batch_for_epoch of a test split.
+  const cv::Mat m = data::shrink_to_short_side(data::to_channels(data::read_image(path), run.channels),
+                                               data::cache_short_side(run.height, run.width));
+  std::mt19937_64 g = data::sample_generator(run.config.seed, 0, 0);  // not drawn from without augmentation
+  t.apply(m, /*train=*/false, g, out);
+}
+
+#endif
+
+namespace {
+
+std::string where(const data::CsvTable& t, int64_t line) { return t.source + ":" + std::to_string(line); }
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s;
+}
+
+}  // namespace
+
+TableInput read_table_input(const std::string& path, const TableConfig& config, const data::TabularSchema& schema) {
+  std::error_code ec;
+  KILN_CHECK(!fs::is_directory(path, ec), IoError, path, ": a folder, but the run was trained on a table (",
+             config.path, "); give a CSV file of the same columns");
+  const data::CsvTable t = data::read_csv(path, config.csv);
+  const int64_t header_line = config.csv.skip_rows + 1;
+
+  // The training table's columns in file order: name -> position.
+  const size_t total = schema.columns.size() + 1;
+  std::vector<std::string> train_names(total);
+  train_names[static_cast<size_t>(schema.label_index)] = schema.label;
+  std::vector<std::string> features;
+  for (const data::ColumnInfo& c : schema.columns) {
+    train_names[static_cast<size_t>(c.index)] = c.name;
+    features.push_back(c.name);
+  }
+  // source[k]: the input column holding training column k (-1: none, the label only).
+  std::vector<int64_t> source(total, -1);
+  TableInput in;
+  if (config.csv.header) {
+    std::map<std::string, int64_t> position;
+    for (size_t i = 0; i < t.columns.size(); ++i) position[t.columns[i]] = static_cast<int64_t>(i);
+    for (size_t k = 0; k < total; ++k) {
+      auto it = position.find(train_names[k]);
+      if (it != position.end()) {
+        source[k] = it->second;
+      } else {
+        KILN_CHECK(static_cast<int64_t>(k) == schema.label_index, IoError, where(t, header_line), ": no column '",
+                   train_names[k], "'; the model was trained on the columns ", join_names(features), " (label '",
+                   schema.label, "', optional here)");
+      }
+    }
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      KILN_CHECK(std::find(train_names.begin(), train_names.end(), t.columns[i]) != train_names.end(), IoError,
+                 where(t, header_line), ": column ", i + 1, " '", t.columns[i],
+                 "' was not in the training table; remove it (the model was trained on ", join_names(features), ")");
+    in.labelled = source[static_cast<size_t>(schema.label_index)] >= 0;
+  } else {
+    const size_t n = t.columns.size();
+    const int64_t first_line = t.lines.empty() ? header_line : t.lines[0];
+    KILN_CHECK(n == total || n + 1 == total, IoError, where(t, first_line), ": ", n, " fields a row; the training "
+               "table had ", total, " (", total - 1, " without its label column ", schema.label_index + 1, ")");
+    in.labelled = n == total;
+    for (size_t k = 0, i = 0; k < total; ++k)
+      if (in.labelled || static_cast<int64_t>(k) != schema.label_index) source[k] = static_cast<int64_t>(i++);
+  }
+
+  // The rows in the training table's column order. Without a label column, the label field holds
+  // a known class (or 0) only for prepare_tabular, which needs one; it is not reported.
+  const std::string no_label = schema.task == data::Task::classification ? schema.classes.at(0) : "0";
+  data::CsvTable r;
+  r.source = t.source;
+  r.columns = train_names;
+  r.lines = t.lines;
+  r.delimiter = t.delimiter;
+  r.rows.reserve(t.rows.size());
+  for (const auto& row : t.rows) {
+    std::vector<std::string> fields(total);
+    for (size_t k = 0; k < total; ++k)
+      fields[k] = source[k] >= 0 ? row[static_cast<size_t>(source[k])] : no_label;
+    r.rows.push_back(std::move(fields));
+  }
+  data::TabularOptions o = config.tabular;
+  o.test_fraction = 0;  // every row
+  const data::TabularData d = data::prepare_tabular(r, o, &schema);
+  in.x = d.x_train;
+  in.y = d.y_train;
+  std::vector<bool> kept(r.rows.size(), false);
+  for (int64_t row : d.train_rows) {
+    kept[static_cast<size_t>(row)] = true;
+    in.inputs.push_back(where(t, t.lines[static_cast<size_t>(row)]));
+    in.labels.push_back(in.labelled ? r.rows[static_cast<size_t>(row)][static_cast<size_t>(schema.label_index)] : "");
+  }
+  for (size_t row = 0; row < kept.size(); ++row)
+    if (!kept[row]) in.dropped.push_back(where(t, t.lines[row]));
+  return in;
+}
+
+}  // namespace kiln::cli

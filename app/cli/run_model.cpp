@@ -1,0 +1,37 @@
+#include "app/cli/run_model.h"
+
+#include "app/cli/train_graph.h"
+#include "engine/core/error.h"
+#include "engine/graph/graph_module.h"
+#include "engine/train/reference_models.h"
+
+namespace kiln::cli {
+
+std::shared_ptr<nn::Module> load_model(const io::SafetensorsFile& file, const std::string& path, std::string graph_path,
+                                       std::string& model_name, Device device, int64_t features, int64_t outputs,
+                                       const ImageRun* image) {
+  if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
+  std::shared_ptr<nn::Module> model;
+  if (!graph_path.empty()) {
+    model = std::make_shared<graph::GraphModule>(load_checked_graph(graph_path));
+    model_name = "graph " + graph_path;
+  } else {
+    if (model_name.empty() && (features > 0 || image)) {
+      auto it = file.metadata.find("kiln.model");
+      model_name = it != file.metadata.end() ? it->second : "mlp";
+    }
+    if (model_name.empty()) model_name = train::infer_model_name(file.tensors);
+    model = image          ? train::make_image_model(model_name, image->channels, image->height, image->width, outputs)
+            : features > 0 ? train::make_model(model_name, features, outputs)
+                           : train::make_model(model_name);
+  }
+  model->to(device);
+  try {
+    model->load_state_dict(file.tensors);
+  } catch (const ValueError& e) {
+    throw ValueError(path + " does not hold " + model_name + " weights: " + e.what());
+  }
+  return model;
+}
+
+}  // namespace kiln::cli

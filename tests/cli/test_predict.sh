@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln predict --run DIR --input PATH` on the runs of `kiln train`:
+#   images: scikit-learn's digits as PNGs in train/ and test/ folders (kiln_image_fixtures); the
+#           predictions on test/ (labels from its class folders) reach the accuracy `kiln eval`
+#           reports on the same split; a corrupt image and a text file are reported, not fatal
+#   idx:    a Fashion-MNIST run (IDX files) predicts the 10,000 test images written as PNGs with
+#           the accuracy `kiln eval` reports on the IDX test set
+#   csv:    a synthetic table with a categorical column: the accuracy it prints is that of its
+#           rows, the same classes without the label column; missing and extra columns, text in
+#           a number column, a run without a model give one error naming file and line
+# Registered with ctest (label engine) by tests/CMakeLists.txt, one test per case:
+#   tests/cli/test_predict.sh path/to/kiln CASE [path/to/kiln_image_fixtures]
+set -uo pipefail
+kiln=$1 case=$2 fixtures=${3:-}
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
+# field COLUMN FILE: the column (by header name) of a predictions CSV, one value a line
+field() { /usr/bin/python3 -c "import csv,sys; [print(r[sys.argv[1]]) for r in csv.DictReader(open(sys.argv[2]))]" "$1" "$2"; }
+
+case $case in
+images)
+  sk=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
+  [[ -f $sk ]] || missing_dep python3-sklearn "no $sk"
+  "$fixtures" digits "$work/all" "$sk" || fail "kiln_image_fixtures digits"
+  for d in "$work"/all/*/; do  # every fifth image of a class to test/, the rest to train/
+    c=$(basename "$d"); mkdir -p "$work/dg/train/$c" "$work/dg/test/$c"; i=0
+    for f in "$d"*.png; do
+      if ((i++ % 5 == 0)); then mv "$f" "$work/dg/test/$c/"; else mv "$f" "$work/dg/train/$c/"; fi
+    done
+  done
+  run 0 train --dataset "imagefolder:$work/dg" --model mlp --epochs 4 --batch-size 32 --seed 0 --device cpu --out "$work/run"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  eval_acc=$(grep -o 'accuracy [0-9.]*%' <<<"$out" | head -1)
+  run 0 predict --run "$work/run" --input "$work/dg/test" --top-k 3 --out "$work/p.csv"
+  echo "kiln eval: $eval_acc; kiln predict: $(grep -o 'accuracy .*' <<<"$err")"
+  contains "$err" "$eval_acc (" "kiln predict's accuracy on test/ (kiln eval's: $eval_acc)"
+  contains "$err" "$(find "$work/dg/test" -name '*.png' | wc -l) of $(find "$work/dg/test" -name '*.png' | wc -l) images predicted" "the summary"
+  [[ $(head -1 "$work/p.csv") == "input,label,class,probability,class_2,probability_2,class_3,probability_3,error" ]] ||
+    fail "the header with --top-k 3: $(head -1 "$work/p.csv")"
+  [[ $(field input "$work/p.csv" | sed -n 1p) == "$work/dg/test/0/0000.png" ]] || fail "the first row is not the first file by path"
+  field input "$work/p.csv" | sort -c || fail "the rows are not sorted by path"
+  # One image, and a folder with a corrupt image and a text file.
+  run 0 predict --run "$work/run" --input "$work/dg/test/3/$(ls "$work/dg/test/3" | head -1)"
+  [[ $(printf '%s\n' "$out" | wc -l) == 2 ]] || fail "one image gives not one row: $out"
+  mkdir -p "$work/mixed/sub"; cp "$work"/dg/test/7/*.png "$work/mixed/sub/"
+  head -c 40 "$work/dg/test/7/$(ls "$work/dg/test/7" | head -1)" >"$work/mixed/broken.png"; echo hi >"$work/mixed/notes.txt"
+  run 0 predict --run "$work/run" --input "$work/mixed" --out "$work/m.csv"
+  contains "$err" "1 files skipped" "the summary of a folder with a corrupt image"
+  contains "$err" "skipped $work/mixed/broken.png: " "the corrupt image in the summary"
+  contains "$err" "1 files left out: not image file names" "the text file"
+  contains "$(grep broken.png "$work/m.csv")" "$work/mixed/broken.png,,,\"$work/mixed/broken.png: not an image" "the corrupt image's row"
+  [[ $(field class "$work/m.csv" | grep -c '^7$') -ge 30 ]] || fail "fewer than 30 of the 7s are 7"
+  run 1 predict --run "$work/run" --input "$work/mixed/notes.txt"
+  contains "$err" "not an image file name" "a text file as the input"; one_line "$err" "its error"
+  run 1 predict --run "$work/run" --input "$work/empty_nope"
+  contains "$err" "$work/empty_nope: no such file or folder" "a missing input"
+  ;;
+idx)
+  [[ -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz || -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte ]] ||
+    missing_dep dataset-fashion-mnist "no Fashion-MNIST in /usr/share/datasets/fashion-mnist"
+  "$fixtures" fashion-mnist "$work/fm" 0 1000 || fail "kiln_image_fixtures fashion-mnist"  # the 10,000 test images
+  run 0 train --model mlp --epochs 1 --limit-batches 40 --device cpu --out "$work/run"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  eval_acc=$(grep -o 'accuracy [0-9.]*%' <<<"$out" | head -1)
+  run 0 predict --run "$work/run" --input "$work/fm/test" --out "$work/p.csv"
+  acc=$(/usr/bin/python3 - "$work/p.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+# class folders "0_T-shirt_top" ...: the class name with '/' and ' ' as '_'
+hit = sum(r["input"].split("/")[-2].split("_", 1)[1] == r["class"].replace("/", "_").replace(" ", "_") for r in rows)
+print("accuracy %.2f%% of %d" % (100 * hit / len(rows), len(rows)))
+PY
+)
+  echo "kiln eval: $eval_acc; kiln predict on the test images as PNGs: $acc"
+  [[ $acc == "$eval_acc of 10000" ]] || fail "kiln predict's $acc is not kiln eval's $eval_acc"
+  ;;
+csv)
+  /usr/bin/python3 - "$work/t.csv" <<'PY'
+import random, sys
+random.seed(1)
+colours = ["red", "green", "blue"]
+with open(sys.argv[1], "w") as f:
+    f.write("x,colour,y,label\n")
+    for i in range(300):
+        k = i % 3
+        c = colours[k] if random.random() < 0.8 else random.choice(colours)
+        f.write("%.3f,%s,%.3f,%s\n" % (random.gauss(2 * k, 0.7), c, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k]))
+PY
+  run 0 train --dataset "csv:$work/t.csv" --epochs 30 --batch-size 16 --lr 0.01 --seed 0 --device cpu --out "$work/run"
+  run 0 predict --run "$work/run" --input "$work/t.csv" --out "$work/p.csv"
+  acc=$(/usr/bin/python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print('%.2f%%' % (100*sum(x['class']==x['label'] for x in r)/len(r)))" "$work/p.csv")
+  echo "kiln predict: $(grep -o 'accuracy .*' <<<"$err"); the rows: $acc"
+  contains "$err" "accuracy $acc (" "the accuracy of the rows"
+  /usr/bin/python3 -c "import sys; sys.exit(0 if float('${acc%\%}') >= 90 else 1)" || fail "accuracy $acc < 90%"
+  [[ $(field input "$work/p.csv" | sed -n 1p) == "$work/t.csv:2" ]] || fail "the first row is not FILE:2"
+  cut -d, -f1-3 "$work/t.csv" >"$work/nolabel.csv"  # no label column
+  run 0 predict --run "$work/run" --input "$work/nolabel.csv" --out "$work/q.csv"
+  [[ $(field class "$work/p.csv") == "$(field class "$work/q.csv")" ]] || fail "other classes without the label column"
+  [[ $(head -1 "$work/q.csv") == "input,class,probability,error" ]] || fail "the header without labels: $(head -1 "$work/q.csv")"
+  cut -d, -f2-4 "$work/t.csv" >"$work/missing.csv"
+  run 1 predict --run "$work/run" --input "$work/missing.csv"
+  contains "$err" "$work/missing.csv:1: no column 'x'" "a missing column"; one_line "$err" "its error"
+  sed '1s/$/,extra/;2,$s/$/,1/' "$work/t.csv" >"$work/extra.csv"
+  run 1 predict --run "$work/run" --input "$work/extra.csv"
+  contains "$err" "$work/extra.csv:1: column 5 'extra' was not in the training table" "an extra column"
+  sed '5s/^[^,]*,/oops,/' "$work/t.csv" >"$work/text.csv"
+  run 1 predict --run "$work/run" --input "$work/text.csv"
+  contains "$err" "$work/text.csv:5, column 'x'" "text in a number column"
+  mkdir -p "$work/unfinished/checkpoint"
+  run 1 predict --run "$work/unfinished" --input "$work/t.csv"
+  contains "$err" "holds no model.safetensors: its training has not finished" "a run without a model"
+  run 2 predict --input "$work/t.csv"
+  contains "$err" "--run DIR is required" "no --run"
+  ;;
+*)
+  echo "unknown case $case"; exit 2 ;;
+esac
+[[ $failures == 0 ]] || exit 1
+echo "ok: $case"
