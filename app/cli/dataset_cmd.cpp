@@ -102,6 +102,9 @@ int dataset_command(const std::vector<std::string>& argv) {
     std::fputs(inspect_text(c, args.integer("samples", 0)).c_str(), stdout);
     return kExitOk;
   }
+  for (const char* f : {"tokenizer", "max-length", "vocab-size", "min-freq", "sp-model", "no-lowercase", "text-column",
+                        "label-column", "keep-duplicates", "seed", "samples"})
+    if (args.given(f)) args.fail(std::string("--") + f + " applies to text:DIR|FILE only");
   if (!is_image_dataset(dataset) && !is_csv_dataset(dataset))
     dataset = (std::filesystem::is_directory(path) ? kImageFolderPrefix : kCsvPrefix) + path;
   if (is_csv_dataset(dataset)) {

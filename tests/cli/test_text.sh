@@ -65,6 +65,7 @@ bad_input)
   run 1 dataset inspect "text:$work/bad.jsonl"; contains "$err" "bad.jsonl:2: not JSON" "malformed JSONL"; one_line "$err" "its message"
   run 2 dataset inspect "text:$work/r.tsv" --tokenizer bpe; contains "$err" "--tokenizer" "an unknown tokenizer"
   run 2 dataset inspect "text:$work/one" --max-length 0; contains "$err" "--max-length" "max length 0"
+  run 2 dataset inspect "$work/ragged.csv" --tokenizer char; contains "$err" "--tokenizer applies to text:DIR|FILE only" "a text flag on a table"
   run 2 dataset import-text nope --from "$work" --out "$work/x"; contains "$err" "unknown dataset 'nope'" "import-text nope"
   run 1 dataset import-text spamassassin --from "$work/npm" --out "$work/x"
   contains "$err" "datasets-spam-assassin/data: not found; install it with: npm install --prefix $work/npm" "import from a missing prefix"
