@@ -34,6 +34,15 @@ else()
   endif()
 endif()
 
+# SentencePiece (Debian's libsentencepiece-dev) trains and runs the subword tokenizer of text
+# datasets (engine/data/text/sentencepiece_tokenizer.cpp). Its pkg-config file names the libraries.
+find_path(KILN_SENTENCEPIECE_INCLUDE sentencepiece_trainer.h)
+find_library(KILN_SENTENCEPIECE_LIB sentencepiece)
+find_library(KILN_SENTENCEPIECE_TRAIN_LIB sentencepiece_train)
+if(KILN_SENTENCEPIECE_INCLUDE AND KILN_SENTENCEPIECE_LIB AND KILN_SENTENCEPIECE_TRAIN_LIB)
+  set(SentencePiece_FOUND TRUE)
+endif()
+
 # Each optional part is AUTO (built when its dependencies are found), ON (required: configuring
 # fails naming what is missing) or OFF. AUTO is decided anew at every configure, so a build
 # folder configured before the packages were installed picks them up once they are.
@@ -57,8 +66,9 @@ kiln_feature(KILN_CUDA CUDAToolkit_FOUND "Build the CUDA backend")
 kiln_feature(KILN_HIP KILN_HIPCC "Build the HIP/ROCm backend")
 kiln_feature(KILN_ONNX ONNX_FOUND "Build ONNX import/export")
 kiln_feature(KILN_OPENCV OpenCV_FOUND "Build image datasets (OpenCV core, imgcodecs, imgproc)")
+kiln_feature(KILN_SENTENCEPIECE SentencePiece_FOUND "Build the SentencePiece subword tokenizer (libsentencepiece-dev)")
 
-foreach(part STUDIO VULKAN CUDA HIP ONNX OPENCV)
+foreach(part STUDIO VULKAN CUDA HIP ONNX OPENCV SENTENCEPIECE)
   message(STATUS "KILN_${part}: ${KILN_${part}}")
 endforeach()
 

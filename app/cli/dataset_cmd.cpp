@@ -1,7 +1,9 @@
-// `kiln dataset inspect PATH`: what Kiln sees in an image folder, an image manifest or a table
-// before training on it: samples, classes and counts, image sizes, channels and bit depths,
-// every skipped file with its reason (image_data.h), or a table's inferred column types and
-// missing values (table_data.h).
+// `kiln dataset inspect PATH`: what Kiln sees in an image folder, an image manifest, a table or a
+// text dataset before training on it: samples, classes and counts, image sizes, channels and bit
+// depths, every skipped file with its reason (image_data.h), a table's inferred column types and
+// missing values (table_data.h), or a text dataset's duplicates, token lengths and vocabulary
+// (text_data.h). `kiln dataset import-text` writes the npm text datasets as folders (text_import.cpp).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -11,6 +13,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/image_data.h"
 #include "app/cli/table_data.h"
+#include "app/cli/text_data.h"
 #include "engine/core/error.h"
 
 namespace kiln::cli {
@@ -21,10 +24,15 @@ ArgParser inspect_parser() {
   ArgParser p("dataset inspect",
               "Prints what Kiln sees in a dataset: samples, classes and counts, image sizes, channels,\n"
               "skipped files with the reason; for a table its columns' inferred types and missing values.\n"
-              "PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, or a bare folder (an image folder) or\n"
-              "table file (.csv .tsv .csv.gz).");
+              "For text: duplicates dropped, token length histogram, vocabulary, <unk> rate, tokenized samples.\n"
+              "PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, text:DIR|FILE (a folder per class of\n"
+              ".txt files, a CSV/TSV with text and label columns, or JSON lines), or a bare folder (an\n"
+              "image folder) or table file (.csv .tsv .csv.gz).");
   p.flag("workers", "N", "2", "threads that decode the images");
   add_table_flags(p);
+  add_text_flags(p);
+  p.flag("seed", "N", "0", "text: seed of the train/test split");
+  p.flag("samples", "N", "5", "text: tokenized test samples shown");
   return p;
 }
 
@@ -63,17 +71,20 @@ void print_table(const TableConfig& c) {
 
 int dataset_command(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
-    std::fputs((inspect_parser().help() + "\nusage: kiln dataset inspect PATH [flags]\n").c_str(),
+    std::fputs((inspect_parser().help() + "\nusage: kiln dataset inspect PATH [flags]\n       kiln dataset import-text spamassassin|first-names --from DIR --out DIR\n").c_str(),
                argv.empty() ? stderr : stdout);
     return argv.empty() ? kExitUsage : kExitOk;
   }
-  if (argv[0] != "inspect") throw UsageError("kiln dataset: unknown subcommand '" + argv[0] + "' (known: inspect)");
+  if (argv[0] == "import-text") return import_text_command(std::vector<std::string>(argv.begin() + 1, argv.end()));
+  if (argv[0] != "inspect")
+    throw UsageError("kiln dataset: unknown subcommand '" + argv[0] + "' (known: inspect, import-text)");
   ArgParser parser = inspect_parser();
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   std::string path;
   for (auto it = rest.begin(); it != rest.end(); ++it)
     if (!it->empty() && (*it)[0] != '-' && (it == rest.begin() || (*(it - 1)).rfind("--", 0) != 0 ||
-                                            *(it - 1) == "--no-header")) {
+                                            *(it - 1) == "--no-header" ||
+                                            std::count(text_toggles().begin(), text_toggles().end(), *(it - 1)))) {
       path = *it;
       rest.erase(it);
       break;
@@ -83,8 +94,17 @@ int dataset_command(const std::vector<std::string>& argv) {
     std::fputs(parser.help().c_str(), stdout);
     return kExitOk;
   }
-  if (path.empty()) args.fail("needs a PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, a folder or a table file");
+  if (path.empty()) args.fail("needs a PATH: imagefolder:DIR, images:FILE.csv, csv:FILE, text:DIR|FILE, a folder or a table file");
   std::string dataset = path;
+  if (is_text_dataset(dataset)) {
+    const TextConfig c = text_config(args, dataset, args.number("test-fraction", 0, 0.99),
+                                     static_cast<uint64_t>(args.integer("seed", 0)));
+    std::fputs(inspect_text(c, args.integer("samples", 0)).c_str(), stdout);
+    return kExitOk;
+  }
+  for (const char* f : {"tokenizer", "max-length", "vocab-size", "min-freq", "sp-model", "no-lowercase", "text-column",
+                        "label-column", "keep-duplicates", "seed", "samples"})
+    if (args.given(f)) args.fail(std::string("--") + f + " applies to text:DIR|FILE only");
   if (!is_image_dataset(dataset) && !is_csv_dataset(dataset))
     dataset = (std::filesystem::is_directory(path) ? kImageFolderPrefix : kCsvPrefix) + path;
   if (is_csv_dataset(dataset)) {

@@ -20,7 +20,7 @@ constexpr Command kCommands[] = {
     {"train", "train a reference model on a dataset, with a live progress bar", train_command},
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
-    {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types", dataset_command},
+    {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},

@@ -11,10 +11,13 @@
 
 namespace kiln::data {
 
-// One batch: input [B, ...] and target [B, ...] (e.g. class indices i64 [B]).
+// One batch: input [B, ...] and target [B, ...] (e.g. class indices i64 [B]). Sequence datasets
+// (text_dataset.h) also hand a mask of the valid steps, f32 [B, T] with 1 for a token and 0 for
+// padding; other datasets leave it undefined.
 struct Batch {
   Tensor input;
   Tensor target;
+  Tensor mask{};
 };
 
 // A dataset of size() samples. get_batch must be safe to call from several

