@@ -3,6 +3,7 @@
 #include <QVector>
 #include <algorithm>
 
+#include "engine/data/fashion_mnist.h"
 #include "widgets/training/live_plots.h"
 
 namespace kiln::studio {
@@ -23,8 +24,12 @@ EvaluationResult toEvaluationResult(const projects::Evaluation& e) {
         std::copy_n(e.images.data() + i * pixels + static_cast<size_t>(y * e.image_width), e.image_width,
                     image.scanLine(y));
     }
-    r.misclassified.push_back({image, e.misclassified[i].truth, e.misclassified[i].predicted});
+    r.misclassified.push_back({image, e.misclassified[i].truth, e.misclassified[i].predicted, e.misclassified[i].index});
   }
+  r.predictions.reserve(static_cast<qsizetype>(e.predictions.size()));
+  for (const projects::Evaluation::Prediction& p : e.predictions) r.predictions.push_back({p.index, p.truth, p.predicted, p.probability});
+  // The Studio trains on Fashion-MNIST only; a run's own directory replaces this (TrainingSession).
+  if (!e.predictions.empty()) r.imageDir = QString::fromUtf8(data::FashionMNIST::kDefaultDir);
   return r;
 }
 
