@@ -39,16 +39,16 @@ bool showStoredRun(const projects::Project& project, int64_t run, LivePlots* plo
   evaluation->clear();
   try {
     const auto steps = project.step_metrics(run);
-    QVector<double> x, loss, lr;
-    x.reserve(static_cast<qsizetype>(steps.size()));
-    loss.reserve(x.capacity());
-    lr.reserve(x.capacity());
+    QVector<double> x, loss, lr, time, epoch;
+    for (QVector<double>* v : {&x, &loss, &lr, &time, &epoch}) v->reserve(static_cast<qsizetype>(steps.size()));
     for (const projects::StepMetric& m : steps) {
       x << static_cast<double>(m.step);
       loss << m.loss;
       lr << m.lr;
+      time << m.time_s;
+      epoch << m.epoch;
     }
-    if (!x.isEmpty()) plots->addSteps(x, loss, lr);
+    if (!x.isEmpty()) plots->addSteps(x, loss, lr, time, epoch);
     for (const projects::EpochMetric& m : project.epoch_metrics(run))
       plots->addEpoch(m.epoch, m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy);
     plots->fitToData();

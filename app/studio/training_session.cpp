@@ -158,7 +158,7 @@ void TrainingSession::poll() {
   }
   for (const std::string& m : job_->drainMessages()) emit logMessage(QString::fromStdString(m));
   std::vector<train::Event> events = job_->drainEvents();
-  QVector<double> steps, losses, lrs;
+  QVector<double> steps, losses, lrs, times, epochs;
   steps.reserve(static_cast<qsizetype>(events.size()));
   losses.reserve(static_cast<qsizetype>(events.size()));
   lrs.reserve(static_cast<qsizetype>(events.size()));
@@ -180,6 +180,8 @@ void TrainingSession::poll() {
                      steps << static_cast<double>(e.step);
                      losses << e.loss;
                      lrs << e.lr;
+                     times << now;
+                     epochs << e.epoch + 1;
                      if (writer_) write([&] { writer_->step({e.step, e.epoch + 1, e.loss, e.lr, e.samples_per_second, now}); });
                      progress_.step = e.step;
                      progress_.totalSteps = e.batches_per_epoch * epochs_;
@@ -191,10 +193,8 @@ void TrainingSession::poll() {
                      progressed = true;
                    },
                    [&](const train::EpochEnd& e) {
-                     if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);  // keep the order of the curves
-                     steps.clear();
-                     losses.clear();
-                     lrs.clear();
+                     if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs, times, epochs);  // keep the order of the curves
+                     for (QVector<double>* v : {&steps, &losses, &lrs, &times, &epochs}) v->clear();
                      lastEpoch_ = {e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy, e.lr, e.seconds};
                      haveEpoch_ = true;
                      phases_->epochEnded(e.epoch, now);
@@ -220,7 +220,7 @@ void TrainingSession::poll() {
                },
                event);
   }
-  if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);
+  if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs, times, epochs);
   if (job_->testBatchStarted() > 0 && job_->testBatchStarted() != testSeen_) {
     testSeen_ = job_->testBatchStarted();
     phases_->testBatch(testSeen_, job_->testBatches(), now);

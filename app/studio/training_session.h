@@ -60,7 +60,9 @@ class TrainingSession : public QObject {
 
  signals:
   void started(qint64 run, QString device);
-  void stepsAdded(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs);
+  // times: seconds since the run started (as stored in StepMetric::time_s); epochs: 1-based.
+  void stepsAdded(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs,
+                  const QVector<double>& times, const QVector<double>& epochs);
   void epochEnded(int epoch, double trainLoss, double trainAccuracy, double valLoss, double valAccuracy);
   void progressChanged(const kiln::studio::TrainingSession::Progress&);
   void logMessage(const QString& text);

@@ -2,13 +2,19 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QStandardItemModel>
 #include <cmath>
 
 namespace kiln::studio {
 
 namespace {
-const QColor kRaw(150, 180, 225), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
+const QColor kRaw(150, 180, 225, 110), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
     kLr(60, 160, 90);
 
 QPen pen(const QColor& c, double width = 1.6, Qt::PenStyle style = Qt::SolidLine) {
@@ -25,9 +31,11 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
   stepPlot_ = makePlot(tr("Training loss per step"), tr("step"), tr("loss"));
   epochPlot_ = makePlot(tr("Loss and accuracy per epoch"), tr("epoch"), tr("loss"));
   lrPlot_ = makePlot(tr("Learning rate"), tr("step"), tr("lr"));
-  layout->addWidget(stepPlot_, 0, 0);
-  layout->addWidget(epochPlot_, 0, 1);
-  layout->addWidget(lrPlot_, 0, 2);
+  layout->addWidget(makeControls(), 0, 0, 1, 3);
+  layout->addWidget(stepPlot_, 1, 0);
+  layout->addWidget(epochPlot_, 1, 1);
+  layout->addWidget(lrPlot_, 1, 2);
+  layout->setRowStretch(1, 1);
   layout->setColumnStretch(0, 5);
   layout->setColumnStretch(1, 4);
   layout->setColumnStretch(2, 3);
@@ -69,6 +77,8 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
   lr_->setPen(pen(kLr, 2));
   lr_->setAdaptiveSampling(true);
   lrPlot_->legend->setVisible(false);
+  lrPlot_->plotLayout()->take(lrPlot_->legend);  // one curve: its title says it
+  lrPlot_->plotLayout()->simplify();
 
   for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) {
     // The user zooming or panning stops the automatic rescale; double-click resumes it.
@@ -102,11 +112,19 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->plotLayout()->addElement(0, 0, t);
   p->xAxis->setLabel(xLabel);
   p->yAxis->setLabel(yLabel);
+  // The legend in a row of its own between the title and the axes: at any size it never
+  // covers a curve (inside the axis rect it hid the newest steps at 1280 x 720).
   p->legend->setVisible(true);
   p->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 1)));
-  p->legend->setBrush(QColor(255, 255, 255, 200));  // the curves show through
-  p->legend->setBorderPen(QPen(QColor(160, 160, 160)));
-  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  p->legend->setBrush(Qt::NoBrush);
+  p->legend->setBorderPen(Qt::NoPen);
+  p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  p->legend->setWrap(2);
+  p->legend->setMargins(QMargins(2, 0, 2, 0));
+  p->axisRect()->insetLayout()->take(p->legend);
+  p->plotLayout()->insertRow(1);
+  p->plotLayout()->addElement(1, 0, p->legend);
+  p->plotLayout()->setRowStretchFactor(1, 0.001);
   p->setToolTip(tr("Wheel: zoom · drag: pan · double-click: fit to the data"));
   return p;
 }
@@ -117,34 +135,187 @@ void LivePlots::clear() {
   rawLoss_->setData(rawData_.raw());
   smoothLoss_->setData(smoothData_.raw());
   lr_->setData(lrData_.raw());
+  for (QVector<double>* v : {&steps_, &losses_, &lrs_, &times_, &epochs_}) v->clear();
+  stepsPerEpoch_ = 0;
   ema_ = 0;
   emaCount_ = 0;
   follow_ = true;
+  updateAxisChoices();
   doReplot();
 }
 
-void LivePlots::setSmoothing(double a) { smoothing_ = std::clamp(a, 0.0, 0.999); }
+void LivePlots::setSmoothing(double w) {
+  w = std::clamp(w, 0.0, 0.999);
+  if (w == smoothing_) return;
+  smoothing_ = w;
+  const QSignalBlocker block(smoothingSlider_);
+  smoothingSlider_->setValue(static_cast<int>(std::lround(w * kSmoothingSteps)));
+  smoothingLabel_->setText(QString::number(w, 'f', 3));
+  rebuildSeries();
+}
+
+QVector<double> LivePlots::smooth(const QVector<double>& values, double w) {
+  QVector<double> out(values.size());
+  double last = 0;
+  int64_t n = 0;
+  for (qsizetype i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      out[i] = values[i];
+      continue;
+    }
+    last = last * w + (1 - w) * values[i];
+    ++n;
+    out[i] = last / (1 - std::pow(w, static_cast<double>(n)));
+  }
+  return out;
+}
 
 void LivePlots::addStep(double step, double loss, double lr) {
   addSteps({step}, {loss}, {lr});
 }
 
-void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs) {
+void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs,
+                         const QVector<double>& times, const QVector<double>& epochs) {
   const qsizetype n = std::min({steps.size(), losses.size(), lrs.size()});
   if (n == 0) return;
-  QVector<double> smooth(n);
+  const qsizetype from = steps_.size();
+  const double oldStepsPerEpoch = stepsPerEpoch_;
   for (qsizetype i = 0; i < n; ++i) {
-    if (std::isfinite(losses[i])) {
-      ema_ = smoothing_ * ema_ + (1 - smoothing_) * losses[i];
-      ++emaCount_;
-    }
-    const double debias = 1 - std::pow(smoothing_, static_cast<double>(std::max<int64_t>(emaCount_, 1)));
-    smooth[i] = ema_ / debias;
+    steps_ << steps[i];
+    losses_ << losses[i];
+    lrs_ << lrs[i];
+    times_ << (i < times.size() ? times[i] : NAN);
+    const double epoch = i < epochs.size() ? epochs[i] : NAN;
+    epochs_ << epoch;
+    // Epoch 1 ends at its last step; until epoch 2 begins, that is the largest step so far.
+    if (epoch == 1) stepsPerEpoch_ = std::max(stepsPerEpoch_, steps[i]);
   }
-  rawData_.append(steps.constData(), losses.constData(), n);
-  smoothData_.append(steps.constData(), smooth.constData(), n);
-  lrData_.append(steps.constData(), lrs.constData(), n);
+  if (xAxis_ == XAxis::Epoch && stepsPerEpoch_ != oldStepsPerEpoch) {
+    rebuildSeries();  // the epoch positions of the earlier steps moved
+  } else {
+    appendToSeries(from);
+    scheduleReplot();
+  }
+  updateAxisChoices();
+}
+
+double LivePlots::key(qsizetype i) const {
+  switch (xAxis_) {
+    case XAxis::Step: return steps_[i];
+    case XAxis::WallTime: return times_[i];
+    case XAxis::Epoch: return stepsPerEpoch_ > 0 && std::isfinite(epochs_[i]) ? steps_[i] / stepsPerEpoch_ : NAN;
+  }
+  return NAN;
+}
+
+void LivePlots::appendToSeries(qsizetype from) {
+  QVector<double> keys, raw, smooth, lr;
+  const qsizetype n = steps_.size() - from;
+  keys.reserve(n), raw.reserve(n), smooth.reserve(n), lr.reserve(n);
+  for (qsizetype i = from; i < steps_.size(); ++i) {
+    // The same smoothing as smooth(), continued from the points already drawn.
+    double s = losses_[i];
+    if (std::isfinite(s)) {
+      ema_ = ema_ * smoothing_ + (1 - smoothing_) * s;
+      ++emaCount_;
+      s = ema_ / (1 - std::pow(smoothing_, static_cast<double>(emaCount_)));
+    }
+    const double k = key(i);
+    if (!std::isfinite(k)) continue;
+    keys << k, raw << losses_[i], smooth << s, lr << lrs_[i];
+  }
+  rawData_.append(keys.constData(), raw.constData(), keys.size());
+  smoothData_.append(keys.constData(), smooth.constData(), keys.size());
+  lrData_.append(keys.constData(), lr.constData(), keys.size());
+}
+
+void LivePlots::rebuildSeries() {
+  for (DecimatedSeries* d : {&rawData_, &smoothData_, &lrData_}) d->clear();
+  ema_ = 0;
+  emaCount_ = 0;
+  appendToSeries(0);
+  rawLoss_->setData(rawData_.raw());
+  smoothLoss_->setData(smoothData_.raw());
+  lr_->setData(lrData_.raw());
   scheduleReplot();
+}
+
+QWidget* LivePlots::makeControls() {
+  auto* bar = new QWidget(this);
+  auto* row = new QHBoxLayout(bar);
+  row->setContentsMargins(2, 0, 2, 0);
+  row->addWidget(new QLabel(tr("Smoothing"), bar));
+  smoothingSlider_ = new QSlider(Qt::Horizontal, bar);
+  smoothingSlider_->setRange(0, kSmoothingSteps - 1);
+  smoothingSlider_->setValue(static_cast<int>(std::lround(smoothing_ * kSmoothingSteps)));
+  smoothingSlider_->setMaximumWidth(200);
+  smoothingSlider_->setToolTip(tr("Weight of TensorBoard's debiased exponential moving average of the step loss "
+                                  "(0: the raw curve, 0.999: the smoothest); the raw curve stays faint behind"));
+  row->addWidget(smoothingSlider_);
+  smoothingLabel_ = new QLabel(QString::number(smoothing_, 'f', 3), bar);
+  smoothingLabel_->setMinimumWidth(smoothingLabel_->fontMetrics().horizontalAdvance("0.0000"));
+  row->addWidget(smoothingLabel_);
+  row->addSpacing(12);
+  row->addWidget(new QLabel(tr("X axis"), bar));
+  xAxisBox_ = new QComboBox(bar);
+  xAxisBox_->addItem(tr("Step"), static_cast<int>(XAxis::Step));
+  xAxisBox_->addItem(tr("Wall time"), static_cast<int>(XAxis::WallTime));
+  xAxisBox_->addItem(tr("Epoch"), static_cast<int>(XAxis::Epoch));
+  xAxisBox_->setToolTip(tr("The x axis of the step loss and the learning rate: the optimizer step, the seconds "
+                           "since the run started, or the epoch"));
+  row->addWidget(xAxisBox_);
+  row->addSpacing(12);
+  legendBox_ = new QCheckBox(tr("Legend"), bar);
+  legendBox_->setChecked(true);
+  row->addWidget(legendBox_);
+  row->addStretch(1);
+  connect(smoothingSlider_, &QSlider::valueChanged, this,
+          [this](int v) { setSmoothing(static_cast<double>(v) / kSmoothingSteps); });
+  connect(xAxisBox_, &QComboBox::currentIndexChanged, this,
+          [this] { setXAxis(static_cast<XAxis>(xAxisBox_->currentData().toInt())); });
+  connect(legendBox_, &QCheckBox::toggled, this, &LivePlots::setLegendVisible);
+  return bar;
+}
+
+void LivePlots::updateAxisChoices() {
+  // Wall time and epoch are offered once the steps carry them (stored runs and the Studio's own do).
+  auto* model = qobject_cast<QStandardItemModel*>(xAxisBox_->model());
+  const bool times = !times_.isEmpty() && std::isfinite(times_.back());
+  model->item(1)->setEnabled(times || xAxis_ == XAxis::WallTime);
+  model->item(2)->setEnabled(stepsPerEpoch_ > 0 || xAxis_ == XAxis::Epoch);
+}
+
+void LivePlots::setXAxis(XAxis axis) {
+  {
+    const QSignalBlocker block(xAxisBox_);
+    xAxisBox_->setCurrentIndex(xAxisBox_->findData(static_cast<int>(axis)));
+  }
+  if (axis == xAxis_) return;
+  xAxis_ = axis;
+  const QString label = axis == XAxis::Step ? tr("step") : axis == XAxis::WallTime ? tr("wall time (s)") : tr("epoch");
+  stepPlot_->xAxis->setLabel(label);
+  lrPlot_->xAxis->setLabel(label);
+  follow_ = true;
+  rebuildSeries();
+}
+
+void LivePlots::setLegendVisible(bool on) {
+  legendBox_->setChecked(on);
+  if (on == legendVisible_) return;
+  legendVisible_ = on;
+  for (QCustomPlot* p : {stepPlot_, epochPlot_}) {
+    // Taken out of the layout, not only hidden, so that its row gives its height to the axes.
+    if (on) {
+      p->plotLayout()->insertRow(1);
+      p->plotLayout()->addElement(1, 0, p->legend);
+      p->plotLayout()->setRowStretchFactor(1, 0.001);
+    } else {
+      p->plotLayout()->take(p->legend);
+      p->plotLayout()->simplify();
+    }
+    p->legend->setVisible(on);
+    p->replot(QCustomPlot::rpQueuedReplot);
+  }
 }
 
 void LivePlots::addEpoch(int epoch, double trainLoss, double trainAccuracy, double valLoss, double valAccuracy) {
