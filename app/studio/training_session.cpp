@@ -63,29 +63,37 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     return false;
   };
   if (isRunning()) return fail(tr("a training run is already in progress"));
-  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size);
+  std::vector<std::string> settingsProblems;
+  int64_t classes = kFashionMnistClasses;
   try {
     config.validate();
     dataset.validate();
+    classes = dataset.num_classes();
   } catch (const std::exception& e) {
-    blockers.push_back(e.what());
+    settingsProblems.push_back(e.what());
   }
+  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size, classes);
+  blockers.insert(blockers.end(), settingsProblems.begin(), settingsProblems.end());
   if (!blockers.empty()) {
     QStringList lines;
     for (auto& b : blockers) lines << QString::fromStdString(b);
     return fail(lines.join('\n'));
   }
+  // The test images asked for (Evaluation::count is how many were evaluated): a run tested
+  // on a subset is told apart from full-test runs.
+  const int64_t available = classes * DatasetConfig::kTestPerClass;
+  const int64_t tests = std::min(testSize, dataset.test_size > 0 ? std::min(dataset.test_size, available) : available);
   JobSpec spec;
   try {
     nlohmann::json cj = nlohmann::json::parse(config.to_json());
     cj["dataset"] = nlohmann::json::parse(dataset.to_json());
+    cj["test_size"] = tests;
     spec.run_config.config_json = cj.dump();
     spec.run_config.device = config.device;
-    spec.run_config.name = QString("%1 lr %2, %3 epoch(s)")
-                               .arg(QString::fromStdString(config.optimizer))
-                               .arg(config.lr)
-                               .arg(config.epochs)
-                               .toStdString();
+    QString name = QString("%1 lr %2, %3 epoch(s)").arg(QString::fromStdString(config.optimizer)).arg(config.lr).arg(config.epochs);
+    if (!dataset.classes.empty()) name += QString(", classes %1").arg(QString::fromStdString(dataset.classes));
+    if (tests < available) name += QString(", test %1").arg(tests);
+    spec.run_config.name = name.toStdString();
     spec.graph_json = graphVersion ? std::string() : graph::to_json(graph);
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(plain_error(e)));
@@ -99,6 +107,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   spec.config = config;
   spec.dataset = dataset;
   spec.test_size = testSize;
+  datasetDir_ = QString::fromStdString(dataset.dir);
   spec.project_path = projectPath;
   spec.graph_version = graphVersion;
   if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
@@ -118,7 +127,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   epochs_ = config.epochs;
   progress_ = Progress{};
   progress_.epochs = config.epochs;
-  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, testSize);
+  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, tests);
   lastEmit_ = 0;
   testSeen_ = 0;
   writerError_.clear();
@@ -267,7 +276,9 @@ void TrainingSession::finish() {
                                           : projects::RunStatus::finished;
   if (!r.error.empty()) emit errorMessage(QString::fromStdString(r.error));
   if (r.evaluated) {
-    emit evaluated(toEvaluationResult(r.evaluation));
+    EvaluationResult shown = toEvaluationResult(r.evaluation);
+    shown.imageDir = datasetDir_;  // the run's own copy of the test images
+    emit evaluated(shown);
     emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.evaluation.accuracy, 0, 'f', 2).arg(r.evaluation.count));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
