@@ -11,7 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
-#include "app/cli/class_filter.h"
+#include "engine/data/class_filter.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/interrupt.h"
@@ -139,10 +139,10 @@ int eval_command(const std::vector<std::string>& argv) {
   } else {
     test_set = open_dataset(dataset, data_dir, /*train=*/false);
     names = class_names(dataset);
-    if (auto it = file.metadata.find(kClassesMetadataKey); it != file.metadata.end()) {
-      // a run of `kiln train --classes`: the same classes, relabelled the same way (class_filter.h)
-      const std::vector<int64_t> kept = parse_classes(it->second, static_cast<int64_t>(names.size()));
-      test_set = std::make_shared<ClassFilter>(test_set, kept);
+    if (auto it = file.metadata.find(data::kClassesMetadataKey); it != file.metadata.end()) {
+      // a run of `kiln train --classes`: the same classes, relabelled the same way (engine/data/class_filter.h)
+      const std::vector<int64_t> kept = data::parse_classes(it->second, static_cast<int64_t>(names.size()));
+      test_set = std::make_shared<data::ClassFilter>(test_set, kept);
       std::vector<std::string> kept_names;
       for (int64_t k : kept) kept_names.push_back(names[static_cast<size_t>(k)]);
       names = kept_names;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli/class_filter.h"
+#include "engine/data/class_filter.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
@@ -247,7 +247,7 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
   if (image) metadata[kImagesMetadataKey] = kRunImagesFile;
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
-  if (!c.classes.empty()) metadata[kClassesMetadataKey] = classes_str(classes);  // `kiln eval` keeps the same classes
+  if (!c.classes.empty()) metadata[data::kClassesMetadataKey] = data::classes_str(classes);  // `kiln eval` keeps the same classes
   io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =

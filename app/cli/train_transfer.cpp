@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "app/cli/class_filter.h"
+#include "engine/data/class_filter.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/table_data.h"
@@ -39,7 +39,7 @@ void read_transfer_flags(const Args& args, TrainConfig& c) {
     c.classes = args.str("classes");
     if (c.classes.empty()) args.fail("--classes needs classes, e.g. 0-4 or 0,2,5");
     try {  // checked here, before any graph or data is read
-      parse_classes(c.classes, static_cast<int64_t>(class_names(args.str("dataset")).size()));
+      data::parse_classes(c.classes, static_cast<int64_t>(class_names(args.str("dataset")).size()));
     } catch (const ValueError& e) {
       args.fail(e.what());
     }
@@ -122,9 +122,9 @@ std::vector<int64_t> filter_splits(const TrainConfig& c, int64_t num_classes,
                                    std::shared_ptr<const data::Dataset>& test_set) {
   std::vector<int64_t> classes;
   if (!c.classes.empty()) {
-    classes = parse_classes(c.classes, num_classes);
-    train_set = std::make_shared<ClassFilter>(train_set, classes);
-    test_set = std::make_shared<ClassFilter>(test_set, classes);
+    classes = data::parse_classes(c.classes, num_classes);
+    train_set = std::make_shared<data::ClassFilter>(train_set, classes);
+    test_set = std::make_shared<data::ClassFilter>(test_set, classes);
   } else {
     for (int64_t k = 0; k < num_classes; ++k) classes.push_back(k);
   }

@@ -20,7 +20,7 @@ void add_transfer_flags(ArgParser& p);
 // Reads the flags into `c` (the model name of --onnx too); UsageError for a bad combination:
 // --onnx with --graph or --model, the network edits without --graph or --onnx, both freeze
 // flags, --classes or --train-subset with a csv: dataset, a --classes parse_classes refuses
-// (class_filter.h).
+// (engine/data/class_filter.h).
 void read_transfer_flags(const Args& args, TrainConfig& c);
 
 // The network of --graph or --onnx with --replace-head and the freeze flags applied, checked
@@ -33,7 +33,7 @@ std::optional<graph::Graph> transfer_graph(const TrainConfig& c);
 // The training and test splits cut to --classes (relabelled 0..k-1) and the training split to
 // --train-subset samples (seeded by --seed; the test split is never cut). `num_classes`: the
 // data set's classes. Returns the kept classes (all of them without --classes); ValueError
-// from parse_classes (class_filter.h) for a bad --classes.
+// from parse_classes (engine/data/class_filter.h) for a bad --classes.
 std::vector<int64_t> filter_splits(const TrainConfig& c, int64_t num_classes,
                                    std::shared_ptr<const data::Dataset>& train_set,
                                    std::shared_ptr<const data::Dataset>& test_set);

@@ -68,14 +68,21 @@ int train(const HeadlessOptions& o) {
   int64_t testSize = 10000;
   if (o.epochs > 0) config.epochs = o.epochs;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
+  // --subset shrinks the training and validation images only: a run's test accuracy is
+  // comparable with the others' unless --test-subset (recorded as its "test_size") says otherwise.
   if (o.subset > 0) {
-    dataset.train_size = std::min<int64_t>(o.subset, 60000);
-    dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, 60000 - dataset.train_size));
-    testSize = std::min<int64_t>(o.subset, 10000);
+    int64_t images = 60000;
+    try {
+      images = dataset.num_classes() * DatasetConfig::kTrainPerClass;
+    } catch (const std::exception&) {  // TrainingSession::start reports the setting
+    }
+    dataset.train_size = std::min<int64_t>(o.subset, images);
+    dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, images - dataset.train_size));
   }
+  if (o.testSubset > 0) dataset.test_size = std::min<int64_t>(o.testSubset, testSize);
 
   TrainingSession session;
-  session.setStoreSettings(false);  // --epochs/--subset/--device apply to this run only
+  session.setStoreSettings(false);  // --epochs/--subset/--test-subset/--device apply to this run only
   int status = 1;
   QElapsedTimer lastLine;
   lastLine.start();

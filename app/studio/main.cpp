@@ -35,7 +35,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"project", "The project to train (with --headless --train).", "file"});
   p.addOption({"train", "Train the project's latest graph with its stored settings."});
   p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
-  p.addOption({"subset", "Train on n images (a quick run).", "n"});
+  p.addOption({"subset", "Train on n images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
+  p.addOption({"test-subset", "Evaluate the first n test images (recorded with the run as its test_size).", "n"});
   p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
   p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
   p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn.", "name"});
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
     o.train = parser.isSet("train");
     o.epochs = static_cast<int>(number(parser, "epochs"));
     o.subset = number(parser, "subset");
+    o.testSubset = number(parser, "test-subset");
     o.device = parser.value("device");
     o.newFile = parser.value("new");
     o.templateName = parser.value("template");

@@ -37,8 +37,13 @@ void enableEditing(bool on, std::initializer_list<QWidget*> widgets, std::initia
 }  // namespace
 
 std::vector<graph::Problem> MainWindow::trainProblems() const {
+  int64_t classes = kFashionMnistClasses;  // the class filter's k; invalid settings are reported below
+  try {
+    classes = datasetConfig().num_classes();
+  } catch (const std::exception&) {
+  }
   std::vector<graph::Problem> out =
-      training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size);
+      training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, classes);
   try {
     const DatasetConfig d = datasetConfig();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())

@@ -3,6 +3,7 @@
 #include <QVector>
 #include <algorithm>
 
+#include "engine/data/fashion_mnist.h"
 #include "widgets/training/live_plots.h"
 
 namespace kiln::studio {
@@ -23,8 +24,12 @@ EvaluationResult toEvaluationResult(const projects::Evaluation& e) {
         std::copy_n(e.images.data() + i * pixels + static_cast<size_t>(y * e.image_width), e.image_width,
                     image.scanLine(y));
     }
-    r.misclassified.push_back({image, e.misclassified[i].truth, e.misclassified[i].predicted});
+    r.misclassified.push_back({image, e.misclassified[i].truth, e.misclassified[i].predicted, e.misclassified[i].index});
   }
+  r.predictions.reserve(static_cast<qsizetype>(e.predictions.size()));
+  for (const projects::Evaluation::Prediction& p : e.predictions) r.predictions.push_back({p.index, p.truth, p.predicted, p.probability});
+  // The Studio trains on Fashion-MNIST only; a run's own directory replaces this (TrainingSession).
+  if (!e.predictions.empty()) r.imageDir = QString::fromUtf8(data::FashionMNIST::kDefaultDir);
   return r;
 }
 
@@ -34,16 +39,16 @@ bool showStoredRun(const projects::Project& project, int64_t run, LivePlots* plo
   evaluation->clear();
   try {
     const auto steps = project.step_metrics(run);
-    QVector<double> x, loss, lr;
-    x.reserve(static_cast<qsizetype>(steps.size()));
-    loss.reserve(x.capacity());
-    lr.reserve(x.capacity());
+    QVector<double> x, loss, lr, time, epoch;
+    for (QVector<double>* v : {&x, &loss, &lr, &time, &epoch}) v->reserve(static_cast<qsizetype>(steps.size()));
     for (const projects::StepMetric& m : steps) {
       x << static_cast<double>(m.step);
       loss << m.loss;
       lr << m.lr;
+      time << m.time_s;
+      epoch << m.epoch;
     }
-    if (!x.isEmpty()) plots->addSteps(x, loss, lr);
+    if (!x.isEmpty()) plots->addSteps(x, loss, lr, time, epoch);
     for (const projects::EpochMetric& m : project.epoch_metrics(run))
       plots->addEpoch(m.epoch, m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy);
     plots->fitToData();

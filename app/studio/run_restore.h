@@ -12,7 +12,8 @@ namespace kiln::studio {
 class LivePlots;
 
 // The view's form of a stored evaluation; images are grey (Format_Grayscale8),
-// image_height x image_width, or null images when none were stored.
+// image_height x image_width, or null images when none were stored; the predictions with
+// imageDir = Fashion-MNIST's default directory (empty without predictions).
 EvaluationResult toEvaluationResult(const projects::Evaluation&);
 
 // Clears `plots` and `evaluation`, then loads run `run`'s step and epoch metrics and its

@@ -11,6 +11,7 @@
 
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/data/class_filter.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/graph/graph_module.h"
@@ -39,7 +40,8 @@ std::string node_label(const graph::Graph& g, graph::NodeId id) {
 
 }  // namespace
 
-std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
+std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
+                                              int64_t num_classes) {
   std::vector<graph::Problem> out;
   const auto inputs = g.input_nodes(), outputs = g.output_nodes();
   // The data set check comes first and does not need the rest of the graph to be valid.
@@ -74,9 +76,12 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
   auto o = a.nodes.find(outputs[0]);
   if (o != a.nodes.end() && !o->second.inputs.empty()) {
     const graph::TensorType& t = o->second.inputs[0];
-    if (t.shape.size() != 2 || t.shape[1] != kFashionMnistClasses)
-      out.push_back({outputs[0], "the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() +
-                                     " but Fashion-MNIST needs class scores [N, 10]: end with a Linear layer of 10 outputs"});
+    const std::string k = std::to_string(num_classes);
+    const std::string data = num_classes == kFashionMnistClasses ? "Fashion-MNIST needs"
+                                                                 : "the dataset's " + k + " classes (its class filter) need";
+    if (t.shape.size() != 2 || t.shape[1] != num_classes)
+      out.push_back({outputs[0], "the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() + " but " +
+                                     data + " class scores [N, " + k + "]: end with a Linear layer of " + k + " outputs"});
   }
   // Frozen nodes (transfer learning) leave the optimizer nothing when every layer is frozen.
   int64_t trainable = 0, frozen = 0;
@@ -87,9 +92,10 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
   return out;
 }
 
-std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size) {
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
+                                           int64_t num_classes) {
   std::vector<std::string> out;
-  for (const graph::Problem& p : training_problems(g, a, batch_size)) {
+  for (const graph::Problem& p : training_problems(g, a, batch_size, num_classes)) {
     const bool analysis = std::find(a.problems.begin(), a.problems.end(), p) != a.problems.end();
     out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
@@ -169,12 +175,21 @@ void TrainingJob::run() {
       run_ = run;
     }
     graph::Analysis analysis = graph::analyze(spec_.graph);
-    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis, c.batch_size);
+    const std::vector<int64_t> classes = spec_.dataset.class_list();
+    const auto k = static_cast<int64_t>(classes.size());
+    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis, c.batch_size, k);
     KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
 
     message("loading Fashion-MNIST from " + spec_.dataset.dir);
-    auto full = fashion_mnist(spec_.dataset.dir, true);
+    std::shared_ptr<const data::Dataset> full = fashion_mnist(spec_.dataset.dir, true);
+    if (k < kFashionMnistClasses) {
+      full = std::make_shared<data::ClassFilter>(full, classes);
+      message("classes " + data::classes_str(classes) + " only, relabelled 0 to " + std::to_string(k - 1) + ": " +
+              std::to_string(full->size()) + " training images");
+    }
     const int64_t n_train = spec_.dataset.train_size, n_val = spec_.dataset.validation_size;
+    KILN_CHECK(n_train + n_val <= full->size(), ValueError, "the dataset settings ask for ", n_train, " training and ",
+               n_val, " validation images, but the training split has ", full->size());
     auto parts = data::random_split(full, {n_train, n_val, full->size() - n_train - n_val}, c.seed);
 
     data::DataLoader::Options lo;
@@ -196,7 +211,7 @@ void TrainingJob::run() {
     auto optimizer = optim::make_optimizer(c.optimizer_config(), params);
     train::TrainerOptions to;
     to.epochs = c.epochs;
-    to.num_classes = kFashionMnistClasses;
+    to.num_classes = k;
     to.device = device;
     const std::string checkpoint_dir = spec_.work_dir + "/checkpoint";
     if (project && !spec_.work_dir.empty()) {
@@ -233,7 +248,6 @@ void TrainingJob::run() {
       message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
     }
     if (!result_.cancelled && spec_.test_size > 0) {
-      message("evaluating on " + std::to_string(spec_.test_size) + " test images");
       evaluate(*model, device);
       if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
     }
@@ -247,13 +261,25 @@ void TrainingJob::run() {
 
 void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   auto test = fashion_mnist(spec_.dataset.dir, false);
-  const int64_t n = std::min(spec_.test_size, test->size());
+  const std::vector<int64_t> classes = spec_.dataset.class_list();
+  const auto k = static_cast<int64_t>(classes.size());
+  std::shared_ptr<const data::ClassFilter> filtered;
+  if (k < kFashionMnistClasses) filtered = std::make_shared<data::ClassFilter>(test, classes);
+  const int64_t available = filtered ? filtered->size() : test->size();
+  int64_t n = std::min(spec_.test_size, available);
+  if (spec_.dataset.test_size > 0) n = std::min(n, spec_.dataset.test_size);
+  message("evaluating on " + std::to_string(n) + (n < available ? " of the " + std::to_string(available) : std::string()) +
+          " test images");
+  // source[i]: the index in Fashion-MNIST's test split of evaluated sample i.
+  std::vector<int64_t> source(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) source[static_cast<size_t>(i)] = filtered ? filtered->source_index(i) : i;
+  std::shared_ptr<const data::Dataset> from = filtered ? std::shared_ptr<const data::Dataset>(filtered) : test;
   std::vector<int64_t> first(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) first[i] = i;
-  auto subset = std::make_shared<data::Subset>(test, first);
+  for (int64_t i = 0; i < n; ++i) first[static_cast<size_t>(i)] = i;
+  auto subset = std::make_shared<data::Subset>(from, first);
   data::DataLoader loader(subset, data::DataLoader::Options{.batch_size = 256});
   train::EvaluateOptions options;
-  options.num_classes = kFashionMnistClasses;
+  options.num_classes = k;
   options.device = device;
   options.keep_predictions = true;
   test_batches_ = loader.size();
@@ -274,25 +300,25 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
     result_.cancelled = true;
     return;
   }
-  // The first kMaxMisclassified misclassified images; prediction i is test image i.
+  // The first kMaxMisclassified misclassified images; prediction i is test image source[i].
   projects::Evaluation& ev = result_.evaluation;
   const auto bytes = test->images().contiguous().to_vector<uint8_t>();
   for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i) {
     if (e.predictions[i] == e.targets[i]) continue;
-    const size_t at = i * 28 * 28;
+    const size_t at = static_cast<size_t>(source[i]) * 28 * 28;
     ev.images.insert(ev.images.end(), bytes.begin() + at, bytes.begin() + at + 28 * 28);
-    ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
+    ev.misclassified.push_back({source[i], static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
   }
   ev.predictions.reserve(e.predictions.size());
   for (size_t i = 0; i < e.predictions.size(); ++i)
-    ev.predictions.push_back({static_cast<int32_t>(i), static_cast<int32_t>(e.targets[i]),
+    ev.predictions.push_back({static_cast<int32_t>(source[i]), static_cast<int32_t>(e.targets[i]),
                               static_cast<int32_t>(e.predictions[i]), e.probabilities[i]});
   ev.count = e.metrics.count();
   ev.loss = e.metrics.loss();
   ev.accuracy = e.metrics.accuracy();
   ev.confusion = e.metrics.confusion();
   ev.image_height = ev.image_width = 28;
-  for (const char* name : data::FashionMNIST::kClassNames) ev.class_names.emplace_back(name);
+  for (int64_t c : classes) ev.class_names.emplace_back(data::FashionMNIST::kClassNames[static_cast<size_t>(c)]);
   result_.evaluated = true;
 }
 

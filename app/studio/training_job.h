@@ -29,18 +29,23 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // per-sample shape is not [1, 28, 28] ("the dataset's images are [1, 28, 28] but the
 // graph's Input 'x' expects [3, 32, 32]"), an Input with a fixed batch (an imported model's
 // [1, 1, 28, 28]: "... fixes the batch at 1, but training takes batches of 128 images ...";
-// batch_size: the run's, 0 when not known), an Output that is not [N, 10], every layer
-// with parameters frozen (Node::trainable). Empty: OK.
-std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0);
+// batch_size: the run's, 0 when not known), an Output that is not [N, num_classes] (10, or
+// the k classes of the dataset's class filter, DatasetConfig::classes), every layer with
+// parameters frozen (Node::trainable). Empty: OK.
+std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
+                                           int64_t num_classes = kFashionMnistClasses);
 // The same problems with the node each one is about (-1: the graph), in the same order;
 // those of the analysis are a.problems' own (message without the node name).
-std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0);
+std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
+                                              int64_t num_classes = kFashionMnistClasses);
 
 struct JobSpec {
   graph::Graph graph;
   TrainingConfig config;
   DatasetConfig dataset;
-  int64_t test_size = 10000;    // test images evaluated at the end (first ones of the split)
+  // Test images evaluated at the end: the first ones of the test split (of dataset.classes),
+  // at most dataset.test_size when that is set (> 0).
+  int64_t test_size = 10000;
   // The project the run is recorded in. The job writes, through its own connection:
   // graph_json as a new graph version when graph_version is 0, the settings (key ->
   // JSON), the run (begin_run with `run_config`), its metrics (metrics_writer()), a
@@ -60,8 +65,9 @@ struct JobResult {
   std::string device;           // the device it ran on ("cpu")
   int64_t total_steps = 0;      // epochs * batches per epoch
   bool evaluated = false;       // `evaluation` is set
-  // Test images: count, loss, accuracy, class names, confusion, up to kMaxMisclassified
-  // misclassified images (28 x 28 grey) with their test-split indices.
+  // Test images: count, loss, accuracy, class names (those of dataset.classes, by new
+  // label), confusion, up to kMaxMisclassified misclassified images (28 x 28 grey) and every
+  // prediction, with their indices in Fashion-MNIST's test split.
   projects::Evaluation evaluation;
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
 };

@@ -63,29 +63,37 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     return false;
   };
   if (isRunning()) return fail(tr("a training run is already in progress"));
-  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size);
+  std::vector<std::string> settingsProblems;
+  int64_t classes = kFashionMnistClasses;
   try {
     config.validate();
     dataset.validate();
+    classes = dataset.num_classes();
   } catch (const std::exception& e) {
-    blockers.push_back(e.what());
+    settingsProblems.push_back(e.what());
   }
+  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size, classes);
+  blockers.insert(blockers.end(), settingsProblems.begin(), settingsProblems.end());
   if (!blockers.empty()) {
     QStringList lines;
     for (auto& b : blockers) lines << QString::fromStdString(b);
     return fail(lines.join('\n'));
   }
+  // The test images asked for (Evaluation::count is how many were evaluated): a run tested
+  // on a subset is told apart from full-test runs.
+  const int64_t available = classes * DatasetConfig::kTestPerClass;
+  const int64_t tests = std::min(testSize, dataset.test_size > 0 ? std::min(dataset.test_size, available) : available);
   JobSpec spec;
   try {
     nlohmann::json cj = nlohmann::json::parse(config.to_json());
     cj["dataset"] = nlohmann::json::parse(dataset.to_json());
+    cj["test_size"] = tests;
     spec.run_config.config_json = cj.dump();
     spec.run_config.device = config.device;
-    spec.run_config.name = QString("%1 lr %2, %3 epoch(s)")
-                               .arg(QString::fromStdString(config.optimizer))
-                               .arg(config.lr)
-                               .arg(config.epochs)
-                               .toStdString();
+    QString name = QString("%1 lr %2, %3 epoch(s)").arg(QString::fromStdString(config.optimizer)).arg(config.lr).arg(config.epochs);
+    if (!dataset.classes.empty()) name += QString(", classes %1").arg(QString::fromStdString(dataset.classes));
+    if (tests < available) name += QString(", test %1").arg(tests);
+    spec.run_config.name = name.toStdString();
     spec.graph_json = graphVersion ? std::string() : graph::to_json(graph);
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(plain_error(e)));
@@ -99,6 +107,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   spec.config = config;
   spec.dataset = dataset;
   spec.test_size = testSize;
+  datasetDir_ = QString::fromStdString(dataset.dir);
   spec.project_path = projectPath;
   spec.graph_version = graphVersion;
   if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
@@ -118,7 +127,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   epochs_ = config.epochs;
   progress_ = Progress{};
   progress_.epochs = config.epochs;
-  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, testSize);
+  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, tests);
   lastEmit_ = 0;
   testSeen_ = 0;
   writerError_.clear();
@@ -158,7 +167,7 @@ void TrainingSession::poll() {
   }
   for (const std::string& m : job_->drainMessages()) emit logMessage(QString::fromStdString(m));
   std::vector<train::Event> events = job_->drainEvents();
-  QVector<double> steps, losses, lrs;
+  QVector<double> steps, losses, lrs, times, epochs;
   steps.reserve(static_cast<qsizetype>(events.size()));
   losses.reserve(static_cast<qsizetype>(events.size()));
   lrs.reserve(static_cast<qsizetype>(events.size()));
@@ -180,6 +189,8 @@ void TrainingSession::poll() {
                      steps << static_cast<double>(e.step);
                      losses << e.loss;
                      lrs << e.lr;
+                     times << now;
+                     epochs << e.epoch + 1;
                      if (writer_) write([&] { writer_->step({e.step, e.epoch + 1, e.loss, e.lr, e.samples_per_second, now}); });
                      progress_.step = e.step;
                      progress_.totalSteps = e.batches_per_epoch * epochs_;
@@ -191,10 +202,8 @@ void TrainingSession::poll() {
                      progressed = true;
                    },
                    [&](const train::EpochEnd& e) {
-                     if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);  // keep the order of the curves
-                     steps.clear();
-                     losses.clear();
-                     lrs.clear();
+                     if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs, times, epochs);  // keep the order of the curves
+                     for (QVector<double>* v : {&steps, &losses, &lrs, &times, &epochs}) v->clear();
                      lastEpoch_ = {e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy, e.lr, e.seconds};
                      haveEpoch_ = true;
                      phases_->epochEnded(e.epoch, now);
@@ -220,7 +229,7 @@ void TrainingSession::poll() {
                },
                event);
   }
-  if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs);
+  if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs, times, epochs);
   if (job_->testBatchStarted() > 0 && job_->testBatchStarted() != testSeen_) {
     testSeen_ = job_->testBatchStarted();
     phases_->testBatch(testSeen_, job_->testBatches(), now);
@@ -267,7 +276,9 @@ void TrainingSession::finish() {
                                           : projects::RunStatus::finished;
   if (!r.error.empty()) emit errorMessage(QString::fromStdString(r.error));
   if (r.evaluated) {
-    emit evaluated(toEvaluationResult(r.evaluation));
+    EvaluationResult shown = toEvaluationResult(r.evaluation);
+    shown.imageDir = datasetDir_;  // the run's own copy of the test images
+    emit evaluated(shown);
     emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.evaluation.accuracy, 0, 'f', 2).arg(r.evaluation.count));
   }
   // The last commit of the metrics and the run's end are written off the UI thread

@@ -45,7 +45,9 @@ class TrainingSession : public QObject {
   // project's version of `graph`, or 0 to save it as a new version. The settings are
   // stored as the project's "training" and "dataset" settings. Every SQLite write happens
   // on the training thread; started() follows once the run is recorded.
-  // testSize: test images evaluated at the end (0 = none).
+  // testSize: test images evaluated at the end (0 = none), at most dataset.test_size when set;
+  // the run's config JSON records the number asked for as "test_size" (and the class
+  // filter in its "dataset"), its name ends with ", classes 5-9" / ", test 500" when set.
   bool start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
              const TrainingConfig& config, const DatasetConfig& dataset, int64_t testSize, QString* error);
   void setPaused(bool paused);
@@ -60,7 +62,9 @@ class TrainingSession : public QObject {
 
  signals:
   void started(qint64 run, QString device);
-  void stepsAdded(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs);
+  // times: seconds since the run started (as stored in StepMetric::time_s); epochs: 1-based.
+  void stepsAdded(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs,
+                  const QVector<double>& times, const QVector<double>& epochs);
   void epochEnded(int epoch, double trainLoss, double trainAccuracy, double valLoss, double valAccuracy);
   void progressChanged(const kiln::studio::TrainingSession::Progress&);
   void logMessage(const QString& text);
@@ -88,6 +92,7 @@ class TrainingSession : public QObject {
   bool storeSettings_ = true;
   bool paused_ = false, stopRequested_ = false;
   QString workDir_, device_;
+  QString datasetDir_;  // the running job's Fashion-MNIST directory (EvaluationResult::imageDir)
   Progress progress_;
   std::unique_ptr<RunProgress> phases_;
   double lastEmit_ = 0;  // seconds (clock_) of the last progressChanged

@@ -1,5 +1,6 @@
 // DatasetPanel: sample grid and class counts from the Debian package
 // dataset-fashion-mnist, validated split sizes, settings JSON, a missing data set.
+#include <QLineEdit>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -68,7 +69,7 @@ class TestDatasetPanel : public QObject {
   }
 
   void spinBoxesAreValidated() {
-    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", "/nonexistent", 55000, 5000});
+    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", "/nonexistent", 55000, 5000, 0, ""});
     QSignalSpy changed(&panel, &DatasetPanel::settingsChanged);
     panel.validationSpin()->setValue(10000);  // "all the rest" follows the validation size
     QCOMPARE(panel.settings().validation_size, int64_t(10000));
@@ -84,16 +85,44 @@ class TestDatasetPanel : public QObject {
     QCOMPARE(changed.last().at(0).value<DatasetSettings>(), panel.settings());
     panel.settings().validate();
 
-    const QString e = error_of([&] { panel.setSettings({"fashion-mnist", "/nonexistent", 58000, 5000}); });
+    const QString e = error_of([&] { panel.setSettings({"fashion-mnist", "/nonexistent", 58000, 5000, 0, ""}); });
     QVERIFY2(e.contains("exceeds the 60000"), qPrintable(e));
     QCOMPARE(panel.settings().validation_size, int64_t(59000));  // unchanged after the refusal
-    panel.setSettings({"fashion-mnist", "/nonexistent", 3000, 1000});
+    panel.setSettings({"fashion-mnist", "/nonexistent", 3000, 1000, 0, ""});
     QCOMPARE(panel.validationSpin()->value(), 1000);
     QCOMPARE(panel.trainSpin()->value(), 3000);
   }
 
+  void classesAndTestSizeAreSettings() {
+    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", "/nonexistent", 55000, 5000, 0, ""});
+    QCOMPARE(panel.testSpin()->text(), QString("all"));
+    panel.testSpin()->setValue(500);
+    QCOMPARE(panel.settings().test_size, int64_t(500));
+    panel.classesEdit()->setText("5-9");
+    emit panel.classesEdit()->editingFinished();
+    QCOMPARE(panel.settings().classes, std::string("5-9"));
+    QCOMPARE(panel.settings().num_classes(), int64_t(5));
+    // 30000 training images of five classes: "all the rest" shrinks with them.
+    QCOMPARE(panel.settings().train_size + panel.settings().validation_size, int64_t(30000));
+    QCOMPARE(panel.trainSpin()->maximum() + panel.validationSpin()->value(), 30000);
+    panel.trainSpin()->setValue(1000);  // issue 13's transfer experiment
+    QCOMPARE(panel.settings().train_size, int64_t(1000));
+    panel.classesEdit()->setText("5-12");
+    emit panel.classesEdit()->editingFinished();
+    QVERIFY2(panel.classesError().contains("class 12 is out of range"), qPrintable(panel.classesError()));
+    QCOMPARE(panel.settings().classes, std::string("5-9"));  // the refused text is not applied
+    const DatasetSettings back = DatasetSettings::from_json(panel.settings().to_json());
+    QCOMPARE(back, panel.settings());
+    QVERIFY(back.to_json().find(R"("classes":"5-9")") != std::string::npos);
+    QVERIFY(back.to_json().find(R"("test_size":500)") != std::string::npos);
+    panel.classesEdit()->setText("");  // all ten again
+    emit panel.classesEdit()->editingFinished();
+    QCOMPARE(panel.settings().num_classes(), int64_t(10));
+    QVERIFY(panel.classesError().isEmpty());
+  }
+
   void settingsJsonRoundTrip() {
-    DatasetSettings s{"fashion-mnist", "/data/fm", 20000, 4000};
+    DatasetSettings s{"fashion-mnist", "/data/fm", 20000, 4000, 0, ""};
     QCOMPARE(s.to_json(), std::string(R"({"dir":"/data/fm","name":"fashion-mnist","train_size":20000,"validation_size":4000})"));
     QCOMPARE(DatasetSettings::from_json(s.to_json()), s);
     QCOMPARE(DatasetSettings::from_json("{}"), DatasetSettings{});
@@ -113,7 +142,7 @@ class TestDatasetPanel : public QObject {
 
   void missingDatasetNamesThePackage() {
     QTemporaryDir empty;
-    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", empty.filePath("absent").toStdString(), 55000, 5000});
+    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", empty.filePath("absent").toStdString(), 55000, 5000, 0, ""});
     panel.show();
     QSignalSpy loaded(&panel, &DatasetPanel::loaded);
     QVERIFY(loaded.wait(10000));

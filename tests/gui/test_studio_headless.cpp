@@ -5,6 +5,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QtTest>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "projects/project.h"
@@ -151,22 +152,33 @@ class TestStudioHeadless : public QObject {
     const QString file = dir.filePath("h.kiln");
     QProcess p;
     // One command makes the project and trains it (the quickstart's fallback).
+    // --subset shrinks the training images only; --test-subset the test images, recorded with the run.
     p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
-                      "--subset", "512"});
+                      "--subset", "512", "--test-subset", "500"});
     QVERIFY(p.waitForFinished(120000));
     const QString out = p.readAllStandardOutput();
     QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
     QVERIFY(out.contains("run 1 finished"));
     QVERIFY(out.contains("test accuracy"));
+    QVERIFY2(out.contains("evaluating on 500 of the 10000 test images"), qPrintable(out));
     auto project = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(project.runs().at(0).status, kiln::projects::RunStatus::finished);
     QCOMPARE(project.step_metrics(1).size(), size_t(4));  // 512 images / batch 128
+    QCOMPARE(project.evaluation(1)->count, int64_t(500));
+    QCOMPARE(project.evaluation(1)->predictions.size(), size_t(500));
+    const auto config = nlohmann::json::parse(project.runs().at(0).config_json);
+    QCOMPARE(config.at("test_size").get<int64_t>(), int64_t(500));
+    QCOMPARE(config.at("dataset").at("test_size").get<int64_t>(), int64_t(500));
+    QCOMPARE(config.at("dataset").at("train_size").get<int64_t>(), int64_t(512));
+    QVERIFY(QString::fromStdString(project.runs().at(0).name).contains("test 500"));
     // Again on the existing file: a second run of the same project.
     p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
-                      "--subset", "256"});
+                      "--subset", "256", "--test-subset", "300"});
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 0);
-    QCOMPARE(kiln::projects::Project::open(file.toStdString()).runs().size(), size_t(2));
+    auto again = kiln::projects::Project::open(file.toStdString());
+    QCOMPARE(again.runs().size(), size_t(2));
+    QCOMPARE(again.evaluation(2)->count, int64_t(300));
   }
 };
 

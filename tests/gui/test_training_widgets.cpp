@@ -6,6 +6,8 @@
 #include <QComboBox>
 #include <QListWidget>
 #include <QPushButton>
+#include <QSlider>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QtTest>
 #include <cmath>
@@ -78,6 +80,93 @@ class TestTrainingWidgets : public QObject {
     QCOMPARE(smooth->data()->at(1)->value, 4.0);
     // ema: 2, 3, 0.5 * 3 + 0.5 * 1 = 2; debiased by 1 - 0.5^3.
     QVERIFY(std::abs(smooth->data()->at(2)->value - 2.0 / 0.875) < 1e-12);
+  }
+
+  void smoothingSliderAppliesTensorBoardsFormula() {
+    // TensorBoard's resmoothDataset with w = 0.5 on 2, 4, NaN, 1, by hand:
+    // last = 1 -> 1 / 0.5 = 2; last = 2.5 -> 2.5 / 0.75; NaN kept, not counted; last = 1.75 -> 1.75 / 0.875.
+    const QVector<double> s = LivePlots::smooth({2, 4, NAN, 1}, 0.5);
+    QCOMPARE(s[0], 2.0);
+    QVERIFY(std::abs(s[1] - 2.5 / 0.75) < 1e-12);
+    QVERIFY(std::isnan(s[2]));
+    QVERIFY(std::abs(s[3] - 1.75 / 0.875) < 1e-12);
+    QCOMPARE(LivePlots::smooth({3, 1}, 0.0), QVector<double>({3, 1}));  // weight 0: the raw curve
+    LivePlots plots;
+    QVector<double> st, l, r;
+    for (int i = 1; i <= 50; ++i) st << i, l << 1.0 + (i % 7) * 0.25, r << 1e-3;
+    plots.addSteps(st, l, r);
+    plots.smoothingSlider()->setValue(999);  // the slider's end: 0.999
+    QCOMPARE(plots.smoothing(), 0.999);
+    plots.smoothingSlider()->setValue(800);
+    QCOMPARE(plots.smoothing(), 0.8);
+    // The whole drawn curve is re-smoothed with the new weight.
+    const QVector<double> expected = LivePlots::smooth(l, 0.8);
+    double last = 0;
+    for (int i = 0; i < 50; ++i) last = last * 0.8 + 0.2 * l[i];
+    QVERIFY(std::abs(expected[49] - last / (1 - std::pow(0.8, 50))) < 1e-12);
+    QCPGraph* smooth = plots.stepPlot()->graph(1);
+    QCOMPARE(smooth->dataCount(), 50);
+    for (int i = 0; i < 50; ++i) QVERIFY(std::abs(smooth->data()->at(i)->value - expected[i]) < 1e-12);
+    plots.setSmoothing(2.0);
+    QCOMPARE(plots.smoothing(), 0.999);
+    QCOMPARE(plots.smoothingSlider()->value(), 999);
+  }
+
+  void xAxisSwitchesToWallTimeAndEpochs() {
+    LivePlots plots;
+    QVector<double> st, l, r, t, e;
+    for (int i = 1; i <= 40; ++i) st << i, l << 1.0 / i, r << 1e-3, t << 0.5 + 0.25 * i, e << (i <= 20 ? 1 : 2);
+    plots.addSteps(st, l, r, t, e);
+    QCPGraph* raw = plots.stepPlot()->graph(0);
+    QCOMPARE(raw->data()->at(3)->key, 4.0);
+    plots.xAxisBox()->setCurrentIndex(plots.xAxisBox()->findText("Wall time"));
+    QCOMPARE(plots.xAxis(), LivePlots::XAxis::WallTime);
+    QCOMPARE(raw->dataCount(), 40);
+    for (int i = 0; i < 40; ++i) QCOMPARE(raw->data()->at(i)->key, t[i]);  // time_s of each step
+    QCOMPARE(plots.lrPlot()->graph(0)->data()->at(39)->key, t[39]);
+    QCOMPARE(plots.stepPlot()->xAxis->label(), QString("wall time (s)"));
+    plots.setXAxis(LivePlots::XAxis::Epoch);  // 20 steps per epoch: step 30 is half way through epoch 2
+    QCOMPARE(raw->data()->at(29)->key, 1.5);
+    QCOMPARE(raw->data()->at(19)->key, 1.0);
+    plots.setXAxis(LivePlots::XAxis::Step);
+    QCOMPARE(raw->data()->at(39)->key, 40.0);
+    // Steps without times (an older caller): no wall-time choice.
+    LivePlots bare;
+    bare.addSteps(st, l, r);
+    auto* model = qobject_cast<QStandardItemModel*>(bare.xAxisBox()->model());
+    QVERIFY(!model->item(1)->isEnabled());
+    QVERIFY(!model->item(2)->isEnabled());
+  }
+
+  void legendsNeverCoverTheCurves() {
+    // The plots dock of a 1280 x 720 window, and a narrower one.
+    for (QSize size : {QSize(1280, 230), QSize(700, 200)}) {
+      LivePlots plots;
+      QVector<double> st, l, r;
+      for (int i = 1; i <= 100; ++i) st << i, l << 2.0 / i, r << 1e-3;
+      plots.addSteps(st, l, r);
+      plots.addEpoch(1, 0.5, 0.8, 0.6, 0.75);
+      plots.resize(size);
+      plots.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&plots));
+      plots.replotNow();
+      for (QCustomPlot* p : {plots.stepPlot(), plots.epochPlot()}) {
+        QVERIFY(p->legend->visible());
+        QVERIFY2(!p->legend->outerRect().intersects(p->axisRect()->rect()),
+                 qPrintable(QString("legend %1,%2 %3x%4 over the data")
+                                .arg(p->legend->outerRect().x())
+                                .arg(p->legend->outerRect().y())
+                                .arg(p->legend->outerRect().width())
+                                .arg(p->legend->outerRect().height())));
+      }
+      const int withLegend = plots.stepPlot()->axisRect()->rect().height();
+      plots.setLegendVisible(false);
+      plots.replotNow();
+      QVERIFY(!plots.stepPlot()->legend->visible());
+      QVERIFY(plots.stepPlot()->axisRect()->rect().height() > withLegend);  // the axes get the room
+      plots.setLegendVisible(true);
+      QVERIFY(plots.epochPlot()->legend->visible());
+    }
   }
 
   void replotsAreCoalesced() {

@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <QProgressBar>
 #include <QScrollArea>
+#include <QLineEdit>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -122,8 +123,25 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   train_ = new QSpinBox;
   train_->setSingleStep(1000);
   train_->setToolTip(tr("Training images used per epoch; less than all of them trains faster (a subset)"));
+  test_ = new QSpinBox;
+  test_->setRange(0, int(DatasetSettings::kTestImages));
+  test_->setSingleStep(500);
+  test_->setSpecialValueText(tr("all"));
+  test_->setToolTip(tr("Test images evaluated after training (the first ones of the test split); a run on fewer "
+                       "is marked with its test size, so that it is not compared with full-test runs by mistake"));
+  classes_ = new QLineEdit;
+  classes_->setPlaceholderText(tr("all ten, or e.g. 5-9 or 0,2,5"));
+  classes_->setToolTip(tr("Train and test on these classes only, relabelled 0..k-1 (as kiln train --classes); "
+                          "the model's Output must then give k class scores"));
+  classesError_ = new QLabel;
+  classesError_->setWordWrap(true);
+  classesError_->setStyleSheet("color: #e06c6c");
+  classesError_->hide();
+  form->addRow(tr("Classes:"), classes_);
+  form->addRow(QString(), classesError_);
   form->addRow(tr("Validation images:"), validation_);
   form->addRow(tr("Training images:"), train_);
+  form->addRow(tr("Test images:"), test_);
   layout->addLayout(form);
   summary_ = new QLabel;
   summary_->setWordWrap(true);
@@ -160,6 +178,8 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
 
   connect(validation_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(train_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
+  connect(test_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
+  connect(classes_, &QLineEdit::editingFinished, this, &DatasetPanel::onClassesEdited);
   connect(&watcher_, &QFutureWatcher<DatasetSummary>::finished, this, [this] { showSummary(watcher_.result()); });
   setSettings(settings_);
   load(QString::fromStdString(settings_.dir));
@@ -174,9 +194,13 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   const bool reload = s.dir != settings_.dir;
   settings_ = s;
   updating_ = true;
+  classes_->setText(QString::fromStdString(s.classes));
+  classesError_->hide();
+  updateRanges();
   validation_->setValue(int(s.validation_size));
-  train_->setRange(1, int(DatasetSettings::kTrainImages - s.validation_size));
+  train_->setRange(1, int(s.num_classes() * DatasetSettings::kTrainPerClass - s.validation_size));
   train_->setValue(int(s.train_size));
+  test_->setValue(int(s.test_size));
   updating_ = false;
   updateSummaryText();
   if (reload) load(QString::fromStdString(s.dir));
@@ -187,24 +211,62 @@ void DatasetPanel::onSpinChanged() {
   if (updating_) return;
   // The training subset can use whatever the validation split leaves; shrinking the
   // validation split keeps "all the rest" when that was chosen.
-  const bool all_rest = settings_.train_size == DatasetSettings::kTrainImages - settings_.validation_size;
+  const int64_t images = settings_.num_classes() * DatasetSettings::kTrainPerClass;
+  const bool all_rest = settings_.train_size == images - settings_.validation_size;
   updating_ = true;
   const int64_t val = validation_->value();
-  train_->setMaximum(int(DatasetSettings::kTrainImages - val));
+  train_->setMaximum(int(images - val));
   if (all_rest && sender() == validation_) train_->setValue(train_->maximum());
   updating_ = false;
   settings_.validation_size = val;
   settings_.train_size = train_->value();
+  settings_.test_size = test_->value();
   settings_.validate();  // the spin box ranges make every reachable combination valid
   updateSummaryText();
   emit settingsChanged(settings_);
 }
 
+QString DatasetPanel::classesError() const { return classesError_->isHidden() ? QString() : classesError_->text(); }
+
+void DatasetPanel::updateRanges() {
+  const int64_t images = settings_.num_classes() * DatasetSettings::kTrainPerClass;
+  validation_->setMaximum(int(images - 1));
+  train_->setMaximum(int(images - validation_->value()));
+}
+
+void DatasetPanel::onClassesEdited() {
+  DatasetSettings s = settings_;
+  s.classes = classes_->text().trimmed().toStdString();
+  if (s.classes == settings_.classes) return;
+  try {
+    const int64_t images = s.num_classes() * DatasetSettings::kTrainPerClass;  // ValueError for a bad spec
+    // Fewer classes hold fewer images: the splits shrink to fit, validation first kept.
+    s.validation_size = std::min(s.validation_size, images / 10);
+    const bool all_rest = settings_.train_size == settings_.num_classes() * DatasetSettings::kTrainPerClass - settings_.validation_size;
+    s.train_size = all_rest ? images - s.validation_size : std::min(s.train_size, images - s.validation_size);
+    s.validate();
+  } catch (const std::exception& e) {
+    classesError_->setText(QString::fromUtf8(e.what()));
+    classesError_->show();
+    return;
+  }
+  classesError_->hide();
+  setSettings(s);
+}
+
 void DatasetPanel::updateSummaryText() {
-  summary_->setText(tr("Trains on %1 images and validates on %2, both from the %3 training images; "
-                       "tests on the %4 test images.")
+  const int64_t k = settings_.num_classes();
+  const QString classes = k < kNumClasses ? tr(" of classes %1 (relabelled 0 to %2)")
+                                                .arg(QString::fromStdString(settings_.classes))
+                                                .arg(k - 1)
+                                          : QString();
+  const int64_t tests = k * (DatasetSettings::kTestImages / kNumClasses);
+  const QString test = settings_.test_size > 0 && settings_.test_size < tests
+                           ? tr("the first %1 of the %2 test images").arg(thousands(settings_.test_size), thousands(tests))
+                           : tr("all %1 test images").arg(thousands(tests));
+  summary_->setText(tr("Trains on %1 images and validates on %2, both from the %3 training images%4; tests on %5.")
                         .arg(thousands(settings_.train_size), thousands(settings_.validation_size),
-                             thousands(DatasetSettings::kTrainImages), thousands(DatasetSettings::kTestImages)));
+                             thousands(k * DatasetSettings::kTrainPerClass), classes, test));
 }
 
 void DatasetPanel::load(const QString& dir) {

@@ -16,6 +16,7 @@
 #include "widgets/project/dataset_settings.h"
 
 class QLabel;
+class QLineEdit;
 class QSpinBox;
 class QTableWidget;
 
@@ -76,6 +77,9 @@ class DatasetPanel : public QWidget {
   const QTableWidget* classTable() const { return counts_; }
   QSpinBox* validationSpin() const { return validation_; }
   QSpinBox* trainSpin() const { return train_; }
+  QSpinBox* testSpin() const { return test_; }        // 0 shows "all"
+  QLineEdit* classesEdit() const { return classes_; }  // "" = all ten; applied on editingFinished
+  QString classesError() const;                        // why the classes text is not applied ("" = it is)
 
  signals:
   void settingsChanged(const kiln::studio::DatasetSettings& settings);
@@ -85,7 +89,9 @@ class DatasetPanel : public QWidget {
   void load(const QString& dir);
   void showSummary(const DatasetSummary& summary);
   void onSpinChanged();
+  void onClassesEdited();
   void updateSummaryText();
+  void updateRanges();  // the training images the classes and the validation split leave
 
   DatasetSettings settings_;
   QFutureWatcher<DatasetSummary> watcher_;
@@ -95,6 +101,9 @@ class DatasetPanel : public QWidget {
   QLabel* summary_ = nullptr;
   QSpinBox* validation_ = nullptr;
   QSpinBox* train_ = nullptr;
+  QSpinBox* test_ = nullptr;
+  QLineEdit* classes_ = nullptr;
+  QLabel* classesError_ = nullptr;
   SampleGrid* grid_ = nullptr;
   QTableWidget* counts_ = nullptr;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/data/class_filter.h"
 
 namespace kiln::studio {
 
@@ -37,12 +38,20 @@ std::string read_string(const QJsonObject& o, const char* key, const std::string
 }
 }  // namespace
 
+int64_t DatasetSettings::num_classes() const {
+  return classes.empty() ? 10 : static_cast<int64_t>(data::parse_classes(classes, 10, "dataset settings: 'classes'").size());
+}
+
 void DatasetSettings::validate() const {
   KILN_CHECK(name == "fashion-mnist", ValueError, kWhat, ": 'name' must be fashion-mnist, got '", name, "'");
   KILN_CHECK(train_size >= 1, ValueError, kWhat, ": 'train_size' must be >= 1, got ", train_size);
   KILN_CHECK(validation_size >= 0, ValueError, kWhat, ": 'validation_size' must be >= 0, got ", validation_size);
-  KILN_CHECK(train_size + validation_size <= kTrainImages, ValueError, kWhat, ": train_size + validation_size = ",
-             train_size + validation_size, " exceeds the ", kTrainImages, " Fashion-MNIST training images");
+  KILN_CHECK(test_size >= 0 && test_size <= kTestImages, ValueError, kWhat, ": 'test_size' must be 0 (all) to ",
+             kTestImages, ", got ", test_size);
+  const int64_t k = num_classes(), images = k * kTrainPerClass;
+  KILN_CHECK(train_size + validation_size <= images, ValueError, kWhat, ": train_size + validation_size = ",
+             train_size + validation_size, " exceeds the ", images, " Fashion-MNIST training images",
+             k < 10 ? " of classes " + classes : std::string());
 }
 
 std::string DatasetSettings::to_json() const {
@@ -50,6 +59,8 @@ std::string DatasetSettings::to_json() const {
                 {"dir", QString::fromStdString(dir)},
                 {"train_size", static_cast<double>(train_size)},
                 {"validation_size", static_cast<double>(validation_size)}};
+  if (test_size != 0) o["test_size"] = static_cast<double>(test_size);
+  if (!classes.empty()) o["classes"] = QString::fromStdString(classes);
   return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();  // QJsonObject keeps keys sorted
 }
 
@@ -65,6 +76,8 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.dir = read_string(o, "dir", s.dir);
   s.train_size = read_int(o, "train_size", s.train_size);
   s.validation_size = read_int(o, "validation_size", s.validation_size);
+  s.test_size = read_int(o, "test_size", s.test_size);
+  s.classes = read_string(o, "classes", s.classes);
   s.validate();
   return s;
 }

@@ -1,14 +1,41 @@
 #include "widgets/training/evaluation_view.h"
 
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QPainter>
 #include <QPixmap>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "widgets/training/cell_samples.h"
+
 namespace kiln::studio {
+
+namespace {
+// A label drawn bottom-to-top: the title of the confusion matrix's row axis.
+class VerticalLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+  QSize sizeHint() const override { return QLabel::sizeHint().transposed(); }
+  QSize minimumSizeHint() const override { return QLabel::minimumSizeHint().transposed(); }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    p.translate(0, height());
+    p.rotate(-90);
+    p.drawText(QRect(0, 0, height(), width()), Qt::AlignCenter, text());
+  }
+};
+
+QString percent(double f) { return QString::number(100 * f, 'f', 1) + " %"; }
+}  // namespace
 
 EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -17,35 +44,92 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   summary_->setWordWrap(true);
   layout->addWidget(summary_);
   auto* split = new QSplitter(Qt::Horizontal, this);
-  confusion_ = new QTableWidget(split);
+
+  // The matrix with its axis titles and the normalization choice.
+  auto* matrix = new QWidget(split);
+  auto* grid = new QGridLayout(matrix);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(2);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Show:"), matrix));
+  normalization_ = new QComboBox(matrix);
+  normalization_->addItem(tr("Counts"), static_cast<int>(Normalization::Counts));
+  normalization_->addItem(tr("Normalized by row (recall)"), static_cast<int>(Normalization::ByRow));
+  normalization_->addItem(tr("Normalized by column (precision)"), static_cast<int>(Normalization::ByColumn));
+  normalization_->setToolTip(tr("Counts, or each cell's fraction of its row (true label: the diagonal is the recall) "
+                                "or of its column (predicted label: the diagonal is the precision)"));
+  controls->addWidget(normalization_);
+  controls->addStretch(1);
+  grid->addLayout(controls, 0, 0, 1, 2);
+  predictedTitle_ = new QLabel(tr("Predicted label"), matrix);
+  predictedTitle_->setAlignment(Qt::AlignCenter);
+  predictedTitle_->setObjectName("predictedAxisTitle");
+  trueTitle_ = new VerticalLabel(tr("True label"), matrix);
+  trueTitle_->setObjectName("trueAxisTitle");
+  QFont bold = font();
+  bold.setBold(true);
+  predictedTitle_->setFont(bold);
+  trueTitle_->setFont(bold);
+  confusion_ = new QTableWidget(matrix);
   confusion_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   confusion_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   confusion_->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  confusion_->setToolTip(tr("Confusion matrix: row = true class, column = predicted class"));
-  misclassified_ = new QListWidget(split);
+  confusion_->setToolTip(tr("Confusion matrix: row = true label, column = predicted label; click a cell to list its samples"));
+  grid->addWidget(predictedTitle_, 1, 1);
+  grid->addWidget(trueTitle_, 2, 0);
+  grid->addWidget(confusion_, 2, 1);
+  grid->setRowStretch(2, 1);
+  grid->setColumnStretch(1, 1);
+
+  tabs_ = new QTabWidget(split);
+  report_ = new QTableWidget(0, 4, tabs_);
+  report_->setHorizontalHeaderLabels({tr("Precision"), tr("Recall"), tr("F1-score"), tr("Support")});
+  report_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  report_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  report_->setToolTip(tr("Per class, as scikit-learn's classification_report: precision = TP / (TP + FP), recall = "
+                         "TP / (TP + FN), F1 = their harmonic mean, support = test images of the class"));
+  cellSamples_ = new CellSamples(tabs_);
+  misclassified_ = new QListWidget(tabs_);
   misclassified_->setViewMode(QListView::IconMode);
   misclassified_->setIconSize(QSize(56, 56));
   misclassified_->setGridSize(QSize(104, 96));
   misclassified_->setResizeMode(QListView::Adjust);
   misclassified_->setMovement(QListView::Static);
   misclassified_->setToolTip(tr("Misclassified test images: true label → predicted label"));
-  split->addWidget(confusion_);
-  split->addWidget(misclassified_);
+  tabs_->addTab(report_, tr("Per class"));
+  tabs_->addTab(cellSamples_, tr("Cell samples"));
+  tabs_->addTab(misclassified_, tr("Misclassified"));
+  split->addWidget(matrix);
+  split->addWidget(tabs_);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
+
+  connect(normalization_, &QComboBox::currentIndexChanged, this, [this] { fillConfusion(); });
+  connect(confusion_, &QTableWidget::cellClicked, this, [this](int row, int column) { showCell(row, column); });
   clear();
 }
 
 void EvaluationView::clear() {
+  result_ = EvaluationResult{};
   summary_->setText(tr("Train a model: its test accuracy, confusion matrix and misclassified images appear here."));
   confusion_->clear();
   confusion_->setRowCount(0);
   confusion_->setColumnCount(0);
+  report_->setRowCount(0);
+  cellSamples_->clear();
   misclassified_->clear();
 }
 
 QString EvaluationView::summaryText() const { return summary_->text(); }
+
+void EvaluationView::setNormalization(Normalization n) {
+  normalization_->setCurrentIndex(normalization_->findData(static_cast<int>(n)));
+}
+
+Normalization EvaluationView::normalization() const {
+  return static_cast<Normalization>(normalization_->currentData().toInt());
+}
 
 void EvaluationView::setResult(const EvaluationResult& r) {
   clear();
@@ -56,6 +140,7 @@ void EvaluationView::setResult(const EvaluationResult& r) {
                           .arg(r.confusion.size()));
     return;
   }
+  result_ = r;
   summary_->setText(tr("<b>Test accuracy %1 %</b> on %2 images · mean loss %3")
                         .arg(100 * r.accuracy, 0, 'f', 2)
                         .arg(r.count)
@@ -64,27 +149,8 @@ void EvaluationView::setResult(const EvaluationResult& r) {
   confusion_->setColumnCount(c);
   confusion_->setHorizontalHeaderLabels(r.classNames);
   confusion_->setVerticalHeaderLabels(r.classNames);
-  for (int t = 0; t < c; ++t) {
-    int64_t rowSum = 0;
-    for (int p = 0; p < c; ++p) rowSum += r.confusion[t * c + p];
-    for (int p = 0; p < c; ++p) {
-      const int64_t n = r.confusion[t * c + p];
-      const double f = rowSum > 0 ? static_cast<double>(n) / static_cast<double>(rowSum) : 0;
-      auto* item = new QTableWidgetItem(QString::number(n));
-      item->setTextAlignment(Qt::AlignCenter);
-      // Diagonal (right) in green, errors in red; the stronger the colour the larger the fraction.
-      const QColor base = t == p ? QColor(40, 160, 80) : QColor(210, 60, 50);
-      QColor bg = base;
-      bg.setAlphaF(static_cast<float>(std::min(1.0, 0.08 + 0.92 * (t == p ? f : std::min(1.0, 4 * f)))));
-      if (n == 0) bg = Qt::transparent;
-      item->setBackground(bg);
-      item->setToolTip(tr("%1 images of %2 predicted as %3 (%4 % of the row)")
-                           .arg(n)
-                           .arg(r.classNames[t], r.classNames[p])
-                           .arg(100 * f, 0, 'f', 1));
-      confusion_->setItem(t, p, item);
-    }
-  }
+  fillConfusion();
+  fillReport();
   for (const auto& s : r.misclassified) {
     const QString truth = s.truth < c ? r.classNames[s.truth] : QString::number(s.truth);
     const QString pred = s.predicted < c ? r.classNames[s.predicted] : QString::number(s.predicted);
@@ -92,6 +158,65 @@ void EvaluationView::setResult(const EvaluationResult& r) {
                                      QString::fromUtf8("%1\n\u2192 %2").arg(truth, pred), misclassified_);
     item->setToolTip(tr("true: %1, predicted: %2").arg(truth, pred));
   }
+}
+
+void EvaluationView::fillConfusion() {
+  const EvaluationResult& r = result_;
+  const int c = static_cast<int>(r.classNames.size());
+  if (c == 0 || confusion_->rowCount() != c) return;
+  const Normalization mode = normalization();
+  for (int t = 0; t < c; ++t) {
+    for (int p = 0; p < c; ++p) {
+      const int64_t n = r.confusion[static_cast<size_t>(t * c + p)];
+      const double row = normalized_cell(r.confusion, c, t, p, Normalization::ByRow);
+      const double shown = normalized_cell(r.confusion, c, t, p, mode);
+      auto* item = new QTableWidgetItem(mode == Normalization::Counts ? QString::number(n) : QString::number(shown, 'f', 2));
+      item->setData(Qt::UserRole, shown);
+      item->setTextAlignment(Qt::AlignCenter);
+      // Diagonal (right) in green, errors in red; the stronger the colour the larger the
+      // fraction (of the row for counts, else of the shown normalization).
+      const double f = mode == Normalization::Counts ? row : shown;
+      QColor bg = t == p ? QColor(40, 160, 80) : QColor(210, 60, 50);
+      bg.setAlphaF(static_cast<float>(std::min(1.0, 0.08 + 0.92 * (t == p ? f : std::min(1.0, 4 * f)))));
+      if (n == 0) bg = Qt::transparent;
+      item->setBackground(bg);
+      item->setToolTip(tr("%1 images of %2 predicted as %3 (%4 of the row, %5 of the column); click to list them")
+                           .arg(n)
+                           .arg(r.classNames[t], r.classNames[p])
+                           .arg(percent(row), percent(normalized_cell(r.confusion, c, t, p, Normalization::ByColumn))));
+      confusion_->setItem(t, p, item);
+    }
+  }
+}
+
+void EvaluationView::fillReport() {
+  const int c = static_cast<int>(result_.classNames.size());
+  const ClassificationReport rep = classification_report(result_.confusion, c);
+  report_->setRowCount(c + 2);
+  QStringList rows = result_.classNames;
+  rows << tr("macro avg") << tr("weighted avg");
+  report_->setVerticalHeaderLabels(rows);
+  auto fill = [this](int row, const ClassMetrics& m) {
+    const double values[] = {m.precision, m.recall, m.f1};
+    for (int col = 0; col < 3; ++col) {
+      auto* item = new QTableWidgetItem(QString::number(values[col], 'f', 3));
+      item->setData(Qt::UserRole, values[col]);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      report_->setItem(row, col, item);
+    }
+    auto* support = new QTableWidgetItem(QString::number(m.support));
+    support->setData(Qt::UserRole, static_cast<qlonglong>(m.support));
+    support->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    report_->setItem(row, 3, support);
+  };
+  for (int k = 0; k < c; ++k) fill(k, rep.classes[static_cast<size_t>(k)]);
+  fill(c, rep.macro);
+  fill(c + 1, rep.weighted);
+}
+
+void EvaluationView::showCell(int truth, int predicted) {
+  cellSamples_->showCell(result_, truth, predicted);
+  tabs_->setCurrentWidget(cellSamples_);
 }
 
 }  // namespace kiln::studio

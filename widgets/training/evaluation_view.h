@@ -1,6 +1,9 @@
 // EvaluationView: how a trained model does on the test images — accuracy, the
-// confusion matrix as a heat map (rows: true class, columns: predicted; cell colour
-// is the row's fraction), and a grid of misclassified images with both labels.
+// confusion matrix as a heat map (rows: true label, columns: predicted label; shown as
+// counts or normalized by row = recall or by column = precision, sklearn's
+// confusion_matrix `normalize`), the per-class precision, recall, F1 and support with
+// their macro and weighted averages (classification_report.h), the samples of a clicked
+// cell (cell_samples.h) and a grid of misclassified images with both labels.
 #pragma once
 #include <QImage>
 #include <QStringList>
@@ -9,11 +12,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "widgets/training/classification_report.h"
+
+class QComboBox;
 class QLabel;
 class QListWidget;
+class QTabWidget;
 class QTableWidget;
 
 namespace kiln::studio {
+
+class CellSamples;
 
 struct EvaluationResult {
   int64_t count = 0;      // images evaluated
@@ -24,8 +33,19 @@ struct EvaluationResult {
   struct Sample {
     QImage image;  // the input image (grey, 28 x 28 for Fashion-MNIST)
     int truth = 0, predicted = 0;
+    int64_t index = -1;  // in the test split (-1: unknown)
   };
   QVector<Sample> misclassified;  // the first few, in test-set order
+  // Every evaluated sample in test-split order (projects::Evaluation::predictions); empty
+  // for evaluations stored before predictions were (then a clicked cell lists only the
+  // stored misclassified samples).
+  struct Prediction {
+    int64_t index = 0;        // in the test split
+    int truth = 0, predicted = 0;
+    float probability = 0;    // softmax probability of `predicted` in [0, 1]; NaN: unknown
+  };
+  QVector<Prediction> predictions;
+  QString imageDir;  // Fashion-MNIST directory to show the test images from ("": no images)
 };
 
 class EvaluationView : public QWidget {
@@ -38,10 +58,28 @@ class EvaluationView : public QWidget {
   QString summaryText() const;
   QTableWidget* confusionTable() const { return confusion_; }
   QListWidget* misclassifiedList() const { return misclassified_; }
+  // Rows: the classes, then "macro avg" and "weighted avg"; columns: precision, recall,
+  // F1-score, support (scikit-learn's classification_report layout).
+  QTableWidget* reportTable() const { return report_; }
+  CellSamples* cellSamples() const { return cellSamples_; }
+  QComboBox* normalizationBox() const { return normalization_; }
+  QLabel* trueAxisTitle() const { return trueTitle_; }
+  QLabel* predictedAxisTitle() const { return predictedTitle_; }
+  void setNormalization(Normalization);
+  Normalization normalization() const;
+  // Lists cell (truth, predicted)'s samples and shows them (what clicking the cell does).
+  void showCell(int truth, int predicted);
 
  private:
-  QLabel* summary_;
-  QTableWidget* confusion_;
+  void fillConfusion();
+  void fillReport();
+
+  EvaluationResult result_;
+  QLabel *summary_, *trueTitle_, *predictedTitle_;
+  QComboBox* normalization_;
+  QTableWidget *confusion_, *report_;
+  QTabWidget* tabs_;
+  CellSamples* cellSamples_;
   QListWidget* misclassified_;
 };
 

@@ -8,7 +8,7 @@
 namespace kiln::studio {
 
 namespace {
-const QColor kRaw(150, 180, 225), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
+const QColor kRaw(150, 180, 225, 110), kSmooth(40, 110, 220), kTrain(40, 110, 220), kVal(230, 120, 30),
     kLr(60, 160, 90);
 
 QPen pen(const QColor& c, double width = 1.6, Qt::PenStyle style = Qt::SolidLine) {
@@ -25,9 +25,11 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
   stepPlot_ = makePlot(tr("Training loss per step"), tr("step"), tr("loss"));
   epochPlot_ = makePlot(tr("Loss and accuracy per epoch"), tr("epoch"), tr("loss"));
   lrPlot_ = makePlot(tr("Learning rate"), tr("step"), tr("lr"));
-  layout->addWidget(stepPlot_, 0, 0);
-  layout->addWidget(epochPlot_, 0, 1);
-  layout->addWidget(lrPlot_, 0, 2);
+  layout->addWidget(makeControls(), 0, 0, 1, 3);
+  layout->addWidget(stepPlot_, 1, 0);
+  layout->addWidget(epochPlot_, 1, 1);
+  layout->addWidget(lrPlot_, 1, 2);
+  layout->setRowStretch(1, 1);
   layout->setColumnStretch(0, 5);
   layout->setColumnStretch(1, 4);
   layout->setColumnStretch(2, 3);
@@ -69,6 +71,8 @@ LivePlots::LivePlots(QWidget* parent) : QWidget(parent) {
   lr_->setPen(pen(kLr, 2));
   lr_->setAdaptiveSampling(true);
   lrPlot_->legend->setVisible(false);
+  lrPlot_->plotLayout()->take(lrPlot_->legend);  // one curve: its title says it
+  lrPlot_->plotLayout()->simplify();
 
   for (QCustomPlot* p : {stepPlot_, epochPlot_, lrPlot_}) {
     // The user zooming or panning stops the automatic rescale; double-click resumes it.
@@ -102,11 +106,19 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->plotLayout()->addElement(0, 0, t);
   p->xAxis->setLabel(xLabel);
   p->yAxis->setLabel(yLabel);
+  // The legend in a row of its own between the title and the axes: at any size it never
+  // covers a curve (inside the axis rect it hid the newest steps at 1280 x 720).
   p->legend->setVisible(true);
   p->legend->setFont(QFont(font().family(), std::max(7, font().pointSize() - 1)));
-  p->legend->setBrush(QColor(255, 255, 255, 200));  // the curves show through
-  p->legend->setBorderPen(QPen(QColor(160, 160, 160)));
-  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  p->legend->setBrush(Qt::NoBrush);
+  p->legend->setBorderPen(Qt::NoPen);
+  p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  p->legend->setWrap(2);
+  p->legend->setMargins(QMargins(2, 0, 2, 0));
+  p->axisRect()->insetLayout()->take(p->legend);
+  p->plotLayout()->insertRow(1);
+  p->plotLayout()->addElement(1, 0, p->legend);
+  p->plotLayout()->setRowStretchFactor(1, 0.001);
   p->setToolTip(tr("Wheel: zoom · drag: pan · double-click: fit to the data"));
   return p;
 }
@@ -117,33 +129,82 @@ void LivePlots::clear() {
   rawLoss_->setData(rawData_.raw());
   smoothLoss_->setData(smoothData_.raw());
   lr_->setData(lrData_.raw());
+  for (QVector<double>* v : {&steps_, &losses_, &lrs_, &times_, &epochs_}) v->clear();
+  stepsPerEpoch_ = 0;
   ema_ = 0;
   emaCount_ = 0;
   follow_ = true;
+  updateAxisChoices();
   doReplot();
 }
-
-void LivePlots::setSmoothing(double a) { smoothing_ = std::clamp(a, 0.0, 0.999); }
 
 void LivePlots::addStep(double step, double loss, double lr) {
   addSteps({step}, {loss}, {lr});
 }
 
-void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs) {
+void LivePlots::addSteps(const QVector<double>& steps, const QVector<double>& losses, const QVector<double>& lrs,
+                         const QVector<double>& times, const QVector<double>& epochs) {
   const qsizetype n = std::min({steps.size(), losses.size(), lrs.size()});
   if (n == 0) return;
-  QVector<double> smooth(n);
+  const qsizetype from = steps_.size();
+  const double oldStepsPerEpoch = stepsPerEpoch_;
   for (qsizetype i = 0; i < n; ++i) {
-    if (std::isfinite(losses[i])) {
-      ema_ = smoothing_ * ema_ + (1 - smoothing_) * losses[i];
-      ++emaCount_;
-    }
-    const double debias = 1 - std::pow(smoothing_, static_cast<double>(std::max<int64_t>(emaCount_, 1)));
-    smooth[i] = ema_ / debias;
+    steps_ << steps[i];
+    losses_ << losses[i];
+    lrs_ << lrs[i];
+    times_ << (i < times.size() ? times[i] : NAN);
+    const double epoch = i < epochs.size() ? epochs[i] : NAN;
+    epochs_ << epoch;
+    // Epoch 1 ends at its last step; until epoch 2 begins, that is the largest step so far.
+    if (epoch == 1) stepsPerEpoch_ = std::max(stepsPerEpoch_, steps[i]);
   }
-  rawData_.append(steps.constData(), losses.constData(), n);
-  smoothData_.append(steps.constData(), smooth.constData(), n);
-  lrData_.append(steps.constData(), lrs.constData(), n);
+  if (xAxis_ == XAxis::Epoch && stepsPerEpoch_ != oldStepsPerEpoch) {
+    rebuildSeries();  // the epoch positions of the earlier steps moved
+  } else {
+    appendToSeries(from);
+    scheduleReplot();
+  }
+  updateAxisChoices();
+}
+
+double LivePlots::key(qsizetype i) const {
+  switch (xAxis_) {
+    case XAxis::Step: return steps_[i];
+    case XAxis::WallTime: return times_[i];
+    case XAxis::Epoch: return stepsPerEpoch_ > 0 && std::isfinite(epochs_[i]) ? steps_[i] / stepsPerEpoch_ : NAN;
+  }
+  return NAN;
+}
+
+void LivePlots::appendToSeries(qsizetype from) {
+  QVector<double> keys, raw, smooth, lr;
+  const qsizetype n = steps_.size() - from;
+  keys.reserve(n), raw.reserve(n), smooth.reserve(n), lr.reserve(n);
+  for (qsizetype i = from; i < steps_.size(); ++i) {
+    // The same smoothing as smooth(), continued from the points already drawn.
+    double s = losses_[i];
+    if (std::isfinite(s)) {
+      ema_ = ema_ * smoothing_ + (1 - smoothing_) * s;
+      ++emaCount_;
+      s = ema_ / (1 - std::pow(smoothing_, static_cast<double>(emaCount_)));
+    }
+    const double k = key(i);
+    if (!std::isfinite(k)) continue;
+    keys << k, raw << losses_[i], smooth << s, lr << lrs_[i];
+  }
+  rawData_.append(keys.constData(), raw.constData(), keys.size());
+  smoothData_.append(keys.constData(), smooth.constData(), keys.size());
+  lrData_.append(keys.constData(), lr.constData(), keys.size());
+}
+
+void LivePlots::rebuildSeries() {
+  for (DecimatedSeries* d : {&rawData_, &smoothData_, &lrData_}) d->clear();
+  ema_ = 0;
+  emaCount_ = 0;
+  appendToSeries(0);
+  rawLoss_->setData(rawData_.raw());
+  smoothLoss_->setData(smoothData_.raw());
+  lr_->setData(lrData_.raw());
   scheduleReplot();
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/class_filter.h"
 
 namespace kiln::studio {
 
@@ -92,17 +93,30 @@ TrainingConfig TrainingConfig::from_json(const std::string& text) {
   return c;
 }
 
+std::vector<int64_t> DatasetConfig::class_list() const {
+  if (classes.empty()) return {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  return data::parse_classes(classes, 10, "dataset settings: 'classes'");
+}
+
+int64_t DatasetConfig::num_classes() const { return static_cast<int64_t>(class_list().size()); }
+
 void DatasetConfig::validate() const {
   const char* w = "dataset settings";
   KILN_CHECK(name == "fashion-mnist", ValueError, w, ": 'name' must be fashion-mnist, got '", name, "'");
   KILN_CHECK(train_size >= 1, ValueError, w, ": 'train_size' must be >= 1, got ", train_size);
   KILN_CHECK(validation_size >= 0, ValueError, w, ": 'validation_size' must be >= 0, got ", validation_size);
-  KILN_CHECK(train_size + validation_size <= 60000, ValueError, w, ": train_size + validation_size = ",
-             train_size + validation_size, " exceeds the 60000 Fashion-MNIST training images");
+  KILN_CHECK(test_size >= 0 && test_size <= 10000, ValueError, w, ": 'test_size' must be 0 (all) to 10000, got ",
+             test_size);
+  const int64_t k = num_classes(), images = k * kTrainPerClass;
+  KILN_CHECK(train_size + validation_size <= images, ValueError, w, ": train_size + validation_size = ",
+             train_size + validation_size, " exceeds the ", images, " Fashion-MNIST training images",
+             k < 10 ? " of classes " + classes : std::string());
 }
 
 std::string DatasetConfig::to_json() const {
   json j = {{"name", name}, {"dir", dir}, {"train_size", train_size}, {"validation_size", validation_size}};
+  if (test_size != 0) j["test_size"] = test_size;
+  if (!classes.empty()) j["classes"] = classes;
   return j.dump();
 }
 
@@ -114,6 +128,8 @@ DatasetConfig DatasetConfig::from_json(const std::string& text) {
   read(j, w, "dir", c.dir);
   read(j, w, "train_size", c.train_size);
   read(j, w, "validation_size", c.validation_size);
+  read(j, w, "test_size", c.test_size);
+  read(j, w, "classes", c.classes);
   c.validate();
   return c;
 }

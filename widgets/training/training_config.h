@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/optim/factory.h"
 
@@ -34,12 +35,23 @@ struct TrainingConfig {
 };
 
 // Dataset settings (the project's "dataset" setting): how much of Fashion-MNIST to use.
+// The same JSON as DatasetSettings (widgets/project/dataset_settings.h), the same rules.
 struct DatasetConfig {
+  static constexpr int64_t kTrainPerClass = 6000, kTestPerClass = 1000;  // Fashion-MNIST is balanced
   std::string name = "fashion-mnist";
   std::string dir = "/usr/share/datasets/fashion-mnist";
-  int64_t train_size = 55000;       // images trained on (taken from the 60000 training images)
+  int64_t train_size = 55000;       // images trained on (taken from the training images of `classes`)
   int64_t validation_size = 5000;   // held out of the training images for validation
-  void validate() const;            // ValueError: negative sizes, sum over 60000, train_size 0
+  int64_t test_size = 0;            // test images evaluated: the first ones of the test split
+                                    // (of `classes`); 0 = all (10000, or 1000 per class)
+  std::string classes;              // "" = all ten; else a spec of data::parse_classes ("5-9",
+                                    // "0,2,5"): those classes only, relabelled 0..k-1
+  // ValueError: negative sizes, train_size 0, a malformed `classes`, train_size +
+  // validation_size over the training images of the classes (6000 each), test_size over 10000.
+  void validate() const;
+  int64_t num_classes() const;      // k (10 without a class filter); validate()'s errors
+  std::vector<int64_t> class_list() const;  // the kept classes ascending (all ten when `classes` is "")
+  // Without `test_size` and `classes` when they are 0 and "" (the JSON of projects before them).
   std::string to_json() const;
   static DatasetConfig from_json(const std::string& json);  // same rules as TrainingConfig
 };
