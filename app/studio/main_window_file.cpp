@@ -155,7 +155,7 @@ bool MainWindow::openProject(const QString& path) {
     log_->info(tr("opened %1 (%2 graph version(s), %3 run(s))")
                    .arg(path)
                    .arg(project_->graph_versions().size())
-                   .arg(project_->runs().size()));
+                   .arg(runs_->model()->rowCount()));
     {
       const QFileInfo file(path), dir(QFileInfo(path).absolutePath());
       if (!file.isWritable() || !dir.isWritable()) {

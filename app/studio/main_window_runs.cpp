@@ -8,6 +8,7 @@
 #include "app/studio/run_restore.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/project/run_commands.h"
+#include "widgets/project/runs_model.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
@@ -54,14 +55,8 @@ bool MainWindow::showRun(int64_t run, bool requested) {
     return false;
   }
   shownRun_ = run;
-  QString name;
-  try {
-    for (const auto& r : project_->runs(true))
-      if (r.id == run) name = QString::fromStdString(r.name);
-  } catch (const std::exception&) {
-    // The caption then shows the run number only; showStoredRun read the run itself.
-  }
-  setEvaluationCaption(run, name);
+  const int row = runs_->model()->rowForRun(run);
+  setEvaluationCaption(run, row >= 0 ? QString::fromStdString(runs_->model()->recordAt(row).name) : QString());
   return true;
 }
 
@@ -84,21 +79,24 @@ void MainWindow::showLatestResults() {
   setEvaluationCaption(0, {});
   if (!project_) return;
   try {
-    // The newest run with an evaluation (a stopped or failed last run has none), else the newest.
-    const auto runs = project_->run_summaries();
-    if (runs.empty()) return;
-    const projects::RunSummary* show = &runs.back();
-    for (auto it = runs.rbegin(); it != runs.rend(); ++it)
-      if (it->has_evaluation) {
-        show = &*it;
+    // The newest run with an evaluation (a stopped or failed last run has none), else the
+    // newest; the Runs view has just read them all (one query).
+    const RunsModel* runs = runs_->model();
+    const int count = runs->rowCount();
+    if (count == 0) return;
+    int show = count - 1;
+    for (int row = count - 1; row >= 0; --row)
+      if (runs->hasEvaluationAt(row)) {
+        show = row;
         break;
       }
-    const int64_t id = show->run.id;
+    const projects::RunRecord& run = runs->recordAt(show);
+    const int64_t id = run.id;
     if (showRun(id, false))
       log_->info(tr("showing run %1 (%2%3): its curves in Plots, its test results in Evaluation")
                      .arg(id)
-                     .arg(QString::fromStdString(projects::to_string(show->run.status)))
-                     .arg(id != runs.back().run.id ? tr(", the newest run with an evaluation") : QString()));
+                     .arg(QString::fromStdString(projects::to_string(run.status)))
+                     .arg(show != count - 1 ? tr(", the newest run with an evaluation") : QString()));
     runs_->selectRuns({id});
   } catch (const std::exception& e) {
     log_->warning(tr("cannot read the project's runs: %1").arg(QString::fromStdString(e.what())));

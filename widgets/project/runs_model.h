@@ -44,6 +44,7 @@ class RunsModel : public QAbstractTableModel {
   int64_t runAt(int row) const;
   const projects::RunRecord& recordAt(int row) const { return rows_[row].run; }
   const FilterText& filterTextAt(int row) const { return rows_[row].filter; }
+  bool hasEvaluationAt(int row) const { return rows_[row].hasEvaluation; }  // Project::evaluation has one
   static bool isNumberColumn(int column);
 
   // Edits: (run, new name) / (run, new tags); they throw ProjectError on bad input.
@@ -66,6 +67,8 @@ class RunsModel : public QAbstractTableModel {
     projects::RunRecord run;
     QString text[ColumnCount];
     double number[ColumnCount];  // NaN: none / not a number column
+    double started = NAN;        // seconds since 1970 (UTC)
+    bool hasEvaluation = false;
     FilterText filter;
   };
   Row makeRow(const projects::RunSummary& s) const;
