@@ -77,7 +77,7 @@ class TestProjectRuns : public QObject {
     e = project_error([&] { p.set_run_tags(id, {std::string(Project::kMaxTagBytes + 1, 't')}); });
     QVERIFY2(e.contains("201 bytes"), qPrintable(e));
     std::vector<std::string> many;
-    for (size_t i = 0; i <= Project::kMaxTags; ++i) many.push_back("t" + std::to_string(i));
+    for (size_t i = 0; i <= Project::kMaxTags; ++i) many.push_back(std::to_string(i) + "t");
     e = project_error([&] { p.set_run_tags(id, many); });
     QVERIFY2(e.contains("51 tags"), qPrintable(e));
     QCOMPARE(p.runs().at(0).tags.size(), size_t(3));  // unchanged by the refused edits

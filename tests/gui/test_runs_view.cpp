@@ -43,7 +43,6 @@ class TestRunsView : public QObject {
     Project p = Project::create(file("table.kiln").toStdString());
     const auto ids = fill(p);
     RunsView view(&p);
-    QTableView* t = view.table();
     QCOMPARE(view.rowCount(), 3);
     QCOMPARE(view.cellText(0, RunsModel::Name), QString("run 1"));
     QCOMPARE(view.cellText(0, RunsModel::Status), QString("finished"));
