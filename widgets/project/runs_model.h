@@ -26,8 +26,9 @@ class RunsModel : public QAbstractTableModel {
  public:
   enum Column { Name, Status, Tags, Started, Duration, Epochs, TrainSize, BatchSize, Optimizer, LearningRate, Device,
                 ImagesPerSecond, TrainLoss, ValLoss, ValAccuracy, TestAccuracy, ColumnCount };
-  // SortRole: a double for number columns (NaN: an empty cell, sorting first), else the
-  // text; RunIdRole: the run's id (qint64).
+  // SortRole: a double for number columns (NaN: an empty cell, sorting first), the run id
+  // for Name (the default order), else the text (Started: its ISO-8601 UTC text);
+  // RunIdRole: the run's id (qint64).
   enum Role { SortRole = Qt::UserRole + 1, RunIdRole };
   // What the filter searches in a row, lower-case (tags one per line).
   struct FilterText {
