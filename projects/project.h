@@ -8,6 +8,7 @@
 // Every method throws ProjectError naming the file and the problem.
 #pragma once
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -52,6 +53,8 @@ struct RunRecord {
   int64_t pid = 0;
   std::string host;
   double heartbeat_at = 0;
+  std::vector<std::string> tags;  // trimmed, non-empty, no line breaks (Project::set_run_tags)
+  bool deleted = false;           // Project::delete_run; restore_run undoes it until purged
 };
 
 double unix_time_now();    // seconds since 1970-01-01 UTC (system clock)
@@ -69,6 +72,17 @@ struct StepMetric {
 struct EpochMetric {
   int epoch = 0;
   double train_loss = 0, train_accuracy = 0, val_loss = 0, val_accuracy = 0, lr = 0, seconds = 0;
+};
+// A run with the figures the Runs view shows, read for all runs in one query
+// (Project::run_summaries).
+struct RunSummary {
+  RunRecord run;
+  // The run's highest epoch row; epoch 0 with NaN metrics when it has none.
+  EpochMetric last_epoch{0, NAN, NAN, NAN, NAN, NAN, NAN};
+  int64_t steps = 0;                   // step metric rows
+  double mean_images_per_second = NAN;  // mean of the step rows' images_per_second (NaN: none)
+  bool has_evaluation = false;
+  double test_accuracy = NAN;  // the stored evaluation's accuracy, NaN without one
 };
 // A stored checkpoint of a run (Project::checkpoints).
 struct CheckpointInfo {
@@ -136,14 +150,45 @@ class Project {
   void set_setting(const std::string& key, const std::string& json);  // "dataset", "training"
   std::optional<std::string> setting(const std::string& key) const;
 
-  // Status running, started now, pid/host/heartbeat of this process; ProjectError on an
-  // unknown graph_version.
+  // Status running, started now, pid/host/heartbeat of this process, named
+  // unique_run_name(config.name); ProjectError on an unknown graph_version.
   int64_t begin_run(const RunConfig&);
   // Ends a run; ProjectError for an unknown run id.
   void end_run(int64_t run, RunStatus, const std::string& message, const std::string& final_metrics_json);
-  // By id. A "running" run whose process is gone is reported as interrupted with
-  // kInterruptedMessage even before mark_interrupted_runs() stored it.
-  std::vector<RunRecord> runs() const;
+  // By id, without the deleted runs unless include_deleted. A "running" run whose process
+  // is gone is reported as interrupted with kInterruptedMessage even before
+  // mark_interrupted_runs() stored it.
+  std::vector<RunRecord> runs(bool include_deleted = false) const;
+  // runs() with each run's last epoch, mean images/s and test accuracy, in one SQL query
+  // (a project with 1,000 runs reads in milliseconds).
+  std::vector<RunSummary> run_summaries(bool include_deleted = false) const;
+
+  // ---- editing runs (project_run_edits.cpp) ----
+  // Limits of run names and tags, in UTF-8 bytes (generous: a name is shown elided).
+  static constexpr size_t kMaxRunNameBytes = 1000;
+  static constexpr size_t kMaxTagBytes = 200;
+  static constexpr size_t kMaxTags = 50;
+  // Renames a run; the name is trimmed of spaces and tabs. ProjectError naming the run for
+  // an unknown run, an empty name, a line break in it or more than kMaxRunNameBytes.
+  void rename_run(int64_t run, const std::string& name);
+  // Replaces a run's tags: each trimmed, empty ones dropped, duplicates kept once, in the
+  // given order. ProjectError naming the run and the tag for an unknown run, a tag with a
+  // line break or over kMaxTagBytes, or more than kMaxTags tags.
+  void set_run_tags(int64_t run, const std::vector<std::string>& tags);
+  // Soft delete: the run (with its metrics, checkpoints and evaluation) is hidden from
+  // runs() until restore_run() or purged for good by purge_deleted_runs(). ProjectError
+  // for an unknown run or one still running (its process alive).
+  void delete_run(int64_t run);
+  void restore_run(int64_t run);  // undoes delete_run; ProjectError once purged (unknown run)
+  // Deletes the soft-deleted runs for good, with their metrics, checkpoints and
+  // evaluations (ON DELETE CASCADE), in one transaction; returns how many. Kiln Studio calls
+  // it when it closes the project (another project opened, a new document, quitting), so
+  // a delete can be undone for as long as the project stays open in the window.
+  int purge_deleted_runs();
+  // `base` when no run (deleted ones included) has that name, else "base #N" with the
+  // smallest N >= 2 that is free. begin_run names new runs with it, so a run's default
+  // name ("adam lr 0.005, 1 epoch(s)") is unique in its project.
+  std::string unique_run_name(const std::string& base) const;
   // Whether the process of a running run is gone: on this host its pid does not exist
   // (kill(pid, 0) fails with ESRCH), or (any host) its heartbeat is older than
   // kHeartbeatTimeoutS at Unix time `now`. A live process on this host heartbeats through

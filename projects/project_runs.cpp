@@ -76,7 +76,7 @@ int64_t Project::begin_run(const RunConfig& config) {
   Statement s = db_->prepare(
       "INSERT INTO runs(name, config_json, device, graph_version, started_at, status, pid, host, heartbeat_at) "
       "VALUES(?, ?, ?, ?, ?, 'running', ?, ?, ?)");
-  s.bind(1, config.name).bind(2, config.config_json).bind(3, config.device).bind(5, utc_now());
+  s.bind(1, unique_run_name(config.name)).bind(2, config.config_json).bind(3, config.device).bind(5, utc_now());
   s.bind(6, static_cast<int64_t>(getpid())).bind(7, host_name()).bind(8, unix_time_now());
   if (config.graph_version != 0) s.bind(4, config.graph_version);
   s.run();
@@ -90,32 +90,78 @@ void Project::end_run(int64_t run, RunStatus status, const std::string& message,
   if (db_->changes() == 0) throw ProjectError("project " + path() + ": end_run: no run with id " + std::to_string(run));
 }
 
-std::vector<RunRecord> Project::runs() const {
-  Statement s = db_->prepare(
-      "SELECT id, name, config_json, device, graph_version, started_at, ended_at, status, message, final_metrics_json, "
-      "pid, host, heartbeat_at FROM runs ORDER BY id");
+namespace {
+
+constexpr const char* kRunColumns =
+    "r.id, r.name, r.config_json, r.device, r.graph_version, r.started_at, r.ended_at, r.status, r.message, "
+    "r.final_metrics_json, r.pid, r.host, r.heartbeat_at, r.tags, r.deleted_at";
+constexpr int kRunColumnCount = 15;
+
+// A row of kRunColumns; a "running" run whose process is gone reads as interrupted.
+RunRecord read_run(const Statement& s, double now) {
+  RunRecord r;
+  r.id = s.int64(0);
+  r.name = s.text(1);
+  r.config_json = s.text(2);
+  r.device = s.text(3);
+  r.graph_version = s.is_null(4) ? 0 : s.int64(4);
+  r.started_at = s.text(5);
+  r.ended_at = s.text(6);
+  r.status = run_status_from_string(s.text(7));
+  r.message = s.text(8);
+  r.final_metrics_json = s.text(9);
+  r.pid = s.int64(10);
+  r.host = s.text(11);
+  r.heartbeat_at = s.real(12);
+  std::istringstream tags(s.text(13));
+  for (std::string tag; std::getline(tags, tag);)
+    if (!tag.empty()) r.tags.push_back(tag);
+  r.deleted = !s.text(14).empty();
+  if (Project::run_process_gone(r, now)) {
+    r.status = RunStatus::interrupted;
+    r.message = kInterruptedMessage;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<RunRecord> Project::runs(bool include_deleted) const {
+  Statement s = db_->prepare(std::string("SELECT ") + kRunColumns + " FROM runs r WHERE ? OR r.deleted_at = '' ORDER BY r.id");
+  s.bind(1, include_deleted ? 1 : 0);
   std::vector<RunRecord> out;
   const double now = unix_time_now();
+  while (s.step()) out.push_back(read_run(s, now));
+  return out;
+}
+
+std::vector<RunSummary> Project::run_summaries(bool include_deleted) const {
+  // The last epoch row by the (run, epoch) primary key; the step aggregates by (run, step).
+  Statement s = db_->prepare(
+      std::string("SELECT ") + kRunColumns +
+      ", e.epoch, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy, e.lr, e.seconds, "
+      "(SELECT COUNT(*) FROM step_metrics m WHERE m.run = r.id), "
+      "(SELECT AVG(m.images_per_second) FROM step_metrics m WHERE m.run = r.id), "
+      "v.run IS NOT NULL, v.accuracy "
+      "FROM runs r "
+      "LEFT JOIN epoch_metrics e ON e.run = r.id AND e.epoch = (SELECT MAX(epoch) FROM epoch_metrics x WHERE x.run = r.id) "
+      "LEFT JOIN evaluations v ON v.run = r.id "
+      "WHERE ? OR r.deleted_at = '' ORDER BY r.id");
+  s.bind(1, include_deleted ? 1 : 0);
+  std::vector<RunSummary> out;
+  const double now = unix_time_now();
+  const int c = kRunColumnCount;
   while (s.step()) {
-    RunRecord r;
-    r.id = s.int64(0);
-    r.name = s.text(1);
-    r.config_json = s.text(2);
-    r.device = s.text(3);
-    r.graph_version = s.is_null(4) ? 0 : s.int64(4);
-    r.started_at = s.text(5);
-    r.ended_at = s.text(6);
-    r.status = run_status_from_string(s.text(7));
-    r.message = s.text(8);
-    r.final_metrics_json = s.text(9);
-    r.pid = s.int64(10);
-    r.host = s.text(11);
-    r.heartbeat_at = s.real(12);
-    if (run_process_gone(r, now)) {
-      r.status = RunStatus::interrupted;
-      r.message = kInterruptedMessage;
-    }
-    out.push_back(std::move(r));
+    RunSummary m;
+    m.run = read_run(s, now);
+    if (!s.is_null(c))
+      m.last_epoch = {static_cast<int>(s.int64(c)), s.real(c + 1), s.real(c + 2), s.real(c + 3),
+                      s.real(c + 4),                s.real(c + 5), s.real(c + 6)};
+    m.steps = s.int64(c + 7);
+    m.mean_images_per_second = s.real(c + 8);
+    m.has_evaluation = s.int64(c + 9) != 0;
+    m.test_accuracy = m.has_evaluation ? s.real(c + 10) : NAN;
+    out.push_back(std::move(m));
   }
   return out;
 }

@@ -131,6 +131,7 @@ void MainWindow::newEmpty() {
       "nodes": [
         {"attrs": {"dtype": "f32", "shape": [1, 28, 28]}, "id": 1, "name": "image", "op": "Input", "x": 0.0, "y": 0.0},
         {"attrs": {}, "id": 2, "name": "logits", "op": "Output", "x": 0.0, "y": 480.0}]})");
+    purgeDeletedRuns();
     project_.reset();
     document_->setGraph(g);
     documentName_ = tr("Untitled");
@@ -148,6 +149,7 @@ MainWindow::~MainWindow() {
   // The session ends a running run (cancel, wait, end_run) while the project is still open.
   QObject::disconnect(session_, nullptr, nullptr, nullptr);
   delete session_;
+  purgeDeletedRuns();
 }
 
 QString MainWindow::boundedCommandText(const QString& text) {

@@ -108,6 +108,18 @@ class MainWindow : public QMainWindow {
   void resetLayout();  // the default arrangement for this screen, every dock shown
   void selectAllRuns();  // in the runs view (their curves overlaid)
 
+  // ---- results (main_window_runs.cpp) ----
+  // Shows a stored run's curves in Plots and its evaluation in Evaluation (whose dock
+  // title names the run) and raises Evaluation, as the Runs view's "Open Evaluation";
+  // selecting one run in the Runs view shows it too. False (with the reason in the log)
+  // while a training run is live or when the run cannot be read. Opening a project shows
+  // the newest run that has an evaluation (else the newest run).
+  bool openRunEvaluation(int64_t run);
+  int64_t shownRun() const { return shownRun_; }  // the stored run shown (0: none, or the live run)
+  // Deleted runs (Runs view, undoable while the project is open) are removed from the
+  // file for good when the window closes the project: another project or a new document
+  // is opened, or the window is destroyed.
+
   // ---- ONNX (main_window_onnx.cpp): File > Import ONNX..., Export ONNX..., Export C++... ----
   // Import opens the model as an unsaved graph (engine/onnx graph import, laid out, shapes on
   // the edges); unsupported ops, corrupt files and import errors go to the log, the document
@@ -172,6 +184,11 @@ class MainWindow : public QMainWindow {
   bool maybeSave();  // true when it is fine to discard the document
   void autosave();
   void loadProjectIntoUi();
+  void connectRuns();
+  bool showRun(int64_t run, bool requested);
+  void showLatestResults();
+  void setEvaluationCaption(int64_t run, const QString& name);
+  void purgeDeletedRuns();
   void storeSettings();
   void showError(const QString& title, const QString& text);
   void onTrainingFinished(qint64 run, const QString& status, const QString& message);
@@ -194,6 +211,7 @@ class MainWindow : public QMainWindow {
   LogPanel* log_;
   DatasetPanel* dataset_ = nullptr;
   RunsView* runs_ = nullptr;
+  int64_t shownRun_ = 0;
   TrainingSession* session_;
   std::optional<projects::Project> project_;
   QString documentName_;

@@ -45,6 +45,7 @@ void MainWindow::createProjectDocks() {
   addDockWidget(Qt::BottomDockWidgetArea, runs);  // arranged by applyDefaultLayout
   connect(dataset_, &DatasetPanel::settingsChanged, this, [this] { updateTrainState(); });
   connect(runs_, &RunsView::message, this, [this](const QString& m) { log_->info(m); });
+  connectRuns();
 }
 
 void MainWindow::selectAllRuns() {
@@ -79,6 +80,7 @@ void MainWindow::newFromTemplate(const QString& name) {
   if (!maybeSave()) return;
   try {
     graph::Graph g = graph::from_json(templateJson(name));
+    purgeDeletedRuns();
     project_.reset();
     document_->setGraph(g);
     documentName_ = tr("Untitled (%1)").arg(templateTitle(name));
@@ -127,6 +129,7 @@ bool MainWindow::openProject(const QString& path) {
       unusable << QString::fromStdString(e.what());
     }
     std::optional<std::string> autosaved = p.autosave_if_newer();
+    purgeDeletedRuns();  // of the project being closed
     project_.emplace(std::move(p));
     document_->setGraph(g);
     setDatasetConfig(dataset);
@@ -152,7 +155,7 @@ bool MainWindow::openProject(const QString& path) {
     log_->info(tr("opened %1 (%2 graph version(s), %3 run(s))")
                    .arg(path)
                    .arg(project_->graph_versions().size())
-                   .arg(project_->runs().size()));
+                   .arg(runs_->model()->rowCount()));
     {
       const QFileInfo file(path), dir(QFileInfo(path).absolutePath());
       if (!file.isWritable() || !dir.isWritable()) {
@@ -185,23 +188,7 @@ void MainWindow::loadProjectIntoUi() {
   runs_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
-  // The last run as it ended: its curves, its evaluation, selected in the Runs view.
-  try {
-    const auto runs = project_ ? project_->runs() : std::vector<projects::RunRecord>{};
-    if (!runs.empty()) {
-      QString error;
-      const projects::RunRecord& last = runs.back();
-      if (showStoredRun(*project_, last.id, plots_, evaluation_, &error))
-        log_->info(tr("showing run %1 (%2): its curves in Plots, its test results in Evaluation")
-                       .arg(last.id)
-                       .arg(QString::fromStdString(projects::to_string(last.status))));
-      else
-        log_->warning(tr("cannot show run %1: %2").arg(last.id).arg(error));
-      runs_->selectRuns({last.id});
-    }
-  } catch (const std::exception& e) {
-    log_->warning(tr("cannot read the project's runs: %1").arg(QString::fromStdString(e.what())));
-  }
+  showLatestResults();  // a stored run as it ended: its curves, its evaluation, selected in Runs
   updateTitle();
   updateTrainState();
 }

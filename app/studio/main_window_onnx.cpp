@@ -163,6 +163,7 @@ bool MainWindow::importOnnx(const QString& path) {
     onnx::ImportedGraph imported = onnx::import_graph(model);
     if (imported.graph.name.empty()) imported.graph.name = toStd(QFileInfo(path).completeBaseName());
     graph::auto_layout(imported.graph, canvasLayoutOptions());
+    purgeDeletedRuns();
     project_.reset();
     importedState_ = std::move(imported.state_dict);
     document_->setGraph(imported.graph);

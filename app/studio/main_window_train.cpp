@@ -109,6 +109,8 @@ bool MainWindow::startTraining() {
   }
   plots_->clear();
   evaluation_->clear();
+  shownRun_ = 0;  // the docks follow the live run
+  setEvaluationCaption(0, {});
   // Leave one core to the UI so that it stays responsive.
   session_->setThreads(std::max(1, QThread::idealThreadCount() - 1));
   QString error;
@@ -137,6 +139,15 @@ void MainWindow::onTrainingFinished(qint64 run, const QString& status, const QSt
   trainingPanel_->setState(TrainingPanel::State::Idle);
   trainingPanel_->setEnded(status);
   runs_->refresh();
+  if (project_ && run > 0) {
+    shownRun_ = run;
+    try {
+      for (const auto& r : project_->runs())
+        if (r.id == run) setEvaluationCaption(run, QString::fromStdString(r.name));
+    } catch (const std::exception& e) {
+      log_->warning(tr("cannot read the project's runs: %1").arg(QString::fromStdString(e.what())));
+    }
+  }
   pauseAction_->setChecked(false);
   trainingPanel_->setStatusText(status == "failed" ? tr("Run %1 failed: %2").arg(run).arg(message)
                                                    : tr("Run %1 %2.").arg(run).arg(status));

@@ -3,7 +3,7 @@
 #include <qcustomplot.h>
 
 #include <QHeaderView>
-#include <QTableWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -11,6 +11,7 @@
 #include "widgets/project/runs_view.h"
 
 using namespace kiln::projects;
+using kiln::studio::RunsModel;
 using kiln::studio::RunsView;
 
 class TestRunsView : public QObject {
@@ -42,28 +43,27 @@ class TestRunsView : public QObject {
     Project p = Project::create(file("table.kiln").toStdString());
     const auto ids = fill(p);
     RunsView view(&p);
-    QTableWidget* t = view.table();
-    QCOMPARE(t->rowCount(), 3);
-    QCOMPARE(t->item(0, RunsView::Name)->text(), QString("run 1"));
-    QCOMPARE(t->item(0, RunsView::Status)->text(), QString("finished"));
-    QCOMPARE(t->item(0, RunsView::Device)->text(), QString("cpu"));
-    QCOMPARE(t->item(2, RunsView::Device)->text(), QString("cuda:0"));
-    QCOMPARE(t->item(0, RunsView::Epochs)->text(), QString("2 / 4"));
-    QCOMPARE(t->item(0, RunsView::ValAccuracy)->text(), QString("87.65 %"));  // from final_metrics_json
-    QCOMPARE(t->item(0, RunsView::TrainLoss)->text(), QString("0.2500"));
-    QCOMPARE(t->item(1, RunsView::Optimizer)->text(), QString("sgd"));
-    QCOMPARE(t->item(1, RunsView::LearningRate)->text(), QString("0.1"));
-    QCOMPARE(t->item(1, RunsView::Status)->toolTip(), QString("stopped by the user"));
-    QCOMPARE(t->item(1, RunsView::ValAccuracy)->text(), QString("76.00 %"));  // last epoch row: 0.6 + 0.05 * 3 + 0.01
-    QCOMPARE(t->item(2, RunsView::Status)->text(), QString("running"));
-    QVERIFY(!t->item(0, RunsView::Duration)->text().isEmpty());
-    QVERIFY(!t->item(0, RunsView::Started)->text().isEmpty());
+    QCOMPARE(view.rowCount(), 3);
+    QCOMPARE(view.cellText(0, RunsModel::Name), QString("run 1"));
+    QCOMPARE(view.cellText(0, RunsModel::Status), QString("finished"));
+    QCOMPARE(view.cellText(0, RunsModel::Device), QString("cpu"));
+    QCOMPARE(view.cellText(2, RunsModel::Device), QString("cuda:0"));
+    QCOMPARE(view.cellText(0, RunsModel::Epochs), QString("2 / 4"));
+    QCOMPARE(view.cellText(0, RunsModel::ValAccuracy), QString("87.65 %"));  // from final_metrics_json
+    QCOMPARE(view.cellText(0, RunsModel::TrainLoss), QString("0.2500"));
+    QCOMPARE(view.cellText(1, RunsModel::Optimizer), QString("sgd"));
+    QCOMPARE(view.cellText(1, RunsModel::LearningRate), QString("0.1"));
+    QCOMPARE(view.proxy()->index(1, RunsModel::Status).data(Qt::ToolTipRole).toString(), QString("stopped by the user"));
+    QCOMPARE(view.cellText(1, RunsModel::ValAccuracy), QString("76.00 %"));  // last epoch row: 0.6 + 0.05 * 3 + 0.01
+    QCOMPARE(view.cellText(2, RunsModel::Status), QString("running"));
+    QVERIFY(!view.cellText(0, RunsModel::Duration).isEmpty());
+    QVERIFY(!view.cellText(0, RunsModel::Started).isEmpty());
 
     // refresh() picks up a new run and keeps the selection.
     view.selectRuns({ids[1]});
     p.begin_run({"run 4", "{}", "cpu", 0});
     view.refresh();
-    QCOMPARE(t->rowCount(), 4);
+    QCOMPARE(view.rowCount(), 4);
     QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[1]});
   }
 
@@ -115,12 +115,12 @@ class TestRunsView : public QObject {
     RunsView view(&p);
     view.resize(1400, 600);
     view.show();
-    QTableWidget* t = view.table();
-    QCOMPARE(t->columnCount(), int(RunsView::ColumnCount));
-    QCOMPARE(t->horizontalHeaderItem(RunsView::TestAccuracy)->text(), QString("Test acc."));
-    QCOMPARE(t->item(0, RunsView::TestAccuracy)->text(), QString("86.12 %"));
-    QCOMPARE(t->item(1, RunsView::TestAccuracy)->text(), QString("90.00 %"));  // the stored evaluation
-    QCOMPARE(t->item(2, RunsView::TestAccuracy)->text(), QString());
+    QTableView* t = view.table();
+    QCOMPARE(view.model()->columnCount(), int(RunsModel::ColumnCount));
+    QCOMPARE(view.model()->headerData(RunsModel::TestAccuracy, Qt::Horizontal).toString(), QString("Test acc."));
+    QCOMPARE(view.cellText(0, RunsModel::TestAccuracy), QString("86.12 %"));
+    QCOMPARE(view.cellText(1, RunsModel::TestAccuracy), QString("90.00 %"));  // the stored evaluation
+    QCOMPARE(view.cellText(2, RunsModel::TestAccuracy), QString());
     QVERIFY(t->horizontalHeader()->stretchLastSection());
     QVERIFY(t->isSortingEnabled());
     // Even in a short dock the three runs are all visible without scrolling.
@@ -128,32 +128,32 @@ class TestRunsView : public QObject {
     QTRY_VERIFY(t->viewport()->height() >= 3 * t->verticalHeader()->defaultSectionSize());
     // Widths fit the contents: no cell text is cut off.
     const QFontMetrics fm(t->font());
-    for (int c = 0; c + 1 < t->columnCount(); ++c)
-      for (int r = 0; r < t->rowCount(); ++r)
-        QVERIFY2(t->columnWidth(c) >= fm.horizontalAdvance(t->item(r, c)->text()),
-                 qPrintable(QString("column %1 row %2: %3 px for '%4'").arg(c).arg(r).arg(t->columnWidth(c)).arg(t->item(r, c)->text())));
+    for (int c = 0; c + 1 < RunsModel::ColumnCount; ++c)
+      for (int r = 0; r < view.rowCount(); ++r)
+        QVERIFY2(t->columnWidth(c) >= fm.horizontalAdvance(view.cellText(r, c)),
+                 qPrintable(QString("column %1 row %2: %3 px for '%4'").arg(c).arg(r).arg(t->columnWidth(c)).arg(view.cellText(r, c))));
     auto column = [&](int c) {
       QStringList cells;
-      for (int r = 0; r < t->rowCount(); ++r) cells << t->item(r, c)->text();
+      for (int r = 0; r < view.rowCount(); ++r) cells << view.cellText(r, c);
       return cells;
     };
-    QCOMPARE(column(RunsView::Name), (QStringList{"run 1", "run 2", "run 3"}));  // by id
+    QCOMPARE(column(RunsModel::Name), (QStringList{"run 1", "run 2", "run 3"}));  // by id
     // A click on the header sorts by that column (numbers, not text).
     QTest::mouseClick(t->horizontalHeader()->viewport(), Qt::LeftButton, {},
-                      QPoint(t->horizontalHeader()->sectionViewportPosition(RunsView::ValAccuracy) + 5, 5));
-    QCOMPARE(t->horizontalHeader()->sortIndicatorSection(), int(RunsView::ValAccuracy));
-    t->sortItems(RunsView::ValAccuracy, Qt::AscendingOrder);
-    QCOMPARE(column(RunsView::ValAccuracy), (QStringList{"76.00 %", "82.00 %", "87.65 %"}));
-    t->sortItems(RunsView::TestAccuracy, Qt::DescendingOrder);
-    QCOMPARE(column(RunsView::Name), (QStringList{"run 2", "run 1", "run 3"}));  // empty cell last
+                      QPoint(t->horizontalHeader()->sectionViewportPosition(RunsModel::ValAccuracy) + 5, 5));
+    QCOMPARE(t->horizontalHeader()->sortIndicatorSection(), int(RunsModel::ValAccuracy));
+    t->sortByColumn(RunsModel::ValAccuracy, Qt::AscendingOrder);
+    QCOMPARE(column(RunsModel::ValAccuracy), (QStringList{"76.00 %", "82.00 %", "87.65 %"}));
+    t->sortByColumn(RunsModel::TestAccuracy, Qt::DescendingOrder);
+    QCOMPARE(column(RunsModel::Name), (QStringList{"run 2", "run 1", "run 3"}));  // empty cell last
     // Selection and refresh work on the sorted table.
     view.selectRuns({ids[0]});
     QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[0]});
     view.refresh();
     QCOMPARE(view.selectedRuns(), QList<int64_t>{ids[0]});
-    QCOMPARE(column(RunsView::Name), (QStringList{"run 2", "run 1", "run 3"}));  // the sort is kept
-    t->sortItems(RunsView::Name, Qt::AscendingOrder);
-    QCOMPARE(column(RunsView::Name), (QStringList{"run 1", "run 2", "run 3"}));
+    QCOMPARE(column(RunsModel::Name), (QStringList{"run 2", "run 1", "run 3"}));  // the sort is kept
+    t->sortByColumn(RunsModel::Name, Qt::AscendingOrder);
+    QCOMPARE(column(RunsModel::Name), (QStringList{"run 1", "run 2", "run 3"}));
   }
 
   void exportSelectedToCsv() {
@@ -179,13 +179,13 @@ class TestRunsView : public QObject {
 
   void emptyAndNoProject() {
     RunsView none;
-    QCOMPARE(none.table()->rowCount(), 0);
+    QCOMPARE(none.rowCount(), 0);
     QString error;
     QVERIFY(!none.exportCsv(file("x.csv"), &error));
     QVERIFY2(error.contains("no project"), qPrintable(error));
     Project p = Project::create(file("empty.kiln").toStdString());
     none.setProject(&p);
-    QCOMPARE(none.table()->rowCount(), 0);
+    QCOMPARE(none.rowCount(), 0);
     none.setProject(nullptr);
   }
 };

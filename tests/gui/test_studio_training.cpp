@@ -136,9 +136,9 @@ class TestStudioTraining : public QObject {
     MainWindow w;
     w.setSilent(true);
     QVERIFY(w.openProject(path));
-    QCOMPARE(w.runsView()->table()->rowCount(), 1);
+    QCOMPARE(w.runsView()->rowCount(), 1);
     QCOMPARE(w.runsView()->selectedRuns().size(), 1);
-    QVERIFY(!w.runsView()->table()->item(0, RunsView::TestAccuracy)->text().isEmpty());
+    QVERIFY(!w.runsView()->cellText(0, RunsModel::TestAccuracy).isEmpty());
     QCOMPARE(w.plots()->stepCount(), steps);
     QCOMPARE(w.plots()->epochCount(), 2);
     QCOMPARE(w.evaluationView()->summaryText(), summary);

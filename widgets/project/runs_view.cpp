@@ -2,62 +2,25 @@
 
 #include <qcustomplot.h>
 
-#include <QDateTime>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonDocument>
-#include <QJsonObject>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSplitter>
-#include <QTableWidget>
+#include <QTableView>
+#include <QUndoStack>
 #include <QVBoxLayout>
-#include <cmath>
+
+#include "widgets/project/run_commands.h"
 
 namespace kiln::studio {
 
 namespace {
-
-QJsonObject parse_object(const std::string& json) {
-  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json));
-  return doc.isObject() ? doc.object() : QJsonObject{};
-}
-
-// NaN (missing) -> empty cell.
-QString fixed(double v, int decimals) { return std::isfinite(v) ? QString::number(v, 'f', decimals) : QString(); }
-QString percent(double v) { return std::isfinite(v) ? QString::number(100.0 * v, 'f', 2) + " %" : QString(); }
-
-double number(const QJsonObject& o, const char* key) {
-  const QJsonValue v = o.value(key);
-  return v.isDouble() ? v.toDouble() : std::nan("");
-}
-
-QString duration_text(qint64 seconds) {
-  if (seconds < 60) return QString("%1 s").arg(seconds);
-  if (seconds < 3600) return QString("%1 min %2 s").arg(seconds / 60).arg(seconds % 60, 2, 10, QChar('0'));
-  return QString("%1 h %2 min").arg(seconds / 3600).arg((seconds % 3600) / 60, 2, 10, QChar('0'));
-}
-
-QDateTime parse_time(const std::string& iso) {
-  return QDateTime::fromString(QString::fromStdString(iso), Qt::ISODateWithMs);
-}
-
-// Sorts by SortRole as a number when both cells have one, else by text.
-class RunItem : public QTableWidgetItem {
- public:
-  using QTableWidgetItem::QTableWidgetItem;
-  bool operator<(const QTableWidgetItem& other) const override {
-    const QVariant a = data(RunsView::SortRole), b = other.data(RunsView::SortRole);
-    if (a.isValid() && b.isValid()) {
-      const double x = a.toDouble(), y = b.toDouble();
-      if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && !std::isnan(y);
-      return x < y;
-    }
-    return QTableWidgetItem::operator<(other);
-  }
-};
 
 QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   auto* plot = new QCustomPlot;
@@ -67,6 +30,11 @@ QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(160);
   return plot;
+}
+
+// A run name as a plot legend: at most 40 characters.
+QString legend_name(int64_t id, const QString& name) {
+  return QString("#%1 %2").arg(id).arg(name.size() <= 40 ? name : name.left(39) + QChar(0x2026));
 }
 
 }  // namespace
@@ -80,22 +48,42 @@ QColor RunsView::runColor(int index) {
 }
 
 RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent) {
-  table_ = new QTableWidget(0, ColumnCount);
-  table_->setHorizontalHeaderLabels({tr("Run"), tr("Status"), tr("Device"), tr("Started"), tr("Duration"),
-                                     tr("Epochs"), tr("Train loss"), tr("Train acc."), tr("Val. loss"),
-                                     tr("Val. acc."), tr("Test acc."), tr("Optimizer"), tr("LR")});
+  model_ = new RunsModel(this);
+  // Queued: the edit reloads the model, which must not happen inside the delegate's setData.
+  model_->setEditors(
+      [this](int64_t id, const QString& name) {
+        QMetaObject::invokeMethod(this, [this, id, name] { renameRun(id, name); }, Qt::QueuedConnection);
+      },
+      [this](int64_t id, const QStringList& tags) {
+        QMetaObject::invokeMethod(this, [this, id, tags] { setRunTags(id, tags); }, Qt::QueuedConnection);
+      });
+  proxy_ = new RunsFilterModel(this);
+  proxy_->setSourceModel(model_);
+  table_ = new QTableView;
+  table_->setModel(proxy_);
   table_->verticalHeader()->setVisible(false);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  // Interactive widths, fitted to the contents on every refresh; the last column takes the rest.
+  table_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
+  table_->setTextElideMode(Qt::ElideRight);
+  table_->setWordWrap(false);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  // Interactive widths, fitted to the contents (at most kMaxColumnWidth) when a project is
+  // set; the last column takes the rest. Fitting measures at most 200 rows.
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->horizontalHeader()->setStretchLastSection(true);
-  table_->horizontalHeader()->setSortIndicator(Name, Qt::AscendingOrder);
+  table_->horizontalHeader()->setResizeContentsPrecision(200);
+  table_->horizontalHeader()->setSortIndicator(RunsModel::Name, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
   // Room for at least five runs before the table scrolls (the plots below take the rest).
   table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() +
                            5 * table_->verticalHeader()->defaultSectionSize() + 2 * table_->frameWidth());
+  table_->installEventFilter(this);
+
+  filter_ = new QLineEdit;
+  filter_->setPlaceholderText(tr("Filter runs: words in the name, tags, device or status; tag:baseline, status:finished"));
+  filter_->setClearButtonEnabled(true);
+  count_ = new QLabel;
 
   lossPlot_ = make_plot(tr("step"), tr("training loss"));
   accuracyPlot_ = make_plot(tr("epoch"), tr("val. accuracy (%)"));
@@ -108,8 +96,13 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   export_->setToolTip(tr("Write the selected runs' per-step and per-epoch metrics to a CSV file"));
   export_->setEnabled(false);
   auto* refresh_button = new QPushButton(tr("Refresh"));
-  hint_ = new QLabel(tr("Select runs (Ctrl/Shift-click for several) to compare their curves."));
+  hint_ = new QLabel(tr("Select runs (Ctrl/Shift-click for several) to compare their curves; F2 renames, Delete deletes."));
+  hint_->setMinimumWidth(0);
+  hint_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
+  auto* filter_row = new QHBoxLayout;
+  filter_row->addWidget(filter_, 1);
+  filter_row->addWidget(count_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(hint_, 1);
   buttons->addWidget(refresh_button);
@@ -117,6 +110,7 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   auto* top = new QWidget;
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
+  top_layout->addLayout(filter_row);
   top_layout->addWidget(table_);
   top_layout->addLayout(buttons);
   auto* plots = new QSplitter(Qt::Horizontal);
@@ -130,135 +124,219 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(split);
 
-  connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
-    export_->setEnabled(!selectedRuns().isEmpty());
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    const QList<int64_t> ids = selectedRuns();
+    export_->setEnabled(!ids.isEmpty());
     updatePlots();
+    if (ids.size() == 1) emit currentRunChanged(ids.front());
   });
+  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
+    if (index.isValid()) emit evaluationRequested(index.data(RunsModel::RunIdRole).toLongLong());
+  });
+  connect(table_, &QTableView::customContextMenuRequested, this, &RunsView::showContextMenu);
+  connect(filter_, &QLineEdit::textChanged, this, &RunsView::setFilterText);
+  connect(model_, &RunsModel::error, this, &RunsView::message);
   connect(refresh_button, &QPushButton::clicked, this, &RunsView::refresh);
   connect(export_, &QPushButton::clicked, this, &RunsView::exportClicked);
   setProject(project);
 }
 
 void RunsView::setProject(projects::Project* project) {
-  project_ = project;
-  table_->clearSelection();
-  refresh();
+  {
+    const QSignalBlocker block(table_->selectionModel());
+    table_->clearSelection();
+  }
+  model_->setProject(project);
+  fitColumns();
+  updateCount();
+  updatePlots();
 }
 
 void RunsView::refresh() {
   const QList<int64_t> selected = selectedRuns();
-  {
-    const QSignalBlocker block(table_);
-    table_->setSortingEnabled(false);  // rows stay where fillRow puts them
-    table_->clearSelection();
-    table_->setRowCount(0);
-    if (project_) {
-      const auto runs = project_->runs();
-      table_->setRowCount(static_cast<int>(runs.size()));
-      for (size_t i = 0; i < runs.size(); ++i) fillRow(static_cast<int>(i), runs[i]);
-    }
-    table_->setSortingEnabled(true);  // sorts by the header's current indicator
-  }
-  table_->resizeColumnsToContents();
+  model_->reload();
+  updateCount();
   selectRuns(selected);
-  updatePlots();
 }
 
-void RunsView::fillRow(int row, const projects::RunRecord& run) {
-  const QJsonObject config = parse_object(run.config_json);
-  QJsonObject final_metrics = parse_object(run.final_metrics_json);
-  const auto epochs = project_->epoch_metrics(run.id);
-  if (!final_metrics.contains("val_accuracy") && !epochs.empty()) {
-    const auto& last = epochs.back();
-    final_metrics = {{"train_loss", last.train_loss}, {"train_accuracy", last.train_accuracy},
-                     {"val_loss", last.val_loss}, {"val_accuracy", last.val_accuracy}};
+void RunsView::fitColumns() {
+  table_->resizeColumnsToContents();
+  QHeaderView* header = table_->horizontalHeader();
+  for (int c = 0; c < RunsModel::ColumnCount; ++c) {
+    const int cap = c == RunsModel::Name ? kMaxColumnWidth : kMaxOtherColumnWidth;
+    if (header->sectionSize(c) > cap) header->resizeSection(c, cap);
   }
-  const QDateTime start = parse_time(run.started_at);
-  const QDateTime end = run.ended_at.empty() ? QDateTime::currentDateTimeUtc() : parse_time(run.ended_at);
-  const qint64 seconds = start.isValid() && end.isValid() ? start.secsTo(end) : -1;
-  const int configured = config.value("epochs").toInt(0);
-  const QString done = QString::number(epochs.empty() ? 0 : epochs.back().epoch);
-  const QJsonValue lr = config.contains("lr") ? config.value("lr") : config.value("learning_rate");
-  double test_accuracy = number(final_metrics, "test_accuracy");
-  if (std::isnan(test_accuracy)) {
-    try {
-      if (auto e = project_->evaluation(run.id)) test_accuracy = e->accuracy;
-    } catch (const std::exception&) {
-      // A damaged stored evaluation: the cell stays empty.
-    }
-  }
-  const double nan = std::nan("");
-  const double configured_lr = lr.isDouble() ? lr.toDouble() : nan;
-  const double sort_keys[ColumnCount] = {double(run.id), nan, nan, nan, double(seconds >= 0 ? seconds : -1),
-                                         double(epochs.empty() ? 0 : epochs.back().epoch),
-                                         number(final_metrics, "train_loss"), number(final_metrics, "train_accuracy"),
-                                         number(final_metrics, "val_loss"), number(final_metrics, "val_accuracy"),
-                                         test_accuracy, nan, configured_lr};
+}
 
-  const QString cells[ColumnCount] = {
-      QString::fromStdString(run.name),
-      QString::fromStdString(projects::to_string(run.status)),
-      QString::fromStdString(run.device),
-      start.isValid() ? start.toLocalTime().toString("yyyy-MM-dd HH:mm:ss") : QString::fromStdString(run.started_at),
-      seconds >= 0 ? duration_text(seconds) : QString(),
-      configured > 0 ? done + " / " + QString::number(configured) : done,
-      fixed(number(final_metrics, "train_loss"), 4),
-      percent(number(final_metrics, "train_accuracy")),
-      fixed(number(final_metrics, "val_loss"), 4),
-      percent(number(final_metrics, "val_accuracy")),
-      percent(test_accuracy),
-      config.value("optimizer").toString(),
-      lr.isDouble() ? QString::number(lr.toDouble(), 'g', 6) : QString()};
-  for (int c = 0; c < ColumnCount; ++c) {
-    auto* item = new RunItem(cells[c]);
-    if (c != Status && c != Device && c != Started && c != Optimizer) item->setData(SortRole, sort_keys[c]);
-    if (c == Name) {
-      item->setData(Qt::UserRole, QVariant::fromValue<qint64>(run.id));
-      item->setToolTip(QString("#%1\n%2").arg(run.id).arg(QString::fromStdString(run.config_json)));
-    }
-    if (c == Status && !run.message.empty()) item->setToolTip(QString::fromStdString(run.message));
-    if ((c >= Epochs && c <= TestAccuracy) || c == LearningRate) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    table_->setItem(row, c, item);
+void RunsView::updateCount() {
+  count_->setText(proxy_->rowCount() == model_->rowCount()
+                      ? tr("%n run(s)", nullptr, model_->rowCount())
+                      : tr("%1 of %n run(s)", nullptr, model_->rowCount()).arg(proxy_->rowCount()));
+}
+
+void RunsView::setFilterText(const QString& text) {
+  if (filter_->text() != text) {
+    const QSignalBlocker block(filter_);
+    filter_->setText(text);
   }
+  proxy_->setFilterText(text);
+  updateCount();
+}
+
+int RunsView::rowCount() const { return proxy_->rowCount(); }
+
+QString RunsView::cellText(int row, int column) const { return proxy_->index(row, column).data().toString(); }
+
+int64_t RunsView::runAtRow(int row) const { return proxy_->index(row, 0).data(RunsModel::RunIdRole).toLongLong(); }
+
+QList<int> RunsView::selectedSourceRows() const {
+  QList<int> rows;
+  QModelIndexList selected = table_->selectionModel()->selectedRows();
+  std::sort(selected.begin(), selected.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  for (const QModelIndex& index : selected) rows << proxy_->mapToSource(index).row();
+  return rows;
 }
 
 QList<int64_t> RunsView::selectedRuns() const {
   QList<int64_t> ids;
-  for (int row = 0; row < table_->rowCount(); ++row) {
-    QTableWidgetItem* item = table_->item(row, Name);
-    if (item && item->isSelected()) ids << item->data(Qt::UserRole).toLongLong();
-  }
+  for (int row : selectedSourceRows()) ids << model_->runAt(row);
   return ids;
 }
 
 void RunsView::selectRuns(const QList<int64_t>& ids) {
   {
-    const QSignalBlocker block(table_);
-    table_->clearSelection();
-    for (int row = 0; row < table_->rowCount(); ++row)
-      if (ids.contains(table_->item(row, Name)->data(Qt::UserRole).toLongLong()))
-        table_->selectionModel()->select(table_->model()->index(row, 0),
-                                         QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    const QSignalBlocker block(table_->selectionModel());
+    QItemSelection selection;
+    for (int64_t id : ids) {
+      const int row = model_->rowForRun(id);
+      if (row < 0) continue;
+      const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
+      if (index.isValid()) selection.select(index, index.siblingAtColumn(RunsModel::ColumnCount - 1));
+    }
+    table_->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+    if (!selection.isEmpty()) {
+      table_->selectionModel()->setCurrentIndex(selection.indexes().front(), QItemSelectionModel::NoUpdate);
+      table_->scrollTo(selection.indexes().front());
+    }
   }
+  table_->viewport()->update();
   export_->setEnabled(!selectedRuns().isEmpty());
   updatePlots();
+}
+
+bool RunsView::renameRun(int64_t run, const QString& name, QString* error) {
+  try {
+    projects::Project* p = project();
+    if (!p) throw projects::ProjectError("no project is open");
+    const int row = model_->rowForRun(run);
+    const QString before = row >= 0 ? QString::fromStdString(model_->recordAt(row).name) : QString();
+    p->rename_run(run, name.toStdString());
+    if (undoStack_) undoStack_->push(new RenameRunCommand(this, run, before, name.trimmed()));
+    else refresh();
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    emit message(QString::fromUtf8(e.what()));
+    return false;
+  }
+  return true;
+}
+
+bool RunsView::setRunTags(int64_t run, const QStringList& tags, QString* error) {
+  try {
+    projects::Project* p = project();
+    if (!p) throw projects::ProjectError("no project is open");
+    const int row = model_->rowForRun(run);
+    QStringList before;
+    if (row >= 0)
+      for (const std::string& t : model_->recordAt(row).tags) before << QString::fromStdString(t);
+    std::vector<std::string> v;
+    for (const QString& t : tags) v.push_back(t.toStdString());
+    p->set_run_tags(run, v);
+    if (undoStack_) undoStack_->push(new TagRunCommand(this, run, before, tags));
+    else refresh();
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    emit message(QString::fromUtf8(e.what()));
+    return false;
+  }
+  return true;
+}
+
+bool RunsView::deleteRuns(const QList<int64_t>& runs, QString* error) {
+  if (runs.isEmpty()) return false;
+  projects::Project* p = project();
+  QList<int64_t> done;
+  try {
+    if (!p) throw projects::ProjectError("no project is open");
+    for (int64_t id : runs) {
+      p->delete_run(id);
+      done << id;
+    }
+  } catch (const std::exception& e) {
+    for (int64_t id : done) p->restore_run(id);  // all or nothing
+    if (error) *error = QString::fromUtf8(e.what());
+    emit message(QString::fromUtf8(e.what()));
+    return false;
+  }
+  const int row = model_->rowForRun(runs.front());
+  const QString name = row >= 0 ? QString::fromStdString(model_->recordAt(row).name) : QString();
+  if (undoStack_) undoStack_->push(new DeleteRunsCommand(this, runs, name));
+  else refresh();
+  emit message(tr("Deleted %n run(s); Edit > Undo brings them back until the project is closed", nullptr,
+                  int(runs.size())));
+  return true;
+}
+
+bool RunsView::eventFilter(QObject* watched, QEvent* event) {
+  // The table takes Delete for itself (the window's graph Delete is the canvas's); an open
+  // editor (a child) gets its own key events.
+  if (watched == table_ && event->type() == QEvent::ShortcutOverride &&
+      static_cast<QKeyEvent*>(event)->matches(QKeySequence::Delete)) {
+    event->accept();
+    return false;
+  }
+  if (watched == table_ && event->type() == QEvent::KeyPress &&
+      static_cast<QKeyEvent*>(event)->matches(QKeySequence::Delete)) {
+    deleteRuns(selectedRuns());
+    return true;
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+void RunsView::showContextMenu(const QPoint& pos) {
+  const QModelIndex index = table_->indexAt(pos);
+  if (!index.isValid()) return;
+  if (!table_->selectionModel()->isRowSelected(index.row(), {}))
+    table_->selectionModel()->select(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  const int64_t id = index.data(RunsModel::RunIdRole).toLongLong();
+  const QList<int64_t> ids = selectedRuns();
+  QMenu menu(this);
+  menu.addAction(tr("Open Evaluation"), this, [this, id] { emit evaluationRequested(id); });
+  menu.addAction(tr("Rename…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Name)); });
+  menu.addAction(tr("Edit Tags…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Tags)); });
+  menu.addSeparator();
+  menu.addAction(tr("Delete %n Run(s)", nullptr, int(ids.size())), this, [this, ids] { deleteRuns(ids); });
+  menu.addAction(tr("Export CSV…"), this, &RunsView::exportClicked);
+  menu.exec(table_->viewport()->mapToGlobal(pos));
 }
 
 void RunsView::updatePlots() {
   lossPlot_->clearGraphs();
   accuracyPlot_->clearGraphs();
-  if (project_) {
+  if (projects::Project* p = project()) {
     int index = 0;
-    for (int row = 0; row < table_->rowCount(); ++row) {
-      QTableWidgetItem* item = table_->item(row, Name);
-      if (!item->isSelected()) continue;
-      const int64_t id = item->data(Qt::UserRole).toLongLong();
-      const QString name = QString("#%1 %2").arg(id).arg(item->text());
+    for (int row : selectedSourceRows()) {
+      const int64_t id = model_->runAt(row);
+      const QString name = legend_name(id, QString::fromStdString(model_->recordAt(row).name));
       const QColor color = runColor(index++);
       QVector<double> x, y;
-      for (const auto& m : project_->step_metrics(id)) {
-        x << double(m.step);
-        y << m.loss;
+      try {
+        for (const auto& m : p->step_metrics(id)) {
+          x << double(m.step);
+          y << m.loss;
+        }
+      } catch (const std::exception& e) {
+        emit message(QString::fromUtf8(e.what()));
       }
       QCPGraph* loss = lossPlot_->addGraph();
       loss->setName(name);
@@ -266,9 +344,13 @@ void RunsView::updatePlots() {
       loss->setData(x, y, true);
       x.clear();
       y.clear();
-      for (const auto& m : project_->epoch_metrics(id)) {
-        x << double(m.epoch);
-        y << 100.0 * m.val_accuracy;
+      try {
+        for (const auto& m : p->epoch_metrics(id)) {
+          x << double(m.epoch);
+          y << 100.0 * m.val_accuracy;
+        }
+      } catch (const std::exception& e) {
+        emit message(QString::fromUtf8(e.what()));
       }
       QCPGraph* acc = accuracyPlot_->addGraph();
       acc->setName(name);
@@ -288,10 +370,10 @@ void RunsView::updatePlots() {
 bool RunsView::exportCsv(const QString& path, QString* error) {
   const QList<int64_t> ids = selectedRuns();
   try {
-    if (!project_) throw projects::ProjectError("no project is open");
+    if (!project()) throw projects::ProjectError("no project is open");
     if (ids.isEmpty()) throw projects::ProjectError("no run is selected");
-    project_->export_runs_csv(std::vector<int64_t>(ids.begin(), ids.end()), path.toStdString());
-    project_->add_export("csv", path.toStdString());
+    project()->export_runs_csv(std::vector<int64_t>(ids.begin(), ids.end()), path.toStdString());
+    project()->add_export("csv", path.toStdString());
   } catch (const std::exception& e) {
     if (error) *error = QString::fromUtf8(e.what());
     return false;
