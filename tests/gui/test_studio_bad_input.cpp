@@ -238,6 +238,7 @@ class TestStudioBadInput : public QObject {
     QVERIFY2(after.isEmpty(), qPrintable("after the run: " + after));
     QVERIFY(w.trainAction()->isEnabled());
   }
+
   // 10,000 characters (letters, digits, an integer list), then the largest number, in every
   // editable field; each field alone (the graph and the settings restored after it). Text a
   // field cannot hold is refused as typed (validators) or, for Conv2d's integer lists, with a
@@ -313,6 +314,7 @@ class TestStudioBadInput : public QObject {
         if (spin && input < texts.size())  // not a number in range: refused as typed
           QVERIFY2(!graphChanged && !settingsChanged, qPrintable(tag + ": accepted"));
         if (spin && input == texts.size()) {  // its maximum: taken, and Train blocked when the graph cannot train it
+          // (Training images' maximum is its value: the 60,000 images less the validation ones.)
           QVERIFY2(graphChanged || settingsChanged || what.contains("Training images"), qPrintable(tag + ": refused"));
           if (graphChanged) {
             QVERIFY2(!w.trainAction()->isEnabled() && w.trainAction()->toolTip().contains(QRegularExpression("conv[12]")),
