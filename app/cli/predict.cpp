@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "app/cli/args.h"
-#include "app/cli/class_filter.h"
+#include "engine/data/class_filter.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
@@ -95,7 +95,7 @@ RunData run_data(const io::SafetensorsFile& file, const fs::path& run) {
     r.names = class_names(dataset);
     if (auto it = file.metadata.find(kClassesMetadataKey); it != file.metadata.end()) {
       std::vector<std::string> kept;
-      for (int64_t k : parse_classes(it->second, static_cast<int64_t>(r.names.size())))
+      for (int64_t k : data::parse_classes(it->second, static_cast<int64_t>(r.names.size())))
         kept.push_back(r.names[static_cast<size_t>(k)]);
       r.names = kept;
       r.class_subset = true;

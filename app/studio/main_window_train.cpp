@@ -3,10 +3,13 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QLocale>
 #include <QPushButton>
 #include <QThread>
 #include <QUndoView>
 #include <algorithm>
+#include <optional>
+#include <unistd.h>
 
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
@@ -34,6 +37,33 @@ void enableEditing(bool on, std::initializer_list<QWidget*> widgets, std::initia
   }
   for (QAction* a : actions) a->setEnabled(on);
 }
+
+// Bytes a run keeps per parameter: f32 weights, gradients and Adam's two moments
+// (Kingma & Ba 2015), 4 copies of 4 bytes; activations come on top.
+constexpr double kTrainingBytesPerParameter = 16;
+
+// A graph whose parameters alone cannot be trained in this machine's memory (a slip such as
+// out_channels 2147483647): the reason names the node with the most parameters, so Train is
+// blocked instead of the run failing to allocate. nullopt when it fits or memory is unknown.
+std::optional<graph::Problem> memoryProblem(const graph::Graph& g, const graph::Analysis& a) {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0 || a.nodes.empty()) return std::nullopt;
+  const double memory = double(pages) * double(pageSize);
+  const double total = double(a.total_parameters);
+  if (total * kTrainingBytesPerParameter <= memory) return std::nullopt;
+  auto largest = std::max_element(a.nodes.begin(), a.nodes.end(),
+                                  [](const auto& x, const auto& y) { return x.second.parameters < y.second.parameters; });
+  const QLocale c = QLocale::c();
+  return graph::Problem{largest->first,
+                        QObject::tr("%1 has %2 parameters (the graph %3): training needs %4 GB for them, more than this "
+                                    "machine's %5 GB of memory; check its channel or feature counts")
+                            .arg(QString::fromStdString(g.node(largest->first).name))
+                            .arg(c.toString(double(largest->second.parameters), 'g', 4))
+                            .arg(c.toString(total, 'g', 4))
+                            .arg(c.toString(total * kTrainingBytesPerParameter / 1e9, 'f', 0))
+                            .arg(c.toString(memory / 1e9, 'f', 0))
+                            .toStdString()};
+}
 }  // namespace
 
 std::vector<graph::Problem> MainWindow::trainProblems() const {
@@ -44,6 +74,7 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
   }
   std::vector<graph::Problem> out =
       training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, classes);
+  if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
   try {
     const DatasetConfig d = datasetConfig();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())

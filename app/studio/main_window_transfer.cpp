@@ -30,10 +30,15 @@ void MainWindow::createTransferActions(QMenu* edit) {
 
 bool MainWindow::replaceClassifierHead(int64_t classes) {
   if (classes <= 0) {
+    int64_t dataset_classes = kFashionMnistClasses;  // the dataset's, after its class filter
+    try {
+      dataset_classes = datasetConfig().num_classes();
+    } catch (const std::exception&) {  // an invalid filter: the Dataset panel reports it
+    }
     bool ok = false;
     const int n = QInputDialog::getInt(this, tr("Replace classifier head"),
                                        tr("Classes (outputs of the new last Linear layer):"),
-                                       int(kFashionMnistClasses), 1, 1000000, 1, &ok);
+                                       int(dataset_classes), 1, 1000000, 1, &ok);
     if (!ok) return false;
     classes = n;
   }

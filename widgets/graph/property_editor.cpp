@@ -136,6 +136,9 @@ void PropertyEditor::rebuild() {
   connect(nameEdit_, &QLineEdit::editingFinished, this, [this] {
     if (node_ < 0 || !nameEdit_) return;
     nameEdit_->setModified(false);  // committed: Ctrl+Z now undoes the rename in the graph
+    // The field's own name again (focus leaving after a refused name reverted it): nothing
+    // to commit, and the refusal stays shown.
+    if (toStd(nameEdit_->text()) == doc_->graph().node(node_).name) return;
     QString reason;
     if (!doc_->renameNode(node_, nameEdit_->text(), &reason)) {
       showError(tr("name: %1").arg(reason));
@@ -258,8 +261,9 @@ QWidget* PropertyEditor::makeEditor(const graph::AttrSpec& spec) {
         if (!ints) return commit(name, toStd(edit->text()));
         const auto values = parseInts(edit->text());
         if (!values) {
+          const QString text = edit->text();  // long input shortened to "first…last"
           showError(tr("%1: '%2' is not a list of integers such as \"3, 3\"")
-                        .arg(toQString(name), edit->text()));
+                        .arg(toQString(name), text.size() > 60 ? text.left(40) + QChar(0x2026) + text.right(10) : text));
           return refresh();
         }
         commit(name, *values);
@@ -342,6 +346,10 @@ void PropertyEditor::refresh() {
 
 void PropertyEditor::commit(const std::string& name, const graph::AttrValue& value) {
   if (node_ < 0) return;
+  // The value the node has (focus leaving a field that a refusal reverted): nothing to
+  // commit, and the refusal's message stays shown.
+  const graph::Attributes& attrs = doc_->graph().node(node_).attrs;
+  if (auto it = attrs.find(name); it != attrs.end() && it->second == value) return;
   QString reason;
   if (!doc_->setAttribute(node_, toQString(name), value, &reason)) {
     showError(tr("%1: %2").arg(toQString(name), reason));
