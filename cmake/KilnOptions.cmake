@@ -33,6 +33,12 @@ else()
     set(KILN_OPENCV_LIBS ${KILN_OPENCV_IMGCODECS} ${KILN_OPENCV_IMGPROC} ${KILN_OPENCV_CORE})
   endif()
 endif()
+# engine/data/image/jpeg_decode.cpp decodes JPEGs with libjpeg-turbo directly (libjpeg-dev, the
+# library OpenCV's imgcodecs links): image datasets need it with OpenCV.
+find_package(JPEG QUIET)
+if(NOT JPEG_FOUND)
+  set(OpenCV_FOUND FALSE)
+endif()
 
 # SentencePiece (Debian's libsentencepiece-dev) trains and runs the subword tokenizer of text
 # datasets (engine/data/text/sentencepiece_tokenizer.cpp). Its pkg-config file names the libraries.
@@ -65,7 +71,7 @@ kiln_feature(KILN_VULKAN Vulkan_FOUND "Build the Vulkan compute backend")
 kiln_feature(KILN_CUDA CUDAToolkit_FOUND "Build the CUDA backend")
 kiln_feature(KILN_HIP KILN_HIPCC "Build the HIP/ROCm backend")
 kiln_feature(KILN_ONNX ONNX_FOUND "Build ONNX import/export")
-kiln_feature(KILN_OPENCV OpenCV_FOUND "Build image datasets (OpenCV core, imgcodecs, imgproc)")
+kiln_feature(KILN_OPENCV OpenCV_FOUND "Build image datasets (OpenCV core, imgcodecs, imgproc; libjpeg)")
 kiln_feature(KILN_SENTENCEPIECE SentencePiece_FOUND "Build the SentencePiece subword tokenizer (libsentencepiece-dev)")
 
 foreach(part STUDIO VULKAN CUDA HIP ONNX OPENCV SENTENCEPIECE)

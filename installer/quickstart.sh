@@ -18,7 +18,7 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev
-          libopencv-imgcodecs-dev libopencv-imgproc-dev libsentencepiece-dev)
+          libopencv-imgcodecs-dev libopencv-imgproc-dev libjpeg-dev libsentencepiece-dev)
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.

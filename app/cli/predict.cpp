@@ -93,7 +93,7 @@ RunData run_data(const io::SafetensorsFile& file, const fs::path& run) {
                (run / "model.safetensors").string(), " was trained on '", dataset, "', whose inputs kiln predict does "
                "not know (its run files are missing)");
     r.names = class_names(dataset);
-    if (auto it = file.metadata.find(kClassesMetadataKey); it != file.metadata.end()) {
+    if (auto it = file.metadata.find(data::kClassesMetadataKey); it != file.metadata.end()) {
       std::vector<std::string> kept;
       for (int64_t k : data::parse_classes(it->second, static_cast<int64_t>(r.names.size())))
         kept.push_back(r.names[static_cast<size_t>(k)]);

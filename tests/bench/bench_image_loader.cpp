@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&] {
-      for (size_t i; (i = next++) < n;) (void)to_channels(read_image(index->samples[i].path), 3);
+      for (size_t i; (i = next++) < n;) (void)read_image(index->samples[i].path, 3, 0);
     });
   for (auto& t : pool) t.join();
   report("decode only", std::chrono::duration<double>(Clock::now() - t0).count());

@@ -58,7 +58,17 @@ cv::Mat shrink_to_short_side(const cv::Mat& image, int64_t short_side) {
   const int h = std::max(1, static_cast<int>(std::lround(image.rows * f)));
   const int w = std::max(1, static_cast<int>(std::lround(image.cols * f)));
   cv::Mat out;
-  cv::resize(image, out, cv::Size(w, h), 0, 0, cv::INTER_AREA);
+  if (f <= 0.5) {
+    cv::resize(image, out, cv::Size(w, h), 0, 0, cv::INTER_AREA);
+    return out;
+  }
+  // OpenCV's INTER_AREA takes a slow general path for ratios that are not 1/integer (about 15 ms
+  // for 500 x 375 -> 341 x 256, as long as the JPEG decode); bilinear up to twice the size, then
+  // INTER_AREA's fast 2 x 2 average, is a box filter one output pixel wide as well, about 3 x
+  // faster, within 51 dB PSNR of INTER_AREA (tests/engine/test_data_image.cpp).
+  cv::Mat twice;
+  cv::resize(image, twice, cv::Size(2 * w, 2 * h), 0, 0, cv::INTER_LINEAR);
+  cv::resize(twice, out, cv::Size(w, h), 0, 0, cv::INTER_AREA);
   return out;
 }
 

@@ -27,8 +27,8 @@ cv::Mat ImageDataset::image(int64_t i) const {
     cv::Mat m = cache_->get(p);
     if (!m.empty()) return m;
   }
-  cv::Mat m = shrink_to_short_side(to_channels(read_image(index_->samples[static_cast<size_t>(p)].path),
-                                               transform_.channels), short_side_);
+  cv::Mat m = shrink_to_short_side(
+      read_image(index_->samples[static_cast<size_t>(p)].path, transform_.channels, short_side_), short_side_);
   if (cache_) cache_->put(p, m);
   return m;
 }

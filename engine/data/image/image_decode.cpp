@@ -10,6 +10,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/image/jpeg_decode.h"
 
 namespace kiln::data {
 
@@ -42,6 +43,28 @@ const char* known_format(std::string_view b) {
   return nullptr;
 }
 
+void check_bytes(std::string_view bytes, const std::string& source) {
+  KILN_CHECK(!bytes.empty(), IoError, source, ": empty file (0 bytes)");
+  KILN_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), IoError, source, ": larger than 2 GiB");
+  KILN_CHECK(known_format(bytes), IoError, source, ": not a JPEG, PNG, BMP, TIFF, WebP or PPM/PGM file (",
+             bytes.size(), " bytes)");
+  if (is_jpeg(bytes))
+    KILN_CHECK(jpeg_has_end(bytes), IoError, source, ": truncated JPEG (", bytes.size(),
+               " bytes, no end-of-image marker); the file is cut short");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  KILN_CHECK(in, IoError, path, ": cannot read the file");
+  const std::streamoff size = in.tellg();
+  KILN_CHECK(size >= 0, IoError, path, ": cannot read the file (not a regular file?)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  KILN_CHECK(in.gcount() == size, IoError, path, ": read error (", in.gcount(), " of ", size, " bytes)");
+  return bytes;
+}
+
 }  // namespace
 
 bool is_image_file_name(const std::string& path) {
@@ -52,13 +75,7 @@ bool is_image_file_name(const std::string& path) {
 }
 
 cv::Mat decode_image(std::string_view bytes, const std::string& source) {
-  KILN_CHECK(!bytes.empty(), IoError, source, ": empty file (0 bytes)");
-  KILN_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), IoError, source, ": larger than 2 GiB");
-  KILN_CHECK(known_format(bytes), IoError, source, ": not a JPEG, PNG, BMP, TIFF, WebP or PPM/PGM file (",
-             bytes.size(), " bytes)");
-  if (is_jpeg(bytes))
-    KILN_CHECK(jpeg_has_end(bytes), IoError, source, ": truncated JPEG (", bytes.size(),
-               " bytes, no end-of-image marker); the file is cut short");
+  check_bytes(bytes, source);
   const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data()));
   cv::Mat image;
   try {
@@ -75,16 +92,17 @@ cv::Mat decode_image(std::string_view bytes, const std::string& source) {
   return image;
 }
 
-cv::Mat read_image(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  KILN_CHECK(in, IoError, path, ": cannot read the file");
-  const std::streamoff size = in.tellg();
-  KILN_CHECK(size >= 0, IoError, path, ": cannot read the file (not a regular file?)");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(bytes.data(), size);
-  KILN_CHECK(in.gcount() == size, IoError, path, ": read error (", in.gcount(), " of ", size, " bytes)");
-  return decode_image(bytes, path);
+cv::Mat read_image(const std::string& path) { return decode_image(read_file(path), path); }
+
+cv::Mat read_image(const std::string& path, int channels, int64_t min_short_side) {
+  KILN_CHECK(channels == 1 || channels == 3, ValueError, "images are read with 1 or 3 channels, not ", channels);
+  const std::string bytes = read_file(path);
+  if (is_jpeg(bytes)) {
+    check_bytes(bytes, path);
+    cv::Mat m = decode_jpeg(bytes, path, channels, min_short_side);
+    if (!m.empty()) return m;
+  }
+  return to_channels(decode_image(bytes, path), channels);
 }
 
 cv::Mat to_channels(const cv::Mat& image, int channels) {
