@@ -326,7 +326,9 @@ TEST(Trainer, MidEpochCheckpointResumesAtTheNextBatch) {
     for (auto& e : resumed.trainer->events().drain()) {
       if (auto* b = std::get_if<train::BatchEnd>(&e)) {
         resumed.losses.push_back(b->loss);
-        if (resumed.losses.size() == 1) EXPECT_EQ(b->batch, 3);
+        if (resumed.losses.size() == 1) {
+          EXPECT_EQ(b->batch, 3);
+        }
       }
       if (auto* ep = std::get_if<train::EpochEnd>(&e)) resumed_epoch_losses.push_back(ep->train_loss);
     }

@@ -85,7 +85,7 @@ QString bottomTabsProblem(MainWindow& w) {
   for (const auto& [title, name] : tabs) {
     int index = -1;
     for (int i = 0; i < bar->count(); ++i)
-      if (bar->tabText(i) == title) index = i;
+      if (bar->tabText(i).startsWith(title)) index = i;  // "Evaluation — run 4 ..."
     if (index < 0) return title + " is not a bottom tab";
     const QRect tab(bar->mapTo(&w, bar->tabRect(index).topLeft()), bar->tabRect(index).size());
     if (!w.rect().contains(tab) || tab.width() < 8) return title + " tab is off-screen or squashed";

@@ -226,7 +226,7 @@ class TestStudioRuns : public QObject {
     view->table()->sortByColumn(RunsModel::ValAccuracy, Qt::AscendingOrder);
     QVERIFY(view->cellText(0, RunsModel::ValAccuracy) <= view->cellText(kRuns - 1, RunsModel::ValAccuracy));
     QStringList filterLog;
-    for (const QString& f : {"tag:baseline", "tag:baseline cuda", "run 99", "status:stopped", "nothing matches", ""}) {
+    for (const char* f : {"tag:baseline", "tag:baseline cuda", "run 99", "status:stopped", "nothing matches", ""}) {
       timer.restart();
       view->filterField()->setText(f);
       QCoreApplication::processEvents();

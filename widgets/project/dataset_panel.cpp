@@ -135,6 +135,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
                           "the model's Output must then give k class scores"));
   classesError_ = new QLabel;
   classesError_->setWordWrap(true);
+  classesError_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // a long word never widens the dock
   classesError_->setStyleSheet("color: #e06c6c");
   classesError_->hide();
   form->addRow(tr("Classes:"), classes_);
@@ -246,7 +247,10 @@ void DatasetPanel::onClassesEdited() {
     s.train_size = all_rest ? images - s.validation_size : std::min(s.train_size, images - s.validation_size);
     s.validate();
   } catch (const std::exception& e) {
-    classesError_->setText(QString::fromUtf8(e.what()));
+    // The message quotes the spec: a very long one is shortened so the panel keeps its width.
+    QString message = QString::fromUtf8(e.what());
+    if (message.size() > 160) message = message.left(100) + QChar(0x2026) + message.right(50);
+    classesError_->setText(message);
     classesError_->show();
     return;
   }
