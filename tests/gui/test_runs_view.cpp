@@ -156,6 +156,26 @@ class TestRunsView : public QObject {
     QCOMPARE(column(RunsModel::Name), (QStringList{"run 1", "run 2", "run 3"}));
   }
 
+  // A new project's view is fitted while it has no runs: the first runs (refresh()) get
+  // their columns fitted, so "adam lr 0.001, 2 epoch(s)" and the learning rate are not cut.
+  void columnsFitTheFirstRuns() {
+    Project p = Project::create(file("first.kiln").toStdString());
+    RunsView view(&p);
+    view.resize(1400, 400);
+    view.show();
+    const int64_t id = p.begin_run({"adam lr 0.001, 2 epoch(s)", R"({"optimizer":"adam","lr":0.001,"epochs":2})", "cpu", 0});
+    p.end_run(id, RunStatus::finished, "", R"({"val_accuracy":0.75})");
+    view.refresh();
+    QTableView* t = view.table();
+    const QFontMetrics fm(t->font());
+    for (int c : {int(RunsModel::Name), int(RunsModel::LearningRate), int(RunsModel::Started)})
+      QVERIFY2(t->columnWidth(c) >= fm.horizontalAdvance(view.cellText(0, c)),
+               qPrintable(QString("column %1: %2 px for '%3'").arg(c).arg(t->columnWidth(c)).arg(view.cellText(0, c))));
+    t->setColumnWidth(RunsModel::Name, 40);  // the user's width stays while no run is added
+    view.refresh();
+    QCOMPARE(t->columnWidth(RunsModel::Name), 40);
+  }
+
   void exportSelectedToCsv() {
     Project p = Project::create(file("export.kiln").toStdString());
     const auto ids = fill(p);

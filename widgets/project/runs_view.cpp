@@ -154,7 +154,11 @@ void RunsView::setProject(projects::Project* project) {
 
 void RunsView::refresh() {
   const QList<int64_t> selected = selectedRuns();
+  const int before = model_->rowCount();
   model_->reload();
+  // A new run (the first ones of a new project above all) gets columns fitted to it; an
+  // update of the same runs keeps the widths the user dragged.
+  if (model_->rowCount() > before) fitColumns();
   updateCount();
   selectRuns(selected);
 }

@@ -71,7 +71,7 @@ class RunsView : public QWidget {
   static QColor runColor(int index);  // the palette, cycled (Tableau 10)
 
  public slots:
-  void refresh();  // reloads the runs (keeping the selection) and the curves
+  void refresh();  // reloads the runs (keeping the selection) and the curves; columns fitted again when runs were added
 
  signals:
   void message(const QString& text);        // "Exported 2 runs to ...", a refused edit
