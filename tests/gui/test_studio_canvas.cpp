@@ -62,6 +62,11 @@ class TestStudioCanvas : public QObject {
     QVERIFY(offCentre(*c, fc.node) < 3);
     QCOMPARE(c->findNode("no_such_layer").node, NodeId(-1));
     QCOMPARE(c->selectedNodes(), QList<NodeId>{fc.node});  // unchanged
+    // PyTorch's dotted module names find the identifiers an import makes of them.
+    QVERIFY(w.document()->renameNode(pool2, "layer3_0_conv2_Conv"));
+    QCOMPARE(c->findNode("layer3.0.conv2").node, pool2);
+    QCOMPARE(c->findNode("/layer3_0/conv2").node, pool2);
+    QCOMPARE(c->findNode("...").node, NodeId(-1));
   }
 
   void ctrlWheelZoomsAroundTheCursor() {

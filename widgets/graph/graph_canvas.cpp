@@ -219,20 +219,37 @@ void GraphCanvas::updateSceneRect() {
   centerOn(centre);
 }
 
+namespace {
+// A name as search compares it: lower case, every run of characters other than letters and
+// digits one '_', none at the ends. Imported names are identifiers ("layer3_0_conv2_Conv"
+// from the ONNX node "/layer3/layer3.0/conv2/Conv"), so "layer3.0.conv2", as PyTorch and
+// Netron write it, finds them.
+QString searchKey(const QString& s) {
+  QString out;
+  for (const QChar c : s) {
+    if (c.isLetterOrNumber()) out += c.toLower();
+    else if (!out.isEmpty() && !out.endsWith('_')) out += '_';
+  }
+  while (out.endsWith('_')) out.chop(1);
+  return out;
+}
+}  // namespace
+
 GraphCanvas::NodeMatch GraphCanvas::findNode(const QString& text) {
   const QString wanted = text.trimmed();
-  if (wanted.isEmpty()) return {};
-  // An exact name first (any case), then the first name that contains the text, by id.
+  const QString key = searchKey(wanted);
+  if (key.isEmpty()) return {};
+  // An exact name first (any case and separator), then the first name that contains the text, by id.
   graph::NodeId found = -1;
   int matches = 0;
   for (const graph::Node& n : doc_->graph().nodes()) {
-    const QString name = toQString(n.name);
-    if (name.compare(wanted, Qt::CaseInsensitive) == 0) {
+    const QString name = searchKey(toQString(n.name));
+    if (name == key) {
       found = n.id;
       matches = 1;
       break;
     }
-    if (name.contains(wanted, Qt::CaseInsensitive) && matches++ == 0) found = n.id;
+    if (name.contains(key) && matches++ == 0) found = n.id;
   }
   if (found < 0) {
     emit message(tr("No node's name contains \"%1\"").arg(wanted));

@@ -10,7 +10,8 @@
 //     Ctrl+Z / Ctrl+Shift+Z undo and redo on the document's stack (when no window
 //     action has taken the shortcut);
 //   - Ctrl+wheel zooms around the cursor, +/- around the centre (5% .. 400%), middle-button
-//     or Space+drag pans, fitAll(); findNode() selects and centres a node by name;
+//     or Space+drag pans, fitAll(); findNode() selects and centres a node by (part of) its
+//     name, in any case, '.', '/' and '_' alike ("layer3.0.conv2" finds layer3_0_conv2_Conv);
 //   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips;
 //   - while the document is read-only (GraphDocument::setReadOnly, e.g. during training)
 //     nothing is edited: a note over the canvas says why; select, copy, zoom and pan work.
