@@ -188,6 +188,7 @@ void MainWindow::loadProjectIntoUi() {
   runs_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
+  trainingPanel_->clearProgress();  // no "Done" of the previous project's run
   showLatestResults();  // a stored run as it ended: its curves, its evaluation, selected in Runs
   updateTitle();
   updateTrainState();

@@ -152,6 +152,12 @@ class TestStudioFeedback : public QObject {
     QVERIFY(panel.progressText().contains("ETA 0:45"));
     panel.setProgress(5, 20, 1, 2, 500, 65);
     QCOMPARE(panel.progressText(), QString("Training · 25% · ETA 1:05"));
+    // Another project (MainWindow::loadProjectIntoUi): the old run's "Done" goes.
+    panel.setState(TrainingPanel::State::Idle);
+    panel.setEnded("finished");
+    QCOMPARE(panel.progressText(), QString("Done"));
+    panel.clearProgress();
+    QCOMPARE(panel.progressText(), QString("0%"));
   }
 
   // Finding 10: "Stop it and quit?" pauses the run while it is open; No resumes, Yes stops.

@@ -321,6 +321,15 @@ void TrainingPanel::setEnded(const QString& status) {
   }
 }
 
+void TrainingPanel::clearProgress() {
+  lastStep_ = 0, lastEpoch_ = 0;
+  phase_ = Phase::Training;
+  progress_->setValue(0);
+  progress_->setFormat("%p%");
+  showingBlockers_ = true;  // updateButtons() writes the status anew: the blockers or "Ready"
+  updateButtons();
+}
+
 QString TrainingPanel::progressText() const { return progress_->text(); }
 
 void TrainingPanel::setStatusText(const QString& text) {

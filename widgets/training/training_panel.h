@@ -49,6 +49,8 @@ class TrainingPanel : public QWidget {
   // The run ended: status "finished" shows 100% "Done"; "stopped" / "failed" show
   // "Stopped at epoch E, step S" / "Failed at epoch E, step S" (the last setProgress) and no ETA.
   void setEnded(const QString& status);
+  // Back to before any run (0%, "Ready: press Train." or the blockers), as for another project.
+  void clearProgress();
   QString progressText() const;  // the progress bar's text as shown
   void setStatusText(const QString&);  // long words shortened; the full text in the tooltip
   QString statusText() const;
