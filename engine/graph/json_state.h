@@ -13,10 +13,6 @@
 
 namespace kiln::graph::detail {
 
-std::string base64_encode(const std::string& bytes);
-// ValueError "... is not base64 ..." on a character outside the alphabet or a bad length.
-std::string base64_decode(const std::string& text);
-
 nlohmann::json state_json(const std::map<std::string, Tensor>& state);
 // ValueError "graph JSON: initial_state 'conv1.weight': <what>" for a malformed entry: not
 // an object, unknown dtype, negative dim, data of another byte count than shape x dtype.

@@ -10,6 +10,7 @@
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/graph/json_state.h"
+#include "engine/io/base64.h"
 
 namespace kiln::graph {
 namespace {
@@ -63,12 +64,12 @@ TEST(GraphState, Base64) {
                                                        {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
                                                        {"foobar", "Zm9vYmFy"}};
   for (const auto& [raw, text] : cases) {
-    EXPECT_EQ(detail::base64_encode(raw), text);
-    EXPECT_EQ(detail::base64_decode(text), raw);
+    EXPECT_EQ(io::base64_encode(raw), text);
+    EXPECT_EQ(io::base64_decode(text), raw);
   }
-  EXPECT_THROW(detail::base64_decode("Zm9"), ValueError);
-  EXPECT_THROW(detail::base64_decode("Zm!v"), ValueError);
-  EXPECT_THROW(detail::base64_decode("Z=9v"), ValueError);
+  EXPECT_THROW(io::base64_decode("Zm9"), ValueError);
+  EXPECT_THROW(io::base64_decode("Zm!v"), ValueError);
+  EXPECT_THROW(io::base64_decode("Z=9v"), ValueError);
 }
 
 // GraphModule starts from the entries that fit; one whose shape no longer fits (the layer was

@@ -14,7 +14,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$BUILD/fuzz-text
 source "$SRC/tests/fuzz/build_fuzzer.sh"
 t=$SRC/engine/data/text
-build_fuzzer "$OUT" fuzz_text "$t/text_index.cpp $t/tokenizer.cpp $t/utf8.cpp $t/unicode_tables.cpp $t/base64.cpp \
+build_fuzzer "$OUT" fuzz_text "$t/text_index.cpp $t/tokenizer.cpp $t/utf8.cpp $t/unicode_tables.cpp $SRC/engine/io/base64.cpp \
   $SRC/engine/data/csv_reader.cpp $SRC/tests/fuzz/fuzz_text.cpp" "$SRC/engine/data $SRC/engine/core" "" -lz -lpthread
 # Seeds: the first byte is fuzz_text.cpp's selector.
 seed() { printf "$1" >"$OUT/seeds/$2"; }

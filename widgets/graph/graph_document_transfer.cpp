@@ -29,12 +29,12 @@ void GraphDocument::setTrainable(const QList<graph::NodeId>& ids, bool on) {
 void GraphDocument::freezeUpTo(graph::NodeId node) {
   if (!graph_.contains(node)) return;
   std::set<graph::NodeId> seen{node};
-  std::vector<graph::NodeId> todo{node};
-  while (!todo.empty()) {
-    const graph::NodeId id = todo.back();
-    todo.pop_back();
+  std::vector<graph::NodeId> pending{node};
+  while (!pending.empty()) {
+    const graph::NodeId id = pending.back();
+    pending.pop_back();
     for (const graph::Edge& e : graph_.edges())
-      if (e.to.node == id && seen.insert(e.from.node).second) todo.push_back(e.from.node);
+      if (e.to.node == id && seen.insert(e.from.node).second) pending.push_back(e.from.node);
   }
   setTrainable(QList<graph::NodeId>(seen.begin(), seen.end()), false);
 }

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
-#include "engine/data/text/base64.h"
+#include "engine/io/base64.h"
 #include "engine/data/csv_reader.h"
 
 namespace kiln::data {
@@ -89,7 +89,7 @@ class SentencePieceTokenizer : public Tokenizer {
                         {"kind", "sentencepiece"},
                         {"model_type", model_type_},
                         {"vocab_size", vocab_size()},
-                        {"model", base64_encode(proto_)}};
+                        {"model", io::base64_encode(proto_)}};
     return j.dump(1);
   }
 

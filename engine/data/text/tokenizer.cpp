@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
-#include "engine/data/text/base64.h"
+#include "engine/io/base64.h"
 #include "engine/data/text/utf8.h"
 #ifdef KILN_HAVE_SENTENCEPIECE
 #include "engine/data/text/sentencepiece_tokenizer.h"
@@ -162,8 +162,13 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
     const std::string kind = j.at("kind").get<std::string>();
     if (kind == "sentencepiece") {
 #ifdef KILN_HAVE_SENTENCEPIECE
-      return sentencepiece_from_proto(base64_decode(j.at("model").get<std::string>(), source),
-                                      j.at("model_type").get<std::string>(), source);
+      std::string proto;
+      try {
+        proto = io::base64_decode(j.at("model").get<std::string>());
+      } catch (const ValueError& e) {
+        throw IoError(source + ": the SentencePiece model: " + e.what());
+      }
+      return sentencepiece_from_proto(proto, j.at("model_type").get<std::string>(), source);
 #else
       no_sentencepiece();
 #endif
