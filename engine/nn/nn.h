@@ -11,3 +11,4 @@
 #include "engine/nn/module.h"
 #include "engine/nn/normalization.h"
 #include "engine/nn/pooling.h"
+#include "engine/nn/rnn.h"
