@@ -97,10 +97,11 @@ Tensor last_step_pool(const Tensor& x, const Tensor& padding_mask) {
   const int64_t n = x.size(0), steps = x.size(1), c = x.size(2);
   KILN_CHECK(steps >= 1, ShapeError, "last_step_pool: input ", shape_str(x.shape()), " has no steps");
   if (!keep.defined()) return x.select(1, steps - 1);
-  // Index of the last valid step: max over t of (t if valid else -1), then -1 -> 0 (zeroed below).
-  const Tensor t = Tensor::arange(steps, x.device()).unsqueeze(0);  // [1, T]
+  // Index of the last valid step: max over t of (t if valid else -1), then -1 -> 0 (zeroed
+  // below). Computed in x's floating dtype, which every backend reduces and clamps.
+  const Tensor t = Tensor::arange(0, static_cast<double>(steps), 1, x.dtype(), x.device()).unsqueeze(0);  // [1, T]
   const Tensor idx = amax(where(padding_mask, scalar_like(-1, t), t), {1}, true);  // [N, 1]
-  const Tensor safe = clamp(idx, 0, INFINITY).unsqueeze(2).expand({n, 1, c}).contiguous();
+  const Tensor safe = clamp(idx, 0, INFINITY).to(DType::i64).unsqueeze(2).expand({n, 1, c}).contiguous();
   const Tensor picked = gather(x, 1, safe).squeeze(1);  // [N, C]
   return where(lt(idx, scalar_like(0, idx)), scalar_like(0, picked), picked);
 }
