@@ -8,6 +8,7 @@
 #include "tests/engine/seq_fixture.h"
 #include "tests/engine/test_util.h"
 #include "engine/core/error.h"
+#include "engine/io/state_dict.h"
 #include "engine/nn/attention.h"
 #include "engine/nn/sequence.h"
 
@@ -24,9 +25,7 @@ Tensor get(const std::map<std::string, Tensor>& m, const std::string& k) {
 Tensor leaf(const Tensor& t) { return t.defined() ? t.clone().requires_grad_(true) : t; }
 
 void load_torch_state(nn::Module& m, const std::string& name) {
-  nn::StateDict sd;
-  for (auto& [k, t] : io::load_safetensors(seq_fixture_path(name + ".safetensors")).tensors) sd.push_back({k, t});
-  m.load_state_dict(sd, true);  // strict: every torch key maps to a Kiln parameter
+  io::load_state_dict(m, seq_fixture_path(name + ".safetensors"));  // strict: every torch key maps to a Kiln one
 }
 
 void expect_param_grads(const nn::Module& m, const std::map<std::string, Tensor>& io) {

@@ -10,6 +10,7 @@
 #include "tests/engine/test_util.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
+#include "engine/io/state_dict.h"
 #include "engine/nn/rnn.h"
 
 using namespace kiln;
@@ -45,13 +46,7 @@ TEST_P(RnnPyTorch, OutputsAndGradientsMatch) {
   ASSERT_FALSE(c.layer.empty()) << "cannot read " << seq_fixture_path("cases.json");
   auto layer = make_layer(c);
   layer->to(DType::f64);
-  const nn::LoadStateDictResult skipped = layer->load_state_dict(
-      [&] {
-        nn::StateDict sd;
-        for (auto& [k, t] : io::load_safetensors(seq_fixture_path(c.name + ".safetensors")).tensors) sd.push_back({k, t});
-        return sd;
-      }(),
-      true);
+  const nn::LoadStateDictResult skipped = io::load_state_dict(*layer, seq_fixture_path(c.name + ".safetensors"));
   EXPECT_TRUE(skipped.missing_keys.empty() && skipped.unexpected_keys.empty());
   const auto io = load_named(c.name + ".io.safetensors");
 
@@ -200,6 +195,29 @@ TEST(Rnn, PaddedStepsDoNotChangeTheState) {
   expect_close(padded.c_n, alone.c_n, "c_n", 1e-6);
   expect_close(padded.output.narrow(1, 0, 3), alone.output, "valid outputs", 1e-6);
   expect_close(padded.output.narrow(1, 3, 2), Tensor::zeros({1, 2, 6}), "padded outputs", 0);
+}
+
+TEST(Rnn, StateDictFileRoundTripAndErrorsNameTheFile) {
+  TempDir dir("kiln-rnn");
+  manual_seed(3);
+  nn::GRU a(RNNOptions{.input_size = 2, .hidden_size = 3, .bidirectional = true});
+  manual_seed(4);
+  nn::GRU b(RNNOptions{.input_size = 2, .hidden_size = 3, .bidirectional = true});
+  io::save_state_dict(a, dir / "gru.safetensors");
+  io::load_state_dict(b, dir / "gru.safetensors");
+  for (size_t i = 0; i < a.state_dict().size(); ++i)
+    expect_close(b.state_dict()[i].second, a.state_dict()[i].second, a.state_dict()[i].first, 0);
+  // An LSTM's weights in a GRU: every size differs, and the message names the file.
+  nn::LSTM other(RNNOptions{.input_size = 2, .hidden_size = 3, .bidirectional = true});
+  io::save_state_dict(other, dir / "lstm.safetensors");
+  try {
+    io::load_state_dict(b, dir / "lstm.safetensors");
+    ADD_FAILURE() << "an LSTM state_dict loaded into a GRU";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "lstm.safetensors"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("size mismatch for weight_ih_l0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(io::load_state_dict(b, dir / "missing.safetensors"), IoError);
 }
 
 TEST(Rnn, BadInputsGiveClearErrors) {
