@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
@@ -72,6 +73,11 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     }
   }
   std::unordered_map<Node*, Tensor> grads;
+  // Nodes whose pending gradient is a buffer this pass allocated and nobody else holds, so a
+  // slice's gradient can be added into its part in place: T slices of one tensor (an RNN's
+  // per-step input projections) then cost O(T * slice) instead of T zero-filled full-size
+  // tensors and T full-size additions.
+  std::unordered_set<Node*> owned;
   grads[root.impl()->grad_fn.get()] = g0;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
@@ -79,6 +85,22 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     if (found == grads.end()) continue;
     Tensor g = found->second;
     grads.erase(found);
+    owned.erase(node);
+    if (node->kind == OpKind::slice && node->inputs[0] && node->inputs[0]->requires_grad && node->inputs[0]->grad_fn) {
+      const auto& a = std::get<op_attrs::Slice>(node->attrs);
+      const auto& in = node->inputs[0];
+      Node* target = in->grad_fn.get();
+      auto slot = grads.find(target);
+      if (slot == grads.end()) {
+        slot = grads.emplace(target, Tensor::zeros(in->shape, g.dtype(), g.device())).first;
+      } else if (!owned.count(target)) {
+        slot->second = slot->second.contiguous().clone();
+      }
+      owned.insert(target);
+      Tensor part = slot->second.slice(a.dim, a.start, a.end, a.step);
+      part.copy_(add(part, g));
+      continue;
+    }
     std::vector<Tensor> input_grads = apply_backward_rule(*node, g);
     for (size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
       auto& in = node->inputs[i];
@@ -88,10 +110,12 @@ void backward(const Tensor& root, const Tensor& grad_root) {
                  shape_str(gi.shape()), " for input ", i, " of shape ", shape_str(in->shape));
       if (in->grad_fn) {
         auto slot = grads.find(in->grad_fn.get());
-        if (slot == grads.end())
-          grads.emplace(in->grad_fn.get(), gi);
-        else
+        if (slot == grads.end()) {
+          grads.emplace(in->grad_fn.get(), gi);  // the rule's result may alias other tensors
+        } else {
           slot->second = add(slot->second, gi);
+          owned.insert(in->grad_fn.get());
+        }
       } else {
         accumulate(in->grad, gi);
       }

@@ -1,6 +1,7 @@
 // Everything of engine/nn in one include.
 #pragma once
 #include "engine/nn/activation.h"
+#include "engine/nn/attention.h"
 #include "engine/nn/conv.h"
 #include "engine/nn/dropout.h"
 #include "engine/nn/embedding.h"
@@ -11,3 +12,5 @@
 #include "engine/nn/module.h"
 #include "engine/nn/normalization.h"
 #include "engine/nn/pooling.h"
+#include "engine/nn/rnn.h"
+#include "engine/nn/sequence.h"

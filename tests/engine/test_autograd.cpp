@@ -80,3 +80,32 @@ TEST(Autograd, IntegerResultsAreNotDifferentiable) {
   EXPECT_FALSE(argmax(x, 0).requires_grad());
   EXPECT_FALSE(gt(x, x).requires_grad());
 }
+
+// Slices of one intermediate tensor (as an RNN's per-step input projections) have their
+// gradients added into one buffer in place (engine/autograd/backward.cpp): overlapping and
+// strided slices, selects, a non-slice consumer of the same tensor before and after them, and
+// a slice of a slice must all still sum correctly, and the user's grad_output is never written.
+TEST(Autograd, ManySlicesOfOneTensorAccumulate) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {6});
+  Tensor y = mul(x, x);  // dy/dx = 2x
+  Tensor parts = add(sum(mul(y.slice(0, 0, 4), scalar_like(3, y))), sum(y.slice(0, 2, 6)));
+  parts = add(parts, sum(y.slice(0, 1, 6, 2)));                  // elements 1, 3, 5
+  parts = add(parts, mul(y.select(0, 5), scalar_like(10, y)));   // element 5
+  parts = add(parts, sum(y.slice(0, 1, 5).slice(0, 1, 3)));      // elements 2, 3
+  parts = add(parts, sum(mul(y, y)));                            // d/dy = 2y
+  parts.backward();
+  // d parts / d y_i: 3 (i < 4) + 1 (i >= 2) + 1 (odd) + 10 (i = 5) + 1 (i = 2, 3) + 2 y_i.
+  const std::vector<double> xs = {1, 2, 3, 4, 5, 6};
+  const std::vector<double> dy_extra = {3, 4, 5, 6, 1, 12};
+  std::vector<double> want;
+  for (size_t i = 0; i < xs.size(); ++i) want.push_back((dy_extra[i] + 2 * xs[i] * xs[i]) * 2 * xs[i]);
+  EXPECT_EQ(grad_of(x), want);
+
+  Tensor z = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor w = mul(z, scalar_like(2, z));
+  Tensor g = Tensor::from_vector<double>({1, 1}, {2});
+  stack({w.select(0, 0), w.select(0, 1)}, 0).sum().backward();
+  w.select(1, 0).backward(g);
+  EXPECT_EQ(grad_of(z), (std::vector<double>{4, 2, 4, 2}));
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{1, 1}));
+}
