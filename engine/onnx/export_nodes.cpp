@@ -125,7 +125,7 @@ void export_sequence_pool(ExportContext& ctx, const graph::Node& n, const std::s
   auto reduce = [&](const std::string& op, const std::string& out, const std::string& in, bool keep) {
     ::onnx::NodeProto* r;
     if (op == "ReduceSum" ? ctx.opset >= 13 : ctx.opset >= 18) {
-      r = add_node(ctx, op, out, {in, axes("axis1", {1})}, {out});
+      r = add_node(ctx, op, out, {in, ints_constant(ctx, out + "/axes", {1})}, {out});
     } else {
       r = add_node(ctx, op, out, {in}, {out});
       set_ints(r, "axes", {1});
