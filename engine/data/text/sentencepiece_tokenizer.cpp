@@ -39,14 +39,15 @@ struct Plugin {
   decltype(&kiln_sp_free) free;
 };
 
-// KILN_SENTENCEPIECE_PLUGIN, else libkiln_sentencepiece.so in the folder of the library (or
-// executable) this code is in: the build's lib/ and the install's libdir hold both.
+// KILN_SENTENCEPIECE_PLUGIN, else kiln/libkiln_sentencepiece.so in the folder of libkiln, the
+// plugin folder of the backends too (registry.cpp's backend_plugin_dir): the build's lib/kiln,
+// the install's libdir/kiln.
 std::string plugin_path() {
   if (const char* env = std::getenv("KILN_SENTENCEPIECE_PLUGIN"); env && *env) return env;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&plugin_path), &info) && info.dli_fname)
-    return (std::filesystem::path(info.dli_fname).parent_path() / "libkiln_sentencepiece.so").string();
-  return "libkiln_sentencepiece.so";
+    return (std::filesystem::path(info.dli_fname).parent_path() / "kiln" / "libkiln_sentencepiece.so").string();
+  return "kiln/libkiln_sentencepiece.so";
 }
 
 const Plugin& plugin() {
@@ -62,7 +63,7 @@ const Plugin& plugin() {
       const char* e = dlerror();
       failure = "the sentencepiece tokenizer needs its plugin " + path + ", which does not load (" +
                 (e ? e : "unknown error") +
-                "); reinstall Kiln (the plugin is installed beside libkiln), or use --tokenizer word or char";
+                "); reinstall Kiln (the plugin is installed in libkiln's folder kiln/), or use --tokenizer word or char";
       return;
     }
     auto sym = [&](const char* name) {
