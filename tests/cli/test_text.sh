@@ -8,7 +8,7 @@
 #
 #   tests/cli/test_text.sh path/to/kiln CASE
 #
-# Cases: crafted bad_input first_names spamassassin
+# Cases: crafted bad_input first_names spamassassin train train_bad_input sentencepiece
 set -uo pipefail
 kiln=$1 case=$2
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, require_npm_package
@@ -96,16 +96,105 @@ spamassassin)
   contains "$out" "'ham' (4112, 70.0%) 'spam' (1763, 30.0%)" "SpamAssassin's classes"
   contains "$out" "split: 4700 train, 1175 test" "SpamAssassin's split"
   contains "$out" "vocabulary 20000 (of at most 20000" "SpamAssassin's vocabulary"
-  # SentencePiece runs, or (Debian 12's libsentencepiece bundles protobuf 3.14; kiln loads the
-  # system's libprotobuf through ONNX) says why it cannot, in one line.
-  "$kiln" dataset inspect "text:$work/mail" --tokenizer sentencepiece --vocab-size 4000 --samples 2 >"$work/sp" 2>&1
-  sp=$?; cat "$work/sp"
-  if [[ $sp == 0 ]]; then
-    contains "$(cat "$work/sp")" "tokenizer: sentencepiece (unigram)" "inspect --tokenizer sentencepiece"
-  else
-    contains "$(cat "$work/sp")" "the sentencepiece tokenizer " "inspect --tokenizer sentencepiece's error"
-    one_line "$(cat "$work/sp")" "its message"
+  ;;
+train)
+  # a small generated folder: train text-bow, eval with the run's tokenizer, predict texts
+  d=$work/reviews
+  mkdir -p "$d/pos" "$d/neg" "$work/new/pos"
+  for i in $(seq 1 40); do
+    printf 'good great lovely film number %s\n' "$i" >"$d/pos/p$i.txt"
+    printf 'bad awful dull film number %s\n' "$i" >"$d/neg/n$i.txt"
+  done
+  : >"$d/neg/empty.txt"
+  printf 'ok\000\001' >"$d/pos/bin.txt"
+  run 0 train --dataset "text:$d" --epochs 4 --batch-size 8 --lr 0.05 --max-length 12 --threads 1 --out "$work/run"
+  contains "$err" "80 texts, 2 classes" "train's data line"
+  contains "$err" "word tokenizer fitted on the 64 training texts" "the tokenizer fitted on the training split"
+  contains "$err" "skipped $d/neg/empty.txt: empty file (0 bytes)" "an empty file in the folder"
+  contains "$err" "skipped $d/pos/bin.txt: binary file" "a binary file in the folder"
+  contains "$err" "training text-bow" "the text model"
+  contains "$out" "test accuracy 100.00%" "train's accuracy on a separable set"
+  contains "$out" "text.json tokenizer.json" "the run's text files"
+  [[ -f $work/run/tokenizer.json && -f $work/run/graph.json ]] || fail "the run keeps its tokenizer and graph"
+  grep -q '"confusion_matrix"' "$work/run/summary.json" || fail "summary.json's confusion matrix"
+  grep -q '"misclassified"' "$work/run/summary.json" || fail "summary.json's misclassified texts"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$out" "16 test samples of text:$d" "eval's test split"
+  contains "$out" "accuracy 100.00%" "eval's accuracy"
+  contains "$out" "confusion matrix" "eval's confusion matrix"
+  contains "$out" "misclassified test texts (0 of 16" "eval's misclassified texts"
+  printf 'a great lovely film\n' >"$work/new/pos/a.txt"
+  printf 'awful and dull\n' >"$work/new/b.txt"
+  printf 'caf\351\n' >"$work/new/latin1.txt"
+  run 0 predict --run "$work/run" --input "$work/new"
+  contains "$out" "$work/new/b.txt,neg," "predict of a text"
+  contains "$out" "$work/new/pos/a.txt,pos," "predict of a text in a class folder"
+  contains "$out" "$work/new/latin1.txt,,,invalid UTF-8 at byte 3 (0xE9)" "predict of a text that is not UTF-8"
+  # a vocabulary from another run
+  mkdir -p "$d/mid"; for i in $(seq 1 10); do printf 'so so middling %s\n' "$i" >"$d/mid/m$i.txt"; done
+  run 0 train --dataset "text:$d" --tokenizer char --epochs 1 --batch-size 8 --max-length 12 --threads 1 --out "$work/run2"
+  cp "$work/run2/tokenizer.json" "$work/run/tokenizer.json"
+  run 1 eval --model-file "$work/run/model.safetensors"
+  contains "$err" "$work/run/tokenizer.json is not the vocabulary this model was trained with" "another run's vocabulary"
+  one_line "$err" "its message"
+  run 1 predict --run "$work/run" --input "$work/new"
+  contains "$err" "is not the vocabulary this model was trained with" "predict with another run's vocabulary"
+  ;;
+train_bad_input)
+  mkdir -p "$work/one/a"; printf 'hi' >"$work/one/a/x.txt"
+  run 1 train --dataset "text:$work/one" --threads 1 --out "$work/r1"
+  contains "$err" "1 class folder;" "train on one class"; one_line "$err" "its message"
+  printf 'body,label\ngood,1\nbad,0\n' >"$work/cols.csv"
+  run 1 train --dataset "text:$work/cols.csv" --threads 1 --out "$work/r2"
+  contains "$err" "cols.csv:1: no column 'text' (header: body,label)" "a text column that does not exist"
+  run 1 train --dataset "text:$work/cols.csv" --text-column body --label-column y --threads 1 --out "$work/r3"
+  contains "$err" "cols.csv:1: no column 'y'" "a label column that does not exist"
+  printf '{"text":"a","label":1}\n{"text":"b","label":0}\n{"text":"caf\351","label":0}\n' >"$work/latin1.jsonl"
+  run 1 train --dataset "text:$work/latin1.jsonl" --threads 1 --out "$work/r4"
+  contains "$err" "latin1.jsonl:3: invalid UTF-8" "JSON lines not UTF-8"
+  : >"$work/empty.csv"
+  run 1 train --dataset "text:$work/empty.csv" --threads 1 --out "$work/r5"
+  contains "$err" "empty.csv" "an empty table"; one_line "$err" "its message"
+  printf 'text,label\ngood,1\nbad,1\n' >"$work/oneclass.csv"
+  run 1 train --dataset "text:$work/oneclass.csv" --threads 1 --out "$work/r6"
+  contains "$err" "only one class ('1')" "a label with one class"
+  run 2 train --dataset "text:$work/oneclass.csv" --model cnn --out "$work/r7"
+  contains "$err" "--model cnn reads images or tables" "an image model on text"
+  run 2 train --model text-bow --out "$work/r8"
+  contains "$err" "--model text-bow trains on text:DIR|FILE only" "a text model on images"
+  run 2 train --tokenizer char --out "$work/r9"
+  contains "$err" "--tokenizer applies to --dataset text:DIR|FILE only" "a text flag without text"
+  ;;
+sentencepiece)
+  # SentencePiece inside `kiln` (which also loads the system's libprotobuf for ONNX): its plugin
+  # libkiln_sentencepiece.so keeps SentencePiece's bundled protobuf apart.
+  d=$work/reviews
+  mkdir -p "$d/pos" "$d/neg"
+  for i in $(seq 1 30); do
+    printf 'a good and lovely film, I liked it (%s)\n' "$i" >"$d/pos/p$i.txt"
+    printf 'an awful and boring film, I hated it (%s)\n' "$i" >"$d/neg/n$i.txt"
+  done
+  "$kiln" train --dataset "text:$d" --tokenizer sentencepiece --vocab-size 40 --epochs 3 --batch-size 8 --lr 0.05 \
+    --max-length 24 --threads 1 --out "$work/run" >"$work/sp" 2>&1
+  sp=$?
+  if [[ $sp != 0 ]] && grep -q "not in this build of Kiln (KILN_SENTENCEPIECE=OFF)" "$work/sp"; then
+    missing_dep libsentencepiece-dev "kiln built without SentencePiece"
   fi
+  out=$(cat "$work/sp")
+  [[ $sp == 0 ]] || fail "kiln train --tokenizer sentencepiece: exit $sp: $out"
+  contains "$out" "sentencepiece tokenizer fitted on the 48 training texts" "the SentencePiece tokenizer"
+  contains "$out" "test accuracy 100.00%" "training with SentencePiece pieces"
+  grep -q '"kind": *"sentencepiece"' "$work/run/tokenizer.json" || fail "the run keeps its SentencePiece model"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$out" "accuracy 100.00%" "eval with the run's SentencePiece model"
+  printf 'what a lovely film\n' >"$work/new.txt"
+  run 0 predict --run "$work/run" --input "$work/new.txt"
+  contains "$out" "$work/new.txt,pos," "predict with SentencePiece"
+  # without its plugin: one clear line naming where it was looked for
+  KILN_SENTENCEPIECE_PLUGIN=$work/none.so "$kiln" dataset inspect "text:$d" --tokenizer sentencepiece >/dev/null 2>"$work/err"
+  [[ $? == 1 ]] || fail "a missing plugin exits 1"
+  contains "$(cat "$work/err")" "the sentencepiece tokenizer needs its plugin $work/none.so, which does not load" "a missing plugin"
+  one_line "$(cat "$work/err")" "its message"
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;
