@@ -97,12 +97,13 @@ class MainWindow : public QMainWindow {
   QDockWidget* dock(const QString& objectName) const;
   // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
   // Properties and Training as tabs in the right column above Problems; the bottom tabs
-  // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
+  // (Plots, Evaluation, Runs, Log) take 40% of the height. Taller ones: Properties,
   // Training and Problems one above the other, the bottom tabs 45%. The left column: Layers,
   // Dataset, History.
   static constexpr int kCompactHeight = 1000;
+  static constexpr int kCompactProblemsHeight = 90;   // px of the Problems dock in the compact arrangement
   static constexpr QSize kDockMinimum{120, 80};
-  static constexpr int kLayoutVersion = 2;  // saveState version; older saved states are ignored
+  static constexpr int kLayoutVersion = 3;  // saveState version; older saved states are ignored
   static bool isCompactScreen(const QSize& available);
   void applyDefaultLayout(const QSize& available);
   void resetLayout();  // the default arrangement for this screen, every dock shown

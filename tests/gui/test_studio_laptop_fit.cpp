@@ -1,0 +1,149 @@
+// Issue 15, "Must reach" screenshots at 1280x720 and 1366x768 in the default arrangement:
+// the Training form's most used fields (Epochs, Batch size, Optimizer, Learning rate) are in
+// view without scrolling; all ten rows of a 10-class confusion matrix fit the Evaluation tab;
+// the plots are at least kMinPlotHeight px tall and their y-axis tick labels do not crowd
+// (a label's height between ticks). Each failed on the layout before (Epochs below the fold,
+// 5 of 10 matrix rows, 4 ticks in 40 px).
+#include <QDockWidget>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTableWidget>
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include "app/studio/main_window.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/training_panel.h"
+
+using namespace kiln::studio;
+
+namespace {
+
+constexpr int kMinPlotHeight = 160;
+
+void addSizes() {
+  QTest::addColumn<QSize>("size");
+  QTest::newRow("1280x720") << QSize(1280, 720);
+  QTest::newRow("1366x768") << QSize(1366, 768);
+}
+
+// The window at `size` in its default arrangement, shown.
+void showAt(MainWindow& w, const QSize& size) {
+  w.setSilent(true);
+  w.newFromTemplate("fashion_mnist_cnn");
+  w.applyDefaultLayout(size);
+  w.resize(size);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+}
+
+// A Fashion-MNIST-like 10-class result: 100 test images a class, 80 of them right.
+EvaluationResult tenClasses() {
+  EvaluationResult r;
+  r.classNames = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  r.confusion.assign(100, 0);
+  for (int t = 0; t < 10; ++t) {
+    r.confusion[static_cast<size_t>(t * 10 + t)] = 80;
+    r.confusion[static_cast<size_t>(t * 10 + (t + 1) % 10)] = 20;
+  }
+  r.count = 1000;
+  r.accuracy = 0.8;
+  r.loss = 0.5;
+  return r;
+}
+
+}  // namespace
+
+class TestStudioLaptopFit : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("KilnTest");
+    QCoreApplication::setApplicationName("test_studio_laptop_fit");
+    QSettings().clear();
+  }
+
+  void mostUsedTrainingFieldsNeedNoScrolling_data() { addSizes(); }
+  void mostUsedTrainingFieldsNeedNoScrolling() {
+    QFETCH(QSize, size);
+    MainWindow w;
+    showAt(w, size);
+    w.dock("training")->raise();
+    QCoreApplication::processEvents();
+    TrainingPanel* panel = w.trainingPanel();
+    QScrollArea* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    QCOMPARE(scroll->verticalScrollBar()->value(), 0);
+    const QRect view = scroll->viewport()->rect();
+    int found = 0;
+    for (QLabel* label : panel->findChildren<QLabel*>()) {
+      const QString text = label->text();
+      if (text != "&Epochs" && text != "&Batch size" && text != "&Optimizer" && text != "&Learning rate") continue;
+      QWidget* field = label->buddy();
+      QVERIFY(field);
+      ++found;
+      const QRect at(field->mapTo(scroll->viewport(), QPoint(0, 0)), field->size());
+      QVERIFY2(view.contains(at), qPrintable(QString("%1 at y %2..%3, the form shows 0..%4")
+                                                 .arg(text)
+                                                 .arg(at.top())
+                                                 .arg(at.bottom())
+                                                 .arg(view.bottom())));
+    }
+    QCOMPARE(found, 4);
+  }
+
+  void tenClassConfusionMatrixFits_data() { addSizes(); }
+  void tenClassConfusionMatrixFits() {
+    QFETCH(QSize, size);
+    MainWindow w;
+    showAt(w, size);
+    w.dock("evaluation")->raise();
+    auto* view = w.findChild<EvaluationView*>();
+    QVERIFY(view);
+    view->setResult(tenClasses());
+    QCoreApplication::processEvents();
+    QTableWidget* m = view->confusionTable();
+    QCOMPARE(m->rowCount(), 10);
+    const int rows = m->verticalHeader()->length();
+    QVERIFY2(rows <= m->viewport()->height(),
+             qPrintable(QString("10 rows need %1 px, the matrix shows %2").arg(rows).arg(m->viewport()->height())));
+    QVERIFY(!m->verticalScrollBar()->isVisible());
+    // Each row still as tall as its text.
+    QVERIFY(m->rowHeight(9) >= m->fontMetrics().height());
+  }
+
+  void plotsAreTallAndTheirTicksDoNotCrowd_data() { addSizes(); }
+  void plotsAreTallAndTheirTicksDoNotCrowd() {
+    QFETCH(QSize, size);
+    MainWindow w;
+    showAt(w, size);
+    w.dock("plots")->raise();
+    QCoreApplication::processEvents();
+    LivePlots* plots = w.plots();
+    for (QCustomPlot* p : {plots->stepPlot(), plots->epochPlot(), plots->lrPlot()}) {
+      QVERIFY2(p->height() >= kMinPlotHeight, qPrintable(QString("a plot %1 px tall").arg(p->height())));
+      p->yAxis->setRange(0, 2.3);  // a loss curve's range
+      p->replot();
+      const int line = QFontMetrics(p->yAxis->tickLabelFont()).height();
+      for (QCPAxis* axis : {p->yAxis, p->yAxis2}) {
+        if (!axis->visible()) continue;
+        const QVector<double> ticks = axis->tickVector();
+        QVERIFY(ticks.size() >= 2);
+        for (int i = 1; i < ticks.size(); ++i) {
+          const double gap = std::abs(axis->coordToPixel(ticks[i]) - axis->coordToPixel(ticks[i - 1]));
+          QVERIFY2(gap >= line, qPrintable(QString("ticks %1 and %2 are %3 px apart, a label is %4 px")
+                                               .arg(ticks[i - 1])
+                                               .arg(ticks[i])
+                                               .arg(gap)
+                                               .arg(line)));
+        }
+      }
+    }
+  }
+};
+
+QTEST_MAIN(TestStudioLaptopFit)
+#include "test_studio_laptop_fit.moc"
