@@ -66,14 +66,25 @@ class TestStudioLaptopFit : public QObject {
     QSettings().clear();
   }
 
-  void mostUsedTrainingFieldsNeedNoScrolling_data() { addSizes(); }
+  void mostUsedTrainingFieldsNeedNoScrolling_data() {
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("running");
+    for (const QSize s : {QSize(1280, 720), QSize(1366, 768)})
+      for (const bool running : {false, true})
+        QTest::addRow("%dx%d%s", s.width(), s.height(), running ? " training" : "") << s << running;
+  }
   void mostUsedTrainingFieldsNeedNoScrolling() {
     QFETCH(QSize, size);
+    QFETCH(bool, running);
     MainWindow w;
     showAt(w, size);
     w.dock("training")->raise();
-    QCoreApplication::processEvents();
     TrainingPanel* panel = w.trainingPanel();
+    if (running) {  // the status line under the bar while a run trains
+      panel->setState(TrainingPanel::State::Running);
+      panel->setProgress(90, 126, 2, 2, 1590, 13);
+    }
+    QCoreApplication::processEvents();
     QScrollArea* scroll = panel->findChild<QScrollArea*>();
     QVERIFY(scroll);
     QCOMPARE(scroll->verticalScrollBar()->value(), 0);

@@ -300,13 +300,14 @@ void TrainingPanel::showProgressText() {
   }
   progress_->setFormat(QString("%1 · %p% · ETA %2").arg(phase, formatDuration(lastEta_)));
   if (phase_ == Phase::Training)
-    status_->setText(tr("Training: epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
+    // One line in a 300 px dock (the phase and ETA are in the bar): two lines hid the
+    // Learning rate field at 1280 x 720.
+    status_->setText(tr("Epoch %1/%2 · step %3/%4 · %5 images/s")
                          .arg(lastEpoch_)
                          .arg(lastEpochs_)
                          .arg(lastStep_)
                          .arg(lastTotal_)
-                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0))
-                         .arg(formatDuration(lastEta_)));
+                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0)));
   else if (phase_ == Phase::Validating)
     status_->setText(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
                          .arg(lastEpoch_).arg(lastEpochs_).arg(formatDuration(lastEta_)));
