@@ -116,6 +116,10 @@ class MainWindow : public QMainWindow {
   // while a training run is live or when the run cannot be read. Opening a project shows
   // the newest run that has an evaluation (else the newest run).
   bool openRunEvaluation(int64_t run);
+  // Runs view > "Compare evaluations": a window with runs a and b's evaluations side by side
+  // (EvaluationCompare; a is shown as A). nullptr, with the reason in the log, when either
+  // has no evaluation or the project cannot be read.
+  QWidget* compareEvaluations(int64_t a, int64_t b);
   int64_t shownRun() const { return shownRun_; }  // the stored run shown (0: none, or the live run)
   // Deleted runs (Runs view, undoable while the project is open) are removed from the
   // file for good when the window closes the project: another project or a new document

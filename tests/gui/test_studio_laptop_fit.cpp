@@ -13,6 +13,7 @@
 #include <qcustomplot.h>
 
 #include "app/studio/main_window.h"
+#include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
 #include "widgets/training/training_panel.h"
@@ -124,6 +125,35 @@ class TestStudioLaptopFit : public QObject {
     QVERIFY(!m->verticalScrollBar()->isVisible());
     // Each row still as tall as its text.
     QVERIFY(m->rowHeight(9) >= m->fontMetrics().height());
+  }
+
+  // The Runs tab: its overlay plots in view (one above the other, the table's five rows
+  // pushed them below the fold at 1366x768) and at least kMinimumPlotHeight tall.
+  void runsPlotsAreInView_data() { addSizes(); }
+  void runsPlotsAreInView() {
+    QFETCH(QSize, size);
+    MainWindow w;
+    showAt(w, size);
+    QDockWidget* dock = w.dock("runs");
+    dock->raise();
+    QCoreApplication::processEvents();
+    RunsView* view = w.runsView();
+    QCOMPARE(view->arrangement(), Qt::Horizontal);  // the table beside the plots
+    const QRect shown(dock->mapTo(&w, QPoint(0, 0)), dock->size());
+    for (QCustomPlot* p : {view->lossPlot(), view->accuracyPlot()}) {
+      const QRect at(p->mapTo(&w, QPoint(0, 0)), p->size());
+      QVERIFY2(shown.contains(at), qPrintable(QString("a runs plot at y %1..%2, the dock ends at %3")
+                                                  .arg(at.top())
+                                                  .arg(at.bottom())
+                                                  .arg(shown.bottom())));
+      QVERIFY(p->height() >= RunsView::kMinimumPlotHeight);
+    }
+    // A tall view keeps the plots below the table.
+    RunsView tall;
+    tall.resize(700, 700);
+    tall.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tall));
+    QCOMPARE(tall.arrangement(), Qt::Vertical);
   }
 
   void plotsAreTallAndTheirTicksDoNotCrowd_data() { addSizes(); }

@@ -3,6 +3,8 @@
 #include <qcustomplot.h>
 
 #include <QGridLayout>
+
+#include "widgets/training/plot_ticks.h"
 #include <algorithm>
 #include <cmath>
 
@@ -99,13 +101,7 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->setMinimumHeight(150);
   p->setMinimumWidth(220);
   for (QCPAxis* axis : {p->xAxis, p->yAxis, p->yAxis2}) axis->ticker()->setTickCount(4);
-  // As many y ticks as fit with a label's height and a half between them (2 to 4): four
-  // ticks in a 40 px axis drew "0.5 1 1.5 2" over each other on a laptop screen.
-  connect(p, &QCustomPlot::beforeReplot, p, [p] {
-    const int line = QFontMetrics(p->yAxis->tickLabelFont()).height();
-    const int ticks = std::clamp(p->axisRect()->height() / (line * 5 / 2), 2, 4);
-    for (QCPAxis* axis : {p->yAxis, p->yAxis2}) axis->ticker()->setTickCount(ticks);
-  });
+  fitTickCountToHeight(p);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->setNoAntialiasingOnDrag(true);
   p->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
