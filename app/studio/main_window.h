@@ -163,7 +163,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent*) override;
 
  private:
-  QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
+  QSize defaultWindowSize() const;  // a compact screen's available geometry, else 90% of it, at most 1600x1000
   void createDocks();
   static constexpr int kMaxCommandTextWidth = 280;  // px of an undo command's text in the Edit menu
   static QString boundedCommandText(const QString& text);  // elided in the middle

@@ -68,8 +68,10 @@ QSize MainWindow::availableScreenSize() const {
 
 void MainWindow::applyDefaultLayout(const QSize& available) {
   // Every dock is re-added so that the arrangement does not depend on the previous one.
-  const QSize window = QSize(available.width() * 9 / 10, available.height() * 9 / 10).boundedTo(QSize(1600, 1000));
   const bool compact = isCompactScreen(available);
+  // The window defaultWindowSize() gives: all of a compact screen, else 90% (at most 1600x1000).
+  const QSize window =
+      compact ? available : QSize(available.width() * 9 / 10, available.height() * 9 / 10).boundedTo(QSize(1600, 1000));
   auto place = [this](const char* name, Qt::DockWidgetArea area) {
     QDockWidget* d = dock(name);
     d->setFloating(false);
@@ -93,7 +95,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
     tabifyDockWidget(props, training);
     props->raise();
     resizeDocks({props, problems}, {window.height(), kCompactProblemsHeight}, Qt::Vertical);
-    resizeDocks({plots}, {available.height() * 2 / 5}, Qt::Vertical);
+    resizeDocks({plots}, {window.height() * 2 / 5}, Qt::Vertical);
     resizeDocks({layers, props}, {240, 320}, Qt::Horizontal);
   } else {
     splitDockWidget(props, training, Qt::Vertical);
