@@ -9,10 +9,12 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
 
 #include "app/studio/main_window.h"
+#include "projects/project.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
@@ -132,11 +134,34 @@ class TestStudioLaptopFit : public QObject {
   void runsPlotsAreInView_data() { addSizes(); }
   void runsPlotsAreInView() {
     QFETCH(QSize, size);
+    // Two runs with the Studio's long names, both selected: their legends above the plots.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("runs.kiln");
+    {
+      using namespace kiln::projects;
+      Project p = Project::create(path.toStdString());
+      for (const char* name : {"adam lr 0.002, 2 epoch(s), test 2000", "sgd lr 0.05, 2 epoch(s), test 2000"}) {
+        const int64_t id = p.begin_run({name, "{\"optimizer\":\"adam\"}", "cpu", 0});
+        {
+          MetricsWriter m(p.path(), id);
+          for (int s = 1; s <= 20; ++s) m.step({s, 1, 1.0 / s, 0.002, 500, 0.1 * s});
+          for (int e = 1; e <= 2; ++e) m.epoch({e, 0.5, 0.8, 0.6, 0.7, 0.002, 1});
+        }
+        p.end_run(id, RunStatus::finished, "", "");
+      }
+    }
     MainWindow w;
-    showAt(w, size);
+    w.setSilent(true);
+    QVERIFY(w.openProject(path));
+    w.applyDefaultLayout(size);
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
     QDockWidget* dock = w.dock("runs");
     dock->raise();
+    w.selectAllRuns();
     QCoreApplication::processEvents();
+    QCOMPARE(w.runsView()->selectedRuns().size(), 2);
     RunsView* view = w.runsView();
     QCOMPARE(view->arrangement(), Qt::Horizontal);  // the table beside the plots
     const QRect shown(dock->mapTo(&w, QPoint(0, 0)), dock->size());
@@ -148,6 +173,13 @@ class TestStudioLaptopFit : public QObject {
                                                   .arg(shown.bottom())));
       QVERIFY(p->height() >= RunsView::kMinimumPlotHeight);
     }
+    // Nothing wider than the dock: its scroll area needs no horizontal scroll bar.
+    auto* area = qobject_cast<QScrollArea*>(dock->widget());
+    QVERIFY(area);
+    QVERIFY2(!area->horizontalScrollBar()->isVisible(),
+             qPrintable(QString("the Runs view needs %1 px, the dock has %2")
+                            .arg(w.runsView()->minimumSizeHint().width())
+                            .arg(area->viewport()->width())));
     // A tall view keeps the plots below the table.
     RunsView tall;
     tall.resize(700, 700);

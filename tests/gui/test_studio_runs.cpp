@@ -184,6 +184,11 @@ class TestStudioRuns : public QObject {
     // Both evaluations are shown, A's and B's.
     QVERIFY(compare->viewA()->summaryText().contains("62.50"));
     QVERIFY(compare->viewB()->summaryText().contains("87.50"));
+    // The matrices take each half's width (the per-class tabs beside them squashed both at
+    // 1366x768); a clicked cell brings its samples.
+    QVERIFY(!compare->viewA()->detailsShown() && !compare->viewB()->detailsShown());
+    compare->viewA()->showCell(1, 0);
+    QVERIFY(compare->viewA()->detailsShown());
     // Without an evaluation there is nothing to compare: refused, no window.
     QVERIFY(!w.compareEvaluations(ids[0], ids[2]));
   }

@@ -39,6 +39,9 @@ EvaluationCompare::EvaluationCompare(QWidget* parent) : QWidget(parent) {
   auto* views = new QSplitter(Qt::Horizontal, split);
   a_ = new EvaluationView(views);
   b_ = new EvaluationView(views);
+  // The matrices get the width (the table above has both runs' per-class figures); a
+  // clicked cell opens its view's details with the samples.
+  for (EvaluationView* v : {a_, b_}) v->setDetailsShown(false);
   split->addWidget(deltas_);
   split->addWidget(views);
   split->setStretchFactor(0, 2);

@@ -12,6 +12,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "widgets/training/cell_samples.h"
 
@@ -48,7 +49,7 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the dock
   top->addWidget(summary_, 1);
   layout->addLayout(top);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = split_ = new QSplitter(Qt::Horizontal, this);
 
   // The matrix with its axis titles and the normalization choice.
   auto* matrix = new QWidget(split);
@@ -222,6 +223,14 @@ void EvaluationView::fillReport() {
 void EvaluationView::showCell(int truth, int predicted) {
   cellSamples_->showCell(result_, truth, predicted);
   tabs_->setCurrentWidget(cellSamples_);
+  if (!detailsShown()) setDetailsShown(true);
 }
+
+void EvaluationView::setDetailsShown(bool shown) {
+  const int w = std::max(split_->width(), 500);
+  split_->setSizes(shown ? QList<int>{w * 3 / 5, w * 2 / 5} : QList<int>{w, 0});
+}
+
+bool EvaluationView::detailsShown() const { return split_->sizes().value(1) > 0; }
 
 }  // namespace kiln::studio
