@@ -80,6 +80,7 @@ int train(const HeadlessOptions& o) {
     dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, images - dataset.train_size));
   }
   if (o.testSubset > 0) dataset.test_size = std::min<int64_t>(o.testSubset, testSize);
+  if (o.testSeed >= 0) dataset.test_seed = static_cast<uint64_t>(o.testSeed);
 
   TrainingSession session;
   session.setStoreSettings(false);  // --epochs/--subset/--test-subset/--device apply to this run only

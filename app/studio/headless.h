@@ -1,5 +1,6 @@
 // kiln-studio's terminal mode (no display needed; QCoreApplication):
-//   kiln-studio --headless --project FILE --train [--epochs N] [--subset N] [--test-subset N] [--device D]
+//   kiln-studio --headless --project FILE --train [--epochs N] [--subset N] [--test-subset N [--test-seed S]]
+//     [--device D]
 //     trains the project's latest graph with its stored settings (its dataset setting's class
 //     filter and test size included), prints progress lines
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
@@ -17,7 +18,8 @@ struct HeadlessOptions {
   bool train = false;     // --train
   int epochs = 0;         // --epochs N (0: the stored setting)
   qint64 subset = 0;      // --subset N: train on N images (validation N/5 at most); the test set is kept
-  qint64 testSubset = 0;  // --test-subset N: evaluate the first N test images (recorded with the run)
+  qint64 testSubset = 0;  // --test-subset N: evaluate N test images (recorded with the run)
+  qint64 testSeed = -1;   // --test-seed S: which N (test_subset_indices); -1 = the project's setting
   QString device;         // --device D ("" = stored setting)
   QString newFile;        // --new FILE
   QString templateName;   // --template NAME

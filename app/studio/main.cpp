@@ -36,7 +36,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"train", "Train the project's latest graph with its stored settings."});
   p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
   p.addOption({"subset", "Train on n images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
-  p.addOption({"test-subset", "Evaluate the first n test images (recorded with the run as its test_size).", "n"});
+  p.addOption({"test-subset", "Evaluate n test images, a random subset drawn with --test-seed (recorded with the run as its test_size and test_seed).", "n"});
+  p.addOption({"test-seed", "Seed of the --test-subset images (default: the project's dataset setting, 0): the same seed, the same images.", "s"});
   p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
   p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
   p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn.", "name"});
@@ -48,12 +49,13 @@ void addOptions(QCommandLineParser& p) {
   p.addOption(onnxShot);
 }
 
-long long number(const QCommandLineParser& p, const char* name) {
+long long number(const QCommandLineParser& p, const char* name, long long min = 1) {
   if (!p.isSet(name)) return 0;
   bool ok = false;
   long long v = p.value(name).toLongLong(&ok);
-  if (!ok || v < 1) {
-    std::fprintf(stderr, "kiln-studio: --%s needs a whole number >= 1, got '%s'\n", name, p.value(name).toUtf8().constData());
+  if (!ok || v < min) {
+    std::fprintf(stderr, "kiln-studio: --%s needs a whole number >= %lld, got '%s'\n", name, min,
+                 p.value(name).toUtf8().constData());
     std::exit(1);
   }
   return v;
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     o.epochs = static_cast<int>(number(parser, "epochs"));
     o.subset = number(parser, "subset");
     o.testSubset = number(parser, "test-subset");
+    if (parser.isSet("test-seed")) o.testSeed = number(parser, "test-seed", 0);
     o.device = parser.value("device");
     o.newFile = parser.value("new");
     o.templateName = parser.value("template");

@@ -115,11 +115,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 QSize MainWindow::defaultWindowSize() const {
-  // 90% of the screen's available area (without task bars), at most 1600x1000; e.g. 1229x691 on 1366x768.
+  // A compact screen's whole available area (without task bars): at 90% of 1366x768 the
+  // Training form showed two fields. Larger screens: 90% of it, at most 1600x1000.
   const QSize cap(1600, 1000);
   const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
   if (!s) return cap;
   const QSize avail = s->availableGeometry().size();
+  if (isCompactScreen(avail)) return avail;
   return QSize(avail.width() * 9 / 10, avail.height() * 9 / 10).boundedTo(cap);
 }
 

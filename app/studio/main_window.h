@@ -98,12 +98,13 @@ class MainWindow : public QMainWindow {
   QDockWidget* dock(const QString& objectName) const;
   // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
   // Properties and Training as tabs in the right column above Problems; the bottom tabs
-  // (Plots, Evaluation, Runs, Log) take 30% of the height. Taller ones: Properties,
+  // (Plots, Evaluation, Runs, Log) take 40% of the height. Taller ones: Properties,
   // Training and Problems one above the other, the bottom tabs 45%. The left column: Layers,
   // Dataset, History.
   static constexpr int kCompactHeight = 1000;
+  static constexpr int kCompactProblemsHeight = 90;   // px of the Problems dock in the compact arrangement
   static constexpr QSize kDockMinimum{120, 80};
-  static constexpr int kLayoutVersion = 2;  // saveState version; older saved states are ignored
+  static constexpr int kLayoutVersion = 3;  // saveState version; older saved states are ignored
   static bool isCompactScreen(const QSize& available);
   void applyDefaultLayout(const QSize& available);
   void resetLayout();  // the default arrangement for this screen, every dock shown
@@ -116,6 +117,10 @@ class MainWindow : public QMainWindow {
   // while a training run is live or when the run cannot be read. Opening a project shows
   // the newest run that has an evaluation (else the newest run).
   bool openRunEvaluation(int64_t run);
+  // Runs view > "Compare evaluations": a window with runs a and b's evaluations side by side
+  // (EvaluationCompare; a is shown as A). nullptr, with the reason in the log, when either
+  // has no evaluation or the project cannot be read.
+  QWidget* compareEvaluations(int64_t a, int64_t b);
   int64_t shownRun() const { return shownRun_; }  // the stored run shown (0: none, or the live run)
   // Deleted runs (Runs view, undoable while the project is open) are removed from the
   // file for good when the window closes the project: another project or a new document
@@ -159,7 +164,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent*) override;
 
  private:
-  QSize defaultWindowSize() const;  // 90% of the screen's available geometry, at most 1600x1000
+  QSize defaultWindowSize() const;  // a compact screen's available geometry, else 90% of it, at most 1600x1000
   void createDocks();
   static constexpr int kMaxCommandTextWidth = 280;  // px of an undo command's text in the Edit menu
   static QString boundedCommandText(const QString& text);  // elided in the middle

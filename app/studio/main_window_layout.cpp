@@ -68,8 +68,10 @@ QSize MainWindow::availableScreenSize() const {
 
 void MainWindow::applyDefaultLayout(const QSize& available) {
   // Every dock is re-added so that the arrangement does not depend on the previous one.
-  const QSize window = QSize(available.width() * 9 / 10, available.height() * 9 / 10).boundedTo(QSize(1600, 1000));
   const bool compact = isCompactScreen(available);
+  // The window defaultWindowSize() gives: all of a compact screen, else 90% (at most 1600x1000).
+  const QSize window =
+      compact ? available : QSize(available.width() * 9 / 10, available.height() * 9 / 10).boundedTo(QSize(1600, 1000));
   auto place = [this](const char* name, Qt::DockWidgetArea area) {
     QDockWidget* d = dock(name);
     d->setFloating(false);
@@ -86,12 +88,14 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   for (const char* name : {"evaluation", "runs", "log"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
   if (compact) {
     // Small screens (1280x720, 1366x768, 1920x1080 at 125%): Properties and Training share
-    // the right column as tabs above Problems, and the bottom tabs take about 30%.
+    // the right column as tabs above a low Problems dock (its message and a row or two), and
+    // the bottom tabs take 40% of the screen: enough for a 10-class confusion matrix and plots over 150 px
+    // tall (at 30% the matrix showed 5 of its 10 rows at 1366x768).
     splitDockWidget(props, problems, Qt::Vertical);
     tabifyDockWidget(props, training);
     props->raise();
-    resizeDocks({props, problems}, {window.height() * 2 / 5, window.height() / 6}, Qt::Vertical);
-    resizeDocks({plots}, {window.height() * 3 / 10}, Qt::Vertical);
+    resizeDocks({props, problems}, {window.height(), kCompactProblemsHeight}, Qt::Vertical);
+    resizeDocks({plots}, {window.height() * 2 / 5}, Qt::Vertical);
     resizeDocks({layers, props}, {240, 320}, Qt::Horizontal);
   } else {
     splitDockWidget(props, training, Qt::Vertical);

@@ -3,6 +3,7 @@
 // when the project is closed.
 #include <QDockWidget>
 #include <QUndoStack>
+#include <QVBoxLayout>
 
 #include "app/studio/main_window.h"
 #include "app/studio/run_restore.h"
@@ -10,6 +11,7 @@
 #include "widgets/project/run_commands.h"
 #include "widgets/project/runs_model.h"
 #include "widgets/project/runs_view.h"
+#include "widgets/training/evaluation_compare.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
 #include "widgets/training/log_panel.h"
@@ -23,6 +25,7 @@ void MainWindow::connectRuns() {
   // the Evaluation dock.
   connect(runs_, &RunsView::currentRunChanged, this, [this](qint64 run) { showRun(run, false); });
   connect(runs_, &RunsView::evaluationRequested, this, [this](qint64 run) { openRunEvaluation(run); });
+  connect(runs_, &RunsView::compareRequested, this, [this](qint64 a, qint64 b) { compareEvaluations(a, b); });
   // A run edit changes the project file at once: when only run commands lie between the
   // clean state and the current one, the graph is still as saved.
   connect(stack, &QUndoStack::indexChanged, this, [this, stack](int index) {
@@ -38,6 +41,41 @@ bool MainWindow::openRunEvaluation(int64_t run) {
   if (!showRun(run, true)) return false;
   if (QDockWidget* d = dock("evaluation")) d->raise();
   return true;
+}
+
+QWidget* MainWindow::compareEvaluations(int64_t a, int64_t b) {
+  if (!project_) return nullptr;
+  QString names[2];
+  EvaluationResult results[2];
+  const int64_t ids[2] = {a, b};
+  try {
+    for (int i = 0; i < 2; ++i) {
+      const std::optional<projects::Evaluation> e = project_->evaluation(ids[i]);
+      if (!e) {
+        log_->warning(tr("cannot compare: run %1 has no evaluation (it was stopped, failed or not tested)").arg(ids[i]));
+        return nullptr;
+      }
+      results[i] = toEvaluationResult(*e);
+      const int row = runs_->model()->rowForRun(ids[i]);
+      names[i] = tr("run %1").arg(ids[i]);
+      if (row >= 0) names[i] += " " + QString::fromStdString(runs_->model()->recordAt(row).name);
+    }
+  } catch (const std::exception& e) {
+    log_->warning(tr("cannot compare runs %1 and %2: %3").arg(a).arg(b).arg(QString::fromStdString(e.what())));
+    return nullptr;
+  }
+  // A window of its own (not modal): the main window stays usable beside it.
+  auto* window = new QWidget(this, Qt::Window);
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  window->setWindowTitle(tr("Compare evaluations — run %1 and run %2").arg(a).arg(b));
+  auto* layout = new QVBoxLayout(window);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* compare = new EvaluationCompare(window);
+  compare->setRuns(names[0], results[0], names[1], results[1]);
+  layout->addWidget(compare);
+  window->resize(availableScreenSize() * 9 / 10);
+  window->show();
+  return window;
 }
 
 bool MainWindow::showRun(int64_t run, bool requested) {

@@ -268,15 +268,17 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   const int64_t available = filtered ? filtered->size() : test->size();
   int64_t n = std::min(spec_.test_size, available);
   if (spec_.dataset.test_size > 0) n = std::min(n, spec_.dataset.test_size);
-  message("evaluating on " + std::to_string(n) + (n < available ? " of the " + std::to_string(available) : std::string()) +
+  message("evaluating on " + std::to_string(n) +
+          (n < available ? " of the " + std::to_string(available) + " (seed " + std::to_string(spec_.dataset.test_seed) + ")"
+                         : std::string()) +
           " test images");
   // source[i]: the index in Fashion-MNIST's test split of evaluated sample i.
-  std::vector<int64_t> source(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) source[static_cast<size_t>(i)] = filtered ? filtered->source_index(i) : i;
+  // A seeded random subset (the same seed, the same images), ascending.
+  const std::vector<int64_t> chosen = test_subset_indices(available, n, spec_.dataset.test_seed);
+  std::vector<int64_t> source(chosen.size());
+  for (size_t i = 0; i < chosen.size(); ++i) source[i] = filtered ? filtered->source_index(chosen[i]) : chosen[i];
   std::shared_ptr<const data::Dataset> from = filtered ? std::shared_ptr<const data::Dataset>(filtered) : test;
-  std::vector<int64_t> first(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) first[static_cast<size_t>(i)] = i;
-  auto subset = std::make_shared<data::Subset>(from, first);
+  auto subset = std::make_shared<data::Subset>(from, chosen);
   data::DataLoader loader(subset, data::DataLoader::Options{.batch_size = 256});
   train::EvaluateOptions options;
   options.num_classes = k;

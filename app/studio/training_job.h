@@ -43,8 +43,9 @@ struct JobSpec {
   graph::Graph graph;
   TrainingConfig config;
   DatasetConfig dataset;
-  // Test images evaluated at the end: the first ones of the test split (of dataset.classes),
-  // at most dataset.test_size when that is set (> 0).
+  // Test images evaluated at the end: all of the test split (of dataset.classes), or
+  // test_subset_indices(available, n, dataset.test_seed) for n = min(test_size,
+  // dataset.test_size when that is set (> 0)).
   int64_t test_size = 10000;
   // The project the run is recorded in. The job writes, through its own connection:
   // `graph` as a new graph version when graph_version is 0 (its weights in the project's

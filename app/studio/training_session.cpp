@@ -88,6 +88,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     nlohmann::json cj = nlohmann::json::parse(config.to_json());
     cj["dataset"] = nlohmann::json::parse(dataset.to_json());
     cj["test_size"] = tests;
+    if (tests < available) cj["test_seed"] = dataset.test_seed;  // which images: test_subset_indices
     spec.run_config.config_json = cj.dump();
     spec.run_config.device = config.device;
     QString name = QString("%1 lr %2, %3 epoch(s)").arg(QString::fromStdString(config.optimizer)).arg(config.lr).arg(config.epochs);

@@ -160,7 +160,7 @@ class TestStudioHeadless : public QObject {
     QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
     QVERIFY(out.contains("run 1 finished"));
     QVERIFY(out.contains("test accuracy"));
-    QVERIFY2(out.contains("evaluating on 500 of the 10000 test images"), qPrintable(out));
+    QVERIFY2(out.contains("evaluating on 500 of the 10000 (seed 0) test images"), qPrintable(out));
     auto project = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(project.runs().at(0).status, kiln::projects::RunStatus::finished);
     QCOMPARE(project.step_metrics(1).size(), size_t(4));  // 512 images / batch 128
@@ -168,17 +168,28 @@ class TestStudioHeadless : public QObject {
     QCOMPARE(project.evaluation(1)->predictions.size(), size_t(500));
     const auto config = nlohmann::json::parse(project.runs().at(0).config_json);
     QCOMPARE(config.at("test_size").get<int64_t>(), int64_t(500));
+    QCOMPARE(config.at("test_seed").get<int64_t>(), int64_t(0));
     QCOMPARE(config.at("dataset").at("test_size").get<int64_t>(), int64_t(500));
     QCOMPARE(config.at("dataset").at("train_size").get<int64_t>(), int64_t(512));
     QVERIFY(QString::fromStdString(project.runs().at(0).name).contains("test 500"));
     // Again on the existing file: a second run of the same project.
     p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
-                      "--subset", "256", "--test-subset", "300"});
+                      "--subset", "256", "--test-subset", "300", "--test-seed", "3"});
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 0);
     auto again = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(again.runs().size(), size_t(2));
     QCOMPARE(again.evaluation(2)->count, int64_t(300));
+    QCOMPARE(nlohmann::json::parse(again.runs().at(1).config_json).at("test_seed").get<int64_t>(), int64_t(3));
+    // A random subset of the whole split (test_studio_subsets checks which), not its first 300.
+    const auto& predictions = again.evaluation(2)->predictions;
+    QVERIFY(predictions.back().index > 300);
+    for (size_t i = 1; i < predictions.size(); ++i) QVERIFY(predictions[i - 1].index < predictions[i].index);
+    // A seed < 0 is refused with the option's name.
+    p.start(kStudio, {"--headless", "--project", file, "--train", "--test-subset", "300", "--test-seed", "-1"});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString(p.readAllStandardError()).contains("--test-seed needs a whole number >= 0"));
   }
 };
 

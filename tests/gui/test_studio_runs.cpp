@@ -1,4 +1,5 @@
-// Kiln Studio's results side (issue 15): any run's evaluation can be opened; a reopened
+// Kiln Studio's results side (issue 15): any run's evaluation can be opened, two side by side
+// ("Compare evaluations"); a reopened
 // project whose last run was stopped shows the newest run that has an evaluation; a
 // deleted run comes back with Edit > Undo (the graph stays unmodified) and is purged when
 // the window closes the project; a project with 1,000 runs opens, sorts and filters
@@ -7,6 +8,9 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QHeaderView>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -18,6 +22,7 @@
 #include "widgets/graph/graph_document.h"
 #include "widgets/project/runs_model.h"
 #include "widgets/project/runs_view.h"
+#include "widgets/training/evaluation_compare.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
 
@@ -126,6 +131,66 @@ class TestStudioRuns : public QObject {
     QVERIFY(w.openRunEvaluation(ids[4]));
     QCOMPARE(w.plots()->stepCount(), 50);
     QVERIFY(!w.evaluationView()->summaryText().contains("%"));
+  }
+
+  // "Compare evaluations": two runs with an evaluation side by side, with the accuracy and
+  // per-class precision / recall / F1 differences (B - A, B the newer run).
+  void compareTwoEvaluations() {
+    const QString path = file("compare.kiln");
+    const auto ids = makeProject(path, 2);  // two finished runs and a stopped one
+    {
+      Project p = Project::open(path.toStdString());
+      Evaluation a;  // class a: 3 of 4 right, class b: 2 of 4 -> accuracy 5/8
+      a.count = 8;
+      a.accuracy = 5.0 / 8;
+      a.class_names = {"a", "b"};
+      a.confusion = {3, 1, 2, 2};
+      p.set_evaluation(ids[0], a);
+      Evaluation b = a;  // 4 of 4 and 3 of 4 -> 7/8
+      b.accuracy = 7.0 / 8;
+      b.confusion = {4, 0, 1, 3};
+      p.set_evaluation(ids[1], b);
+    }
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.openProject(path));
+    RunsView* view = w.runsView();
+    QPushButton* button = view->compareButton();
+    view->selectRuns({ids[0]});
+    QVERIFY(!button->isEnabled());
+    view->selectRuns({ids[0], ids[2]});  // the stopped run has no evaluation
+    QVERIFY(!button->isEnabled());
+    view->selectRuns({ids[1], ids[0]});
+    QVERIFY(button->isEnabled());
+    QSignalSpy requested(view, &RunsView::compareRequested);
+    button->click();
+    QCOMPARE(requested.size(), 1);
+    QCOMPARE(requested.at(0).at(0).toLongLong(), ids[0]);  // the older run is A
+    auto* compare = w.findChild<EvaluationCompare*>();
+    QVERIFY2(compare, "no comparison window opened");
+    QVERIFY(compare->window()->isVisible());
+    QVERIFY2(compare->summaryText().contains("+25.00 percentage points"), qPrintable(compare->summaryText()));
+    QTableWidget* t = compare->deltaTable();
+    QCOMPARE(t->rowCount(), 4);  // a, b, macro avg, weighted avg
+    auto at = [t](int row, int column) { return t->item(row, column)->data(Qt::UserRole).toDouble(); };
+    // Class a: precision 3/5 -> 4/5, recall 3/4 -> 4/4.
+    QCOMPARE(at(0, EvaluationCompare::PrecisionA), 0.6);
+    QCOMPARE(at(0, EvaluationCompare::PrecisionB), 0.8);
+    QVERIFY(qAbs(at(0, EvaluationCompare::PrecisionDelta) - 0.2) < 1e-12);
+    QCOMPARE(at(0, EvaluationCompare::RecallDelta), 0.25);
+    // Class b: recall 2/4 -> 3/4; F1 (2PR / (P + R)): 4/7 -> 6/7.
+    QCOMPARE(at(1, EvaluationCompare::RecallDelta), 0.25);
+    QVERIFY(qAbs(at(1, EvaluationCompare::F1Delta) - 2.0 / 7) < 1e-12);
+    // Both evaluations are shown, A's and B's.
+    QVERIFY(compare->viewA()->summaryText().contains("62.50"));
+    QVERIFY(compare->viewB()->summaryText().contains("87.50"));
+    // The matrices take each half's width (the per-class tabs beside them squashed both at
+    // 1366x768); a clicked cell brings its samples.
+    QVERIFY(!compare->viewA()->detailsShown() && !compare->viewB()->detailsShown());
+    compare->viewA()->showCell(1, 0);
+    QVERIFY(compare->viewA()->detailsShown());
+    // Without an evaluation there is nothing to compare: refused, no window.
+    QVERIFY(!w.compareEvaluations(ids[0], ids[2]));
   }
 
   void deleteUndoAndPurgeOnClose() {

@@ -2,6 +2,8 @@
 // 0..4, as `kiln train --classes`), a training subset and a test subset — trains a model of k
 // outputs, names the kept classes in its evaluation and records all of it with the run.
 #include <QSignalSpy>
+#include <algorithm>
+#include <numeric>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <nlohmann/json.hpp>
@@ -10,10 +12,12 @@
 #include "app/studio/training_job.h"
 #include "app/studio/training_session.h"
 #include "engine/core/error.h"
+#include "engine/data/class_filter.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
 #include "tests/common/test_deps.h"
+#include "widgets/project/dataset_settings.h"
 #include "widgets/training/evaluation_view.h"
 
 using namespace kiln;
@@ -63,6 +67,32 @@ class TestStudioSubsets : public QObject {
                 .contains("30000 Fashion-MNIST training images of classes 5-9"));
   }
 
+  // The test subset is a seeded random draw, not the first N images: the same seed gives the
+  // same images, another seed others; the seed is stored with the dataset settings.
+  void testSubsetIsSeededAndRandom() {
+    const std::vector<int64_t> a = test_subset_indices(10000, 500, 7);
+    QCOMPARE(a.size(), size_t(500));
+    QCOMPARE(test_subset_indices(10000, 500, 7), a);
+    QVERIFY(test_subset_indices(10000, 500, 8) != a);
+    QVERIFY(std::is_sorted(a.begin(), a.end()));
+    QVERIFY(std::adjacent_find(a.begin(), a.end()) == a.end());
+    QVERIFY(a.front() >= 0 && a.back() < 10000);
+    QVERIFY2(a.back() >= 5000, "drawn from the whole split, not its first images");
+    std::vector<int64_t> all(1000);
+    std::iota(all.begin(), all.end(), int64_t{0});
+    QCOMPARE(test_subset_indices(1000, 0, 7), all);
+    QCOMPARE(test_subset_indices(1000, 1000, 7), all);
+    QCOMPARE(test_subset_indices(1000, 5000, 7), all);
+    DatasetConfig d;
+    QCOMPARE(d.to_json().find("test_seed"), std::string::npos);  // the JSON of older projects
+    d.test_size = 500;
+    d.test_seed = 42;
+    QCOMPARE(DatasetConfig::from_json(d.to_json()).test_seed, uint64_t(42));
+    QCOMPARE(DatasetSettings::from_json(d.to_json()).test_seed, uint64_t(42));  // the panel reads the same JSON
+    QCOMPARE(DatasetConfig::from_json(DatasetSettings::from_json(d.to_json()).to_json()).test_seed, uint64_t(42));
+    QVERIFY(errorOf([] { DatasetSettings::from_json(R"({"test_seed":-1})"); }).contains("'test_seed'"));
+  }
+
   void theOutputMustGiveOneScorePerKeptClass() {
     const graph::Graph ten = mlp(10), five = mlp(5);
     QVERIFY(training_blockers(ten, graph::analyze(ten), 64).empty());
@@ -82,6 +112,7 @@ class TestStudioSubsets : public QObject {
     d.train_size = 1000;
     d.validation_size = 200;
     d.test_size = 500;
+    d.test_seed = 11;
     TrainingConfig c;
     c.epochs = 1;
     c.batch_size = 64;
@@ -101,6 +132,7 @@ class TestStudioSubsets : public QObject {
     const auto config = nlohmann::json::parse(run.config_json);
     QCOMPARE(config.at("dataset").at("classes").get<std::string>(), std::string("5-9"));
     QCOMPARE(config.at("test_size").get<int64_t>(), int64_t(500));
+    QCOMPARE(config.at("test_seed").get<uint64_t>(), uint64_t(11));
     QVERIFY(QString::fromStdString(run.name).contains("classes 5-9"));
     QVERIFY(QString::fromStdString(run.name).contains("test 500"));
     const projects::Evaluation e = *project.evaluation(run.id);
@@ -112,6 +144,11 @@ class TestStudioSubsets : public QObject {
     const data::FashionMNIST test(false, kDir.toStdString());
     const auto labels = test.labels().contiguous().to_vector<int64_t>();
     QCOMPARE(e.predictions.size(), size_t(500));
+    // The images of test_subset_indices(5000 of classes 5-9, 500, seed 11), in that order.
+    auto split = std::make_shared<data::FashionMNIST>(false, kDir.toStdString());
+    const data::ClassFilter kept(split, {5, 6, 7, 8, 9});
+    const std::vector<int64_t> chosen = test_subset_indices(5000, 500, 11);
+    for (size_t i = 0; i < chosen.size(); ++i) QCOMPARE(int64_t(e.predictions[i].index), kept.source_index(chosen[i]));
     for (const auto& p : e.predictions) {
       QVERIFY(p.truth >= 0 && p.truth < 5 && p.predicted >= 0 && p.predicted < 5);
       QCOMPARE(labels.at(static_cast<size_t>(p.index)), int64_t(5 + p.truth));

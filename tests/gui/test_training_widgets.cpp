@@ -247,7 +247,8 @@ class TestTrainingWidgets : public QObject {
     QVERIFY(panel.pauseButton()->isEnabled());
     QVERIFY(panel.stopButton()->isEnabled());
     panel.setProgress(50, 200, 1, 4, 1234.0, 65);
-    QVERIFY2(panel.statusText().contains("1:05"), qPrintable(panel.statusText()));
+    QVERIFY2(panel.progressText().contains("ETA 1:05"), qPrintable(panel.progressText()));
+    QVERIFY2(panel.statusText().contains("step 50/200"), qPrintable(panel.statusText()));
     QVERIFY(panel.statusText().contains("images/s"));
   }
 

@@ -127,8 +127,13 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   test_->setRange(0, int(DatasetSettings::kTestImages));
   test_->setSingleStep(500);
   test_->setSpecialValueText(tr("all"));
-  test_->setToolTip(tr("Test images evaluated after training (the first ones of the test split); a run on fewer "
-                       "is marked with its test size, so that it is not compared with full-test runs by mistake"));
+  test_->setToolTip(tr("Test images evaluated after training (a random subset drawn with the test seed); a run on "
+                       "fewer is marked with its test size, so that it is not compared with full-test runs by mistake"));
+  testSeed_ = new QSpinBox;
+  testSeed_->setRange(0, 2147483647);
+  testSeed_->setToolTip(tr("Which test images a subset takes: the same seed gives the same images (recorded with the "
+                           "run; independent of the training seed, so runs with other training seeds are tested alike)"));
+  testSeed_->setEnabled(false);
   classes_ = new QLineEdit;
   classes_->setPlaceholderText(tr("all ten, or e.g. 5-9 or 0,2,5"));
   classes_->setToolTip(tr("Train and test on these classes only, relabelled 0..k-1 (as kiln train --classes); "
@@ -143,6 +148,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   form->addRow(tr("Validation images:"), validation_);
   form->addRow(tr("Training images:"), train_);
   form->addRow(tr("Test images:"), test_);
+  form->addRow(tr("Test seed:"), testSeed_);
   layout->addLayout(form);
   summary_ = new QLabel;
   summary_->setWordWrap(true);
@@ -180,6 +186,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   connect(validation_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(train_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(test_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
+  connect(testSeed_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(classes_, &QLineEdit::editingFinished, this, &DatasetPanel::onClassesEdited);
   connect(&watcher_, &QFutureWatcher<DatasetSummary>::finished, this, [this] { showSummary(watcher_.result()); });
   setSettings(settings_);
@@ -202,6 +209,8 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   train_->setRange(1, int(s.num_classes() * DatasetSettings::kTrainPerClass - s.validation_size));
   train_->setValue(int(s.train_size));
   test_->setValue(int(s.test_size));
+  testSeed_->setValue(int(std::min<uint64_t>(s.test_seed, uint64_t(testSeed_->maximum()))));
+  testSeed_->setEnabled(s.test_size > 0);
   updating_ = false;
   updateSummaryText();
   if (reload) load(QString::fromStdString(s.dir));
@@ -222,6 +231,8 @@ void DatasetPanel::onSpinChanged() {
   settings_.validation_size = val;
   settings_.train_size = train_->value();
   settings_.test_size = test_->value();
+  settings_.test_seed = static_cast<uint64_t>(testSeed_->value());
+  testSeed_->setEnabled(settings_.test_size > 0);
   settings_.validate();  // the spin box ranges make every reachable combination valid
   updateSummaryText();
   emit settingsChanged(settings_);
@@ -266,7 +277,9 @@ void DatasetPanel::updateSummaryText() {
                                           : QString();
   const int64_t tests = k * (DatasetSettings::kTestImages / kNumClasses);
   const QString test = settings_.test_size > 0 && settings_.test_size < tests
-                           ? tr("the first %1 of the %2 test images").arg(thousands(settings_.test_size), thousands(tests))
+                           ? tr("%1 of the %2 test images (seed %3)")
+                                 .arg(thousands(settings_.test_size), thousands(tests))
+                                 .arg(settings_.test_seed)
                            : tr("all %1 test images").arg(thousands(tests));
   summary_->setText(tr("Trains on %1 images and validates on %2, both from the %3 training images%4; tests on %5.")
                         .arg(thousands(settings_.train_size), thousands(settings_.validation_size),

@@ -78,6 +78,7 @@ class DatasetPanel : public QWidget {
   QSpinBox* validationSpin() const { return validation_; }
   QSpinBox* trainSpin() const { return train_; }
   QSpinBox* testSpin() const { return test_; }        // 0 shows "all"
+  QSpinBox* testSeedSpin() const { return testSeed_; }  // enabled while testSpin() > 0
   QLineEdit* classesEdit() const { return classes_; }  // "" = all ten; applied on editingFinished
   QString classesError() const;                        // why the classes text is not applied ("" = it is)
 
@@ -102,6 +103,7 @@ class DatasetPanel : public QWidget {
   QSpinBox* validation_ = nullptr;
   QSpinBox* train_ = nullptr;
   QSpinBox* test_ = nullptr;
+  QSpinBox* testSeed_ = nullptr;
   QLineEdit* classes_ = nullptr;
   QLabel* classesError_ = nullptr;
   SampleGrid* grid_ = nullptr;

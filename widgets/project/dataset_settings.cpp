@@ -60,6 +60,7 @@ std::string DatasetSettings::to_json() const {
                 {"train_size", static_cast<double>(train_size)},
                 {"validation_size", static_cast<double>(validation_size)}};
   if (test_size != 0) o["test_size"] = static_cast<double>(test_size);
+  if (test_seed != 0) o["test_seed"] = static_cast<double>(test_seed);
   if (!classes.empty()) o["classes"] = QString::fromStdString(classes);
   return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();  // QJsonObject keeps keys sorted
 }
@@ -77,6 +78,9 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.train_size = read_int(o, "train_size", s.train_size);
   s.validation_size = read_int(o, "validation_size", s.validation_size);
   s.test_size = read_int(o, "test_size", s.test_size);
+  const int64_t seed = read_int(o, "test_seed", 0);
+  KILN_CHECK(seed >= 0, ValueError, kWhat, ": 'test_seed' must be >= 0, got ", seed);
+  s.test_seed = static_cast<uint64_t>(seed);
   s.classes = read_string(o, "classes", s.classes);
   s.validate();
   return s;

@@ -17,9 +17,10 @@ struct DatasetSettings {
   std::string dir = "/usr/share/datasets/fashion-mnist";  // Debian package dataset-fashion-mnist
   int64_t train_size = 55000;      // images trained on, taken from the 60000 training images
   int64_t validation_size = 5000;  // held out of the training images for validation
-  int64_t test_size = 0;           // test images evaluated (the first of the split); 0 = all
+  int64_t test_size = 0;           // test images evaluated (a random subset); 0 = all
   std::string classes;             // "" = all ten, else "5-9", "0,2,5" (data::parse_classes):
                                    // only those classes, relabelled 0..k-1
+  uint64_t test_seed = 0;          // seed of that subset (DatasetConfig::test_seed)
 
   // ValueError naming the field: unknown name, train_size < 1, validation_size < 0,
   // train_size + validation_size over the training images of the classes (60000, 6000 a
@@ -27,7 +28,7 @@ struct DatasetSettings {
   void validate() const;
   int64_t num_classes() const;  // k: 10 without a class filter (validate()'s errors)
   // {"dir":"...","name":"fashion-mnist","train_size":55000,"validation_size":5000} (sorted keys;
-  // "classes" and "test_size" only when set).
+  // "classes", "test_size" and "test_seed" only when set).
   std::string to_json() const;
   // Missing keys keep their defaults; ValueError "dataset settings: 'train_size' must be an
   // integer, got ..." for a wrong type, for text that is not a JSON object, or validate()'s.

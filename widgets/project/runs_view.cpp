@@ -15,8 +15,10 @@
 #include <QTableView>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "widgets/project/run_commands.h"
+#include "widgets/training/plot_ticks.h"
 
 namespace kiln::studio {
 
@@ -26,15 +28,28 @@ QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   auto* plot = new QCustomPlot;
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(y_label);
+  // The legend in a row of its own above the axes (inside them it covered the newest
+  // epochs); two runs a row.
   plot->legend->setVisible(true);
+  plot->legend->setBrush(Qt::NoBrush);
+  plot->legend->setBorderPen(Qt::NoPen);
+  plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot->legend->setWrap(2);
+  plot->axisRect()->insetLayout()->take(plot->legend);
+  plot->plotLayout()->insertRow(0);
+  plot->plotLayout()->addElement(0, 0, plot->legend);
+  plot->plotLayout()->setRowStretchFactor(0, 0.001);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  plot->setMinimumHeight(160);
+  plot->setMinimumHeight(RunsView::kMinimumPlotHeight);
+  fitTickCountToHeight(plot);
   return plot;
 }
 
-// A run name as a plot legend: at most 40 characters.
+// A run name as a plot legend: at most kLegendName characters, so that two legend entries
+// a row fit beside the table at 1366x768 (40 widened the view past its dock).
+constexpr int kLegendName = 26;
 QString legend_name(int64_t id, const QString& name) {
-  return QString("#%1 %2").arg(id).arg(name.size() <= 40 ? name : name.left(39) + QChar(0x2026));
+  return QString("#%1 %2").arg(id).arg(name.size() <= kLegendName ? name : name.left(kLegendName - 1) + QChar(0x2026));
 }
 
 }  // namespace
@@ -75,9 +90,9 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_->horizontalHeader()->setResizeContentsPrecision(200);
   table_->horizontalHeader()->setSortIndicator(RunsModel::Name, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
-  // Room for at least five runs before the table scrolls (the plots below take the rest).
+  // Room for at least three runs before the table scrolls (the plots take the rest).
   table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() +
-                           5 * table_->verticalHeader()->defaultSectionSize() + 2 * table_->frameWidth());
+                           3 * table_->verticalHeader()->defaultSectionSize() + 2 * table_->frameWidth());
   table_->installEventFilter(this);
 
   filter_ = new QLineEdit;
@@ -96,6 +111,10 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   export_->setToolTip(tr("Write the selected runs' per-step and per-epoch metrics to a CSV file"));
   export_->setEnabled(false);
   auto* refresh_button = new QPushButton(tr("Refresh"));
+  compare_ = new QPushButton(tr("Compare evaluations"));
+  compare_->setToolTip(tr("Select two runs with an evaluation: their test results side by side, with the per-class "
+                          "precision, recall and F1 differences"));
+  compare_->setEnabled(false);
   hint_ = new QLabel(tr("Select runs (Ctrl/Shift-click for several) to compare their curves; F2 renames, Delete deletes."));
   hint_->setMinimumWidth(0);
   hint_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
@@ -105,6 +124,7 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   filter_row->addWidget(count_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(hint_, 1);
+  buttons->addWidget(compare_);
   buttons->addWidget(refresh_button);
   buttons->addWidget(export_);
   auto* top = new QWidget;
@@ -116,17 +136,17 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   auto* plots = new QSplitter(Qt::Horizontal);
   plots->addWidget(lossPlot_);
   plots->addWidget(accuracyPlot_);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(top);
-  split->addWidget(plots);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
+  split_ = new QSplitter(Qt::Vertical);
+  split_->addWidget(top);
+  split_->addWidget(plots);
+  split_->setStretchFactor(0, 2);
+  split_->setStretchFactor(1, 3);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(split);
+  layout->addWidget(split_);
 
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
     const QList<int64_t> ids = selectedRuns();
-    export_->setEnabled(!ids.isEmpty());
+    updateButtons();
     updatePlots();
     if (ids.size() == 1) emit currentRunChanged(ids.front());
   });
@@ -138,7 +158,25 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   connect(model_, &RunsModel::error, this, &RunsView::message);
   connect(refresh_button, &QPushButton::clicked, this, &RunsView::refresh);
   connect(export_, &QPushButton::clicked, this, &RunsView::exportClicked);
+  connect(compare_, &QPushButton::clicked, this, [this] {
+    QList<int64_t> ids = selectedRuns();
+    if (ids.size() != 2) return;
+    std::sort(ids.begin(), ids.end());
+    emit compareRequested(ids[0], ids[1]);
+  });
   setProject(project);
+}
+
+Qt::Orientation RunsView::arrangement() const { return split_->orientation(); }
+
+void RunsView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const Qt::Orientation o = width() >= 3 * height() ? Qt::Horizontal : Qt::Vertical;
+  if (split_->orientation() == o) return;
+  split_->setOrientation(o);
+  // Side by side: the table gets 2/5 of the width; one above the other, 2/5 of the height.
+  const int along = o == Qt::Horizontal ? width() : height();
+  split_->setSizes({along * 2 / 5, along - along * 2 / 5});
 }
 
 void RunsView::setProject(projects::Project* project) {
@@ -224,8 +262,14 @@ void RunsView::selectRuns(const QList<int64_t>& ids) {
     }
   }
   table_->viewport()->update();
-  export_->setEnabled(!selectedRuns().isEmpty());
+  updateButtons();
   updatePlots();
+}
+
+void RunsView::updateButtons() {
+  const QList<int> rows = selectedSourceRows();
+  export_->setEnabled(!rows.isEmpty());
+  compare_->setEnabled(rows.size() == 2 && model_->hasEvaluationAt(rows[0]) && model_->hasEvaluationAt(rows[1]));
 }
 
 bool RunsView::renameRun(int64_t run, const QString& name, QString* error) {
@@ -316,6 +360,7 @@ void RunsView::showContextMenu(const QPoint& pos) {
   const QList<int64_t> ids = selectedRuns();
   QMenu menu(this);
   menu.addAction(tr("Open Evaluation"), this, [this, id] { emit evaluationRequested(id); });
+  if (compare_->isEnabled()) menu.addAction(compare_->text(), compare_, &QPushButton::click);
   menu.addAction(tr("Rename…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Name)); });
   menu.addAction(tr("Edit Tags…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Tags)); });
   menu.addSeparator();

@@ -28,6 +28,8 @@ class QPushButton;
 class QTableView;
 class QUndoStack;
 
+class QSplitter;
+
 namespace kiln::studio {
 
 class RunsView : public QWidget {
@@ -36,6 +38,7 @@ class RunsView : public QWidget {
   using Column = RunsModel::Column;
   static constexpr int kMaxColumnWidth = 260;  // px a column is fitted to at most (the Run column)
   static constexpr int kMaxOtherColumnWidth = 160;  // px, the other columns
+  static constexpr int kMinimumPlotHeight = 120;    // px of each overlay plot at least
 
   // project may be null (an empty view); it is not owned and must outlive the view or
   // be replaced with setProject(nullptr) first.
@@ -68,6 +71,12 @@ class RunsView : public QWidget {
   int64_t runAtRow(int row) const;                // in table order
   QCustomPlot* lossPlot() const { return lossPlot_; }
   QCustomPlot* accuracyPlot() const { return accuracyPlot_; }
+  // "Compare evaluations": enabled while exactly two selected runs have an evaluation.
+  QPushButton* compareButton() const { return compare_; }
+  // The table beside the plots when the view is wide and low (width >= 3 x height: a
+  // laptop's bottom dock, where one above the other left the plots below the fold), else
+  // the plots below the table.
+  Qt::Orientation arrangement() const;
   static QColor runColor(int index);  // the palette, cycled (Tableau 10)
 
  public slots:
@@ -77,13 +86,16 @@ class RunsView : public QWidget {
   void message(const QString& text);        // "Exported 2 runs to ...", a refused edit
   void currentRunChanged(qint64 run);       // the user selected exactly this run
   void evaluationRequested(qint64 run);     // "Open evaluation", Enter or a double-click on a figure
+  void compareRequested(qint64 older, qint64 newer);  // "Compare evaluations" on two runs
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void fitColumns();
   void updatePlots();
+  void updateButtons();  // Export (a run selected) and Compare (two with an evaluation)
   void updateCount();
   void exportClicked();
   void showContextMenu(const QPoint& pos);
@@ -97,6 +109,8 @@ class RunsView : public QWidget {
   QCustomPlot* lossPlot_ = nullptr;
   QCustomPlot* accuracyPlot_ = nullptr;
   QPushButton* export_ = nullptr;
+  QPushButton* compare_ = nullptr;
+  QSplitter* split_ = nullptr;
   QLabel* hint_ = nullptr;
   QUndoStack* undoStack_ = nullptr;
 };

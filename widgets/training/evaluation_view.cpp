@@ -12,6 +12,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "widgets/training/cell_samples.h"
 
@@ -40,27 +41,29 @@ QString percent(double f) { return QString::number(100 * f, 'f', 1) + " %"; }
 EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
+  // The summary and the normalization choice share one row, so that on a laptop (the bottom
+  // dock about 300 px tall at 1366 x 768) the matrix keeps the height for its ten rows.
+  auto* top = new QHBoxLayout;
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
-  layout->addWidget(summary_);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the dock
+  top->addWidget(summary_, 1);
+  layout->addLayout(top);
+  auto* split = split_ = new QSplitter(Qt::Horizontal, this);
 
   // The matrix with its axis titles and the normalization choice.
   auto* matrix = new QWidget(split);
   auto* grid = new QGridLayout(matrix);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(2);
-  auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel(tr("Show:"), matrix));
-  normalization_ = new QComboBox(matrix);
+  top->addWidget(new QLabel(tr("Show:"), this));
+  normalization_ = new QComboBox(this);
   normalization_->addItem(tr("Counts"), static_cast<int>(Normalization::Counts));
   normalization_->addItem(tr("Normalized by row (recall)"), static_cast<int>(Normalization::ByRow));
   normalization_->addItem(tr("Normalized by column (precision)"), static_cast<int>(Normalization::ByColumn));
   normalization_->setToolTip(tr("Counts, or each cell's fraction of its row (true label: the diagonal is the recall) "
                                 "or of its column (predicted label: the diagonal is the precision)"));
-  controls->addWidget(normalization_);
-  controls->addStretch(1);
-  grid->addLayout(controls, 0, 0, 1, 2);
+  top->addWidget(normalization_);
   predictedTitle_ = new QLabel(tr("Predicted label"), matrix);
   predictedTitle_->setAlignment(Qt::AlignCenter);
   predictedTitle_->setObjectName("predictedAxisTitle");
@@ -74,11 +77,14 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   confusion_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   confusion_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   confusion_->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  // Rows as low as the text (the style's default adds ~6 px): ten classes fit ~200 px.
+  const int row = fontMetrics().height() + 2;
+  confusion_->verticalHeader()->setMinimumSectionSize(row);
   confusion_->setToolTip(tr("Confusion matrix: row = true label, column = predicted label; click a cell to list its samples"));
-  grid->addWidget(predictedTitle_, 1, 1);
-  grid->addWidget(trueTitle_, 2, 0);
-  grid->addWidget(confusion_, 2, 1);
-  grid->setRowStretch(2, 1);
+  grid->addWidget(predictedTitle_, 0, 1);
+  grid->addWidget(trueTitle_, 1, 0);
+  grid->addWidget(confusion_, 1, 1);
+  grid->setRowStretch(1, 1);
   grid->setColumnStretch(1, 1);
 
   tabs_ = new QTabWidget(split);
@@ -217,6 +223,14 @@ void EvaluationView::fillReport() {
 void EvaluationView::showCell(int truth, int predicted) {
   cellSamples_->showCell(result_, truth, predicted);
   tabs_->setCurrentWidget(cellSamples_);
+  if (!detailsShown()) setDetailsShown(true);
 }
+
+void EvaluationView::setDetailsShown(bool shown) {
+  const int w = std::max(split_->width(), 500);
+  split_->setSizes(shown ? QList<int>{w * 3 / 5, w * 2 / 5} : QList<int>{w, 0});
+}
+
+bool EvaluationView::detailsShown() const { return split_->sizes().value(1) > 0; }
 
 }  // namespace kiln::studio

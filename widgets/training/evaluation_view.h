@@ -14,6 +14,7 @@
 
 #include "widgets/training/classification_report.h"
 
+class QSplitter;
 class QComboBox;
 class QLabel;
 class QListWidget;
@@ -67,8 +68,14 @@ class EvaluationView : public QWidget {
   QLabel* predictedAxisTitle() const { return predictedTitle_; }
   void setNormalization(Normalization);
   Normalization normalization() const;
-  // Lists cell (truth, predicted)'s samples and shows them (what clicking the cell does).
+  // Lists cell (truth, predicted)'s samples and shows them (what clicking the cell does),
+  // showing the details again when they were hidden.
   void showCell(int truth, int predicted);
+  // The tabs beside the matrix (per class, cell samples, misclassified): hidden, the matrix
+  // takes the whole width (EvaluationCompare, whose table has the per-class figures);
+  // the splitter handle or a clicked cell brings them back.
+  void setDetailsShown(bool shown);
+  bool detailsShown() const;
 
  private:
   void fillConfusion();
@@ -79,6 +86,7 @@ class EvaluationView : public QWidget {
   QComboBox* normalization_;
   QTableWidget *confusion_, *report_;
   QTabWidget* tabs_;
+  QSplitter* split_;
   CellSamples* cellSamples_;
   QListWidget* misclassified_;
 };

@@ -3,6 +3,9 @@
 #include <qcustomplot.h>
 
 #include <QGridLayout>
+
+#include "widgets/training/plot_ticks.h"
+#include <algorithm>
 #include <cmath>
 
 namespace kiln::studio {
@@ -98,6 +101,7 @@ QCustomPlot* LivePlots::makePlot(const QString& title, const QString& xLabel, co
   p->setMinimumHeight(150);
   p->setMinimumWidth(220);
   for (QCPAxis* axis : {p->xAxis, p->yAxis, p->yAxis2}) axis->ticker()->setTickCount(4);
+  fitTickCountToHeight(p);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   p->setNoAntialiasingOnDrag(true);
   p->setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);

@@ -1,10 +1,12 @@
 #include "widgets/training/training_config.h"
 
 #include <algorithm>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
 #include "engine/data/class_filter.h"
+#include "engine/data/dataset.h"
 
 namespace kiln::studio {
 
@@ -93,6 +95,19 @@ TrainingConfig TrainingConfig::from_json(const std::string& text) {
   return c;
 }
 
+std::vector<int64_t> test_subset_indices(int64_t available, int64_t n, uint64_t seed) {
+  std::vector<int64_t> out;
+  if (n <= 0 || n >= available) {
+    out.resize(static_cast<size_t>(std::max<int64_t>(available, 0)));
+    std::iota(out.begin(), out.end(), int64_t{0});
+    return out;
+  }
+  const std::vector<int64_t> perm = data::seeded_permutation(available, seed);
+  out.assign(perm.begin(), perm.begin() + n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<int64_t> DatasetConfig::class_list() const {
   if (classes.empty()) return {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   return data::parse_classes(classes, 10, "dataset settings: 'classes'");
@@ -116,6 +131,7 @@ void DatasetConfig::validate() const {
 std::string DatasetConfig::to_json() const {
   json j = {{"name", name}, {"dir", dir}, {"train_size", train_size}, {"validation_size", validation_size}};
   if (test_size != 0) j["test_size"] = test_size;
+  if (test_seed != 0) j["test_seed"] = test_seed;
   if (!classes.empty()) j["classes"] = classes;
   return j.dump();
 }
@@ -129,6 +145,7 @@ DatasetConfig DatasetConfig::from_json(const std::string& text) {
   read(j, w, "train_size", c.train_size);
   read(j, w, "validation_size", c.validation_size);
   read(j, w, "test_size", c.test_size);
+  read(j, w, "test_seed", c.test_seed);
   read(j, w, "classes", c.classes);
   c.validate();
   return c;

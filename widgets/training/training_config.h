@@ -42,18 +42,28 @@ struct DatasetConfig {
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int64_t train_size = 55000;       // images trained on (taken from the training images of `classes`)
   int64_t validation_size = 5000;   // held out of the training images for validation
-  int64_t test_size = 0;            // test images evaluated: the first ones of the test split
-                                    // (of `classes`); 0 = all (10000, or 1000 per class)
+  int64_t test_size = 0;            // test images evaluated: a random subset of the test split
+                                    // (of `classes`) drawn with test_seed; 0 = all (10000, or
+                                    // 1000 per class)
   std::string classes;              // "" = all ten; else a spec of data::parse_classes ("5-9",
                                     // "0,2,5"): those classes only, relabelled 0..k-1
+  uint64_t test_seed = 0;           // seed of that subset (test_subset_indices): the same seed
+                                    // gives the same test images, whatever the training seed
   // ValueError: negative sizes, train_size 0, a malformed `classes`, train_size +
   // validation_size over the training images of the classes (6000 each), test_size over 10000.
   void validate() const;
   int64_t num_classes() const;      // k (10 without a class filter); validate()'s errors
   std::vector<int64_t> class_list() const;  // the kept classes ascending (all ten when `classes` is "")
-  // Without `test_size` and `classes` when they are 0 and "" (the JSON of projects before them).
+  // Without `test_size`, `test_seed` and `classes` when they are 0 and "" (the JSON of projects
+  // before them).
   std::string to_json() const;
   static DatasetConfig from_json(const std::string& json);  // same rules as TrainingConfig
 };
+
+// The test images a run evaluates when it takes n of `available`: n distinct indices in
+// [0, available), ascending, the first n of data::seeded_permutation(available, seed) (so the
+// same (available, n, seed) always gives the same subset); all of [0, available) when n <= 0
+// or n >= available. Ascending, so that predictions are stored in test-split order.
+std::vector<int64_t> test_subset_indices(int64_t available, int64_t n, uint64_t seed);
 
 }  // namespace kiln::studio

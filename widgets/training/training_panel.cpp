@@ -59,6 +59,8 @@ QString elideLongWords(const QString& text, int max) {
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);  // compact: at 1280 x 720 the form shows Epochs to Learning rate
+  outer->setSpacing(3);
   // The settings scroll when the dock is short (a laptop screen); the buttons, the progress
   // bar and the status line below them stay in view.
   auto* settings = new QWidget;
@@ -69,6 +71,18 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(settings);
   form->setContentsMargins(0, 0, 0, 0);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form->setVerticalSpacing(2);
+
+  // The fields used most come first: they stay in view when the dock is short (1366 x 768).
+  epochs_ = new QSpinBox(settings);
+  epochs_->setRange(1, 100000);
+  epochs_->setToolTip(tr("Passes over the training images."));
+  form->addRow(tr("&Epochs"), epochs_);
+
+  batchSize_ = new QSpinBox(settings);
+  batchSize_->setRange(1, 65536);
+  batchSize_->setToolTip(tr("Images per optimizer step."));
+  form->addRow(tr("&Batch size"), batchSize_);
 
   optimizer_ = new QComboBox(settings);
   addChoices(optimizer_, optim::optimizer_names(),
@@ -84,6 +98,13 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   lr_->setToolTip(tr("Initial learning rate, in (0, 10]. Adam: 0.001; SGD: 0.01 to 0.1."));
   form->addRow(tr("&Learning rate"), lr_);
 
+  scheduler_ = new QComboBox(settings);
+  addChoices(scheduler_, optim::scheduler_names(),
+             {{"none", tr("Constant")}, {"step", tr("Step (x0.1 after each third of the epochs)")},
+              {"cosine", tr("Cosine annealing")}, {"onecycle", tr("One-cycle")}});
+  scheduler_->setToolTip(tr("How the learning rate changes during training."));
+  form->addRow(tr("&Schedule"), scheduler_);
+
   momentum_ = new QDoubleSpinBox(settings);
   momentum_->setDecimals(3);
   momentum_->setRange(0, 0.999);
@@ -97,23 +118,6 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   weightDecay_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
   weightDecay_->setToolTip(tr("L2 penalty (decoupled for AdamW), >= 0."));
   form->addRow(tr("&Weight decay"), weightDecay_);
-
-  scheduler_ = new QComboBox(settings);
-  addChoices(scheduler_, optim::scheduler_names(),
-             {{"none", tr("Constant")}, {"step", tr("Step (x0.1 after each third of the epochs)")},
-              {"cosine", tr("Cosine annealing")}, {"onecycle", tr("One-cycle")}});
-  scheduler_->setToolTip(tr("How the learning rate changes during training."));
-  form->addRow(tr("&Schedule"), scheduler_);
-
-  epochs_ = new QSpinBox(settings);
-  epochs_->setRange(1, 100000);
-  epochs_->setToolTip(tr("Passes over the training images."));
-  form->addRow(tr("&Epochs"), epochs_);
-
-  batchSize_ = new QSpinBox(settings);
-  batchSize_->setRange(1, 65536);
-  batchSize_->setToolTip(tr("Images per optimizer step."));
-  form->addRow(tr("&Batch size"), batchSize_);
 
   seed_ = new QSpinBox(settings);
   seed_->setRange(0, 2147483647);
@@ -296,13 +300,14 @@ void TrainingPanel::showProgressText() {
   }
   progress_->setFormat(QString("%1 · %p% · ETA %2").arg(phase, formatDuration(lastEta_)));
   if (phase_ == Phase::Training)
-    status_->setText(tr("Training: epoch %1 of %2 · step %3 of %4 · %5 images/s · ETA %6")
+    // One line in a 300 px dock (the phase and ETA are in the bar): two lines hid the
+    // Learning rate field at 1280 x 720.
+    status_->setText(tr("Epoch %1/%2 · step %3/%4 · %5 images/s")
                          .arg(lastEpoch_)
                          .arg(lastEpochs_)
                          .arg(lastStep_)
                          .arg(lastTotal_)
-                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0))
-                         .arg(formatDuration(lastEta_)));
+                         .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0)));
   else if (phase_ == Phase::Validating)
     status_->setText(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
                          .arg(lastEpoch_).arg(lastEpochs_).arg(formatDuration(lastEta_)));
