@@ -71,12 +71,16 @@ std::optional<graph::Problem> memoryProblem(const graph::Graph& g, const graph::
 
 void MainWindow::fitGraphToDataset() {
   const DatasetSummary& s = dataset_->summary();
-  if (dataset_->settings().is_fashion_mnist() || !s.error.isEmpty() || s.sample_shape.empty() || document_->isReadOnly())
+  const DatasetSettings settings = dataset_->settings();
+  const bool fashion = settings.is_fashion_mnist();
+  if ((!fashion && (!s.error.isEmpty() || s.sample_shape.empty())) || document_->isReadOnly() ||
+      document_->graph().input_nodes().size() != 1)
     return;
   graph::Graph fitted = document_->graph();
   std::vector<std::string> changes;
   try {
-    changes = graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
+    changes = fashion ? graph::fit_graph_to_data(fitted, {1, 28, 28}, settings.num_classes())
+                      : graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
   } catch (const std::exception& e) {
     log_->info(tr("the graph was not fitted to the dataset: %1").arg(QString::fromStdString(e.what())));
     return;

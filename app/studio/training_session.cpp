@@ -287,7 +287,10 @@ void TrainingSession::finish() {
     shown.imageDir = datasetDir_;  // the run's own copy of the test images
     for (const std::string& f : r.test_files) shown.imageFiles << QString::fromStdString(f);
     emit evaluated(shown);
-    emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.evaluation.accuracy, 0, 'f', 2).arg(r.evaluation.count));
+    emit logMessage(tr("test accuracy %1 % on %2 %3")
+                        .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
+                        .arg(r.evaluation.count)
+                        .arg(datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows") : tr("images")));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
   // (through their own connections); finished() follows when they are on disk.
