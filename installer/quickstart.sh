@@ -15,7 +15,7 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
           nlohmann-json3-dev libgtest-dev dataset-fashion-mnist python3
-          qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev xvfb xauth
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev libssl-dev xvfb xauth
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev
           libopencv-imgcodecs-dev libopencv-imgproc-dev libjpeg-dev libsentencepiece-dev)

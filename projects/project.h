@@ -1,6 +1,7 @@
 // A Kiln project: one SQLite file (.kiln, format in projects/schema.h) holding graph
 // versions, an autosave slot, settings, training runs with their per-step and
-// per-epoch metrics, checkpoints (as file blobs) and an export log.
+// per-epoch metrics, checkpoints (as file blobs), an export log, and the tensor bytes of
+// graph JSON (blobs(): an imported model's weights are stored once, not per version).
 //
 // Threads: a Project is used from one thread (the UI). Training threads write
 // metrics through their own MetricsWriter connection; SQLite's WAL mode lets the
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/graph/json.h"
 #include "projects/sqlite_db.h"
 
 namespace kiln::projects {
@@ -115,9 +117,9 @@ struct Evaluation {
   std::vector<Prediction> predictions;
 };
 
-class Project {
+class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -146,6 +148,18 @@ class Project {
   // The autosaved JSON when there is one that differs from the latest version (a crash
   // or close without saving); nullopt otherwise.
   std::optional<std::string> autosave_if_newer() const;
+
+  // ---- tensor bytes of graph JSON (project_blobs.cpp) ----
+  // The store to hand graph::to_json / from_json for the JSON of save_graph, autosave and
+  // latest_graph: put keeps bytes once under "sha256:<64 lowercase hex digits>" (SHA-256,
+  // FIPS 180-4, by OpenSSL); get throws ProjectError "project P: blob K is missing (the
+  // file is damaged)". Writes on this Project's connection (its thread).
+  graph::BlobStore& blobs() { return *this; }
+  const graph::BlobStore& blobs() const { return *this; }
+  // Deletes the blobs that no graph version and no autosave refers to (an autosave
+  // replaced before it was saved); returns how many. Kiln Studio calls it with
+  // purge_deleted_runs when it closes the project.
+  int purge_unreferenced_blobs();
 
   void set_setting(const std::string& key, const std::string& json);  // "dataset", "training"
   std::optional<std::string> setting(const std::string& key) const;
@@ -241,6 +255,8 @@ class Project {
   explicit Project(std::unique_ptr<Database> db);
   void require_run(int64_t run) const;
   void store_checkpoint(int64_t run, int epoch, const std::string& dir, double val_accuracy);  // in a transaction
+  std::string put(std::string_view bytes) override;
+  std::string get(const std::string& key) const override;
   std::unique_ptr<Database> db_;
 };
 

@@ -118,6 +118,14 @@ ALTER TABLE runs ADD COLUMN deleted_at TEXT NOT NULL DEFAULT '';
 ALTER TABLE evaluations ADD COLUMN predictions BLOB;
 )sql";
 
+// Schema 5: tensor bytes of graph versions and the autosave slot live in a table of their
+// own, keyed by their SHA-256 (Project::blobs), so an imported model's weights are stored
+// once however often the graph is saved; graph JSON refers to them as {"blob": key}
+// (engine/graph/json.h). Older graph versions keep their inline data and read as before.
+constexpr const char* kSchema5 = R"sql(
+CREATE TABLE blobs(key TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -193,7 +201,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}};
   return steps;
 }
 
@@ -286,7 +294,7 @@ int check_project_file(const std::string& path, int supported) {
     }
     if (version == kCurrentSchema) {
       for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
-                                "checkpoints", "checkpoint_files", "exports", "evaluations"}) {
+                                "checkpoints", "checkpoint_files", "exports", "evaluations", "blobs"}) {
         Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
         t.bind(1, table);
         if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");

@@ -16,7 +16,7 @@ namespace kiln::projects {
 inline constexpr int32_t kApplicationId = 0x4B494C4E;
 inline constexpr const char* kApplicationName = "kiln-project";
 // The schema this build writes and reads (Project::kSchemaVersion is the same value).
-inline constexpr int kCurrentSchema = 4;
+inline constexpr int kCurrentSchema = 5;
 
 // One step of the schema: SQL that turns a version `from` file into a version
 // `from + 1` file. The list is ordered, one step per version, starting at 0.
@@ -28,7 +28,8 @@ struct Migration {
 // tables yet (what create() makes before its first step), so 0 -> 1 creates every table;
 // 1 -> 2 adds the 'interrupted' run status and the runs' liveness (pid, host, heartbeat_at);
 // 2 -> 3 adds checkpoints.val_accuracy and the evaluations table; 3 -> 4 adds runs.tags,
-// runs.deleted_at and evaluations.predictions.
+// runs.deleted_at and evaluations.predictions; 4 -> 5 adds the blobs table (tensor bytes
+// of graph JSON, Project::blobs).
 const std::vector<Migration>& migrations();
 
 // Runs steps[from .. to) on db, each in its own transaction (BEGIN IMMEDIATE) with

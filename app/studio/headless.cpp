@@ -57,7 +57,7 @@ int train(const HeadlessOptions& o) {
             .arg(o.project));
     return 1;
   }
-  graph::Graph g = graph::from_json(version->graph_json);
+  graph::Graph g = graph::from_json(version->graph_json, &project.blobs());
   TrainingConfig config;
   DatasetConfig dataset;
   try {

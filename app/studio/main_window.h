@@ -62,6 +62,7 @@ class MainWindow : public QMainWindow {
   bool newProjectFile(const QString& path, const QString& templateName);  // creates and opens
   bool openProject(const QString& path);
   bool save();
+  void autosave();  // the edited graph into the project's autosave slot (every 60 s; nothing when unchanged)
   bool saveAs(const QString& path);
 
   // ---- training ----
@@ -186,7 +187,6 @@ class MainWindow : public QMainWindow {
   void updateRecentMenu();
   void addRecent(const QString& path);
   bool maybeSave();  // true when it is fine to discard the document
-  void autosave();
   void loadProjectIntoUi();
   void connectRuns();
   bool showRun(int64_t run, bool requested);

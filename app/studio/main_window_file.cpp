@@ -117,7 +117,7 @@ bool MainWindow::openProject(const QString& path) {
   try {
     projects::Project p = projects::Project::open(path.toStdString());
     graph::Graph g;
-    if (auto v = p.latest_graph()) g = graph::from_json(v->graph_json);
+    if (auto v = p.latest_graph()) g = graph::from_json(v->graph_json, &p.blobs());
     // Stored settings Kiln cannot use (an optimizer it does not know, a wrong type) do not
     // keep the project closed: the panels show the defaults and the message says which.
     TrainingConfig training;
@@ -147,7 +147,7 @@ bool MainWindow::openProject(const QString& path) {
                                                                 "(autosaved). Restore them?")
                                                                  .arg(QFileInfo(path).fileName())) == QMessageBox::Yes;
       if (restore) {
-        document_->setGraph(graph::from_json(*autosaved));
+        document_->setGraph(graph::from_json(*autosaved, &project_->blobs()));
         document_->undoStack()->resetClean();  // restored changes are unsaved
         log_->info(tr("restored the autosaved graph; Save keeps it"));
       }
@@ -224,7 +224,7 @@ bool MainWindow::save() {
     return saveAs(withSuffix(path));
   }
   try {
-    const std::string json = graph::to_json(document_->graph());
+    const std::string json = graph::to_json(document_->graph(), &project_->blobs());
     auto latest = project_->latest_graph();
     if (!latest || latest->graph_json != json) project_->save_graph(json, "saved");
     storeSettings();
@@ -274,7 +274,7 @@ bool MainWindow::maybeSave() {
 void MainWindow::autosave() {
   if (!project_ || !document_->isModified()) return;
   try {
-    project_->autosave(graph::to_json(document_->graph()));
+    project_->autosave(graph::to_json(document_->graph(), &project_->blobs()));
     statusBar()->showMessage(tr("Autosaved"), 2000);
   } catch (const std::exception& e) {
     log_->warning(tr("autosave failed: %1").arg(QString::fromStdString(e.what())));

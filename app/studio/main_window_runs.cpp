@@ -108,6 +108,7 @@ void MainWindow::purgeDeletedRuns() {
   try {
     const int n = project_->purge_deleted_runs();
     if (n > 0) log_->info(tr("%n deleted run(s) removed from the project for good", nullptr, n));
+    project_->purge_unreferenced_blobs();  // weights of autosaves that were never saved
   } catch (const std::exception& e) {
     log_->warning(tr("cannot remove the deleted runs: %1").arg(QString::fromStdString(e.what())));
   }

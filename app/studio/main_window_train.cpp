@@ -196,7 +196,7 @@ bool MainWindow::startTraining() {
   int64_t version = 0;  // 0: the session stores the graph as a new version (off the UI thread)
   try {
     auto latest = project_->latest_graph();
-    if (latest && latest->graph_json == graph::to_json(document_->graph())) version = latest->id;
+    if (latest && latest->graph_json == graph::to_json(document_->graph(), &project_->blobs())) version = latest->id;
   } catch (const std::exception& e) {
     showError(tr("Cannot train"), QString::fromStdString(plain_error(e)));
     return false;

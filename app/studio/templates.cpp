@@ -44,7 +44,7 @@ projects::Project createFromTemplate(const std::string& path, const QString& nam
   const std::string json = templateJson(name);
   graph::Graph g = graph::from_json(json);  // validates before a file is made
   projects::Project p = projects::Project::create(path);
-  p.save_graph(graph::to_json(g), "from template " + name.toStdString());
+  p.save_graph(graph::to_json(g, &p.blobs()), "from template " + name.toStdString());
   p.set_setting("training", TrainingConfig{}.to_json());
   p.set_setting("dataset", DatasetConfig{}.to_json());
   return p;

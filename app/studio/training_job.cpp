@@ -185,7 +185,7 @@ void TrainingJob::run() {
       project.emplace(projects::Project::open(spec_.project_path));
       projects::RunConfig rc = spec_.run_config;
       rc.device = device.str();
-      rc.graph_version = spec_.graph_version ? spec_.graph_version : project->save_graph(spec_.graph_json, "trained");
+      rc.graph_version = spec_.graph_version ? spec_.graph_version : project->save_graph(graph::to_json(spec_.graph, &project->blobs()), "trained");
       for (auto& [key, json] : spec_.settings)
         if (project->setting(key) != json) project->set_setting(key, json);
       const int64_t run = project->begin_run(rc);

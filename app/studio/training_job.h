@@ -57,11 +57,11 @@ struct JobSpec {
   // at most dataset.test_size when that is set (> 0).
   int64_t test_size = 10000;
   // The project the run is recorded in. The job writes, through its own connection:
-  // graph_json as a new graph version when graph_version is 0, the settings (key ->
+  // `graph` as a new graph version when graph_version is 0 (its weights in the project's
+  // blobs), the settings (key ->
   // JSON), the run (begin_run with `run_config`), its metrics (metrics_writer()), a
   // checkpoint per epoch and the evaluation. "" = record nothing.
   std::string project_path;
-  std::string graph_json;
   int64_t graph_version = 0;
   std::vector<std::pair<std::string, std::string>> settings;
   projects::RunConfig run_config;

@@ -101,7 +101,6 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     if (fashion && !dataset.classes.empty()) name += QString(", classes %1").arg(QString::fromStdString(dataset.classes));
     if (tests < available) name += QString(", test %1").arg(tests);
     spec.run_config.name = name.toStdString();
-    spec.graph_json = graphVersion ? std::string() : graph::to_json(graph);
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(plain_error(e)));
   }

@@ -121,7 +121,7 @@ void pretty(const json& j, size_t indent, std::string& out) {
 
 }  // namespace
 
-std::string to_json(const Graph& g) {
+std::string to_json(const Graph& g, BlobStore* blobs) {
   json nodes = json::array();
   for (const Node& n : g.nodes()) {
     json attrs = json::object();
@@ -138,7 +138,7 @@ std::string to_json(const Graph& g) {
   for (const auto& [key, t] : g.initial_state)
     if (g.find_by_name(state_key_node(key))) state[key] = t;
   if (!state.empty()) {
-    root["initial_state"] = detail::state_json(state);
+    root["initial_state"] = detail::state_json(state, blobs);
     root["version"] = kGraphFormatVersion;
   }
   std::string out;
@@ -146,7 +146,7 @@ std::string to_json(const Graph& g) {
   return out + "\n";
 }
 
-Graph from_json(const std::string& text) {
+Graph from_json(const std::string& text, const BlobStore* blobs) {
   json root;
   try {
     root = json::parse(text);
@@ -222,7 +222,7 @@ Graph from_json(const std::string& text) {
     }
   }
   if (root.contains("initial_state")) {
-    g.initial_state = detail::state_of_json(root["initial_state"]);
+    g.initial_state = detail::state_of_json(root["initial_state"], blobs);
     for (const auto& [key, t] : g.initial_state)
       if (!g.find_by_name(state_key_node(key))) fail("initial_state '" + key + "' names no node");
   }

@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cstring>
 
 #include <onnx/onnx_pb.h>
 
@@ -295,6 +296,49 @@ class TestStudioOnnx : public QObject {
     w.exportOnnxAction()->trigger();
     w.importOnnxAction()->trigger();
     QCOMPARE(w.logPanel()->lineCount(), lines);
+  }
+
+  // An imported model's weights go to the project's blobs (schema 5), once: Save, another
+  // Save after an edit and the autosave add no bytes, and the project reopens with them.
+  void importedWeightsAreStoredOnceInTheProject() {
+    QTemporaryDir tmp;
+    const QString onnxPath = tmp.filePath("cnn.onnx");
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.newProjectFile(tmp.filePath("p.kiln"), "fashion_mnist_cnn"));
+    answerWith(w, onnxPath);
+    w.exportOnnxAction()->trigger();
+    QVERIFY2(QFile::exists(onnxPath), qPrintable(w.lastError()));
+    QVERIFY2(w.importOnnx(onnxPath), qPrintable(w.lastError()));
+    const auto state = w.document()->graph().initial_state;
+    QVERIFY(state.size() >= 4);
+    const QString importedPath = tmp.filePath("imported.kiln");  // an import starts a new document
+    QVERIFY2(w.saveAs(importedPath), qPrintable(w.lastError()));
+    auto blobBytes = [&] {
+      auto s = w.project()->database().prepare("SELECT COUNT(*), SUM(size) FROM blobs");
+      s.step();
+      return std::make_pair(s.int64(0), s.int64(1));
+    };
+    const auto stored = blobBytes();
+    QCOMPARE(stored.first, int64_t(state.size()));
+    const std::string json = w.project()->latest_graph()->graph_json;
+    QVERIFY(json.find("\"data\"") == std::string::npos && json.find("\"blob\"") != std::string::npos);
+    QVERIFY(json.size() < 20000);  // the weights (~100k floats) are not in the text
+    const auto versions = w.project()->graph_versions().size();
+    w.document()->renameNode(w.document()->graph().nodes().back().id, "renamed_output");
+    QVERIFY(w.save());
+    w.document()->renameNode(w.document()->graph().nodes().back().id, "renamed_again");
+    w.autosave();
+    QCOMPARE(w.project()->graph_versions().size(), versions + 1);
+    QCOMPARE(blobBytes(), stored);
+    QVERIFY(w.openProject(importedPath));  // reopened: the autosave is not restored when silent
+    QCOMPARE(w.document()->graph().initial_state.size(), state.size());
+    for (const auto& [key, t] : state) {
+      const kiln::Tensor back = w.document()->graph().initial_state.at(key).contiguous(), want = t.contiguous();
+      QVERIFY2(back.shape() == want.shape() && std::memcmp(back.impl()->storage->data(), want.impl()->storage->data(),
+                                                           want.numel() * kiln::dtype_size(want.dtype())) == 0,
+               key.c_str());
+    }
   }
 
   void exportUsesTheTrainedWeights() {
