@@ -88,7 +88,7 @@ int train(const HeadlessOptions& o) {
           graph::fit_graph_to_data(g, d.sample_shape, static_cast<int64_t>(d.classes.size()));
       for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
       if (!changes.empty()) {
-        const int64_t id = project.save_graph(graph::to_json(g), "fitted to " + spec);
+        const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
         version = project.latest_graph();
         KILN_CHECK(version && version->id == id, IoError, o.project.toStdString(), ": the fitted graph was not saved");
       }
