@@ -9,7 +9,10 @@
 
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
+#include "engine/data/dataset_source.h"
+#include "engine/graph/fit_data.h"
 #include "engine/graph/json.h"
+#include <limits>
 #include "widgets/training/training_panel.h"
 
 namespace kiln::studio {
@@ -65,12 +68,42 @@ int train(const HeadlessOptions& o) {
             .arg(o.project, QString::fromStdString(e.what())));
     return 1;
   }
+  if (!o.dataset.isEmpty()) {
+    const std::string spec = o.dataset.toStdString();
+    const size_t colon = spec.find(':');
+    dataset.name = colon == std::string::npos ? spec : spec.substr(0, colon);
+    dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+    dataset.label = o.label.toStdString();
+    dataset.skip_rows = o.skipRows;
+    dataset.header = !o.noHeader;
+    try {
+      dataset.validate();
+      KILN_CHECK(!dataset.is_fashion_mnist(), ValueError, "--dataset expects imagefolder:DIR, images:FILE.csv or csv:FILE, got '",
+                 spec, "'");
+      out(QString("reading %1").arg(o.dataset));
+      const data::OpenedDataset d = data::open_dataset(dataset_source(dataset, config.seed));
+      out(QString::fromStdString(d.description()));
+      for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
+      const std::vector<std::string> changes =
+          graph::fit_graph_to_data(g, d.sample_shape, static_cast<int64_t>(d.classes.size()));
+      for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
+      if (!changes.empty()) {
+        const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
+        version = project.latest_graph();
+        KILN_CHECK(version && version->id == id, IoError, o.project.toStdString(), ": the fitted graph was not saved");
+      }
+      project.set_setting("dataset", dataset.to_json());
+    } catch (const std::exception& e) {
+      err(QString("cannot train %1 on %2: %3").arg(o.project, o.dataset, QString::fromStdString(plain_error(e))));
+      return 1;
+    }
+  }
   int64_t testSize = 10000;
   if (o.epochs > 0) config.epochs = o.epochs;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
   // --subset shrinks the training and validation images only: a run's test accuracy is
   // comparable with the others' unless --test-subset (recorded as its "test_size") says otherwise.
-  if (o.subset > 0) {
+  if (o.subset > 0 && dataset.is_fashion_mnist()) {
     int64_t images = 60000;
     try {
       images = dataset.num_classes() * DatasetConfig::kTrainPerClass;
@@ -79,7 +112,8 @@ int train(const HeadlessOptions& o) {
     dataset.train_size = std::min<int64_t>(o.subset, images);
     dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, images - dataset.train_size));
   }
-  if (o.testSubset > 0) dataset.test_size = std::min<int64_t>(o.testSubset, testSize);
+  if (!dataset.is_fashion_mnist()) testSize = o.testSubset > 0 ? o.testSubset : std::numeric_limits<int32_t>::max();
+  else if (o.testSubset > 0) dataset.test_size = std::min<int64_t>(o.testSubset, testSize);
   if (o.testSeed >= 0) dataset.test_seed = static_cast<uint64_t>(o.testSeed);
 
   TrainingSession session;

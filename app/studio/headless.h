@@ -5,6 +5,8 @@
 //     filter and test size included), prints progress lines
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
 //     stores the run; exit status 0 finished, 1 failed or bad input, 130 stopped (Ctrl-C).
+//   kiln-studio --headless --project FILE --train --dataset csv:FILE [--label C] [--skip-rows N]
+//     first sets the project's dataset and fits the graph's Input and class scores to it.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
 //     existing FILE is trained as it is: the quickstart's one command).
@@ -23,6 +25,13 @@ struct HeadlessOptions {
   QString device;         // --device D ("" = stored setting)
   QString newFile;        // --new FILE
   QString templateName;   // --template NAME
+  // --dataset SPEC (imagefolder:DIR | images:FILE.csv | csv:FILE) [--label C] [--skip-rows N]
+  // [--no-header]: the project's dataset becomes SPEC (stored), and its latest graph is fitted to
+  // it (graph::fit_graph_to_data; saved as a new graph version when that changes it).
+  QString dataset;
+  QString label;
+  qint64 skipRows = 0;
+  bool noHeader = false;
 };
 
 // Runs the mode inside an existing Q(Core)Application; returns the exit status.

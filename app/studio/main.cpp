@@ -40,7 +40,12 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"test-seed", "Seed of the --test-subset images (default: the project's dataset setting, 0): the same seed, the same images.", "s"});
   p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
   p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
-  p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn.", "name"});
+  p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn, image_folder_cnn, table_mlp.", "name"});
+  p.addOption({"dataset", "With --headless: train on imagefolder:DIR, images:FILE.csv or csv:FILE (stored in the project; "
+                          "the graph's Input and class scores are fitted to it).", "spec"});
+  p.addOption({"label", "With --dataset csv:FILE: the label column, by name or 0-based index (default: the last).", "column"});
+  p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (1 for scikit-learn's tables).", "n"});
+  p.addOption({"no-header", "With --dataset csv:FILE: the first row is data; columns are named 0, 1, ..."});
   QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
   demo.setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOption(demo);
@@ -95,6 +100,10 @@ int main(int argc, char** argv) {
     o.device = parser.value("device");
     o.newFile = parser.value("new");
     o.templateName = parser.value("template");
+    o.dataset = parser.value("dataset");
+    o.label = parser.value("label");
+    o.skipRows = number(parser, "skip-rows");
+    o.noHeader = parser.isSet("no-header");
     return kiln::studio::runHeadless(o);
   }
   kiln::studio::MainWindow::applyStyle();

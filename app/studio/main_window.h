@@ -184,6 +184,10 @@ class MainWindow : public QMainWindow {
   // and a missing data set; blockerTexts gives the sentences (analysis problems prefixed
   // with their node's name).
   std::vector<graph::Problem> trainProblems() const;
+  // After the user chose another dataset and it was read: the graph's Input shape and class
+  // scores follow it (one undo step; the log names each change).
+  void fitGraphToDataset();
+  bool fitPending_ = false;
   QStringList blockerTexts(const std::vector<graph::Problem>& problems) const;
   void updateRecentMenu();
   void addRecent(const QString& path);

@@ -44,6 +44,11 @@ void MainWindow::createProjectDocks() {
   runs->setWidget(scrollableDockContent(runs_, this));
   addDockWidget(Qt::BottomDockWidgetArea, runs);  // arranged by applyDefaultLayout
   connect(dataset_, &DatasetPanel::settingsChanged, this, [this] { updateTrainState(); });
+  connect(dataset_, &DatasetPanel::chosen, this, [this] { fitPending_ = true; });
+  connect(dataset_, &DatasetPanel::loaded, this, [this] {
+    if (std::exchange(fitPending_, false)) fitGraphToDataset();
+    updateTrainState();
+  });
   connect(runs_, &RunsView::message, this, [this](const QString& m) { log_->info(m); });
   connectRuns();
 }
@@ -132,6 +137,8 @@ bool MainWindow::openProject(const QString& path) {
     purgeDeletedRuns();  // of the project being closed
     project_.emplace(std::move(p));
     document_->setGraph(g);
+    dataset_->setBaseDirectory(QFileInfo(path).absolutePath());
+    fitPending_ = false;
     setDatasetConfig(dataset);
     trainingPanel_->setConfig(training);
     if (autosaved) {

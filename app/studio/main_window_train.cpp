@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "app/studio/main_window.h"
+
+#include "engine/graph/fit_data.h"
+#include "widgets/project/dataset_panel.h"
 #include "engine/graph/json.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/layer_palette.h"
@@ -66,7 +69,67 @@ std::optional<graph::Problem> memoryProblem(const graph::Graph& g, const graph::
 }
 }  // namespace
 
+void MainWindow::fitGraphToDataset() {
+  const DatasetSummary& s = dataset_->summary();
+  const DatasetSettings settings = dataset_->settings();
+  const bool fashion = settings.is_fashion_mnist();
+  if ((!fashion && (!s.error.isEmpty() || s.sample_shape.empty())) || document_->isReadOnly() ||
+      document_->graph().input_nodes().size() != 1)
+    return;
+  graph::Graph fitted = document_->graph();
+  std::vector<std::string> changes;
+  try {
+    changes = fashion ? graph::fit_graph_to_data(fitted, {1, 28, 28}, settings.num_classes())
+                      : graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
+  } catch (const std::exception& e) {
+    log_->info(tr("the graph was not fitted to the dataset: %1").arg(QString::fromStdString(e.what())));
+    return;
+  }
+  if (changes.empty()) return;
+  // Each changed attribute as the property editor would set it, in one undo step.
+  document_->undoStack()->beginMacro(tr("Fit the graph to the dataset"));
+  for (const graph::Node& n : fitted.nodes()) {
+    const graph::Node* before = document_->graph().find(n.id);
+    if (!before) continue;
+    for (const auto& [name, value] : n.attrs) {
+      auto it = document_->graph().node(n.id).attrs.find(name);
+      if (it == document_->graph().node(n.id).attrs.end() || it->second == value) continue;
+      document_->setAttribute(n.id, QString::fromStdString(name), value);
+    }
+  }
+  document_->undoStack()->endMacro();
+  for (const std::string& c : changes) log_->info(tr("fitted to the dataset: %1").arg(QString::fromStdString(c)));
+}
+
 std::vector<graph::Problem> MainWindow::trainProblems() const {
+  const DatasetConfig custom = [&] {
+    try {
+      return datasetConfig();
+    } catch (const std::exception&) {
+      return DatasetConfig{};
+    }
+  }();
+  if (!custom.is_fashion_mnist()) {
+    const DatasetSummary& s = dataset_->summary();
+    std::vector<graph::Problem> out;
+    if (!dataset_->isLoaded() && dataset_->errorText().isEmpty()) {
+      out = training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, 0, {},
+                              custom.spec());
+      out.push_back({-1, tr("the dataset %1 is still being read").arg(QString::fromStdString(custom.path)).toStdString()});
+    } else if (!dataset_->errorText().isEmpty()) {
+      out = training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, 0, {},
+                              custom.spec());
+      out.push_back({-1, tr("the dataset cannot be read: %1").arg(dataset_->errorText()).toStdString()});
+    } else {
+      const graph::SymShape sample(s.sample_shape.begin(), s.sample_shape.end());
+      out = training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size,
+                              s.class_names.size(), sample,
+                              (custom.name == "csv" ? "the table '" : "the image folder '") +
+                                  QFileInfo(QString::fromStdString(custom.path)).fileName().toStdString() + "'");
+    }
+    if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
+    return out;
+  }
   int64_t classes = kFashionMnistClasses;  // the class filter's k; invalid settings are reported below
   try {
     classes = datasetConfig().num_classes();

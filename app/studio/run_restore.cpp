@@ -1,5 +1,7 @@
 #include "app/studio/run_restore.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QVector>
 #include <algorithm>
 
@@ -52,7 +54,19 @@ bool showStoredRun(const projects::Project& project, int64_t run, LivePlots* plo
     for (const projects::EpochMetric& m : project.epoch_metrics(run))
       plots->addEpoch(m.epoch, m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy);
     plots->fitToData();
-    if (auto e = project.evaluation(run)) evaluation->setResult(toEvaluationResult(*e));
+    if (auto e = project.evaluation(run)) {
+      EvaluationResult r = toEvaluationResult(*e);
+      // A run on another dataset than Fashion-MNIST (an image folder, a table) shows its stored
+      // misclassified thumbnails only: its test files are not kept with the run.
+      for (const projects::RunRecord& rec : project.runs())
+        if (rec.id == run) {
+          const nlohmann::json config = nlohmann::json::parse(rec.config_json, nullptr, false);
+          if (config.is_object() && config.contains("dataset") && config["dataset"].is_object() &&
+              config["dataset"].value("name", std::string("fashion-mnist")) != "fashion-mnist")
+            r.imageDir.clear();
+        }
+      evaluation->setResult(r);
+    }
   } catch (const std::exception& e) {
     plots->clear();
     evaluation->clear();

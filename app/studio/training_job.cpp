@@ -34,6 +34,11 @@ std::shared_ptr<const data::FashionMNIST> fashion_mnist(const std::string& dir, 
   return slot;
 }
 
+std::string dataset_name(const DatasetConfig& d) {
+  return (d.name == "csv" ? "the table '" : d.name == "images" ? "the image manifest '" : "the image folder '") +
+         std::filesystem::path(d.path).filename().string() + "'";
+}
+
 std::string node_label(const graph::Graph& g, graph::NodeId id) {
   return g.contains(id) ? "'" + g.node(id).name + "'" : "";
 }
@@ -41,21 +46,23 @@ std::string node_label(const graph::Graph& g, graph::NodeId id) {
 }  // namespace
 
 std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
-                                              int64_t num_classes) {
+                                              int64_t num_classes, const graph::SymShape& expected, const std::string& data) {
+  const bool fashion = data == "Fashion-MNIST";
   std::vector<graph::Problem> out;
   const auto inputs = g.input_nodes(), outputs = g.output_nodes();
   // The data set check comes first and does not need the rest of the graph to be valid.
-  if (inputs.size() == 1) {
+  if (inputs.size() == 1 && !expected.empty()) {
     auto in = a.nodes.find(inputs[0]);
     if (in != a.nodes.end() && !in->second.outputs.empty()) {
       const graph::TensorType& t = in->second.outputs[0];
       graph::SymShape sample(t.shape.begin() + (t.shape.empty() ? 0 : 1), t.shape.end());
-      const bool sample_ok = !t.shape.empty() && sample == kFashionMnistImageShape;
+      const bool sample_ok = !t.shape.empty() && sample == expected;
       const bool batch_ok = !t.shape.empty() && t.shape[0] == graph::kBatch;
       if (!sample_ok)
-        out.push_back({inputs[0], "the dataset's images are " + graph::shape_str(kFashionMnistImageShape) +
-                      " (Fashion-MNIST) but the graph's Input " + node_label(g, inputs[0]) + " expects " +
-                      graph::shape_str(sample) + "; set the Input's shape to [1, 28, 28]"});
+        out.push_back({inputs[0], "the dataset's " + std::string(expected.size() == 1 ? "rows" : "images") + " are " +
+                                      graph::shape_str(expected) + " (" + data + ") but the graph's Input " +
+                                      node_label(g, inputs[0]) + " expects " + graph::shape_str(sample) +
+                                      "; set the Input's shape to " + graph::shape_str(expected)});
       if (!t.shape.empty() && !batch_ok) {
         // An imported model's fixed batch (its input is [1, 1, 28, 28]): the samples fit, the batches do not.
         const std::string fixed = t.shape[0] >= 0 ? "fixes the batch at " + std::to_string(t.shape[0])
@@ -74,14 +81,15 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
   if (outputs.size() != 1) out.push_back({-1, "the graph needs exactly one Output node, it has " + std::to_string(outputs.size())});
   if (outputs.size() != 1) return out;
   auto o = a.nodes.find(outputs[0]);
-  if (o != a.nodes.end() && !o->second.inputs.empty()) {
+  if (o != a.nodes.end() && !o->second.inputs.empty() && !expected.empty()) {
     const graph::TensorType& t = o->second.inputs[0];
     const std::string k = std::to_string(num_classes);
-    const std::string data = num_classes == kFashionMnistClasses ? "Fashion-MNIST needs"
-                                                                 : "the dataset's " + k + " classes (its class filter) need";
+    const std::string needs = !fashion                            ? "the " + k + " classes of " + data + " need"
+                              : num_classes == kFashionMnistClasses ? std::string("Fashion-MNIST needs")
+                                                                    : "the dataset's " + k + " classes (its class filter) need";
     if (t.shape.size() != 2 || t.shape[1] != num_classes)
       out.push_back({outputs[0], "the graph's Output " + node_label(g, outputs[0]) + " receives " + t.str() + " but " +
-                                     data + " class scores [N, " + k + "]: end with a Linear layer of " + k + " outputs"});
+                                     needs + " class scores [N, " + k + "]: end with a Linear layer of " + k + " outputs"});
   }
   // Frozen nodes (transfer learning) leave the optimizer nothing when every layer is frozen.
   int64_t trainable = 0, frozen = 0;
@@ -93,13 +101,25 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
 }
 
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
-                                           int64_t num_classes) {
+                                           int64_t num_classes, const graph::SymShape& sample, const std::string& data) {
   std::vector<std::string> out;
-  for (const graph::Problem& p : training_problems(g, a, batch_size, num_classes)) {
+  for (const graph::Problem& p : training_problems(g, a, batch_size, num_classes, sample, data)) {
     const bool analysis = std::find(a.problems.begin(), a.problems.end(), p) != a.problems.end();
     out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
   return out;
+}
+
+data::DatasetSource dataset_source(const DatasetConfig& d, uint64_t seed) {
+  data::DatasetSource source;
+  source.spec = d.spec();
+  source.label = d.label;
+  source.header = d.header;
+  source.skip_rows = d.skip_rows;
+  source.test_fraction = d.test_fraction;
+  source.validation_fraction = d.validation_fraction;
+  source.seed = seed;
+  return source;
 }
 
 std::string plain_error(const std::exception& e) {
@@ -175,30 +195,53 @@ void TrainingJob::run() {
       run_ = run;
     }
     graph::Analysis analysis = graph::analyze(spec_.graph);
-    const std::vector<int64_t> classes = spec_.dataset.class_list();
-    const auto k = static_cast<int64_t>(classes.size());
-    std::vector<std::string> blockers = training_blockers(spec_.graph, analysis, c.batch_size, k);
-    KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
+    std::optional<data::OpenedDataset> opened;
+    std::shared_ptr<const data::Dataset> train_set, val_set;
+    int64_t k = 0;
+    if (!spec_.dataset.is_fashion_mnist()) {
+      message("reading " + spec_.dataset.spec());
+      opened = data::open_dataset(dataset_source(spec_.dataset, c.seed));
+      message(opened->description());
+      for (const std::string& f : opened->skipped) message("skipped " + f);
+      k = static_cast<int64_t>(opened->classes.size());
+      const graph::SymShape sample(opened->sample_shape.begin(), opened->sample_shape.end());
+      std::vector<std::string> blockers =
+          training_blockers(spec_.graph, analysis, c.batch_size, k, sample, dataset_name(spec_.dataset));
+      KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
+      train_set = opened->train;
+      val_set = opened->validation;
+    } else {
+      const std::vector<int64_t> classes = spec_.dataset.class_list();
+      k = static_cast<int64_t>(classes.size());
+      std::vector<std::string> blockers = training_blockers(spec_.graph, analysis, c.batch_size, k);
+      KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
 
-    message("loading Fashion-MNIST from " + spec_.dataset.dir);
-    std::shared_ptr<const data::Dataset> full = fashion_mnist(spec_.dataset.dir, true);
-    if (k < kFashionMnistClasses) {
-      full = std::make_shared<data::ClassFilter>(full, classes);
-      message("classes " + data::classes_str(classes) + " only, relabelled 0 to " + std::to_string(k - 1) + ": " +
-              std::to_string(full->size()) + " training images");
+      message("loading Fashion-MNIST from " + spec_.dataset.dir);
+      std::shared_ptr<const data::Dataset> full = fashion_mnist(spec_.dataset.dir, true);
+      if (k < kFashionMnistClasses) {
+        full = std::make_shared<data::ClassFilter>(full, classes);
+        message("classes " + data::classes_str(classes) + " only, relabelled 0 to " + std::to_string(k - 1) + ": " +
+                std::to_string(full->size()) + " training images");
+      }
+      const int64_t n_train = spec_.dataset.train_size, n_val = spec_.dataset.validation_size;
+      KILN_CHECK(n_train + n_val <= full->size(), ValueError, "the dataset settings ask for ", n_train, " training and ",
+                 n_val, " validation images, but the training split has ", full->size());
+      auto parts = data::random_split(full, {n_train, n_val, full->size() - n_train - n_val}, c.seed);
+      train_set = parts[0];
+      if (n_val > 0) val_set = parts[1];
     }
-    const int64_t n_train = spec_.dataset.train_size, n_val = spec_.dataset.validation_size;
-    KILN_CHECK(n_train + n_val <= full->size(), ValueError, "the dataset settings ask for ", n_train, " training and ",
-               n_val, " validation images, but the training split has ", full->size());
-    auto parts = data::random_split(full, {n_train, n_val, full->size() - n_train - n_val}, c.seed);
+    const int64_t n_train = train_set->size(), n_val = val_set ? val_set->size() : 0;
 
     data::DataLoader::Options lo;
     lo.batch_size = c.batch_size;
     lo.shuffle = true;
     lo.seed = c.seed;
-    data::DataLoader train_loader(parts[0], lo);
+    if (opened && opened->images) lo.num_workers = 2;  // decoding and augmentation off the training thread
+    data::DataLoader train_loader(train_set, lo);
     std::unique_ptr<data::DataLoader> val_loader;
-    if (n_val > 0) val_loader = std::make_unique<data::DataLoader>(parts[1], data::DataLoader::Options{.batch_size = 256});
+    if (val_set)
+      val_loader = std::make_unique<data::DataLoader>(
+          val_set, data::DataLoader::Options{.batch_size = 256, .num_workers = lo.num_workers});
 
     manual_seed(c.seed);
     auto model = std::make_shared<graph::GraphModule>(spec_.graph);
@@ -235,8 +278,8 @@ void TrainingJob::run() {
     std::ostringstream os;
     const int64_t frozen = model->analysis().total_parameters - trained;
     os << "training " << trained << " parameters" << (frozen > 0 ? " (" + std::to_string(frozen) + " frozen)" : "")
-       << " on " << device.str() << ": " << n_train
-       << " images (" << n_val << " for validation), " << c.epochs << " epoch(s) of " << train_loader.size()
+       << " on " << device.str() << ": " << n_train << (opened && opened->table ? " rows (" : " images (") << n_val
+       << " for validation), " << c.epochs << " epoch(s) of " << train_loader.size()
        << " steps";
     message(os.str());
     trainer->fit(train_loader, val_loader.get());
@@ -248,7 +291,8 @@ void TrainingJob::run() {
       message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
     }
     if (!result_.cancelled && spec_.test_size > 0) {
-      evaluate(*model, device);
+      if (opened) evaluate_opened(*model, device, *opened);
+      else evaluate(*model, device);
       if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
     }
   } catch (const std::exception& e) {
@@ -257,6 +301,82 @@ void TrainingJob::run() {
     result_.error = "unknown error";
   }
   done_ = true;
+}
+
+std::optional<train::Evaluation> TrainingJob::run_test(nn::Module& model, const Device& device,
+                                                      data::DataLoader& loader, int64_t classes) {
+  train::EvaluateOptions options;
+  options.num_classes = classes;
+  options.device = device;
+  options.keep_predictions = true;
+  test_batches_ = loader.size();
+  // Before each batch: count it (the Studio's progress), hold while paused, end on Stop.
+  options.should_stop = [this] {
+    ++test_started_;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cancelled_) return true;
+        if (!paused_) return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  train::Evaluation e = train::evaluate(model, loader, options);
+  if (e.stopped) {  // stopped during the test pass: the run ends as stopped, without an evaluation
+    result_.cancelled = true;
+    return std::nullopt;
+  }
+  return e;
+}
+
+void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const data::OpenedDataset& d) {
+  const auto k = static_cast<int64_t>(d.classes.size());
+  int64_t n = std::min(spec_.test_size, d.test->size());
+  message("evaluating on " + std::to_string(n) + (n < d.test->size() ? " of the " + std::to_string(d.test->size()) : std::string()) +
+          (d.table ? " test rows" : " test images"));
+  std::vector<int64_t> first(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) first[static_cast<size_t>(i)] = i;
+  data::DataLoader loader(std::make_shared<data::Subset>(d.test, first),
+                          data::DataLoader::Options{.batch_size = 256, .num_workers = d.images ? 2 : 0});
+  const std::optional<train::Evaluation> tested = run_test(model, device, loader, k);
+  if (!tested) return;
+  const train::Evaluation& e = *tested;
+  projects::Evaluation& ev = result_.evaluation;
+  if (d.images) {
+    // Grey thumbnails of one size (the model's, at most 64 on its longer side), nearest neighbour.
+    const int64_t h = d.sample_shape[1], w = d.sample_shape[2], longer = std::max(h, w);
+    const int64_t th = std::max<int64_t>(1, longer > 64 ? h * 64 / longer : h), tw = std::max<int64_t>(1, longer > 64 ? w * 64 / longer : w);
+    ev.image_height = static_cast<int>(th), ev.image_width = static_cast<int>(tw);
+    for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i) {
+      if (e.predictions[i] == e.targets[i]) continue;
+      const data::Thumbnail t = data::image_thumbnail(*d.test, static_cast<int64_t>(i), longer);
+      if (t.pixels.empty()) continue;
+      for (int64_t y = 0; y < th; ++y)
+        for (int64_t x = 0; x < tw; ++x) {
+          const size_t at = static_cast<size_t>(((y * t.height / th) * t.width + x * t.width / tw) * t.channels);
+          const double v = t.channels == 3 ? 0.299 * t.pixels[at] + 0.587 * t.pixels[at + 1] + 0.114 * t.pixels[at + 2]
+                                           : t.pixels[at];
+          ev.images.push_back(static_cast<uint8_t>(std::min(255.0, v + 0.5)));
+        }
+      ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
+    }
+    for (int64_t i = 0; i < d.test->size(); ++i) result_.test_files.push_back(data::image_sample_path(*d.test, i));
+  } else {
+    for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i)
+      if (e.predictions[i] != e.targets[i])
+        ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});
+  }
+  for (size_t i = 0; i < e.predictions.size(); ++i)
+    ev.predictions.push_back({static_cast<int32_t>(i), static_cast<int32_t>(e.targets[i]), static_cast<int32_t>(e.predictions[i]),
+                              e.probabilities[i]});
+  ev.count = e.metrics.count();
+  ev.loss = e.metrics.loss();
+  ev.accuracy = e.metrics.accuracy();
+  ev.confusion = e.metrics.confusion();
+  ev.class_names = d.classes;
+  for (std::string& name : ev.class_names) std::replace(name.begin(), name.end(), '\n', ' ');
+  result_.evaluated = true;
 }
 
 void TrainingJob::evaluate(nn::Module& model, const Device& device) {
@@ -280,28 +400,9 @@ void TrainingJob::evaluate(nn::Module& model, const Device& device) {
   std::shared_ptr<const data::Dataset> from = filtered ? std::shared_ptr<const data::Dataset>(filtered) : test;
   auto subset = std::make_shared<data::Subset>(from, chosen);
   data::DataLoader loader(subset, data::DataLoader::Options{.batch_size = 256});
-  train::EvaluateOptions options;
-  options.num_classes = k;
-  options.device = device;
-  options.keep_predictions = true;
-  test_batches_ = loader.size();
-  // Before each batch: count it (the Studio's progress), hold while paused, end on Stop.
-  options.should_stop = [this] {
-    ++test_started_;
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (cancelled_) return true;
-        if (!paused_) return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  };
-  const train::Evaluation e = train::evaluate(model, loader, options);
-  if (e.stopped) {  // stopped during the test pass: the run ends as stopped, without an evaluation
-    result_.cancelled = true;
-    return;
-  }
+  const std::optional<train::Evaluation> tested = run_test(model, device, loader, k);
+  if (!tested) return;
+  const train::Evaluation& e = *tested;
   // The first kMaxMisclassified misclassified images; prediction i is test image source[i].
   projects::Evaluation& ev = result_.evaluation;
   const auto bytes = test->images().contiguous().to_vector<uint8_t>();

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/data/dataloader.h"
+#include "engine/data/dataset_source.h"
 #include "engine/graph/analysis.h"
+#include "engine/train/evaluate.h"
 #include "engine/graph/graph.h"
 #include "engine/train/trainer.h"
 #include "projects/project.h"
@@ -32,12 +35,19 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // batch_size: the run's, 0 when not known), an Output that is not [N, num_classes] (10, or
 // the k classes of the dataset's class filter, DatasetConfig::classes), every layer with
 // parameters frozen (Node::trainable). Empty: OK.
+// Another dataset (an image folder, a table) gives its own per-sample `sample` shape ([C, H, W],
+// [features]) and `data` name ("the image folder 'pets'"); an empty `sample` (the dataset is not
+// read yet) leaves the Input and Output checks out.
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
-                                           int64_t num_classes = kFashionMnistClasses);
+                                           int64_t num_classes = kFashionMnistClasses,
+                                           const graph::SymShape& sample = kFashionMnistImageShape,
+                                           const std::string& data = "Fashion-MNIST");
 // The same problems with the node each one is about (-1: the graph), in the same order;
 // those of the analysis are a.problems' own (message without the node name).
 std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
-                                              int64_t num_classes = kFashionMnistClasses);
+                                              int64_t num_classes = kFashionMnistClasses,
+                                              const graph::SymShape& sample = kFashionMnistImageShape,
+                                              const std::string& data = "Fashion-MNIST");
 
 struct JobSpec {
   graph::Graph graph;
@@ -68,8 +78,10 @@ struct JobResult {
   bool evaluated = false;       // `evaluation` is set
   // Test images: count, loss, accuracy, class names (those of dataset.classes, by new
   // label), confusion, up to kMaxMisclassified misclassified images (28 x 28 grey) and every
-  // prediction, with their indices in Fashion-MNIST's test split.
+  // prediction, with their indices in Fashion-MNIST's test split. Another dataset: its test
+  // split's samples, class names and (images) grey thumbnails of at most 64 x 64.
   projects::Evaluation evaluation;
+  std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
 };
 
@@ -100,6 +112,10 @@ class TrainingJob {
  private:
   void message(const std::string&);
   void evaluate(nn::Module& model, const Device& device);
+  void evaluate_opened(nn::Module& model, const Device& device, const data::OpenedDataset& d);
+  // Runs train::evaluate on `loader` with the pause/stop hooks; nullopt when stopped.
+  std::optional<train::Evaluation> run_test(nn::Module& model, const Device& device, data::DataLoader& loader,
+                                            int64_t classes);
 
   JobSpec spec_;
   JobResult result_;
@@ -113,6 +129,10 @@ class TrainingJob {
   std::shared_ptr<projects::MetricsWriter> writer_;  // guarded by mutex_
   std::atomic<bool> done_{false};
 };
+
+// How the job reads a dataset of another source than Fashion-MNIST (d.spec() and its CSV and
+// split settings; seed: the run's, of the split).
+data::DatasetSource dataset_source(const DatasetConfig& d, uint64_t seed);
 
 // Turns an engine exception into one plain sentence for the log and message boxes.
 std::string plain_error(const std::exception& e);

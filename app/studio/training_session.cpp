@@ -1,6 +1,7 @@
 #include "app/studio/training_session.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QFutureWatcher>
 #include <QTemporaryDir>
@@ -65,14 +66,18 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   if (isRunning()) return fail(tr("a training run is already in progress"));
   std::vector<std::string> settingsProblems;
   int64_t classes = kFashionMnistClasses;
+  const bool fashion = dataset.is_fashion_mnist();
   try {
     config.validate();
     dataset.validate();
-    classes = dataset.num_classes();
+    if (fashion) classes = dataset.num_classes();
   } catch (const std::exception& e) {
     settingsProblems.push_back(e.what());
   }
-  std::vector<std::string> blockers = training_blockers(graph, graph::analyze(graph), config.batch_size, classes);
+  // Another dataset's shape and classes are known once the job has read it: it checks them then.
+  std::vector<std::string> blockers =
+      fashion ? training_blockers(graph, graph::analyze(graph), config.batch_size, classes)
+              : training_blockers(graph, graph::analyze(graph), config.batch_size, 0, graph::SymShape{}, dataset.spec());
   blockers.insert(blockers.end(), settingsProblems.begin(), settingsProblems.end());
   if (!blockers.empty()) {
     QStringList lines;
@@ -81,8 +86,9 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   }
   // The test images asked for (Evaluation::count is how many were evaluated): a run tested
   // on a subset is told apart from full-test runs.
-  const int64_t available = classes * DatasetConfig::kTestPerClass;
-  const int64_t tests = std::min(testSize, dataset.test_size > 0 ? std::min(dataset.test_size, available) : available);
+  const int64_t available = fashion ? classes * DatasetConfig::kTestPerClass : testSize;
+  const int64_t tests =
+      fashion ? std::min(testSize, dataset.test_size > 0 ? std::min(dataset.test_size, available) : available) : testSize;
   JobSpec spec;
   try {
     nlohmann::json cj = nlohmann::json::parse(config.to_json());
@@ -92,7 +98,8 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
     spec.run_config.config_json = cj.dump();
     spec.run_config.device = config.device;
     QString name = QString("%1 lr %2, %3 epoch(s)").arg(QString::fromStdString(config.optimizer)).arg(config.lr).arg(config.epochs);
-    if (!dataset.classes.empty()) name += QString(", classes %1").arg(QString::fromStdString(dataset.classes));
+    if (!fashion) name += QString(", %1").arg(QFileInfo(QString::fromStdString(dataset.path)).fileName());
+    if (fashion && !dataset.classes.empty()) name += QString(", classes %1").arg(QString::fromStdString(dataset.classes));
     if (tests < available) name += QString(", test %1").arg(tests);
     spec.run_config.name = name.toStdString();
   } catch (const std::exception& e) {
@@ -107,7 +114,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   spec.config = config;
   spec.dataset = dataset;
   spec.test_size = testSize;
-  datasetDir_ = QString::fromStdString(dataset.dir);
+  datasetDir_ = fashion ? QString::fromStdString(dataset.dir) : QString();
   spec.project_path = projectPath;
   spec.graph_version = graphVersion;
   if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
@@ -127,7 +134,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   epochs_ = config.epochs;
   progress_ = Progress{};
   progress_.epochs = config.epochs;
-  phases_ = std::make_unique<RunProgress>(config.epochs, dataset.validation_size, tests);
+  phases_ = std::make_unique<RunProgress>(config.epochs, fashion ? dataset.validation_size : 0, fashion ? tests : 0);
   lastEmit_ = 0;
   testSeen_ = 0;
   writerError_.clear();
@@ -278,8 +285,12 @@ void TrainingSession::finish() {
   if (r.evaluated) {
     EvaluationResult shown = toEvaluationResult(r.evaluation);
     shown.imageDir = datasetDir_;  // the run's own copy of the test images
+    for (const std::string& f : r.test_files) shown.imageFiles << QString::fromStdString(f);
     emit evaluated(shown);
-    emit logMessage(tr("test accuracy %1 % on %2 images").arg(100 * r.evaluation.accuracy, 0, 'f', 2).arg(r.evaluation.count));
+    emit logMessage(tr("test accuracy %1 % on %2 %3")
+                        .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
+                        .arg(r.evaluation.count)
+                        .arg(datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows") : tr("images")));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
   // (through their own connections); finished() follows when they are on disk.

@@ -15,6 +15,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QPushButton>
+
+#include "engine/data/dataset_source.h"
 #include "engine/data/fashion_mnist.h"
 
 namespace kiln::studio {
@@ -55,6 +64,68 @@ DatasetSummary summarize_fashion_mnist(const QString& dir, int samples) {
     }
   } catch (const std::exception& e) {
     s = DatasetSummary{};
+    s.error = QString::fromUtf8(e.what());
+  }
+  return s;
+}
+
+DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
+  DatasetSummary s;
+  try {
+    data::DatasetSource source;
+    source.spec = settings.spec();
+    source.label = settings.label;
+    source.header = settings.header;
+    source.skip_rows = settings.skip_rows;
+    source.test_fraction = settings.test_fraction;
+    source.validation_fraction = settings.validation_fraction;
+    source.cache_mb = 256;
+    const data::OpenedDataset d = data::open_dataset(source);
+    s.kind = QString::fromStdString(d.kind);
+    for (const std::string& c : d.classes) s.class_names << QString::fromStdString(c);
+    s.class_counts = d.class_counts;
+    s.sample_shape = d.sample_shape;
+    for (const std::string& f : d.skipped) s.skipped << QString::fromStdString(f);
+    const int64_t val = d.validation ? d.validation->size() : 0;
+    s.total = d.train->size() + val + d.test->size();
+    s.train_images = d.train->size();
+    s.test_images = d.test->size();
+    const QString split = QObject::tr("%1 for training, %2 for validation, %3 for testing")
+                              .arg(thousands(d.train->size()), thousands(val), thousands(d.test->size()));
+    if (d.table) {
+      for (const data::ColumnInfo& c : d.table->schema.columns) s.columns << QString::fromStdString(c.name);
+      s.label = QString::fromStdString(d.table->schema.label);
+      s.columns.insert(static_cast<qsizetype>(std::min<int64_t>(d.table->schema.label_index, s.columns.size())), s.label);
+      s.details = QObject::tr("%1 rows (%2 dropped), %3 features, %4 classes in column '%5'; %6.")
+                      .arg(thousands(d.table->rows), thousands(d.table->rows_dropped))
+                      .arg(d.sample_shape[0])
+                      .arg(d.classes.size())
+                      .arg(s.label, split);
+    } else {
+      s.details = QObject::tr("%1 images of %2 classes, %3 channel(s), %4 × %5 (the most common size; others are resized)%6; %7.")
+                      .arg(thousands(s.total))
+                      .arg(d.classes.size())
+                      .arg(d.sample_shape[0])
+                      .arg(d.sample_shape[1])
+                      .arg(d.sample_shape[2])
+                      .arg(s.skipped.isEmpty() ? QString() : QObject::tr(", %n file(s) skipped", nullptr, int(s.skipped.size())))
+                      .arg(split);
+      const data::Dataset& train = *d.images->train;  // the ImageDataset before validation was split off
+      const int64_t n = train.size();
+      for (int k = 0; k < samples && k < n; ++k) {
+        const int64_t i = static_cast<int64_t>(k) * n / samples;  // evenly spaced over the split
+        const data::Thumbnail t = data::image_thumbnail(train, i, 28 * kScale);
+        if (t.pixels.empty()) continue;
+        QImage img(int(t.width), int(t.height), t.channels == 3 ? QImage::Format_RGB888 : QImage::Format_Grayscale8);
+        for (int64_t y = 0; y < t.height; ++y)
+          std::memcpy(img.scanLine(int(y)), t.pixels.data() + y * t.width * t.channels, size_t(t.width * t.channels));
+        s.samples.push_back(std::move(img));
+        s.sample_labels.push_back(int(train.get_batch({i}).target.contiguous().data_ptr<const int64_t>()[0]));
+      }
+    }
+  } catch (const std::exception& e) {
+    s = DatasetSummary{};
+    s.kind = QString::fromStdString(settings.name);
     s.error = QString::fromUtf8(e.what());
   }
   return s;
@@ -110,11 +181,46 @@ void SampleGrid::paintEvent(QPaintEvent*) {
 DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : QWidget(parent), settings_(settings) {
   settings_.validate();
   auto* layout = new QVBoxLayout(this);
-  auto* title = new QLabel(tr("<b>Fashion-MNIST</b> — 28×28 grey images of 10 kinds of clothing "
-                              "(Xiao, Rasul, Vollgraf 2017)"));
+  source_ = new QComboBox;
+  source_->addItem(tr("Fashion-MNIST"), "fashion-mnist");
+  source_->addItem(tr("Image folder (one subfolder per class)"), "imagefolder");
+  source_->addItem(tr("Image list CSV (path,label)"), "images");
+  source_->addItem(tr("CSV table"), "csv");
+  source_->setToolTip(tr("The data the model trains on: Fashion-MNIST, your images (a folder with a subfolder per "
+                         "class, or a CSV listing path,label) or a table (a CSV with a label column)"));
+  auto* sourceForm = new QFormLayout;
+  sourceForm->addRow(tr("Dataset:"), source_);
+  layout->addLayout(sourceForm);
+  sourceBox_ = new QWidget;
+  auto* sourceLayout = new QFormLayout(sourceBox_);
+  sourceLayout->setContentsMargins(0, 0, 0, 0);
+  auto* pathRow = new QHBoxLayout;
+  path_ = new QLineEdit;
+  path_->setPlaceholderText(tr("choose a folder or file"));
+  browse_ = new QPushButton(tr("Choose…"));
+  pathRow->addWidget(path_, 1);
+  pathRow->addWidget(browse_);
+  sourceLayout->addRow(tr("Path:"), pathRow);
+  csvBox_ = new QWidget;
+  auto* csvLayout = new QFormLayout(csvBox_);
+  csvLayout->setContentsMargins(0, 0, 0, 0);
+  label_ = new QComboBox;
+  label_->setToolTip(tr("The column holding the class of each row; every other numeric column is a feature"));
+  header_ = new QCheckBox(tr("First row names the columns"));
+  skipRows_ = new QSpinBox;
+  skipRows_->setRange(0, 1000);
+  skipRows_->setToolTip(tr("Lines skipped before the header or data (1 for scikit-learn's tables, whose first line counts rows)"));
+  csvLayout->addRow(tr("Label column:"), label_);
+  csvLayout->addRow(QString(), header_);
+  csvLayout->addRow(tr("Skip rows:"), skipRows_);
+  sourceLayout->addRow(csvBox_);
+  layout->addWidget(sourceBox_);
+  title_ = new QLabel(tr("<b>Fashion-MNIST</b> — 28×28 grey images of 10 kinds of clothing "
+                         "(Xiao, Rasul, Vollgraf 2017)"));
+  auto* title = title_;
   title->setWordWrap(true);
   layout->addWidget(title);
-
+  fashionBox_ = new QWidget;
   auto* form = new QFormLayout;
   validation_ = new QSpinBox;
   validation_->setRange(0, int(DatasetSettings::kTrainImages - 1));
@@ -149,7 +255,9 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   form->addRow(tr("Training images:"), train_);
   form->addRow(tr("Test images:"), test_);
   form->addRow(tr("Test seed:"), testSeed_);
-  layout->addLayout(form);
+  form->setContentsMargins(0, 0, 0, 0);
+  fashionBox_->setLayout(form);
+  layout->addWidget(fashionBox_);
   summary_ = new QLabel;
   summary_->setWordWrap(true);
   layout->addWidget(summary_);
@@ -189,8 +297,22 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   connect(testSeed_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(classes_, &QLineEdit::editingFinished, this, &DatasetPanel::onClassesEdited);
   connect(&watcher_, &QFutureWatcher<DatasetSummary>::finished, this, [this] { showSummary(watcher_.result()); });
-  setSettings(settings_);
-  load(QString::fromStdString(settings_.dir));
+  connect(source_, &QComboBox::activated, this, &DatasetPanel::onSourceChanged);
+  connect(browse_, &QPushButton::clicked, this, &DatasetPanel::choosePath);
+  connect(path_, &QLineEdit::editingFinished, this, [this] {
+    const std::string p = path_->text().trimmed().toStdString();
+    if (p.empty() || p == settings_.path) return;
+    DatasetSettings s = settings_;
+    s.path = p;
+    emit chosen();
+    setSettings(s);
+  });
+  connect(label_, &QComboBox::activated, this, &DatasetPanel::onCsvOptionsChanged);
+  connect(header_, &QCheckBox::toggled, this, &DatasetPanel::onCsvOptionsChanged);
+  connect(skipRows_, &QSpinBox::valueChanged, this, &DatasetPanel::onCsvOptionsChanged);
+  const DatasetSettings initial = settings_;
+  settings_.dir.clear();  // setSettings reads the data
+  setSettings(initial);
 }
 
 DatasetPanel::~DatasetPanel() { watcher_.waitForFinished(); }
@@ -199,22 +321,110 @@ DatasetSettings DatasetPanel::settings() const { return settings_; }
 
 void DatasetPanel::setSettings(const DatasetSettings& s) {
   s.validate();
-  const bool reload = s.dir != settings_.dir;
+  const bool reload = s.name != settings_.name || s.dir != settings_.dir || s.path != settings_.path ||
+                      s.label != settings_.label || s.header != settings_.header || s.skip_rows != settings_.skip_rows ||
+                      s.test_fraction != settings_.test_fraction || s.validation_fraction != settings_.validation_fraction;
   settings_ = s;
   updating_ = true;
-  classes_->setText(QString::fromStdString(s.classes));
-  classesError_->hide();
-  updateRanges();
-  validation_->setValue(int(s.validation_size));
-  train_->setRange(1, int(s.num_classes() * DatasetSettings::kTrainPerClass - s.validation_size));
-  train_->setValue(int(s.train_size));
-  test_->setValue(int(s.test_size));
-  testSeed_->setValue(int(std::min<uint64_t>(s.test_seed, uint64_t(testSeed_->maximum()))));
-  testSeed_->setEnabled(s.test_size > 0);
+  source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(s.name))));
+  path_->setText(QString::fromStdString(s.path));
+  header_->setChecked(s.header);
+  skipRows_->setValue(int(s.skip_rows));
+  if (label_->findData(QString::fromStdString(s.label)) < 0) label_->addItem(s.label.empty() ? tr("(the last column)") : QString::fromStdString(s.label), QString::fromStdString(s.label));
+  label_->setCurrentIndex(label_->findData(QString::fromStdString(s.label)));
+  if (s.is_fashion_mnist()) {
+    classes_->setText(QString::fromStdString(s.classes));
+    classesError_->hide();
+    updateRanges();
+    validation_->setValue(int(s.validation_size));
+    train_->setRange(1, int(s.num_classes() * DatasetSettings::kTrainPerClass - s.validation_size));
+    train_->setValue(int(s.train_size));
+    test_->setValue(int(s.test_size));
+    testSeed_->setValue(int(std::min<uint64_t>(s.test_seed, uint64_t(testSeed_->maximum()))));
+    testSeed_->setEnabled(s.test_size > 0);
+  }
   updating_ = false;
+  showSourceWidgets();
   updateSummaryText();
-  if (reload) load(QString::fromStdString(s.dir));
+  if (reload) s.is_fashion_mnist() ? load(QString::fromStdString(s.dir)) : loadSource();
   emit settingsChanged(settings_);
+}
+
+void DatasetPanel::showSourceWidgets() {
+  const bool fashion = settings_.is_fashion_mnist();
+  fashionBox_->setVisible(fashion);
+  sourceBox_->setVisible(!fashion);
+  csvBox_->setVisible(settings_.name == "csv");
+  title_->setVisible(fashion);
+  browse_->setText(settings_.name == "imagefolder" ? tr("Choose Folder…") : tr("Choose File…"));
+}
+
+void DatasetPanel::onSourceChanged(int index) {
+  const std::string name = source_->itemData(index).toString().toStdString();
+  if (name == settings_.name) return;
+  DatasetSettings s = settings_;
+  s.name = name;
+  if (name == "fashion-mnist") {
+    emit chosen();
+    setSettings(s);
+    return;
+  }
+  // A path of the other kind (a folder for a file) is asked for again.
+  const bool folder = name == "imagefolder";
+  if (s.path.empty() || QFileInfo(QString::fromStdString(s.path)).isDir() != folder) {
+    s.path.clear();
+    settings_.name = name;  // the dialog asks for the new kind
+    showSourceWidgets();
+    choosePath();
+    return;
+  }
+  setSettings(s);
+}
+
+void DatasetPanel::choosePath() {
+  const QString start = !settings_.path.empty() ? QFileInfo(QString::fromStdString(settings_.path)).absolutePath()
+                        : !baseDir_.isEmpty()    ? baseDir_
+                                                 : QDir::currentPath();
+  const QString picked =
+      settings_.name == "imagefolder"
+          ? QFileDialog::getExistingDirectory(this, tr("Image Folder (one subfolder per class)"), start)
+          : QFileDialog::getOpenFileName(this, settings_.name == "csv" ? tr("CSV Table") : tr("Image List CSV"), start,
+                                         tr("Tables (*.csv *.tsv *.csv.gz *.tsv.gz *.txt);;All files (*)"));
+  if (picked.isEmpty()) {  // cancelled: the last usable choice stays
+    source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(settings_.name))));
+    if (settings_.path.empty()) {
+      DatasetSettings s = settings_;
+      s.name = "fashion-mnist";
+      settings_.name = "";  // setSettings sees a change
+      setSettings(s);
+    }
+    return;
+  }
+  DatasetSettings s = settings_;
+  s.path = QDir::cleanPath(picked).toStdString();
+  if (s.name == "csv") s.label.clear();
+  settings_.path.clear();
+  emit chosen();
+  setSettings(s);
+}
+
+void DatasetPanel::onCsvOptionsChanged() {
+  if (updating_ || settings_.name != "csv") return;
+  DatasetSettings s = settings_;
+  s.label = label_->currentData().toString().toStdString();
+  s.header = header_->isChecked();
+  s.skip_rows = skipRows_->value();
+  emit chosen();
+  setSettings(s);
+}
+
+void DatasetPanel::loadSource() {
+  loaded_ = false;
+  error_.clear();
+  status_->setStyleSheet({});
+  status_->setText(tr("Reading %1…").arg(QString::fromStdString(settings_.path)));
+  watcher_.waitForFinished();
+  watcher_.setFuture(QtConcurrent::run(summarize_source, settings_, kSamples));
 }
 
 void DatasetPanel::onSpinChanged() {
@@ -270,6 +480,12 @@ void DatasetPanel::onClassesEdited() {
 }
 
 void DatasetPanel::updateSummaryText() {
+  if (!settings_.is_fashion_mnist()) {
+    summary_->setText(tr("Held out by class: %1 % for testing, %2 % for validation.")
+                          .arg(100 * settings_.test_fraction, 0, 'g', 3)
+                          .arg(100 * settings_.validation_fraction, 0, 'g', 3));
+    return;
+  }
   const int64_t k = settings_.num_classes();
   const QString classes = k < kNumClasses ? tr(" of classes %1 (relabelled 0 to %2)")
                                                 .arg(QString::fromStdString(settings_.classes))
@@ -295,6 +511,12 @@ void DatasetPanel::load(const QString& dir) {
 }
 
 void DatasetPanel::showSummary(const DatasetSummary& s) {
+  shown_ = s;
+  if (!s.kind.isEmpty()) {
+    showSourceSummary(s);
+    emit loaded();
+    return;
+  }
   error_ = s.error;
   loaded_ = s.error.isEmpty();
   if (!loaded_) {
@@ -310,6 +532,9 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
     for (int l : s.sample_labels) labels << class_name(l);
     grid_->setSamples(s.samples, labels);
   }
+  setClassRows(kNumClasses);
+  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test"), tr("Share of training")});
+  for (int c = 0; c < kNumClasses; ++c) counts_->setItem(c, 0, new QTableWidgetItem(class_name(c)));
   const int64_t max_train = std::max<int64_t>(1, *std::max_element(s.train_counts.begin(), s.train_counts.end()));
   for (int c = 0; c < kNumClasses; ++c) {
     const auto k = static_cast<size_t>(c);
@@ -322,6 +547,67 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
                                   : QString("–"));
   }
   emit loaded();
+}
+
+void DatasetPanel::setClassRows(int rows) {
+  if (counts_->rowCount() == rows) return;
+  counts_->setRowCount(rows);
+  for (int c = 0; c < rows; ++c)
+    if (!counts_->cellWidget(c, 3)) {
+      auto* bar = new QProgressBar;
+      bar->setTextVisible(true);
+      bar->setMaximumHeight(18);
+      bar->setValue(0);
+      counts_->setCellWidget(c, 3, bar);
+    }
+}
+
+void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
+  error_ = s.error;
+  loaded_ = s.error.isEmpty();
+  if (!loaded_) {
+    // The engine's message as it is: it names the file, line and column.
+    status_->setText(tr("<b>The data set cannot be read.</b> %1").arg(s.error.toHtmlEscaped()));
+    status_->setStyleSheet("color: #e06c6c");
+    grid_->setSamples({}, {});
+    setClassRows(0);
+    return;
+  }
+  status_->setStyleSheet({});
+  QString text = s.details.toHtmlEscaped();
+  if (!s.skipped.isEmpty()) {
+    text += "<br><b>" + tr("Skipped (not used):") + "</b>";
+    for (const QString& f : s.skipped) text += "<br>" + f.toHtmlEscaped();
+  }
+  if (s.kind != "csv") text += "<br>" + tr("Samples from the training split:");
+  status_->setText(text);
+  QStringList labels;
+  for (int l : s.sample_labels) labels << s.class_names.value(l);
+  grid_->setSamples(s.samples, labels);
+  // The label column's choices: the header's columns.
+  if (s.kind == "csv") {
+    updating_ = true;
+    label_->clear();
+    for (const QString& c : s.columns) label_->addItem(c, c);
+    const QString want = QString::fromStdString(settings_.label);
+    if (!want.isEmpty() && label_->findData(want) < 0) label_->addItem(want, want);  // an index ("-1", "0")
+    label_->setCurrentIndex(label_->findData(want.isEmpty() ? s.label : want));
+    updating_ = false;
+  }
+  const int rows = static_cast<int>(s.class_names.size());
+  setClassRows(rows);
+  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Samples"), QString(), tr("Share")});
+  const int64_t most = s.class_counts.empty() ? 1 : std::max<int64_t>(1, *std::max_element(s.class_counts.begin(), s.class_counts.end()));
+  for (int c = 0; c < rows; ++c) {
+    const int64_t n = c < int(s.class_counts.size()) ? s.class_counts[size_t(c)] : 0;
+    counts_->setItem(c, 0, new QTableWidgetItem(s.class_names[c]));
+    counts_->setItem(c, 1, new QTableWidgetItem(thousands(n)));
+    counts_->setItem(c, 2, new QTableWidgetItem(QString()));
+    auto* bar = static_cast<QProgressBar*>(counts_->cellWidget(c, 3));
+    bar->setRange(0, int(most));
+    bar->setValue(int(n));
+    bar->setFormat(s.total ? QString("%1 %").arg(100.0 * double(n) / double(s.total), 0, 'f', 1) : QString("–"));
+  }
 }
 
 }  // namespace kiln::studio

@@ -15,7 +15,10 @@
 
 #include "widgets/project/dataset_settings.h"
 
+class QCheckBox;
+class QComboBox;
 class QLabel;
+class QPushButton;
 class QLineEdit;
 class QSpinBox;
 class QTableWidget;
@@ -29,10 +32,24 @@ struct DatasetSummary {
   std::vector<int> sample_labels;      // class index of each sample
   std::array<int64_t, 10> train_counts{}, test_counts{};  // images per class
   int64_t train_images = 0, test_images = 0;
+  // Another source (an image folder or manifest, a CSV table; engine/data/dataset_source.h):
+  QString kind;                        // "imagefolder", "images", "csv"; "" for Fashion-MNIST
+  QStringList class_names;             // by label
+  std::vector<int64_t> class_counts;   // samples per class (all splits)
+  std::vector<int64_t> sample_shape;   // per sample: [C, H, W] or [features]
+  QStringList skipped;                 // "PATH: REASON" of every file left out
+  QStringList columns;                 // csv: the header's columns (the label's choices)
+  QString label;                       // csv: the label column read
+  QString details;                     // one line: splits, image size and channels / rows and features
+  int64_t total = 0;                   // samples in all splits
 };
 // Reads both splits from dir (kiln::data::FashionMNIST) and takes `samples` training
 // images, evenly spaced. Never throws: errors go into DatasetSummary::error.
 DatasetSummary summarize_fashion_mnist(const QString& dir, int samples);
+// Opens another source (settings.spec(), its CSV and split settings) with engine/data's
+// open_dataset and takes `samples` training thumbnails (images only; at most 56 px). Never
+// throws: the engine's message (naming the file, line and column) goes into error verbatim.
+DatasetSummary summarize_source(const DatasetSettings& settings, int samples);
 
 // Paints sample images (scaled by an integer factor, nearest neighbour) in a grid,
 // each with its class name underneath.
@@ -81,13 +98,30 @@ class DatasetPanel : public QWidget {
   QSpinBox* testSeedSpin() const { return testSeed_; }  // enabled while testSpin() > 0
   QLineEdit* classesEdit() const { return classes_; }  // "" = all ten; applied on editingFinished
   QString classesError() const;                        // why the classes text is not applied ("" = it is)
+  QComboBox* sourceCombo() const { return source_; }   // Fashion-MNIST, image folder, image manifest, CSV table
+  QComboBox* labelCombo() const { return label_; }     // csv: the label column (from the header)
+  QLabel* summaryLabel() const { return summary_; }
+  QLabel* statusLabel() const { return status_; }
+  const DatasetSummary& summary() const { return shown_; }  // the last summary shown
+  // The folder the file dialog opens in (beside the project; "" = the current directory).
+  void setBaseDirectory(const QString& dir) { baseDir_ = dir; }
+  // Picks a folder or file for the current source with a dialog (tests set the path directly
+  // with setSettings).
+  void choosePath();
 
  signals:
   void settingsChanged(const kiln::studio::DatasetSettings& settings);
   void loaded();  // after a load finished, successfully or with errorText()
+  void chosen();  // the user chose another source, file or CSV option (before it is read)
 
  private:
   void load(const QString& dir);
+  void loadSource();
+  void onSourceChanged(int index);
+  void onCsvOptionsChanged();
+  void showSourceWidgets();
+  void showSourceSummary(const DatasetSummary& summary);
+  void setClassRows(int rows);
   void showSummary(const DatasetSummary& summary);
   void onSpinChanged();
   void onClassesEdited();
@@ -108,6 +142,18 @@ class DatasetPanel : public QWidget {
   QLabel* classesError_ = nullptr;
   SampleGrid* grid_ = nullptr;
   QTableWidget* counts_ = nullptr;
+  QComboBox* source_ = nullptr;
+  QLineEdit* path_ = nullptr;
+  QPushButton* browse_ = nullptr;
+  QComboBox* label_ = nullptr;
+  QCheckBox* header_ = nullptr;
+  QSpinBox* skipRows_ = nullptr;
+  QWidget* fashionBox_ = nullptr;
+  QWidget* sourceBox_ = nullptr;
+  QWidget* csvBox_ = nullptr;
+  QLabel* title_ = nullptr;
+  QString baseDir_;
+  DatasetSummary shown_;
 };
 
 }  // namespace kiln::studio

@@ -43,7 +43,18 @@ int64_t DatasetSettings::num_classes() const {
 }
 
 void DatasetSettings::validate() const {
-  KILN_CHECK(name == "fashion-mnist", ValueError, kWhat, ": 'name' must be fashion-mnist, got '", name, "'");
+  KILN_CHECK(name == "fashion-mnist" || name == "imagefolder" || name == "images" || name == "csv", ValueError, kWhat,
+             ": 'name' must be fashion-mnist, imagefolder, images or csv, got '", name, "'");
+  if (!is_fashion_mnist()) {
+    KILN_CHECK(!path.empty(), ValueError, kWhat, ": 'path' must name the ", name == "imagefolder" ? "folder" : "file",
+               " of the ", name, " dataset");
+    KILN_CHECK(skip_rows >= 0, ValueError, kWhat, ": 'skip_rows' must be >= 0, got ", skip_rows);
+    KILN_CHECK(test_fraction >= 0 && test_fraction <= 0.9 && validation_fraction >= 0 && validation_fraction <= 0.9 &&
+                   test_fraction + validation_fraction <= 0.9,
+               ValueError, kWhat, ": 'test_fraction' and 'validation_fraction' must be in [0, 0.9] and together at most 0.9, got ",
+               test_fraction, " and ", validation_fraction);
+    return;
+  }
   KILN_CHECK(train_size >= 1, ValueError, kWhat, ": 'train_size' must be >= 1, got ", train_size);
   KILN_CHECK(validation_size >= 0, ValueError, kWhat, ": 'validation_size' must be >= 0, got ", validation_size);
   KILN_CHECK(test_size >= 0 && test_size <= kTestImages, ValueError, kWhat, ": 'test_size' must be 0 (all) to ",
@@ -62,6 +73,16 @@ std::string DatasetSettings::to_json() const {
   if (test_size != 0) o["test_size"] = static_cast<double>(test_size);
   if (test_seed != 0) o["test_seed"] = static_cast<double>(test_seed);
   if (!classes.empty()) o["classes"] = QString::fromStdString(classes);
+  if (!is_fashion_mnist()) {
+    o["path"] = QString::fromStdString(path);
+    o["test_fraction"] = test_fraction;
+    o["validation_fraction"] = validation_fraction;
+    if (name == "csv") {
+      o["label"] = QString::fromStdString(label);
+      o["header"] = header;
+      o["skip_rows"] = static_cast<double>(skip_rows);
+    }
+  }
   return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();  // QJsonObject keeps keys sorted
 }
 
@@ -82,6 +103,18 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   KILN_CHECK(seed >= 0, ValueError, kWhat, ": 'test_seed' must be >= 0, got ", seed);
   s.test_seed = static_cast<uint64_t>(seed);
   s.classes = read_string(o, "classes", s.classes);
+  s.path = read_string(o, "path", s.path);
+  s.label = read_string(o, "label", s.label);
+  s.skip_rows = read_int(o, "skip_rows", s.skip_rows);
+  if (o.contains("header")) {
+    KILN_CHECK(o.value("header").isBool(), ValueError, kWhat, ": 'header' must be true or false, got ", describe(o.value("header")));
+    s.header = o.value("header").toBool();
+  }
+  for (auto [key, field] : {std::pair{"test_fraction", &s.test_fraction}, {"validation_fraction", &s.validation_fraction}})
+    if (o.contains(key)) {
+      KILN_CHECK(o.value(key).isDouble(), ValueError, kWhat, ": '", key, "' must be a number, got ", describe(o.value(key)));
+      *field = o.value(key).toDouble();
+    }
   s.validate();
   return s;
 }

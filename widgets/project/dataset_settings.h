@@ -21,8 +21,19 @@ struct DatasetSettings {
   std::string classes;             // "" = all ten, else "5-9", "0,2,5" (data::parse_classes):
                                    // only those classes, relabelled 0..k-1
   uint64_t test_seed = 0;          // seed of that subset (DatasetConfig::test_seed)
+  // Another source (name "imagefolder", "images" or "csv"), as DatasetConfig's: the folder or
+  // file, the CSV's label column ("" = the last), header row, rows skipped before it, and the
+  // stratified shares held out for testing and validation.
+  std::string path;
+  std::string label;
+  bool header = true;
+  int64_t skip_rows = 0;
+  double test_fraction = 0.2, validation_fraction = 0.1;
+  bool is_fashion_mnist() const { return name == "fashion-mnist"; }
+  std::string spec() const { return is_fashion_mnist() ? std::string() : name + ":" + path; }
 
-  // ValueError naming the field: unknown name, train_size < 1, validation_size < 0,
+  // ValueError naming the field: unknown name; for another source than Fashion-MNIST an empty
+  // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); train_size < 1, validation_size < 0,
   // train_size + validation_size over the training images of the classes (60000, 6000 a
   // class), test_size outside [0, 10000], or a malformed classes spec.
   void validate() const;

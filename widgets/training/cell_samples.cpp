@@ -109,7 +109,10 @@ void CellSamples::showCell(const EvaluationResult& r, int truth, int predicted) 
   });
   table_->setUpdatesEnabled(false);
   for (const auto& s : cell)
-    addRow(s.index, s.probability, r.imageDir.isEmpty() ? QImage() : fashion_mnist_test_image(r.imageDir, s.index));
+    addRow(s.index, s.probability,
+           s.index < r.imageFiles.size() ? QImage(r.imageFiles[static_cast<qsizetype>(s.index)])
+           : r.imageDir.isEmpty()        ? QImage()
+                                         : fashion_mnist_test_image(r.imageDir, s.index));
   table_->setUpdatesEnabled(true);
   message_->setText(tr("%n test image(s) of %1 predicted as %2, most confident first", nullptr, static_cast<int>(cell.size()))
                         .arg(t, p));

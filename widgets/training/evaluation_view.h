@@ -47,6 +47,7 @@ struct EvaluationResult {
   };
   QVector<Prediction> predictions;
   QString imageDir;  // Fashion-MNIST directory to show the test images from ("": no images)
+  QStringList imageFiles;  // or the image file of each test sample, by index (an image-folder dataset)
 };
 
 class EvaluationView : public QWidget {

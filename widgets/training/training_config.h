@@ -49,8 +49,22 @@ struct DatasetConfig {
                                     // "0,2,5"): those classes only, relabelled 0..k-1
   uint64_t test_seed = 0;           // seed of that subset (test_subset_indices): the same seed
                                     // gives the same test images, whatever the training seed
-  // ValueError: negative sizes, train_size 0, a malformed `classes`, train_size +
-  // validation_size over the training images of the classes (6000 each), test_size over 10000.
+  // Another source than Fashion-MNIST (name "imagefolder", "images" or "csv"): the folder or file,
+  // the CSV's label column (name or index, "" = the last), header row and rows skipped before it,
+  // and the stratified shares held out for testing and validation. Fashion-MNIST's fields above
+  // (dir, sizes, classes) do not apply to it.
+  std::string path;
+  std::string label;
+  bool header = true;
+  int64_t skip_rows = 0;
+  double test_fraction = 0.2, validation_fraction = 0.1;
+  bool is_fashion_mnist() const { return name == "fashion-mnist"; }
+  // "imagefolder:PATH", "images:PATH" or "csv:PATH" (engine/data/image_source.h, table_source.h); "" for Fashion-MNIST.
+  std::string spec() const;
+  // ValueError: an unknown name; for Fashion-MNIST negative sizes, train_size 0, a malformed
+  // `classes`, train_size + validation_size over the training images of the classes (6000 each),
+  // test_size over 10000; for another source an empty path, skip_rows < 0, a fraction outside
+  // [0, 0.9] or the two over 0.9 together.
   void validate() const;
   int64_t num_classes() const;      // k (10 without a class filter); validate()'s errors
   std::vector<int64_t> class_list() const;  // the kept classes ascending (all ten when `classes` is "")

@@ -1,0 +1,289 @@
+// Issue 14, the Studio side: a user's own data. The Dataset panel reads a generated PNG folder
+// (three classes, one corrupt file) and a generated CSV table and shows what it found; bad input
+// (an empty class folder, one class, a ragged CSV, a folder gone when the project is reopened)
+// gives the engine's message naming the file, never a crash, and keeps the settings. kiln-studio
+// --headless trains a template on each for one epoch end to end (the graph fitted to the data),
+// and the run records the dataset and evaluates with its class names.
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+#include "app/studio/main_window.h"
+#include "engine/graph/json.h"
+#include "projects/project.h"
+#include "widgets/graph/graph_document.h"
+#include "widgets/project/dataset_panel.h"
+
+using namespace kiln::studio;
+
+namespace {
+
+const QString kStudio = QStringLiteral(KILN_BINARY_DIR "/bin/kiln-studio");
+
+// root/<class>/<i>.png: `per_class` 16 x 16 RGB images per class, each class its own colour
+// and a bright square whose place depends on the class (so a model can tell them apart).
+void writeImageFolder(const QString& root, const QStringList& classes, int per_class) {
+  for (int c = 0; c < classes.size(); ++c) {
+    QVERIFY(QDir().mkpath(root + "/" + classes[c]));
+    for (int i = 0; i < per_class; ++i) {
+      QImage img(16, 16, QImage::Format_RGB888);
+      img.fill(QColor(40 * c + 3 * i, 200 - 60 * c, 30 + 50 * c));
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x) img.setPixelColor(1 + 5 * (c % 3) + x, 1 + 4 * (c % 3) + y, Qt::white);
+      QVERIFY(img.save(QString("%1/%2/%3.png").arg(root, classes[c]).arg(i)));
+    }
+  }
+}
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+
+// A CSV with header x1,x2,kind: two well separated classes "low" and "high", `rows` rows.
+QByteArray tableCsv(int rows) {
+  QByteArray t = "x1,x2,kind\n";
+  for (int i = 0; i < rows; ++i) {
+    const bool high = i % 2;
+    t += QByteArray::number((high ? 5.0 : -5.0) + 0.1 * (i % 7)) + "," + QByteArray::number(0.3 * (i % 5)) + "," +
+         (high ? "high" : "low") + "\n";
+  }
+  return t;
+}
+
+bool waitLoaded(DatasetPanel& panel) {
+  return QTest::qWaitFor([&] { return panel.isLoaded() || !panel.errorText().isEmpty(); }, 60000);
+}
+
+DatasetSettings source(const std::string& name, const QString& path) {
+  DatasetSettings s;
+  s.name = name;
+  s.path = path.toStdString();
+  return s;
+}
+
+// Runs kiln-studio --headless with `args`; returns stdout + stderr, the exit code in `code`.
+QString studio(const QStringList& args, int* code) {
+  QProcess p;
+  p.setProcessChannelMode(QProcess::MergedChannels);
+  p.start(kStudio, args);
+  if (!p.waitForFinished(240000)) p.kill();
+  *code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  return p.readAll();
+}
+
+}  // namespace
+
+class TestStudioData : public QObject {
+  Q_OBJECT
+ private slots:
+  void imageFolderSummary() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("pets");
+    writeImageFolder(root, {"cat", "dog", "fox"}, 4);
+    writeFile(root + "/dog/broken.png", QByteArray("\x89PNG\r\n\x1a\n not really a png", 26));
+    DatasetPanel panel;
+    panel.setBaseDirectory(dir.path());
+    panel.setSettings(source("imagefolder", root));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY2(panel.isLoaded(), qPrintable(panel.errorText()));
+    const DatasetSummary& s = panel.summary();
+    QCOMPARE(s.class_names, QStringList({"cat", "dog", "fox"}));
+    QCOMPARE(s.class_counts, std::vector<int64_t>({4, 4, 4}));
+    QCOMPARE(s.sample_shape, std::vector<int64_t>({3, 16, 16}));
+    QCOMPARE(s.skipped.size(), 1);
+    QVERIFY2(s.skipped[0].contains("broken.png"), qPrintable(s.skipped[0]));
+    QVERIFY2(panel.statusLabel()->text().contains("broken.png"), qPrintable(panel.statusLabel()->text()));
+    QVERIFY2(panel.statusLabel()->text().contains("3 channel(s), 16 × 16"), qPrintable(panel.statusLabel()->text()));
+    QVERIFY(panel.sampleGrid()->count() > 0);
+    QCOMPARE(panel.sampleGrid()->image(0).size(), QSize(16, 16));
+    QVERIFY(QStringList({"cat", "dog", "fox"}).contains(panel.sampleGrid()->label(0)));
+    QCOMPARE(panel.classTable()->rowCount(), 3);
+    QCOMPARE(panel.classTable()->item(1, 0)->text(), QString("dog"));
+    QCOMPARE(panel.classTable()->item(1, 1)->text(), QString("4"));
+    // The choice is what the project stores (the JSON of DatasetConfig too).
+    const DatasetSettings back = DatasetSettings::from_json(panel.settings().to_json());
+    QCOMPARE(back.name, std::string("imagefolder"));
+    QCOMPARE(back.path, root.toStdString());
+    QCOMPARE(DatasetConfig::from_json(panel.settings().to_json()).spec(), "imagefolder:" + root.toStdString());
+  }
+
+  void csvSummaryAndRaggedRows() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("t.csv"), tableCsv(40));
+    DatasetPanel panel;
+    panel.setSettings(source("csv", dir.filePath("t.csv")));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY2(panel.isLoaded(), qPrintable(panel.errorText()));
+    const DatasetSummary& s = panel.summary();
+    QCOMPARE(s.class_names, QStringList({"high", "low"}));
+    QCOMPARE(s.class_counts, std::vector<int64_t>({20, 20}));
+    QCOMPARE(s.sample_shape, std::vector<int64_t>({2}));
+    QCOMPARE(s.columns, QStringList({"x1", "x2", "kind"}));
+    QCOMPARE(panel.labelCombo()->currentText(), QString("kind"));
+    QCOMPARE(panel.sampleGrid()->count(), 0);  // tables have no thumbnails
+    QVERIFY2(s.details.contains("40 rows") && s.details.contains("2 features"), qPrintable(s.details));
+
+    // Another label column: x2's five values become the classes.
+    panel.labelCombo()->setCurrentIndex(panel.labelCombo()->findText("x2"));
+    emit panel.labelCombo()->activated(panel.labelCombo()->currentIndex());
+    QVERIFY(waitLoaded(panel));
+    QCOMPARE(panel.settings().label, std::string("x2"));
+    QCOMPARE(panel.summary().class_names.size(), 5);
+
+    // A ragged row: the engine's message names the file and line, shown as it is.
+    QByteArray ragged = tableCsv(10);
+    ragged += "1.0,2.0,low,extra\n";
+    writeFile(dir.filePath("ragged.csv"), ragged);
+    panel.setSettings(source("csv", dir.filePath("ragged.csv")));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY(!panel.isLoaded());
+    QVERIFY2(panel.errorText().contains("ragged.csv:12"), qPrintable(panel.errorText()));
+    QVERIFY(panel.statusLabel()->text().contains("ragged.csv:12"));
+    QCOMPARE(panel.settings().path, dir.filePath("ragged.csv").toStdString());  // kept
+  }
+
+  void badFolders() {
+    QTemporaryDir dir;
+    // An empty class folder.
+    writeImageFolder(dir.filePath("empty"), {"a", "b"}, 2);
+    QVERIFY(QDir().mkpath(dir.filePath("empty/c")));
+    DatasetPanel panel;
+    panel.setSettings(source("imagefolder", dir.filePath("empty")));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY(!panel.isLoaded());
+    QVERIFY2(panel.errorText().contains(dir.filePath("empty/c")) || panel.errorText().contains("'c'"),
+             qPrintable(panel.errorText()));
+    // One class.
+    writeImageFolder(dir.filePath("one"), {"only"}, 3);
+    panel.setSettings(source("imagefolder", dir.filePath("one")));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY(!panel.isLoaded());
+    QVERIFY2(panel.errorText().contains("one class ('only')"), qPrintable(panel.errorText()));
+    QCOMPARE(panel.classTable()->rowCount(), 0);
+    QCOMPARE(panel.sampleGrid()->count(), 0);
+  }
+
+  // A project whose image folder is gone opens with the message in the Dataset panel; its
+  // graph and settings are kept, and saving keeps the dataset choice.
+  void missingFolderOnReopen() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("gone");
+    writeImageFolder(root, {"a", "b"}, 2);
+    const QString file = dir.filePath("p.kiln");
+    {
+      auto p = kiln::projects::Project::create(file.toStdString());
+      QFile t(KILN_SOURCE_DIR "/projects/templates/image_folder_cnn.json");
+      QVERIFY(t.open(QIODevice::ReadOnly));
+      p.save_graph(t.readAll().toStdString(), "test");
+      DatasetConfig d;
+      d.name = "imagefolder";
+      d.path = root.toStdString();
+      p.set_setting("dataset", d.to_json());
+    }
+    QVERIFY(QDir(root).removeRecursively());
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(w.openProject(file));
+    auto* panel = w.findChild<DatasetPanel*>();
+    QVERIFY(panel);
+    QVERIFY(waitLoaded(*panel));
+    QVERIFY(!panel->isLoaded());
+    QVERIFY2(panel->errorText().contains(root), qPrintable(panel->errorText()));
+    QCOMPARE(w.datasetConfig().path, root.toStdString());
+    QCOMPARE(w.document()->graph().nodes().size(), size_t(24));  // nothing else lost
+    QVERIFY(w.save());
+    auto p = kiln::projects::Project::open(file.toStdString());
+    QCOMPARE(DatasetConfig::from_json(*p.setting("dataset")).path, root.toStdString());
+  }
+
+  // Choosing a dataset in the window fits the graph's Input and class scores to it (one undo step).
+  void windowFitsGraph() {
+    QTemporaryDir dir;
+    writeFile(dir.filePath("t.csv"), tableCsv(30));
+    MainWindow w;
+    w.setSilent(true);
+    QFile t(KILN_SOURCE_DIR "/projects/templates/table_mlp.json");
+    QVERIFY(t.open(QIODevice::ReadOnly));
+    w.document()->setGraph(kiln::graph::from_json(t.readAll().toStdString()));
+    auto* panel = w.findChild<DatasetPanel*>();
+    emit panel->chosen();
+    panel->setSettings(source("csv", dir.filePath("t.csv")));
+    QVERIFY(waitLoaded(*panel));
+    QVERIFY(QTest::qWaitFor([&] { return w.document()->undoStack()->count() > 0; }, 5000));
+    const auto& g = w.document()->graph();
+    QCOMPARE(std::get<std::vector<int64_t>>(g.find_by_name("features")->attrs.at("shape")), std::vector<int64_t>({2}));
+    QCOMPARE(std::get<int64_t>(g.find_by_name("fc1")->attrs.at("in_features")), int64_t(2));
+    QCOMPARE(std::get<int64_t>(g.find_by_name("fc3")->attrs.at("out_features")), int64_t(2));
+    QCOMPARE(w.document()->undoStack()->count(), 1);
+  }
+
+  // kiln-studio --headless trains the templates on the generated folder and table, 1 epoch.
+  void headlessTrainsOwnData() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("shapes");
+    writeImageFolder(root, {"circle", "square", "star"}, 8);
+    writeFile(root + "/star/zero.png", QByteArray());
+    int code = 0;
+    const QString imageProject = dir.filePath("img.kiln");
+    QString out = studio({"--headless", "--new", imageProject, "--template", "image_folder_cnn", "--dataset",
+                          "imagefolder:" + root, "--train", "--epochs", "1"},
+                         &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains("fitted to the dataset: Input 'image': shape [3, 64, 64] -> [3, 16, 16]"), qPrintable(out));
+    QVERIFY2(out.contains("skipped ") && out.contains("zero.png"), qPrintable(out));
+    {
+      auto p = kiln::projects::Project::open(imageProject.toStdString());
+      const auto runs = p.runs();
+      QCOMPARE(runs.size(), size_t(1));
+      QCOMPARE(runs[0].status, kiln::projects::RunStatus::finished);
+      const auto config = nlohmann::json::parse(runs[0].config_json);
+      QCOMPARE(config["dataset"]["name"].get<std::string>(), std::string("imagefolder"));
+      QCOMPARE(config["dataset"]["path"].get<std::string>(), root.toStdString());
+      const auto e = p.evaluation(runs[0].id);
+      QVERIFY(e.has_value());
+      QCOMPARE(e->class_names, std::vector<std::string>({"circle", "square", "star"}));
+      QVERIFY(e->count > 0);
+      QCOMPARE(int64_t(e->predictions.size()), e->count);
+      QVERIFY(e->images.size() == e->misclassified.size() * size_t(e->image_height * e->image_width));
+      // Reopened: the dataset choice is there.
+      QCOMPARE(DatasetConfig::from_json(*p.setting("dataset")).path, root.toStdString());
+    }
+
+    QByteArray table = tableCsv(60);
+    writeFile(dir.filePath("t.csv"), table);
+    const QString tableProject = dir.filePath("tab.kiln");
+    out = studio({"--headless", "--new", tableProject, "--template", "table_mlp", "--dataset", "csv:" + dir.filePath("t.csv"),
+                  "--label", "kind", "--train", "--epochs", "1"},
+                 &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    auto p = kiln::projects::Project::open(tableProject.toStdString());
+    const auto runs = p.runs();
+    QCOMPARE(runs.size(), size_t(1));
+    const auto e = p.evaluation(runs[0].id);
+    QVERIFY(e.has_value());
+    QCOMPARE(e->class_names, std::vector<std::string>({"high", "low"}));
+    QVERIFY(e->images.empty());  // no thumbnails for tables
+
+    // A ragged CSV: the reader's message names the file and line; nothing is recorded.
+    table += "1,2\n";
+    writeFile(dir.filePath("bad.csv"), table);
+    out = studio({"--headless", "--project", tableProject, "--dataset", "csv:" + dir.filePath("bad.csv"), "--train"}, &code);
+    QCOMPARE(code, 1);
+    QVERIFY2(out.contains("bad.csv:62"), qPrintable(out));
+    QCOMPARE(kiln::projects::Project::open(tableProject.toStdString()).runs().size(), size_t(1));
+  }
+};
+
+QTEST_MAIN(TestStudioData)
+#include "test_studio_data.moc"
