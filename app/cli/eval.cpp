@@ -17,6 +17,7 @@
 #include "app/cli/interrupt.h"
 #include "app/cli/run_model.h"
 #include "app/cli/table_data.h"
+#include "app/cli/text_run.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
@@ -46,7 +47,8 @@ ArgParser eval_parser() {
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
       .flag("batch-size", "B", "256", "samples per batch")
       .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
-      .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
+      .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)")
+      .flag("show-errors", "N", "10", "text: misclassified test texts listed with their tokens");
   p.epilog("Ctrl-C stops the evaluation between batches (exit status 130).\n\n"
            "example: kiln eval --model-file runs/cnn/model.safetensors");
   return p;
@@ -90,10 +92,11 @@ int eval_command(const std::vector<std::string>& argv) {
   std::string model_name = args.str("model");
   const int64_t batch_size = args.integer("batch-size", 1);
   const bool csv = is_csv_dataset(dataset);
-  if (!csv && std::find(dataset_names().begin(), dataset_names().end(), dataset) == dataset_names().end())
+  const bool text_dataset = is_text_dataset(dataset);
+  if (!csv && !text_dataset && std::find(dataset_names().begin(), dataset_names().end(), dataset) == dataset_names().end())
     args.fail("unknown dataset '" + dataset + "'; known: fashion-mnist, csv:FILE");
-  if (csv && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not csv:FILE");
-  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : csv ? "" : default_data_dir(dataset);
+  if ((csv || text_dataset) && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not csv:FILE");
+  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : csv || text_dataset ? "" : default_data_dir(dataset);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
 
   const Device device = resolve_device(args.str("device"));
@@ -116,12 +119,25 @@ int eval_command(const std::vector<std::string>& argv) {
              " names the data)");
   KILN_CHECK(!table || csv || !args.given("dataset"), ValueError, path, " was trained on a table (",
              table ? table->first.path : "", "); evaluate it with --dataset csv:FILE or without --dataset");
+  // A run trained on text kept how it read and split it (text.json) and its tokenizer.
+  std::optional<TextRun> text_run;
+  std::optional<TextData> text;
+  if (auto it = file.metadata.find(kTextMetadataKey); it != file.metadata.end())
+    text_run = load_run_text((std::filesystem::path(path).parent_path() / it->second).string());
+  KILN_CHECK(!text_dataset || text_run, ValueError, path, " was not trained on text (its metadata names no ",
+             kRunTextFile, "); --dataset text:PATH evaluates runs of `kiln train --dataset text:PATH`");
   std::shared_ptr<const data::Dataset> test_set;
   std::vector<std::string> names;
   std::string data_name = dataset;
   bool regression = false;
   bool class_subset = false;  // a run of kiln train --classes
-  if (table) {
+  if (text_run) {
+    if (text_dataset) text_run->config.path = dataset.substr(std::string(kTextPrefix).size());
+    text = load_text_for_run(std::filesystem::path(path).parent_path().string(), *text_run);
+    test_set = text->test;
+    names = text_run->classes;
+    data_name = kTextPrefix + text_run->config.path;
+  } else if (table) {
     if (csv) table->first.path = dataset.substr(std::string(kCsvPrefix).size());
     data_name = kCsvPrefix + table->first.path;
     const data::TabularData d = load_table(table->first, &table->second);
@@ -155,13 +171,13 @@ int eval_command(const std::vector<std::string>& argv) {
                  table          ? table->second.num_features()
                  : class_subset ? test_set->get_batch({0}).input.numel()  // pixels of one image
                                 : 0,
-                 table || image || class_subset ? outputs : 0, image ? &*image : nullptr);
+                 table || image || class_subset || text ? outputs : 0, image ? &*image : nullptr);
   if (auto* g = dynamic_cast<graph::GraphModule*>(model.get()))
     check_graph_fits(g->graph(), data_name, *test_set, outputs);
   KILN_CHECK(test_set->size() > 0, ValueError, data_name, " has no test split (the run used --test-fraction 0)");
   data::DataLoader loader(test_set, batch_size);
   std::fprintf(stderr, "evaluating %s on %lld test %s of %s on %s ...\n", model_name.c_str(),
-               static_cast<long long>(test_set->size()), table ? "samples" : "images", data_name.c_str(),
+               static_cast<long long>(test_set->size()), table || text ? "samples" : "images", data_name.c_str(),
                device.str().c_str());
   train::EvaluateOptions options;
   options.num_classes = outputs;
@@ -182,7 +198,7 @@ int eval_command(const std::vector<std::string>& argv) {
   }
 
   std::printf("%s: %s on %s, %lld test %s of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
-              static_cast<long long>(m.count()), table ? "samples" : "images", data_name.c_str());
+              static_cast<long long>(m.count()), table || text ? "samples" : "images", data_name.c_str());
   if (regression) {
     std::printf("mse %.6g  rmse %.6g\n", m.loss(), std::sqrt(m.loss()));
     return kExitOk;
@@ -190,6 +206,13 @@ int eval_command(const std::vector<std::string>& argv) {
   std::printf("loss %.4f  accuracy %.2f%%  top-%lld accuracy %.2f%%\n", m.loss(), 100 * m.accuracy(),
               static_cast<long long>(m.top_k()), 100 * m.top_k_accuracy());
   print_confusion(m, names);
+  if (text) {
+    const std::vector<TextMistake> mistakes =
+        text_mistakes(*model, *text->test, names, device, args.integer("show-errors", 0));
+    std::printf("\nmisclassified test texts (%lld of %lld; first %zu, with the tokens the model saw):\n%s",
+                static_cast<long long>(m.count() - m.correct()), static_cast<long long>(m.count()), mistakes.size(),
+                format_mistakes(mistakes).c_str());
+  }
   return kExitOk;
 }
 

@@ -19,6 +19,7 @@
 #include "app/cli/predict_input.h"
 #include "app/cli/run_model.h"
 #include "app/cli/table_data.h"
+#include "app/cli/text_run.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
@@ -39,7 +40,9 @@ ArgParser predict_parser() {
               "writes one CSV row per input: input, class, probability (and the next classes with --top-k).");
   p.flag("run", "DIR", "", "the run directory (`kiln train --out DIR`: model.safetensors and its run files)")
       .flag("input", "PATH", "", "an image, a folder of images (recursively, sorted by path), or for a run trained\n"
-                                 "on a table a CSV file of its feature columns (the label column optional)")
+                                 "on a table a CSV file of its feature columns (the label column optional); for a run\n"
+                                 "trained on text a .txt file or a folder of them (recursively), tokenized\n"
+                                 "with the run's tokenizer.json")
       .flag("out", "FILE", "-", "the predictions CSV (- = standard output)")
       .flag("top-k", "K", "1", "classes per input, most probable first (columns class_2, probability_2 ...)")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
@@ -72,6 +75,8 @@ std::string number(double v) {
 struct RunData {
   std::optional<std::pair<TableConfig, data::TabularSchema>> table;
   std::optional<ImageRun> image;  // an image run's, or Fashion-MNIST's (idx_image_run)
+  std::optional<TextRun> text;    // a text run's text.json, with its tokenizer
+  std::shared_ptr<const data::Tokenizer> tokenizer;
   std::vector<std::string> names;
   bool regression = false;
   bool class_subset = false;  // a Fashion-MNIST run of kiln train --classes
@@ -79,7 +84,11 @@ struct RunData {
 
 RunData run_data(const io::SafetensorsFile& file, const fs::path& run) {
   RunData r;
-  if (auto it = file.metadata.find(kTableMetadataKey); it != file.metadata.end()) {
+  if (auto tx = file.metadata.find(kTextMetadataKey); tx != file.metadata.end()) {
+    r.text = load_run_text((run / tx->second).string());
+    r.tokenizer = load_run_tokenizer(run.string(), *r.text);
+    r.names = r.text->classes;
+  } else if (auto it = file.metadata.find(kTableMetadataKey); it != file.metadata.end()) {
     r.table = load_run_table((run / it->second).string());
     r.names = r.table->second.classes;
     r.regression = r.table->second.task == data::Task::regression;
@@ -139,16 +148,21 @@ int predict_command(const std::vector<std::string>& argv) {
   std::shared_ptr<nn::Module> model =
       load_model(file, model_path.string(), "", model_name, device,
                  d.table ? d.table->second.num_features() : d.class_subset ? 28 * 28 : 0,
-                 d.table || !idx || d.class_subset ? outputs : 0, d.table || idx ? nullptr : &*d.image);
+                 d.table || !idx || d.class_subset ? outputs : 0, d.table || idx || d.text ? nullptr : &*d.image);
   model->eval();
   NoGradGuard no_grad;
 
   // The inputs: rows of a table, or image files (decoded batch by batch).
   std::vector<std::string> names_in, labels, errors;
   std::optional<TableInput> table_in;
+  std::optional<TextInput> text_in;
   std::vector<ImageInput> images;
   int64_t other_files = 0;
-  if (d.table) {
+  if (d.text) {
+    text_in = read_text_input(input, *d.text, *d.tokenizer);
+    names_in = text_in->inputs;
+    labels = text_in->labels;
+  } else if (d.table) {
     table_in = read_table_input(input, d.table->first, d.table->second);
     names_in = table_in->inputs;
     labels = table_in->labels;
@@ -158,6 +172,7 @@ int predict_command(const std::vector<std::string>& argv) {
   }
   const int64_t n = static_cast<int64_t>(names_in.size());
   errors.assign(static_cast<size_t>(n), "");
+  if (text_in) errors = text_in->errors;  // files that are not usable text (empty, binary, not UTF-8)
   std::vector<std::vector<std::pair<int64_t, float>>> top(static_cast<size_t>(n));  // (class, probability)
   std::vector<double> values(static_cast<size_t>(n), NAN);                           // regression
 
@@ -168,6 +183,11 @@ int predict_command(const std::vector<std::string>& argv) {
     if (table_in) {
       x = table_in->x.slice(0, start, end);
       for (int64_t i = start; i < end; ++i) rows.push_back(i);
+    } else if (text_in) {
+      for (int64_t i = start; i < end; ++i)
+        if (errors[static_cast<size_t>(i)].empty()) rows.push_back(i);
+      if (rows.empty()) continue;
+      x = index_select(text_in->x, 0, Tensor::from_vector<int64_t>(rows, {static_cast<int64_t>(rows.size())}));
     } else {
       const ImageRun& ir = *d.image;
       const int64_t per = ir.channels * ir.height * ir.width;
@@ -262,7 +282,7 @@ int predict_command(const std::vector<std::string>& argv) {
   const int64_t skipped = n - predicted + (table_in ? static_cast<int64_t>(table_in->dropped.size()) : 0);
   std::fprintf(stderr, "%s: %lld of %lld %s predicted with %s on %s%s%s\n", input.c_str(),
                static_cast<long long>(predicted), static_cast<long long>(predicted + skipped),
-               table_in ? "rows" : "images", model_name.c_str(), device.str().c_str(),
+               table_in ? "rows" : text_in ? "texts" : "images", model_name.c_str(), device.str().c_str(),
                out_path == "-" ? "" : ", written to ", out_path == "-" ? "" : out_path.c_str());
   if (other_files > 0)
     std::fprintf(stderr, "  %lld files left out: not image file names\n", static_cast<long long>(other_files));

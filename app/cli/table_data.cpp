@@ -1,4 +1,5 @@
 #include "app/cli/table_data.h"
+#include "app/cli/text_data.h"
 
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,7 @@ ArgParser& add_table_flags(ArgParser& p) {
             {"error", "drop", "fill"})
       .flag("column-types", "LIST", "", "csv: type overrides, COLUMN=TYPE[,COLUMN=TYPE...] with TYPE numeric,\n"
                                         "categorical (one-hot), text or ignore (both left out)")
-      .flag("test-fraction", "F", "0.2", "csv, images: fraction of the rows or images held out as the test split\n"
+      .flag("test-fraction", "F", "0.2", "csv, images, text: fraction of the rows, images or texts held out as the test split\n"
                                          "(stratified by class, by --seed; an image folder with train/ and test/\n"
                                          "subfolders uses those)");
 }
@@ -46,7 +47,7 @@ TableConfig table_config(const Args& args, const std::string& dataset, uint64_t 
   TableConfig t;
   if (!is_csv_dataset(dataset)) {
     for (const char* f : kTableFlags)
-      if (args.given(f) && !(is_image_dataset(dataset) && std::string(f) == "test-fraction")) args.fail(std::string("--") + f + " applies to --dataset csv:FILE only");
+      if (args.given(f) && !((is_image_dataset(dataset) || is_text_dataset(dataset)) && std::string(f) == "test-fraction")) args.fail(std::string("--") + f + " applies to --dataset csv:FILE only");
     return t;
   }
   t.path = dataset.substr(std::string(kCsvPrefix).size());

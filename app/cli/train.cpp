@@ -19,6 +19,7 @@
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
 #include "app/cli/table_data.h"
+#include "app/cli/text_run.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
@@ -48,10 +49,10 @@ struct Loaders {
 // The training set (less the validation share), validation set (when val_fraction > 0)
 // and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
 // csv: dataset, `images` those of an image dataset (null for the others). Images are decoded and
-// augmented on c.images.workers loader threads. `classes`: set to the classes kept (--classes,
-// train_transfer.h) of the other datasets.
+// augmented on c.images.workers loader threads. `text`: the splits of a text: dataset. `classes`: set
+// to the classes kept (--classes, train_transfer.h) of the other datasets.
 Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images,
-                     std::vector<int64_t>& classes) {
+                     const TextData* text, std::vector<int64_t>& classes) {
   std::shared_ptr<const data::Dataset> train_set, test_set;
   std::shared_ptr<const data::Dataset> val_set;
   int workers = 1;
@@ -60,6 +61,9 @@ Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const
     test_set = images->test;
     val_set = images->validation;
     workers = std::max(1, c.images.workers);
+  } else if (text) {
+    train_set = text->train;
+    test_set = text->test;
   } else if (table) {
     train_set = std::make_shared<data::TensorDataset>(table->x_train, table->y_train);
     test_set = std::make_shared<data::TensorDataset>(table->x_test, table->y_test);
@@ -127,11 +131,20 @@ int train_command(const std::vector<std::string>& argv) {
   const bool image = is_image_dataset(c.dataset);
   std::optional<ImageData> images;
   if (image) images = load_images(c.images);
+  const bool is_text = is_text_dataset(c.dataset);
+  std::optional<TextData> text_data;
+  if (is_text) {
+    text_data = load_text(c.text);
+    if (!net)  // a built-in text model: its graph, sized by the data (text_run.h)
+      net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
+                             static_cast<int64_t>(text_data->index->classes.size()));
+  }
   const bool regression = csv && table->schema.task == data::Task::regression;
   std::vector<int64_t> classes;
-  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr, classes);
+  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr, text_data ? &*text_data : nullptr, classes);
   const int64_t outputs = csv     ? table->schema.num_outputs()
                           : image ? static_cast<int64_t>(images->run.classes.size())
+                          : text_data  ? static_cast<int64_t>(text_data->index->classes.size())
                                   : static_cast<int64_t>(classes.size());
   if (net)
     check_graph_fits(*net, c.classes.empty() ? c.dataset : c.dataset + " --classes " + c.classes,
@@ -174,6 +187,7 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
+  if (text_data) options.run_settings["text"] = nlohmann::json::parse(run_text_json(*text_data)).dump();
   if (image)  // one line, so that a mismatch on --resume is one line too
     options.run_settings["images"] = nlohmann::json::parse(run_images_json(images->run)).dump();
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
@@ -195,6 +209,10 @@ int train_command(const std::vector<std::string>& argv) {
   if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
   if (csv) write_file_atomically((out / kRunTableFile).string(), run_table_json(c.table, table->schema));
   if (image) write_file_atomically((out / kRunImagesFile).string(), run_images_json(images->run));
+  if (text_data) {  // the tokenizer fitted on the training split, so that eval and predict tokenize the same way
+    write_file_atomically((out / kRunTokenizerFile).string(), text_data->tokenizer->to_json() + "\n");
+    write_file_atomically((out / kRunTextFile).string(), run_text_json(*text_data));
+  }
   MetricsCsv metrics((out / "metrics.csv").string(), c.resume ? trainer.epoch() : 0, c.resume ? trainer.step() : 0);
   if (csv)
     std::fprintf(stderr, "%s: %lld rows (%lld dropped), %lld features, label '%s' (%s%s)\n", c.table.path.c_str(),
@@ -209,6 +227,17 @@ int train_command(const std::vector<std::string>& argv) {
                  images->summary["split"].get<std::string>().c_str(), c.images.augment.c_str(), images->skipped.size(),
                  images->skipped.empty() ? "" : ":");
     for (const std::string& s : images->skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
+  }
+  if (text_data) {
+    std::fprintf(stderr, "%s: %zu texts, %zu classes, %lld duplicates dropped; %s tokenizer fitted on the %lld training "
+                 "texts, vocabulary %lld, max length %lld (%lld training texts truncated); %zu files skipped%s\n",
+                 c.text.path.c_str(), text_data->index->samples.size(), text_data->index->classes.size(),
+                 static_cast<long long>(text_data->index->duplicates_dropped), text_data->tokenizer->kind().c_str(),
+                 static_cast<long long>(text_data->train->size()), static_cast<long long>(text_data->tokenizer->vocab_size()),
+                 static_cast<long long>(c.text.max_length), static_cast<long long>(text_data->train->truncated()),
+                 text_data->index->skipped.size(), text_data->index->skipped.empty() ? "" : ":");
+    for (const data::SkippedText& s : text_data->index->skipped)
+      std::fprintf(stderr, "  skipped %s: %s\n", s.origin.c_str(), s.reason.c_str());
   }
   const std::string resume_text =
       !c.resume                      ? ""
@@ -246,6 +275,7 @@ int train_command(const std::vector<std::string>& argv) {
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
   if (image) metadata[kImagesMetadataKey] = kRunImagesFile;
+  if (text_data) metadata[kTextMetadataKey] = kRunTextFile;
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
   if (!c.classes.empty()) metadata[data::kClassesMetadataKey] = data::classes_str(classes);  // `kiln eval` keeps the same classes
   io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
@@ -291,6 +321,18 @@ int train_command(const std::vector<std::string>& argv) {
     }
   }
   if (image) summary["data"] = images->summary;
+  if (text_data) {  // the evaluation of a text run: confusion matrix and the misclassified texts with their tokens
+    summary["data"] = text_summary(*text_data);
+    const int64_t k = outputs;
+    nlohmann::ordered_json confusion = nlohmann::ordered_json::array();
+    for (int64_t t = 0; t < k; ++t) {
+      std::vector<int64_t> row(test.confusion().begin() + t * k, test.confusion().begin() + (t + 1) * k);
+      confusion.push_back(row);
+    }
+    summary["confusion_matrix"] = confusion;
+    summary["misclassified"] =
+        mistakes_json(text_mistakes(*model, *text_data->test, text_data->index->classes, device, 20));
+  }
   if (options.grad_scaler)
     std::fprintf(stderr, "f16 loss scaling: %lld of %lld steps skipped (non-finite gradients), final scale %g\n",
                  static_cast<long long>(options.grad_scaler->skipped_steps()),
@@ -304,8 +346,9 @@ int train_command(const std::vector<std::string>& argv) {
     std::snprintf(result, sizeof result, "test accuracy %.2f%% (loss %.4f)", 100 * test.accuracy(), test.loss());
   std::printf("%s, %.0f %s/s training, %s total; files in %s/: model.safetensors metrics.csv summary.json "
               "checkpoint/%s%s\n",
-              result, images_per_second, csv ? "samples" : "images", format_duration(seconds).c_str(),
-              display_path(out).c_str(), net ? " graph.json" : "", csv ? " table.json" : image ? " images.json" : "");
+              result, images_per_second, csv || text_data ? "samples" : "images", format_duration(seconds).c_str(),
+              display_path(out).c_str(), net ? " graph.json" : "",
+              csv ? " table.json" : image ? " images.json"   : text_data ? " text.json tokenizer.json" : "");
   return kExitOk;
 }
 

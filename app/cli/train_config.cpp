@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "app/cli/datasets.h"
+#include "app/cli/text_run.h"
 #include "app/cli/train_transfer.h"
 #include "engine/train/reference_models.h"
 
@@ -17,9 +18,16 @@ ArgParser train_parser() {
   p.flag("dataset", "NAME", "fashion-mnist", "dataset to train on: fashion-mnist, csv:FILE for a CSV/TSV table\n"
                                              "(.csv, .tsv, .csv.gz; see the csv: flags below), imagefolder:DIR\n"
                                              "(DIR/<class>/<image>, or DIR/train/ and DIR/test/ so) or images:FILE.csv\n"
-                                             "(columns path,label; paths relative to the file)")
-      .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h)",
-            train::reference_model_names())
+                                             "(columns path,label; paths relative to the file) or text:DIR|FILE (a\n"
+                                             "folder per class of .txt files, a CSV/TSV with text and label columns,\n"
+                                             "or JSON lines; see the text: flags below)")
+      .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h), or for text:\n"
+                                    "text-bow (Embedding -> mean over the tokens -> Linear; the default there)",
+            [] {
+              std::vector<std::string> names = train::reference_model_names();
+              for (const std::string& n : text_model_names()) names.push_back(n);
+              return names;
+            }())
       .flag("graph", "FILE", "", "train the network a graph JSON file describes (Kiln Studio's format,\n"
                                  "e.g. projects/templates/fashion_mnist_cnn.json) instead of --model")
       .flag("epochs", "N", "5", "epochs to train")
@@ -59,13 +67,15 @@ ArgParser train_parser() {
   add_transfer_flags(p);
   add_table_flags(p);
   add_image_flags(p);
+  add_text_flags(p);
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the last checkpoint (of the last\n"
       "finished epoch, or --checkpoint-every's in the middle of one) stays, and `--resume`\n"
       "continues from it. A checkpoint replaces the last one atomically, so a killed run keeps one.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
       "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
-      "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip");
+      "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip\n"
+      "         kiln train --dataset text:mails --tokenizer word --max-length 256 --vocab-size 20000");
   return p;
 }
 
@@ -73,9 +83,9 @@ TrainConfig train_config(const Args& args) {
   TrainConfig c;
   c.dataset = args.str("dataset");
   const std::vector<std::string>& known = dataset_names();
-  if (!is_csv_dataset(c.dataset) && !is_image_dataset(c.dataset) &&
+  if (!is_csv_dataset(c.dataset) && !is_image_dataset(c.dataset) && !is_text_dataset(c.dataset) &&
       std::find(known.begin(), known.end(), c.dataset) == known.end())
-    args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE, imagefolder:DIR, images:FILE.csv");
+    args.fail("unknown dataset '" + c.dataset + "'; known: fashion-mnist, csv:FILE, imagefolder:DIR, images:FILE.csv, text:DIR|FILE");
   c.model = args.str("model");
   read_transfer_flags(args, c);
   if (args.given("graph")) {
@@ -98,11 +108,24 @@ TrainConfig train_config(const Args& args) {
   c.precision = args.str("precision");
   c.seed = static_cast<uint64_t>(args.integer("seed", 0));
   c.val_fraction = args.number("val-fraction", 0, 0.99);
-  const bool own_data = is_csv_dataset(c.dataset) || is_image_dataset(c.dataset);
+  const bool own_data = is_csv_dataset(c.dataset) || is_image_dataset(c.dataset) || is_text_dataset(c.dataset);
   if (own_data && args.given("data-dir")) args.fail("--data-dir applies to fashion-mnist, not " + c.dataset);
   c.data_dir = args.given("data-dir") ? args.str("data-dir") : own_data ? "" : default_data_dir(c.dataset);
   c.table = table_config(args, c.dataset, c.seed);
   c.images = image_config(args, c.dataset, args.number("test-fraction", 0, 0.95), c.seed);
+  const bool text_model = std::count(text_model_names().begin(), text_model_names().end(), c.model) > 0;
+  if (is_text_dataset(c.dataset)) {
+    c.text = text_config(args, c.dataset, args.number("test-fraction", 0, 0.95), c.seed);
+    if (!args.given("model") && !args.given("graph") && !args.given("onnx")) c.model = text_model_names().front();
+    else if (args.given("model") && !text_model)
+      args.fail("--model " + c.model + " reads images or tables; a text dataset trains a text model (text-bow) or a "
+                "--graph whose Input is token ids (dtype i64, shape [max-length])");
+  } else {
+    if (text_model) args.fail("--model " + c.model + " trains on text:DIR|FILE only");
+    for (const char* f : {"tokenizer", "max-length", "vocab-size", "min-freq", "sp-model", "no-lowercase",
+                          "text-column", "label-column", "keep-duplicates"})
+      if (args.given(f)) args.fail(std::string("--") + f + " applies to --dataset text:DIR|FILE only");
+  }
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
   c.resume = args.given("resume");
   c.limit_batches = args.integer("limit-batches", 0);

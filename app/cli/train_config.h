@@ -6,6 +6,7 @@
 #include "app/cli/args.h"
 #include "app/cli/image_data.h"
 #include "app/cli/table_data.h"
+#include "app/cli/text_data.h"
 #include "engine/optim/factory.h"
 
 namespace kiln::cli {
@@ -14,6 +15,7 @@ struct TrainConfig {
   std::string dataset = "fashion-mnist";  // or "csv:FILE" (table_data.h)
   TableConfig table;                      // with csv:FILE: how the table is read and split
   ImageConfig images;                     // with imagefolder:DIR or images:FILE.csv (image_data.h)
+  TextConfig text;                        // with text:DIR|FILE (text_data.h, text_run.h)
   std::string model = "mlp";       // with --graph: "graph-<file stem>"
   std::string graph;               // --graph FILE.json: train this graph (engine/graph) instead of --model
   int epochs = 5;

@@ -4,9 +4,20 @@
 #include <map>
 
 #include "engine/core/error.h"
+#include "engine/core/grad_mode.h"
+#include "engine/core/ops.h"
 #include "engine/graph/op_schema.h"
 
 namespace kiln::graph {
+
+std::optional<size_t> padding_mask_input(const Graph& g) {
+  const std::vector<NodeId> in = g.input_nodes();
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Attributes a = OpRegistry::global().get("Input").with_defaults(g.node(in[k]).attrs);
+    if (attr_string(a, "dtype") == "i64" && attr_ints(a, "shape").size() == 1) return k;
+  }
+  return std::nullopt;
+}
 
 GraphModule::GraphModule(const Graph& graph) : graph_(graph), analysis_(analyze(graph)) {
   if (!analysis_.ok()) {
@@ -30,7 +41,9 @@ GraphModule::GraphModule(const Graph& graph) : graph_(graph), analysis_(analyze(
       }
     }
     modules_.push_back(m);
+    needs_mask_ = needs_mask_ || s.takes_padding_mask;
   }
+  mask_input_ = padding_mask_input(graph_);
 }
 
 void GraphModule::load_initial_state(const std::string& node, nn::Module& m) {
@@ -70,6 +83,12 @@ std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
              " inputs, got ", inputs.size(), " tensors");
   std::map<PortRef, Tensor> values;
   std::map<NodeId, Tensor> outputs;
+  Tensor mask;  // f32 [N, T]: 1 where the ids are not <pad> (0); see the header
+  if (needs_mask_ && mask_input_) {
+    NoGradGuard no_grad;
+    const Tensor& ids = inputs.at(*mask_input_);
+    mask = ne(ids, scalar_like(0.0, ids)).to(DType::f32);
+  }
   for (size_t i = 0; i < order_.size(); ++i) {
     const NodeId id = order_[i];
     const Node& n = graph_.node(id);
@@ -87,6 +106,7 @@ std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
       args.push_back(x);
     } else {
       for (int p = 0; p < s.input_count(n.attrs); ++p) args.push_back(values.at(*graph_.source_of({id, p})));
+      if (s.takes_padding_mask) args.push_back(mask);
     }
     if (n.op == "Output") {
       outputs[id] = args.at(0);

@@ -5,8 +5,21 @@
 // A node with trainable == false (graph.h) is frozen: its parameters do not require grad
 // (pass trainable_parameters() to the optimizer) and its layers stay in eval mode, so a
 // batch norm uses its running statistics even in training (PyTorch's fine-tuning recipe).
+//
+// Padding masks (DESIGN): a text graph's Input node yields token ids i64 [N, T] (dtype "i64",
+// shape [T]); the text datasets pad with id 0 (<pad>, engine/data/text/tokenizer.h) and no token
+// has id 0, so the padding mask is a function of the ids: mask = (ids != 0) as f32 [N, T]. The
+// GraphModule computes it once per forward from the first such Input (padding_mask_input) and
+// passes it to every node whose schema sets takes_padding_mask (SequencePool; later the
+// recurrent and attention layers), as one more argument after its ports. Deriving it from the
+// ids rather than taking data::Batch::mask as a second model input keeps a text model a
+// one-input nn::Module: train::Trainer (its CUDA-graph capture included), evaluation, `kiln
+// predict` and ONNX export feed it like any other model, and the mask can never disagree with
+// the ids (TextDataset's Batch::mask equals it, which tests check). A graph without such an
+// input (features [N, T, C]) hands an undefined mask: every step is valid.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +28,10 @@
 #include "engine/nn/module.h"
 
 namespace kiln::graph {
+
+// The position in g.input_nodes() of the Input whose ids give the padding mask: the first with
+// dtype i64 and a one-entry shape ([N, T]); nullopt when there is none.
+std::optional<size_t> padding_mask_input(const Graph& g);
 
 class GraphModule : public nn::Module {
  public:
@@ -43,6 +60,8 @@ class GraphModule : public nn::Module {
   Analysis analysis_;
   std::vector<NodeId> order_;                       // topological
   std::vector<std::shared_ptr<nn::Module>> modules_;  // per order_ entry (null: stateless)
+  std::optional<size_t> mask_input_;                // padding_mask_input(graph_)
+  bool needs_mask_ = false;                         // a node takes the padding mask
 };
 
 }  // namespace kiln::graph

@@ -15,6 +15,7 @@ void register_io_tensor_ops(OpRegistry& r);    // ops_tensor.cpp: Input, Output,
 void register_layer_ops(OpRegistry& r);        // ops_layers.cpp: Linear, Conv2d, Embedding
 void register_norm_pool_ops(OpRegistry& r);    // ops_norm_pool.cpp: pooling, normalization, Dropout
 void register_activation_ops(OpRegistry& r);   // ops_activation.cpp: ReLU ... Softmax, LogSoftmax
+void register_sequence_ops(OpRegistry& r);     // ops_sequence.cpp: SequencePool
 void register_onnx_import_rules(OpRegistry& r); // ops_onnx.cpp: each schema's onnx_import (after the above)
 
 inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();

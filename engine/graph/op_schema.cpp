@@ -174,6 +174,7 @@ OpRegistry& OpRegistry::global() {
     detail::register_layer_ops(*r);
     detail::register_norm_pool_ops(*r);
     detail::register_activation_ops(*r);
+    detail::register_sequence_ops(*r);
     detail::register_onnx_import_rules(*r);
     return r;
   }();

@@ -100,6 +100,11 @@ struct OpSchema {
   std::function<std::shared_ptr<nn::Module>(const std::vector<TensorType>&, const Attributes&)> build;
   // Runs the node: one tensor per input port in, one per output port out.
   std::function<std::vector<Tensor>(nn::Module*, const std::vector<Tensor>&, const Attributes&)> forward;
+  // Sequence ops that must skip padding (SequencePool; recurrent and attention layers): forward
+  // gets the padding mask as one more tensor after its input ports, f32 [N, T] with 1 for a token
+  // and 0 for padding, or an undefined tensor when the graph's input carries no mask (see
+  // GraphModule, graph_module.h, for where it comes from).
+  bool takes_padding_mask = false;
   // An attribute that must equal a dimension of input 0, as PyTorch makes the user repeat
   // it (Conv2d.in_channels is C of [N, C, H, W]); the editor fills it in from the inferred
   // input when a layer is appended. rank 0: any rank >= 2; dim -1: the last dimension.

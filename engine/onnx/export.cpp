@@ -1,5 +1,7 @@
 #include "engine/onnx/export.h"
 
+#include "engine/graph/graph_module.h"
+
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -95,6 +97,8 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
   std::map<std::string, Tensor> params(state.begin(), state.end());
   detail::ExportContext ctx{gp, params, opset, {}};
   const detail::ExportNames names = detail::assign_names(g);
+  if (const std::optional<size_t> k = graph::padding_mask_input(g))
+    ctx.padding_mask_ids = names.values.at({g.input_nodes().at(*k), 0});
   for (graph::NodeId id : g.topological_order()) {
     const graph::Node& n = g.node(id);
     const graph::NodeInfo& info = an.nodes.at(id);

@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <limits>
 
 #include "engine/core/error.h"
 #include "engine/graph/op_schema.h"
@@ -112,6 +114,81 @@ void export_gelu(ExportContext& ctx, const graph::Node& n, const std::string& x)
   add_node(ctx, "Add", p + "one_plus", {p + "t", scalar(ctx, p + "one", 1.0f)}, {p + "one_plus"});
   add_node(ctx, "Mul", p + "mul_x", {x, p + "one_plus"}, {p + "mul_x"});
   add_node(ctx, "Mul", n.name, {p + "mul_x", scalar(ctx, p + "half", 0.5f)}, {n.name});
+}
+
+// SequencePool (engine/graph/sequence_pool.h) as ONNX ops: with token ids, the mask
+// m = Cast(Not(Equal(ids, 0))) and the formulas of sequence_pool; without, every step is valid.
+void export_sequence_pool(ExportContext& ctx, const graph::Node& n, const std::string& x) {
+  const std::string y = n.name, mode = attr_string(n.attrs, "mode");
+  auto axes = [&](const std::string& what, const Ints& v) { return ints_constant(ctx, y + "/" + what, v); };
+  // ReduceSum takes axes as input from opset 13, ReduceMax from 18.
+  auto reduce = [&](const std::string& op, const std::string& out, const std::string& in, bool keep) {
+    ::onnx::NodeProto* r;
+    if (op == "ReduceSum" ? ctx.opset >= 13 : ctx.opset >= 18) {
+      r = add_node(ctx, op, out, {in, ints_constant(ctx, out + "/axes", {1})}, {out});
+    } else {
+      r = add_node(ctx, op, out, {in}, {out});
+      set_ints(r, "axes", {1});
+    }
+    set_int(r, "keepdims", keep ? 1 : 0);
+    return out;
+  };
+  if (ctx.padding_mask_ids.empty()) {  // features [N, T, C]: every step counts
+    if (mode == "mean" || mode == "max") {
+      reduce(mode == "mean" ? "ReduceSum" : "ReduceMax", mode == "mean" ? y + "/sum" : y, x, false);
+      if (mode == "mean") {
+        add_node(ctx, "Shape", y + "/shape", {x}, {y + "/shape"});
+        add_node(ctx, "Gather", y + "/t", {y + "/shape", add_constant(ctx, y + "/one_i", Tensor::scalar(1, DType::i64))},
+                 {y + "/t"});
+        ::onnx::NodeProto* c = add_node(ctx, "Cast", y + "/tf", {y + "/t"}, {y + "/tf"});
+        set_int(c, "to", ::onnx::TensorProto::FLOAT);
+        add_node(ctx, "Div", y, {y + "/sum", y + "/tf"}, {y});
+      }
+    } else {
+      const int64_t step = mode == "last" ? -1 : 0;
+      set_int(add_node(ctx, "Gather", y, {x, add_constant(ctx, y + "/step", Tensor::scalar(static_cast<double>(step), DType::i64))}, {y}),
+              "axis", 1);
+    }
+    return;
+  }
+  const std::string ids = ctx.padding_mask_ids;
+  add_node(ctx, "Equal", y + "/is_pad", {ids, add_constant(ctx, y + "/pad_id", Tensor::scalar(0, DType::i64))},
+           {y + "/is_pad"});
+  add_node(ctx, "Not", y + "/valid", {y + "/is_pad"}, {y + "/valid"});
+  set_int(add_node(ctx, "Cast", y + "/mask", {y + "/valid"}, {y + "/mask"}), "to", ::onnx::TensorProto::FLOAT);
+  const std::string m = y + "/mask", m3 = y + "/mask3";
+  add_node(ctx, "Unsqueeze", m3, {m, axes("axis2", {2})}, {m3});
+  const std::string count = reduce("ReduceSum", y + "/count", m, true);  // [N, 1]
+  if (mode == "mean") {
+    add_node(ctx, "Mul", y + "/masked", {x, m3}, {y + "/masked"});
+    reduce("ReduceSum", y + "/sum", y + "/masked", false);
+    add_node(ctx, "Max", y + "/den", {count, scalar(ctx, y + "/one", 1.0f)}, {y + "/den"});
+    add_node(ctx, "Div", y, {y + "/sum", y + "/den"}, {y});
+  } else if (mode == "max") {
+    add_node(ctx, "Unsqueeze", y + "/valid3", {y + "/valid", axes("axis2v", {2})}, {y + "/valid3"});
+    add_node(ctx, "Where", y + "/filled", {y + "/valid3", x, scalar(ctx, y + "/lowest", -FLT_MAX)}, {y + "/filled"});
+    reduce("ReduceMax", y + "/max", y + "/filled", false);
+    add_node(ctx, "Min", y + "/any", {count, scalar(ctx, y + "/one", 1.0f)}, {y + "/any"});
+    add_node(ctx, "Mul", y, {y + "/max", y + "/any"}, {y});
+  } else if (mode == "last") {  // one-hot at the last valid step: m[t] - m[t + 1]
+    add_node(ctx, "Slice", y + "/after", {m, ints_constant(ctx, y + "/start1", {1}),
+                                          ints_constant(ctx, y + "/end", {std::numeric_limits<int64_t>::max()}),
+                                          axes("axis1s", {1})},
+             {y + "/after"});
+    add_node(ctx, "Pad", y + "/next", {y + "/after", ints_constant(ctx, y + "/pads", {0, 0, 0, 1})}, {y + "/next"});
+    add_node(ctx, "Sub", y + "/w", {m, y + "/next"}, {y + "/w"});
+    add_node(ctx, "Unsqueeze", y + "/w3", {y + "/w", axes("axis2w", {2})}, {y + "/w3"});
+    add_node(ctx, "Mul", y + "/picked", {x, y + "/w3"}, {y + "/picked"});
+    reduce("ReduceSum", y, y + "/picked", false);
+  } else {  // first
+    set_int(add_node(ctx, "Gather", y + "/first", {x, add_constant(ctx, y + "/zero_i", Tensor::scalar(0, DType::i64))},
+                     {y + "/first"}),
+            "axis", 1);
+    add_node(ctx, "Slice", y + "/m0", {m, ints_constant(ctx, y + "/start0", {0}), ints_constant(ctx, y + "/end1", {1}),
+                                       axes("axis1f", {1})},
+             {y + "/m0"});
+    add_node(ctx, "Mul", y, {y + "/first", y + "/m0"}, {y});
+  }
 }
 
 }  // namespace
@@ -279,6 +356,8 @@ void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeIn
     set_int(add_node(ctx, "Flatten", y, {x}, {y}), "axis", 1);  // [N, rest]: ONNX Flatten's own form
   } else if (op == "Reshape" || op == "Flatten") {
     reshape_to(ctx, n, x, info.outputs.at(0));
+  } else if (op == "SequencePool") {
+    export_sequence_pool(ctx, n, x);
   } else if (op == "Embedding") {
     std::string w = param(ctx, n, "weight", {attr_int(a, "num_embeddings"), attr_int(a, "embedding_dim")});
     set_int(add_node(ctx, "Gather", y, {w, x}, {y}), "axis", 0);

@@ -21,6 +21,9 @@ struct ExportContext {
   const std::map<std::string, Tensor>& params;  // the state_dict by key
   int64_t opset;
   std::map<std::string, int> used;              // initializer names already added
+  // The ONNX value of the token ids the padding mask comes from (graph::padding_mask_input,
+  // graph_module.h), "" when the graph has none: SequencePool's export recomputes the mask from it.
+  std::string padding_mask_ids = {};
 };
 
 // The ONNX value of a node's output port: the node name, "<name>:<port>" for later ports;

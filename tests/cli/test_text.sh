@@ -8,7 +8,7 @@
 #
 #   tests/cli/test_text.sh path/to/kiln CASE
 #
-# Cases: crafted bad_input first_names spamassassin
+# Cases: crafted bad_input first_names spamassassin train train_bad_input sentencepiece
 set -uo pipefail
 kiln=$1 case=$2
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, require_npm_package
@@ -96,16 +96,37 @@ spamassassin)
   contains "$out" "'ham' (4112, 70.0%) 'spam' (1763, 30.0%)" "SpamAssassin's classes"
   contains "$out" "split: 4700 train, 1175 test" "SpamAssassin's split"
   contains "$out" "vocabulary 20000 (of at most 20000" "SpamAssassin's vocabulary"
-  # SentencePiece runs, or (Debian 12's libsentencepiece bundles protobuf 3.14; kiln loads the
-  # system's libprotobuf through ONNX) says why it cannot, in one line.
-  "$kiln" dataset inspect "text:$work/mail" --tokenizer sentencepiece --vocab-size 4000 --samples 2 >"$work/sp" 2>&1
-  sp=$?; cat "$work/sp"
-  if [[ $sp == 0 ]]; then
-    contains "$(cat "$work/sp")" "tokenizer: sentencepiece (unigram)" "inspect --tokenizer sentencepiece"
-  else
-    contains "$(cat "$work/sp")" "the sentencepiece tokenizer " "inspect --tokenizer sentencepiece's error"
-    one_line "$(cat "$work/sp")" "its message"
+  ;;
+sentencepiece)
+  # SentencePiece inside `kiln` (which also loads the system's libprotobuf for ONNX): its plugin
+  # libkiln_sentencepiece.so keeps SentencePiece's bundled protobuf apart.
+  d=$work/reviews
+  mkdir -p "$d/pos" "$d/neg"
+  for i in $(seq 1 30); do
+    printf 'a good and lovely film, I liked it (%s)\n' "$i" >"$d/pos/p$i.txt"
+    printf 'an awful and boring film, I hated it (%s)\n' "$i" >"$d/neg/n$i.txt"
+  done
+  "$kiln" train --dataset "text:$d" --tokenizer sentencepiece --vocab-size 40 --epochs 3 --batch-size 8 --lr 0.05 \
+    --max-length 24 --threads 1 --out "$work/run" >"$work/sp" 2>&1
+  sp=$?
+  if [[ $sp != 0 ]] && grep -q "not in this build of Kiln (KILN_SENTENCEPIECE=OFF)" "$work/sp"; then
+    missing_dep libsentencepiece-dev "kiln built without SentencePiece"
   fi
+  out=$(cat "$work/sp")
+  [[ $sp == 0 ]] || fail "kiln train --tokenizer sentencepiece: exit $sp: $out"
+  contains "$out" "sentencepiece tokenizer fitted on the 48 training texts" "the SentencePiece tokenizer"
+  contains "$out" "test accuracy 100.00%" "training with SentencePiece pieces"
+  grep -q '"kind": *"sentencepiece"' "$work/run/tokenizer.json" || fail "the run keeps its SentencePiece model"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$out" "accuracy 100.00%" "eval with the run's SentencePiece model"
+  printf 'what a lovely film\n' >"$work/new.txt"
+  run 0 predict --run "$work/run" --input "$work/new.txt"
+  contains "$out" "$work/new.txt,pos," "predict with SentencePiece"
+  # without its plugin: one clear line naming where it was looked for
+  KILN_SENTENCEPIECE_PLUGIN=$work/none.so "$kiln" dataset inspect "text:$d" --tokenizer sentencepiece >/dev/null 2>"$work/err"
+  [[ $? == 1 ]] || fail "a missing plugin exits 1"
+  contains "$(cat "$work/err")" "the sentencepiece tokenizer needs its plugin $work/none.so, which does not load" "a missing plugin"
+  one_line "$(cat "$work/err")" "its message"
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;

@@ -119,6 +119,10 @@ std::vector<Case> make_cases() {
       {"LogSoftmax", {{"dim", int64_t{-3}}}, {f32({N, 10})}, "error: LogSoftmax: dim -3 is out of range for [N, 10]"},
       {"Embedding", {}, {i64({N, 16})}, "f32[N, 16, 64]"},
       {"Embedding", {}, {f32({N, 16})}, "error: Embedding expects integer indices, got f32[N, 16]"},
+      {"SequencePool", {}, {f32({N, 16, 64})}, "f32[N, 64]"},
+      {"SequencePool", {{"mode", std::string("last")}}, {f32({N, 64})},
+       "error: SequencePool expects input [N, T, C], got [N, 64]"},
+      {"SequencePool", {}, {i64({N, 16, 4})}, "error: SequencePool expects a floating-point input, got i64[N, 16, 4]"},
   };
   for (const OpSchema* s : OpRegistry::global().all()) {
     if (!s->unary_layer) continue;

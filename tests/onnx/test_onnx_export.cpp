@@ -208,6 +208,22 @@ Graph tokens_graph() {
   return g;
 }
 
+// SequencePool in every mode, over embedded token ids (the padding mask recomputed from the ids)
+// or over features [N, T, C] (every step valid), concatenated.
+Graph sequence_graph(bool ids) {
+  Graph g;
+  g.name = ids ? "sequence_tokens" : "sequence_features";
+  auto x = ids ? add(g, "Embedding", "embed", {{"num_embeddings", int64_t{10}}, {"embedding_dim", int64_t{4}}},
+                     {add(g, "Input", "ids", {{"shape", V{6}}, {"dtype", std::string("i64")}}, {})})
+               : add(g, "Input", "feats", {{"shape", V{5, 4}}}, {});
+  std::vector<graph::NodeId> pools;
+  for (const char* mode : {"mean", "max", "last", "first"})
+    pools.push_back(add(g, "SequencePool", std::string("pool_") + mode, {{"mode", std::string(mode)}}, {x}));
+  auto cat = add(g, "Concat", "cat", {{"num_inputs", int64_t{4}}, {"dim", int64_t{1}}}, pools);
+  add(g, "Output", "out", {}, {cat});
+  return g;
+}
+
 std::string read(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
@@ -232,7 +248,7 @@ TEST(OnnxExport, EveryTemplateRoundTrips) {
 
 TEST(OnnxExport, EveryStudioOpRoundTrips) {
   std::set<std::string> covered;
-  for (Graph g : {all_ops_image(), tokens_graph()}) {
+  for (Graph g : {all_ops_image(), tokens_graph(), sequence_graph(true), sequence_graph(false)}) {
     GraphModule gm(g);
     randomize(gm);
     round_trip(gm, example_inputs(g), g.name);

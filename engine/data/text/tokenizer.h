@@ -7,9 +7,10 @@
 //   sentencepiece  subword units of a SentencePiece model (Kudo & Richardson 2018; unigram or BPE)
 //                  trained in memory on the training texts; needs KILN_SENTENCEPIECE
 //                  (libsentencepiece-dev). The model's serialized proto is kept in the JSON.
-//                  Debian 12's libsentencepiece bundles protobuf 3.14: in a process that also
-//                  loads the system's libprotobuf (the `kiln` CLI, through libkiln_onnx) it
-//                  cannot run, and training or loading it is a ValueError saying so.
+//                  SentencePiece runs in the plugin libkiln_sentencepiece.so, loaded at first
+//                  use (sentencepiece_plugin.h: Debian 12's libsentencepiece bundles a protobuf
+//                  that clashes with the system's, which ONNX support loads); a missing plugin
+//                  is a ValueError saying where it was looked for.
 // Every kind reserves id 0 for <pad> and id 1 for <unk> (torchtext's and Keras' convention).
 #pragma once
 #include <cstdint>
