@@ -254,8 +254,25 @@ TEST(OnnxExport, EveryStudioOpRoundTrips) {
     round_trip(gm, example_inputs(g), g.name);
     for (const graph::Node& n : g.nodes()) covered.insert(n.op);
   }
+  // The sequence layers have no ONNX mapping yet: exporting one names the node and the op.
+  static const std::set<std::string> not_exported{"RNN", "LSTM", "GRU", "MultiheadAttention",
+                                                  "TransformerEncoderLayer", "PositionalEmbedding"};
   for (const graph::OpSchema* s : graph::OpRegistry::global().all()) {
-    if (s->name.rfind("onnx.", 0) != 0) {
+    if (not_exported.count(s->name)) {
+      Graph g;
+      auto x = add(g, "Input", "x", {{"shape", V{5, 8}}}, {});
+      auto n = add(g, s->name, "layer", {}, {x});
+      add(g, "Output", "y", {}, {n});
+      GraphModule gm(g);
+      try {
+        kiln::onnx::export_model(g, gm.state_dict());
+        ADD_FAILURE() << s->name << " exported although it has no ONNX mapping";
+      } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("node 'layer': op '" + s->name + "' has no ONNX mapping yet"),
+                  std::string::npos)
+            << e.what();
+      }
+    } else if (s->name.rfind("onnx.", 0) != 0) {
       EXPECT_TRUE(covered.count(s->name)) << s->name << " is not exported by a test";
     }
   }
