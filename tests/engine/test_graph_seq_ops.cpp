@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/graph/graph_module.h"
+#include "engine/graph/json.h"
 #include "engine/graph/op_schema.h"
 #include "engine/nn/attention.h"
 #include "engine/nn/embedding.h"
@@ -225,6 +227,29 @@ TEST(GraphSeqOps, TinyTextGraphsTrain) {
   EXPECT_LT(train_loss_ratio("TransformerEncoderLayer",
                              {{"nhead", int64_t{2}}, {"dim_feedforward", int64_t{32}}, {"dropout", 0.0}}, true, 16),
             0.5);
+}
+
+// The Studio's text templates (projects/templates) analyze without problems, hold the
+// sequence layers, and classify a batch of padded token ids into their 2 classes.
+TEST(GraphSeqOps, TextTemplatesAnalyzeAndRun) {
+  manual_seed(9);
+  const std::string dir = std::string(KILN_FIXTURES_DIR) + "/../../projects/templates/";
+  for (const auto& [file, layer, length] :
+       {std::tuple<std::string, std::string, int64_t>{"text_classifier_lstm.json", "LSTM", 200},
+        {"small_transformer_classifier.json", "TransformerEncoderLayer", 128}}) {
+    const Graph g = load_graph(dir + file);
+    const Analysis a = analyze(g);
+    EXPECT_TRUE(a.ok()) << file;
+    bool has = false;
+    for (const Node& n : g.nodes()) has = has || n.op == layer;
+    EXPECT_TRUE(has) << file << " has no " << layer;
+    GraphModule m(g);
+    EXPECT_EQ(m.analysis().total_parameters, m.num_parameters()) << file;
+    std::vector<int64_t> ids(static_cast<size_t>(2 * length), 0);
+    for (int64_t t = 0; t < 7; ++t) ids[static_cast<size_t>(t)] = 5 + t, ids[static_cast<size_t>(length + t)] = 900 + t;
+    const Tensor y = m.forward(Tensor::from_vector<int64_t>(ids, {2, length}));
+    EXPECT_EQ(kiln::shape_str(y.shape()), "[2, 2]") << file;
+  }
 }
 
 }  // namespace
