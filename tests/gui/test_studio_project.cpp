@@ -41,9 +41,15 @@ class TestStudioProject : public QObject {
     QVERIFY(names.contains("fashion_mnist_cnn"));
     QVERIFY(names.contains("fashion_mnist_mlp"));
     QVERIFY(names.contains("residual_cnn"));
+    QVERIFY(names.contains("text_classifier_lstm"));
+    QVERIFY(names.contains("small_transformer_classifier"));
     for (const QString& n : names) {
       kiln::graph::Graph g = kiln::graph::from_json(templateJson(n));
-      QVERIFY2(training_blockers(g, kiln::graph::analyze(g)).empty(), qPrintable(n));
+      const kiln::graph::Analysis a = kiln::graph::analyze(g);
+      QVERIFY2(a.ok(), qPrintable(n));
+      // The text templates read token ids; the Studio's training takes Fashion-MNIST images.
+      if (n.startsWith("text_") || n.startsWith("small_transformer")) continue;
+      QVERIFY2(training_blockers(g, a).empty(), qPrintable(n));
     }
     bool threw = false;
     try {
