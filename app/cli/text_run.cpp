@@ -64,27 +64,36 @@ std::string shown_piece(const std::string& p) {
 }  // namespace
 
 const std::vector<std::string>& text_model_names() {
-  static const std::vector<std::string> n{"text-bow"};
+  static const std::vector<std::string> n{"text-bow", "text-lstm", "text-transformer"};
   return n;
 }
 
 graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes) {
-  KILN_CHECK(name == "text-bow", ValueError, "unknown text model '", name, "' (known: text-bow)");
+  KILN_CHECK(std::count(text_model_names().begin(), text_model_names().end(), name) > 0, ValueError,
+             "unknown text model '", name, "' (known: text-bow, text-lstm, text-transformer)");
   constexpr int64_t kDim = 64;
   graph::Graph g;
   g.name = name;
-  const graph::NodeId in = g.add_node("Input", "tokens", {{"shape", std::vector<int64_t>{max_length}},
-                                                         {"dtype", std::string("i64")},
-                                                         {"dim_params", std::string()}});
-  const graph::NodeId emb =
-      g.add_node("Embedding", "embedding", {{"num_embeddings", vocab_size}, {"embedding_dim", kDim}});
-  const graph::NodeId pool = g.add_node("SequencePool", "pool", {{"mode", std::string("mean")}});
-  const graph::NodeId fc = g.add_node("Linear", "fc", {{"in_features", kDim}, {"out_features", classes}});
-  const graph::NodeId out = g.add_node("Output", "logits");
-  g.connect({in, 0}, {emb, 0});
-  g.connect({emb, 0}, {pool, 0});
-  g.connect({pool, 0}, {fc, 0});
-  g.connect({fc, 0}, {out, 0});
+  graph::NodeId prev = g.add_node("Input", "tokens", {{"shape", std::vector<int64_t>{max_length}},
+                                                     {"dtype", std::string("i64")},
+                                                     {"dim_params", std::string()}});
+  auto chain = [&](const std::string& op, const std::string& node, const graph::Attributes& attrs) {
+    const graph::NodeId n = g.add_node(op, node, attrs);
+    g.connect({prev, 0}, {n, 0});
+    prev = n;
+  };
+  chain("Embedding", "embedding", {{"num_embeddings", vocab_size}, {"embedding_dim", kDim}});
+  if (name == "text-lstm") {
+    chain("LSTM", "lstm", {{"hidden_size", kDim}});
+  } else if (name == "text-transformer") {
+    chain("PositionalEmbedding", "positions", {{"mode", std::string("learned")}, {"max_length", max_length}});
+    for (int i = 0; i < 2; ++i)
+      chain("TransformerEncoderLayer", "encoder" + std::to_string(i),
+            {{"nhead", int64_t{4}}, {"dim_feedforward", 2 * kDim}, {"dropout", 0.1}, {"norm_first", true}});
+  }
+  chain("SequencePool", "pool", {{"mode", std::string("mean")}});
+  chain("Linear", "fc", {{"in_features", kDim}, {"out_features", classes}});
+  chain("Output", "logits", {});
   graph::auto_layout(g);
   return g;
 }

@@ -30,6 +30,11 @@ inline constexpr const char* kTextMetadataKey = "kiln.text";        // model.saf
 // The built-in text models of `kiln train --model` (the default for a text dataset: text-bow):
 //   text-bow  Input ids [T] -> Embedding(vocab, 64) -> SequencePool(mean over the tokens) -> Linear(64, classes):
 //             an averaged bag of embeddings (fastText's classifier, Joulin et al. 2017, without n-grams).
+//   text-lstm  Input ids [T] -> Embedding(vocab, 64) -> LSTM(64, 64) -> SequencePool(mean over the tokens) ->
+//             Linear(64, classes); the LSTM skips padding (graph_module.h's mask).
+//   text-transformer  Input ids [T] -> Embedding(vocab, 64) -> PositionalEmbedding(learned, T) ->
+//             2 x TransformerEncoderLayer(nhead 4, dim_feedforward 128, dropout 0.1, norm_first) ->
+//             SequencePool(mean) -> Linear(64, classes); padded tokens are masked out as keys.
 const std::vector<std::string>& text_model_names();
 // The graph of built-in text model `name` (ValueError for another name).
 graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes);

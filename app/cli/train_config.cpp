@@ -22,7 +22,9 @@ ArgParser train_parser() {
                                              "folder per class of .txt files, a CSV/TSV with text and label columns,\n"
                                              "or JSON lines; see the text: flags below)")
       .flag("model", "NAME", "mlp", "reference model (engine/train/reference_models.h), or for text:\n"
-                                    "text-bow (Embedding -> mean over the tokens -> Linear; the default there)",
+                                    "text-bow (Embedding -> mean over the tokens -> Linear; the default there),\n"
+                                    "text-lstm (Embedding -> LSTM -> mean -> Linear) or text-transformer\n"
+                                    "(Embedding -> positions -> 2 Transformer encoder layers -> mean -> Linear)",
             [] {
               std::vector<std::string> names = train::reference_model_names();
               for (const std::string& n : text_model_names()) names.push_back(n);
@@ -118,8 +120,8 @@ TrainConfig train_config(const Args& args) {
     c.text = text_config(args, c.dataset, args.number("test-fraction", 0, 0.95), c.seed);
     if (!args.given("model") && !args.given("graph") && !args.given("onnx")) c.model = text_model_names().front();
     else if (args.given("model") && !text_model)
-      args.fail("--model " + c.model + " reads images or tables; a text dataset trains a text model (text-bow) or a "
-                "--graph whose Input is token ids (dtype i64, shape [max-length])");
+      args.fail("--model " + c.model + " reads images or tables; a text dataset trains a text model (text-bow, text-lstm, "
+                "text-transformer) or a --graph whose Input is token ids (dtype i64, shape [max-length])");
   } else {
     if (text_model) args.fail("--model " + c.model + " trains on text:DIR|FILE only");
     for (const char* f : {"tokenizer", "max-length", "vocab-size", "min-freq", "sp-model", "no-lowercase",

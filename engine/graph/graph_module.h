@@ -10,8 +10,8 @@
 // shape [T]); the text datasets pad with id 0 (<pad>, engine/data/text/tokenizer.h) and no token
 // has id 0, so the padding mask is a function of the ids: mask = (ids != 0) as f32 [N, T]. The
 // GraphModule computes it once per forward from the first such Input (padding_mask_input) and
-// passes it to every node whose schema sets takes_padding_mask (SequencePool; later the
-// recurrent and attention layers), as one more argument after its ports. Deriving it from the
+// passes it to every node whose schema sets takes_padding_mask (SequencePool, RNN, LSTM, GRU,
+// MultiheadAttention, TransformerEncoderLayer), as one more argument after its ports. Deriving it from the
 // ids rather than taking data::Batch::mask as a second model input keeps a text model a
 // one-input nn::Module: train::Trainer (its CUDA-graph capture included), evaluation, `kiln
 // predict` and ONNX export feed it like any other model, and the mask can never disagree with

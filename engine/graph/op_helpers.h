@@ -16,6 +16,8 @@ void register_layer_ops(OpRegistry& r);        // ops_layers.cpp: Linear, Conv2d
 void register_norm_pool_ops(OpRegistry& r);    // ops_norm_pool.cpp: pooling, normalization, Dropout
 void register_activation_ops(OpRegistry& r);   // ops_activation.cpp: ReLU ... Softmax, LogSoftmax
 void register_sequence_ops(OpRegistry& r);     // ops_sequence.cpp: SequencePool
+void register_recurrent_attention_ops(OpRegistry& r);  // ops_recurrent.cpp: RNN, LSTM, GRU, MultiheadAttention,
+                                                      // TransformerEncoderLayer, PositionalEmbedding
 void register_onnx_import_rules(OpRegistry& r); // ops_onnx.cpp: each schema's onnx_import (after the above)
 
 inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();

@@ -79,7 +79,7 @@ using OnnxMapResult = std::variant<OnnxMapping, std::string>;
 struct OpSchema {
   std::string name;         // "Conv2d" (PyTorch class names; Input, Output, Add, Mul, Concat, ...)
   std::string category;     // "Input/Output", "Layers", "Activations", "Normalization", "Pooling",
-                            // "Tensor", "Regularization"
+                            // "Tensor", "Regularization", "Sequence"
   std::string description;  // one or two sentences for the palette tooltip
   std::vector<PortSpec> inputs, outputs;
   std::string count_attribute;  // "num_inputs" for Add/Mul/Concat: the input port count comes from it

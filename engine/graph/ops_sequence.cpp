@@ -1,6 +1,6 @@
 // Sequence ops over [N, T, C] with the padding mask GraphModule hands them (graph_module.h):
-// SequencePool. The recurrent and attention layers join here as schemas with
-// takes_padding_mask set, so that they see the same mask.
+// SequencePool. The recurrent and attention layers (ops_recurrent.cpp) set takes_padding_mask
+// too, so that they see the same mask.
 #include "engine/graph/op_helpers.h"
 #include "engine/graph/sequence_pool.h"
 

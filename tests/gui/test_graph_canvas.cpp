@@ -38,6 +38,10 @@ class TestGraphCanvas : public QObject {
     int ops = 0;
     for (int c = 0; c < palette.tree()->topLevelItemCount(); ++c) ops += palette.tree()->topLevelItem(c)->childCount();
     QCOMPARE(ops, int(all.size()));
+    for (const char* op : {"LSTM", "GRU", "RNN", "MultiheadAttention", "TransformerEncoderLayer", "PositionalEmbedding"}) {
+      QTreeWidgetItem* item = palette.itemForOp(op);
+      QVERIFY2(item && item->parent()->text(0) == "Sequence", op);  // the sequence layers have their category
+    }
     QTreeWidgetItem* conv = palette.itemForOp("Conv2d");
     QVERIFY(conv);
     QCOMPARE(conv->parent()->text(0), QString::fromStdString(graph::OpRegistry::global().get("Conv2d").category));

@@ -43,14 +43,20 @@ class TestStudioProject : public QObject {
     QVERIFY(names.contains("residual_cnn"));
     QVERIFY(names.contains("image_folder_cnn"));
     QVERIFY(names.contains("table_mlp"));
+    QVERIFY(names.contains("text_classifier_lstm"));
+    QVERIFY(names.contains("small_transformer_classifier"));
     for (const QString& n : names) {
       kiln::graph::Graph g = kiln::graph::from_json(templateJson(n));
+      const kiln::graph::Analysis a = kiln::graph::analyze(g);
+      QVERIFY2(a.ok(), qPrintable(n));
+      // The text templates read token ids; the Studio's training takes images and tables.
+      if (n.startsWith("text_") || n.startsWith("small_transformer")) continue;
       // The templates for a user's own data start at a typical size (fitted to the data when it is chosen).
       const kiln::graph::SymShape sample = n == "table_mlp"          ? kiln::graph::SymShape{4}
                                            : n == "image_folder_cnn" ? kiln::graph::SymShape{3, 64, 64}
                                                                      : kFashionMnistImageShape;
       const int64_t classes = n == "table_mlp" ? 3 : 10;
-      QVERIFY2(training_blockers(g, kiln::graph::analyze(g), 0, classes, sample, "data").empty(), qPrintable(n));
+      QVERIFY2(training_blockers(g, a, 0, classes, sample, "data").empty(), qPrintable(n));
     }
     bool threw = false;
     try {
