@@ -23,8 +23,14 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
+std::string percent(int64_t part, int64_t whole) {
+  return whole > 0 ? format("%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
+}  // namespace
+
 // The first `n` code points of `text` on one line (line breaks and tabs shown as spaces).
-std::string preview(const std::string& text, size_t n) {
+std::string text_preview(const std::string& text, size_t n) {
   std::string out;
   size_t cps = 0;
   bool space = false;
@@ -42,12 +48,6 @@ std::string preview(const std::string& text, size_t n) {
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }
-
-std::string percent(int64_t part, int64_t whole) {
-  return whole > 0 ? format("%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
-}
-
-}  // namespace
 
 bool is_text_dataset(const std::string& dataset) { return dataset.rfind(kTextPrefix, 0) == 0; }
 
@@ -152,7 +152,7 @@ std::string inspect_text(const TextConfig& c, int64_t shown) {
   os << "  samples (test split, tokens after truncation):\n";
   for (int64_t i = 0; i < std::min<int64_t>(shown, test.size()); ++i) {
     const data::TextSample& s = index->samples[static_cast<size_t>(split.test[static_cast<size_t>(i)])];
-    os << "    [" << index->classes[static_cast<size_t>(s.label)] << "] " << s.origin << ": " << preview(s.text, 70)
+    os << "    [" << index->classes[static_cast<size_t>(s.label)] << "] " << s.origin << ": " << text_preview(s.text, 70)
        << "\n      " << test.length(i) << " tokens:";
     const std::vector<int64_t>& ids = test.ids(i);
     for (size_t k = 0; k < std::min<size_t>(ids.size(), 24); ++k) {

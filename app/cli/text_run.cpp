@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/cli/run_files.h"
+#include "app/cli/text_data.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/ops.h"
@@ -35,26 +36,6 @@ std::string read_all(const std::string& path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// The first n code points on one line.
-std::string one_line(const std::string& text, size_t n) {
-  std::string out;
-  size_t cps = 0;
-  bool space = false;
-  for (size_t i = 0; i < text.size() && cps < n; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == ' ') {
-      if (!space && !out.empty()) out += ' ', ++cps;
-      space = true;
-      continue;
-    }
-    space = false;
-    out += static_cast<char>(c);
-    if ((c & 0xC0) != 0x80) ++cps;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
 }
 
 std::string shown_piece(const std::string& p) {
@@ -207,7 +188,7 @@ std::vector<TextMistake> text_mistakes(nn::Module& model, const data::TextDatase
       const data::TextSample& s =
           test.index().samples[static_cast<size_t>(test.positions()[static_cast<size_t>(idx[r])])];
       TextMistake m{s.origin, classes.at(static_cast<size_t>(y[r])), classes.at(pred), row[pred],
-                    one_line(s.text, 120), {}};
+                    text_preview(s.text, 120), {}};
       const std::vector<int64_t>& ids = test.ids(idx[r]);
       for (size_t k = 0; k < std::min<size_t>(ids.size(), 32); ++k)
         m.tokens.push_back(shown_piece(test.tokenizer().piece(ids[k])));
