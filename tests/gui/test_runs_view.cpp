@@ -97,6 +97,15 @@ class TestRunsView : public QObject {
     QCOMPARE(view.lossPlot()->graph(2)->data()->size(), 0);  // the running run has no steps
     view.table()->clearSelection();
     QCOMPARE(view.lossPlot()->graphCount(), 0);
+    // With no run selected the axes still span the plot (an empty legend squeezed them to ~50 px).
+    for (QCustomPlot* plot : {view.lossPlot(), view.accuracyPlot()}) {
+      plot->replot();
+      QVERIFY2(plot->axisRect()->width() > plot->width() / 2,
+               qPrintable(QString("axes %1 px wide in a %2 px plot").arg(plot->axisRect()->width()).arg(plot->width())));
+    }
+    view.selectRuns({ids[0]});
+    QVERIFY(view.lossPlot()->legend->visible());
+    QCOMPARE(view.lossPlot()->legend->itemCount(), 1);
   }
 
   // Test accuracy from final_metrics_json or the stored evaluation; columns fit their

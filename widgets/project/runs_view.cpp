@@ -24,21 +24,34 @@ namespace kiln::studio {
 
 namespace {
 
+// The legend in a row of its own above the axes, or out of the layout: an empty legend
+// left in the grid caps its column's width at 0 (QCustomPlot 2.1 takes an element's
+// maximum size from its items), which squeezed the axes to ~50 px with no run selected.
+void show_legend(QCustomPlot* plot, bool on) {
+  QCPLayoutGrid* grid = plot->plotLayout();
+  const bool in_layout = plot->legend->layout() == grid;
+  if (on && !in_layout) {
+    grid->insertRow(0);
+    grid->addElement(0, 0, plot->legend);
+    grid->setRowStretchFactor(0, 0.001);
+  } else if (!on && in_layout) {
+    grid->take(plot->legend);
+    grid->simplify();
+  }
+  plot->legend->setVisible(on);
+}
+
 QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   auto* plot = new QCustomPlot;
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(y_label);
-  // The legend in a row of its own above the axes (inside them it covered the newest
-  // epochs); two runs a row.
-  plot->legend->setVisible(true);
+  // The legend above the axes (inside them it covered the newest epochs); two runs a row.
   plot->legend->setBrush(Qt::NoBrush);
   plot->legend->setBorderPen(Qt::NoPen);
   plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   plot->legend->setWrap(2);
   plot->axisRect()->insetLayout()->take(plot->legend);
-  plot->plotLayout()->insertRow(0);
-  plot->plotLayout()->addElement(0, 0, plot->legend);
-  plot->plotLayout()->setRowStretchFactor(0, 0.001);
+  show_legend(plot, false);  // until runs are selected
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->setMinimumHeight(RunsView::kMinimumPlotHeight);
   fitTickCountToHeight(plot);
@@ -409,7 +422,7 @@ void RunsView::updatePlots() {
     }
   }
   for (QCustomPlot* plot : {lossPlot_, accuracyPlot_}) {
-    plot->legend->setVisible(plot->graphCount() > 0);
+    show_legend(plot, plot->graphCount() > 0);
     plot->rescaleAxes();
     plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());  // points off the frame
     plot->replot(QCustomPlot::rpQueuedReplot);
