@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,31 @@ class CachingAllocator {
   std::unordered_set<void*> private_blocks_;
   bool private_ = false;
   MemoryStats stats_;
+};
+
+// Page-locked buffers for device-to-host reads that do not wait for later work
+// (Backend::read_async; readback.cu): one buffer and one event per read in flight, reused
+// once read; a buffer grows to the largest read it has carried.
+class PinnedReads {
+ public:
+  // Copies nbytes from src into a free buffer, asynchronously on stream; returns the ticket.
+  int64_t start(cudaStream_t stream, const void* src, size_t nbytes, const std::string& dev);
+  // Waits for the ticket's copy (its event only) and copies its bytes to host.
+  void wait(int64_t ticket, void* host, const std::string& dev);
+  void release();  // waits for the reads in flight and frees the buffers
+  ~PinnedReads() { release(); }
+
+ private:
+  struct Slot {
+    void* host = nullptr;
+    size_t size = 0;
+    void* done = nullptr;  // cudaEvent_t recorded after the copy
+    int64_t ticket = 0;    // 0: free
+    size_t nbytes = 0;
+  };
+  std::mutex mutex_;
+  std::deque<Slot> slots_;  // a deque: growing it moves no slot a wait() is reading
+  int64_t next_ticket_ = 1;
 };
 
 // Page-locked staging buffers for host-to-device copies (pinned.cu).
@@ -86,6 +112,8 @@ class CudaBackend final : public Backend {
   void upload(void* dst, size_t dst_byte_offset, const void* host, size_t nbytes) override;
   void download(void* host, const void* src, size_t src_byte_offset, size_t nbytes) override;
   void synchronize() override;
+  int64_t read_async(const void* src, size_t src_byte_offset, size_t nbytes) override;
+  void read_wait(int64_t ticket, void* host) override;
   MemoryStats memory_stats() const override;
   void empty_cache() override;
 
@@ -185,6 +213,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   CachingAllocator alloc_;
   PinnedStaging staging_;
+  PinnedReads reads_;
   bool allow_tf32_ = false;
   void* cublas_ = nullptr;        // cublasHandle_t
   void* blas_workspace_ = nullptr;

@@ -1,5 +1,7 @@
 #include "engine/core/backend.h"
 
+#include <cstring>
+
 #include "engine/core/error.h"
 #include "engine/core/storage.h"
 
@@ -78,6 +80,28 @@ void Backend::batch_norm_forward(const TensorArg&, const TensorArg&, const Tenso
 void Backend::batch_norm_backward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
                                   const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&) {
   throw DTypeError(detail::str_cat("batch_norm_backward is not supported on ", info().device.str()));
+}
+
+int64_t Backend::read_async(const void* src, size_t src_byte_offset, size_t nbytes) {
+  std::vector<char> bytes(nbytes);
+  if (nbytes) download(bytes.data(), src, src_byte_offset, nbytes);
+  std::lock_guard<std::mutex> lock(reads_mutex_);
+  const int64_t ticket = next_read_++;
+  reads_.emplace(ticket, std::move(bytes));
+  return ticket;
+}
+
+void Backend::read_wait(int64_t ticket, void* host) {
+  std::vector<char> bytes;
+  {
+    std::lock_guard<std::mutex> lock(reads_mutex_);
+    auto it = reads_.find(ticket);
+    KILN_CHECK(it != reads_.end(), DeviceError, "read_wait: ", device_.str(), " has no read with ticket ", ticket,
+               " (each read_async is waited for once)");
+    bytes = std::move(it->second);
+    reads_.erase(it);
+  }
+  if (!bytes.empty()) std::memcpy(host, bytes.data(), bytes.size());
 }
 
 bool Backend::begin_capture(std::string& why) {

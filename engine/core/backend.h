@@ -12,7 +12,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,16 @@ class Backend {
     return unknown;
   }
   virtual void empty_cache() {}
+  // Reading back without waiting for later work: read_async starts copying nbytes from src
+  // (at src_byte_offset) to the host, in order after the work enqueued so far, and returns a
+  // ticket at once; read_wait(ticket, host) waits for that copy only, not for work enqueued
+  // after it, and writes the bytes to host. So a training loop reads step k's loss while step
+  // k + 1 runs (engine/core/async_read.h, engine/train/trainer.cpp). Each ticket is waited for
+  // once. The default copies at once (download) and keeps the bytes until read_wait; a backend
+  // with a stream overrides both (CUDA: page-locked buffers and an event per read). DeviceError
+  // for an unknown or already read ticket, or a read_async while work is being recorded.
+  virtual int64_t read_async(const void* src, size_t src_byte_offset, size_t nbytes);
+  virtual void read_wait(int64_t ticket, void* host);
 
   // ---- profiling (optional) ----
   // Device time of the work enqueued between begin_timing() and end_timing(), read from
@@ -243,6 +255,9 @@ class Backend {
 
  private:
   Device device_;
+  std::mutex reads_mutex_;  // the default read_async's copies, by ticket
+  std::map<int64_t, std::vector<char>> reads_;
+  int64_t next_read_ = 1;
 };
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "engine/core/async_read.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
@@ -16,6 +17,16 @@ namespace kiln::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A step whose loss and logits are on their way to the host: Trainer::fit reads them once the
+// next step is enqueued, so that the device does not idle while the host reads them, updates
+// the metrics and prepares the next batch (on the CPU the values are there at once).
+struct PendingStep {
+  AsyncRead loss, logits;
+  Tensor target;  // the batch's targets as the loader gave them (host)
+  int64_t batch = 0, step = 0;
+  double lr = 0;
+};
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimizer> optimizer,
@@ -82,8 +93,42 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         epoch_start -= std::chrono::duration_cast<Clock::duration>(done_seconds);
         resume_batch_ = 0;
       }
+      // The last step's loss and logits, read after the next step is enqueued (or before a
+      // pause, a checkpoint and the epoch's end): its NaN check, metrics and BatchEnd.
+      std::optional<PendingStep> pending;
+      auto finish = [&](PendingStep& p) {
+        const double loss_value = p.loss.wait().item<double>();
+        if (!std::isfinite(loss_value)) {
+          std::ostringstream os;
+          os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
+             << p.step << " (batch " << p.batch << " of " << batches << ") with learning rate " << p.lr
+             << "; try a lower learning rate (e.g. " << p.lr / 10 << ")";
+          throw NonFiniteLossError(os.str());
+        }
+        const int64_t count_before = metrics.count(), correct_before = metrics.correct();
+        metrics.update(p.logits.wait(), p.target, loss_value);
+        BatchEnd e;
+        e.epoch = epoch_;
+        e.step = p.step;
+        e.batch = p.batch;
+        e.batches_per_epoch = batches;
+        e.loss = loss_value;
+        e.accuracy = static_cast<double>(metrics.correct() - correct_before) /
+                     static_cast<double>(std::max<int64_t>(metrics.count() - count_before, 1));
+        e.lr = p.lr;
+        double elapsed = seconds_since(epoch_start);
+        e.samples_per_second = static_cast<double>(metrics.count()) / std::max(elapsed, 1e-9);
+        int64_t done = static_cast<int64_t>(epoch_) * batches + p.batch;
+        double per_batch = (train_seconds_ + elapsed) / static_cast<double>(std::max<int64_t>(done, 1));
+        e.eta_seconds = per_batch * static_cast<double>(total_batches - done);
+        events_.push(e);
+      };
       train.set_epoch(epoch_, batch_index);
       while (!cancelled_) {
+        if (pending && paused_) {  // the step before a pause is shown while paused
+          finish(*pending);
+          pending.reset();
+        }
         // Paused time is left out of the epoch's clock (images/s, ETA, seconds).
         const std::chrono::duration<double> paused_seconds(wait_while_paused());
         const auto paused = std::chrono::duration_cast<Clock::duration>(paused_seconds);
@@ -94,26 +139,12 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         if (!batch) break;
         ++batch_index;
         Tensor x = batch->input.to(options_.device), y = batch->target.to(options_.device);
-        double lr = optimizer_->lr();
-        double loss_value = NAN;
-        bool loss_read = false;
-        auto read_loss = [&](const Tensor& loss) {
-          loss_value = loss.item<double>();
-          loss_read = true;
-          if (!std::isfinite(loss_value)) {
-            std::ostringstream os;
-            os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
-               << step_ + 1 << " (batch " << batch_index << " of " << batches << ") with learning rate " << lr
-               << "; try a lower learning rate (e.g. " << lr / 10 << ")";
-            throw NonFiniteLossError(os.str());
-          }
-        };
-        // One eager step on (xs, ys); the loss is checked before the update unless recording.
+        const double lr = optimizer_->lr();
+        // One eager step on (xs, ys); nothing is read back (the loss is read a step late).
         auto train_step = [&](const Tensor& xs, const Tensor& ys, Tensor& logits, Tensor& loss) {
           optimizer_->zero_grad();
           logits = model_->forward(xs);
           loss = loss_(logits, ys);
-          if (!captured || !captured->recording()) read_loss(loss);
           if (options_.grad_scaler) {
             options_.grad_scaler->scale(loss).backward();
             options_.grad_scaler->step(*optimizer_);
@@ -133,39 +164,28 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
           y_static.copy_(y);
           captured->run([&] { train_step(x_static, y_static, static_logits, static_loss); });
           logits = static_logits, loss = static_loss;  // rewritten by each replay
-          if (!loss_read) read_loss(loss);
         } else {
           train_step(x, y, logits, loss);
         }
         ++step_;
         if (scheduler_ && options_.scheduler_per_batch) scheduler_->step();
-        const int64_t count_before = metrics.count(), correct_before = metrics.correct();
-        metrics.update(logits.detach(), y, loss_value);
-        BatchEnd e;
-        e.epoch = epoch_;
-        e.step = step_;
-        e.batch = batch_index;
-        e.batches_per_epoch = batches;
-        e.loss = loss_value;
-        e.accuracy = static_cast<double>(metrics.correct() - correct_before) /
-                     static_cast<double>(std::max<int64_t>(metrics.count() - count_before, 1));
-        e.lr = lr;
-        double elapsed = seconds_since(epoch_start);
-        e.samples_per_second = static_cast<double>(metrics.count()) / std::max(elapsed, 1e-9);
-        int64_t done = static_cast<int64_t>(epoch_) * batches + batch_index;
-        double per_batch = (train_seconds_ + elapsed) / static_cast<double>(std::max<int64_t>(done, 1));
-        e.eta_seconds = per_batch * static_cast<double>(total_batches - done);
-        events_.push(e);
+        // Read in stream order before the next step rewrites them, waited for after it is enqueued.
+        PendingStep done{AsyncRead(loss), AsyncRead(logits.detach()), batch->target, batch_index, step_, lr};
+        if (pending) finish(*pending);
+        pending = std::move(done);
         // A mid-epoch checkpoint (TrainerOptions::checkpoint_every_steps / _seconds).
         const bool every_steps = options_.checkpoint_every_steps > 0 && step_ % options_.checkpoint_every_steps == 0;
         const bool every_seconds = options_.checkpoint_every_seconds > 0 &&
                                    seconds_since(last_checkpoint) >= options_.checkpoint_every_seconds;
         if (!options_.checkpoint_dir.empty() && batch_index < batches && (every_steps || every_seconds)) {
+          finish(*pending);  // the checkpoint's metrics count this step
+          pending.reset();
           save_checkpoint_at(options_.checkpoint_dir, batch_index, &metrics, epoch_lr, seconds_since(epoch_start));
           last_checkpoint = Clock::now();
           events_.push(CheckpointSaved{epoch_, options_.checkpoint_dir, batch_index, step_});
         }
       }
+      if (pending) finish(*pending);
       double epoch_seconds = seconds_since(epoch_start);
       train_seconds_ += epoch_seconds;
       samples_trained_ += metrics.count();

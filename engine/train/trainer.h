@@ -62,12 +62,15 @@ struct TrainerOptions {
   // a step that cannot be recorded run eagerly; Finished::cuda_graph says which happened.
   // Off: always eager (as KILN_CUDA_GRAPH=0). The losses match the eager run's within
   // float rounding; on a device that cannot record, the run is the eager run bit for bit.
-  // A replayed step's loss is read after its update, so NonFiniteLossError comes one
-  // update later than eagerly (the checkpoint of the last finished epoch is unaffected).
   bool cuda_graph = true;
 };
 
-// Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr).
+// Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr). fit() reads a
+// step's loss and logits once the next step is enqueued (engine/core/async_read.h), so that a
+// GPU never waits for the host between steps: the error comes one update after the step it
+// names, and BatchEnd events trail the step they describe by one (all are pushed before
+// EpochEnd, a pause, a mid-epoch checkpoint). The checkpoint of the last finished epoch is
+// unaffected.
 struct NonFiniteLossError : Error {
   using Error::Error;
 };
