@@ -6,6 +6,7 @@
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
 #include "engine/onnx/executor_fallback.h"
+#include "engine/onnx/host_values.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/tensor_proto.h"
 
@@ -95,19 +96,22 @@ struct Scope {
 
 class Runner {
  public:
+  // host: the main graph's nodes that run on the host (host_values.h); null: none.
   Runner(const Model& m, Device d, const SessionOptions& options, detail::FallbackLog* log,
-         const Session::NodeObserver* observer = nullptr)
-      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer) {
+         const Session::NodeObserver* observer = nullptr, const HostPlan* host = nullptr)
+      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer), host_(host) {
     backend_ = fallback_backend(d, options);
     if (backend_) fallback_ = log;
   }
 
   std::vector<Value> run_graph(const Graph& g, Scope& scope) const {
+    const HostPlan* host = &g == &model_.graph ? host_ : nullptr;
     for (const auto& [name, t] : g.initializers)
-      if (!scope.values.count(name)) scope.values[name] = place(t, device_, backend_);
-    for (const Node& n : g.nodes) {
+      if (!scope.values.count(name)) scope.values[name] = host && host->constants.count(name) ? t : place(t, device_, backend_);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const Node& n = g.nodes[k];
       if (is_gradient(n)) run_gradient(g, n, scope);
-      else run_node(n, scope, observer_ && &g == &model_.graph);
+      else run_node(n, scope, observer_ && &g == &model_.graph, host && host->nodes[k]);
     }
     std::vector<Value> outs;
     for (const auto& v : g.outputs) {
@@ -205,7 +209,9 @@ class Runner {
     }
   }
 
-  void run_node(const Node& n, Scope& scope, bool observe) const {
+  // on_host: a host node (host_values.h), run on the CPU; its inputs are already there, but
+  // for Shape and Size, which read only their input's shape wherever it lies.
+  void run_node(const Node& n, Scope& scope, bool observe, bool on_host = false) const {
     std::vector<Value> in;
     in.reserve(n.inputs.size());
     for (const std::string& name : n.inputs) {
@@ -223,7 +229,8 @@ class Runner {
     auto where = [&n] { return "node '" + n.name + "' (" + n.op_type + ")"; };
     std::vector<Value> out;
     try {
-      if (fallback_ && !has_subgraph(n)) out = run_op_or_fallback(n, std::move(in), scope);
+      if (on_host) out = run_op(n, std::move(in), Device{}, scope);
+      else if (fallback_ && !has_subgraph(n)) out = run_op_or_fallback(n, std::move(in), scope);
       else out = run_op(n, std::move(in), device_, scope);
     } catch (const std::exception& e) {
       if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
@@ -284,6 +291,7 @@ class Runner {
   const Session::NodeObserver* observer_;
   Backend* backend_ = nullptr;                 // set with fallback_
   detail::FallbackLog* fallback_ = nullptr;    // null: no CPU fallback (the CPU, or turned off)
+  const HostPlan* host_ = nullptr;
 };
 
 }  // namespace
@@ -309,7 +317,9 @@ Session::Session(Model model, Device device, SessionOptions options)
     }
   check_defined(model_.graph, {});
   const Backend* fallback = fallback_backend(device_, options_);
-  for (auto& [name, t] : model_.graph.initializers) t = place(t, device_, fallback);
+  if (device_.type != DeviceType::cpu) host_plan_ = std::make_shared<const HostPlan>(plan_host_values(model_.graph));
+  for (auto& [name, t] : model_.graph.initializers)
+    if (!host_plan_ || !host_plan_->constants.count(name)) t = place(t, device_, fallback);
 }
 
 FallbackStats Session::fallback_stats() const {
@@ -387,7 +397,7 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
       KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(shape));
     }
   }
-  Runner runner(model_, device_, options_, fallback_.get(), observer ? &observer : nullptr);
+  Runner runner(model_, device_, options_, fallback_.get(), observer ? &observer : nullptr, host_plan_.get());
   return runner.run_graph(model_.graph, scope);
 }
 

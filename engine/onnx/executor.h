@@ -15,6 +15,8 @@
 
 namespace kiln::onnx {
 
+struct HostPlan;  // host_values.h
+
 // A node Kiln cannot run, with why (unknown op type, unsupported domain).
 struct UnsupportedOp {
   std::string op_type, node, domain;
@@ -93,6 +95,7 @@ class Session {
   Device device_;
   SessionOptions options_;
   std::shared_ptr<detail::FallbackLog> fallback_;
+  std::shared_ptr<const HostPlan> host_plan_;  // shape arithmetic on the host (host_values.h); null on the CPU
 };
 
 }  // namespace kiln::onnx

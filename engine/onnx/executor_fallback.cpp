@@ -73,6 +73,7 @@ std::string device_lacks(const std::vector<Value>& in, Device device, const Back
     if (!t.defined() || t.device() == device) return "";
     if (!backend.supports(OpId::copy, t.dtype()))
       return device.str() + " cannot hold " + dtype_name(t.dtype()) + " (Backend::supports(copy, " + dtype_name(t.dtype()) + ") is false)";
+    if (t.device().type == DeviceType::cpu) return "";  // a host value: OpContext::input copies it over
     return "an input is on " + t.device().str();
   };
   for (const Value& v : in) {

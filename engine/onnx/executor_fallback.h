@@ -32,7 +32,8 @@ Tensor place(const Tensor& t, Device device, const Backend* fallback);
 // STRING tensors stay on the host.
 std::vector<Value> values_on(const std::vector<Value>& in, Device device, const Backend* fallback = nullptr);
 // Why `device` cannot take these inputs ("" when it can): a tensor of a dtype the backend
-// cannot hold ("vulkan:0 cannot hold u16 (Backend::supports(copy, u16) is false)") or on another device.
+// cannot hold ("vulkan:0 cannot hold u16 (Backend::supports(copy, u16) is false)") or on another
+// device than `device` and the host (a host tensor is copied over by OpContext::input).
 std::string device_lacks(const std::vector<Value>& in, Device device, const Backend& backend);
 
 }  // namespace kiln::onnx::detail

@@ -14,17 +14,40 @@ const StringTensor& OpContext::strings_input(size_t i) const {
   return *values_[i].strings;
 }
 
-const Tensor& OpContext::input(size_t i) const {
+const Tensor& OpContext::given(size_t i) const {
   if (is_strings(i)) fail("input " + std::to_string(i) + " is a STRING tensor; Kiln's " + node_.op_type + " takes numeric tensors");
   if (is_sequence(i)) fail("input " + std::to_string(i) + " is a sequence; the op expects a tensor");
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but not given");
   return inputs_[i];
 }
 
-Tensor OpContext::optional_input(size_t i) const { return has_input(i) ? inputs_[i] : Tensor(); }
+const Tensor& OpContext::on_device(size_t i) const {
+  const Tensor& t = inputs_[i];
+  if (!t.defined() || t.device() == device_ || t.device().type != DeviceType::cpu) return t;
+  if (placed_.size() != inputs_.size()) placed_.resize(inputs_.size());  // once, before any reference into it
+  if (!placed_[i].defined()) placed_[i] = t.to(device_);
+  return placed_[i];
+}
+
+const Tensor& OpContext::input(size_t i) const {
+  given(i);
+  return on_device(i);
+}
+
+Tensor OpContext::optional_input(size_t i) const { return has_input(i) ? on_device(i) : Tensor(); }
+
+const std::vector<Tensor>& OpContext::inputs() const {
+  bool host = false;
+  for (const Tensor& t : inputs_) host |= t.defined() && t.device() != device_ && t.device().type == DeviceType::cpu;
+  if (!host) return inputs_;
+  if (placed_.size() != inputs_.size()) placed_.resize(inputs_.size());  // before any reference into it
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!placed_[i].defined()) placed_[i] = on_device(i);  // element-wise: earlier references stay valid
+  return placed_;
+}
 
 std::vector<int64_t> OpContext::ints_input(size_t i) const {
-  const Tensor& t = input(i);
+  const Tensor& t = given(i);
   if (t.dim() > 1) fail("input " + std::to_string(i) + " must be 1-d, got shape " + shape_str(t.shape()));
   if (!is_integral(t.dtype()))
     fail("input " + std::to_string(i) + " must be an integer tensor, got " + dtype_name(t.dtype()));
@@ -32,7 +55,7 @@ std::vector<int64_t> OpContext::ints_input(size_t i) const {
 }
 
 double OpContext::scalar_input(size_t i) const {
-  const Tensor& t = input(i);
+  const Tensor& t = given(i);
   if (t.numel() != 1) fail("input " + std::to_string(i) + " must hold one value, got shape " + shape_str(t.shape()));
   return t.to(DType::f64).item<double>();
 }

@@ -73,11 +73,17 @@ class OpContext {
   std::string where() const { return "node '" + node_.name + "' (" + node_.op_type + ")"; }
   [[noreturn]] void fail(const std::string& message) const;  // ValueError(where() + ": " + message)
 
+  // Inputs may lie on the host while the node runs on a device: shape values and small integer
+  // constants (host_values.h). input(), optional_input() and inputs() give them on device()
+  // (copied once, which does not wait for the device); ints_input() and scalar_input() read
+  // them where they are.
   size_t num_inputs() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
   const Tensor& input(size_t i) const;   // ValueError when absent
   Tensor optional_input(size_t i) const;  // undefined when absent
-  const std::vector<Tensor>& inputs() const { return inputs_; }
+  const std::vector<Tensor>& inputs() const;
+  // Input i where it lies (the host for shape values and small integer constants), uncopied.
+  const Tensor& input_as_given(size_t i) const { return given(i); }
   // Sequence inputs (ValueError naming the node when input i is not a sequence).
   bool has_value(size_t i) const { return i < values_.size() && values_[i].defined(); }
   bool is_sequence(size_t i) const { return i < values_.size() && values_[i].is_sequence(); }
@@ -106,9 +112,12 @@ class OpContext {
 
  private:
   const Attribute& attr(const std::string& name, Attribute::Type type) const;
+  const Tensor& given(size_t i) const;      // input i as given (checked: a tensor, present)
+  const Tensor& on_device(size_t i) const;  // input i on device_ (a host tensor copied once)
   const Node& node_;
   int64_t opset_;
   std::vector<Tensor> inputs_;
+  mutable std::vector<Tensor> placed_;  // inputs_ on device_, filled as asked for
   Device device_;
   SubgraphRunner runner_;
   std::vector<Value> values_;

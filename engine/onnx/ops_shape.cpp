@@ -182,8 +182,25 @@ Tensor wrap_indices(const Tensor& idx, int64_t n) {
 
 std::vector<Tensor> gather_op(OpContext& c) {
   const Tensor& x = c.input(0);
-  const Tensor& indices = c.input(1);
   int64_t axis = wrap_axis(c, c.attr_int("axis", 0), x.dim());
+  const Tensor& given = c.input_as_given(1);
+  if (given.device().type == DeviceType::cpu && is_integral(given.dtype()) && given.numel() <= 64) {
+    // Indices on the host (constants, shape values): wrapped and checked here, one index as a view.
+    std::vector<int64_t> v = given.to_vector<int64_t>();
+    const int64_t n = x.size(axis);
+    for (int64_t& i : v) {
+      if (i < -n || i >= n)
+        throw IndexError(c.where() + ": index " + std::to_string(i) + " is out of range for axis " +
+                         std::to_string(axis) + " of size " + std::to_string(n));
+      if (i < 0) i += n;
+    }
+    if (given.dim() == 0) return {x.select(axis, v[0])};
+    Shape shape(x.shape().begin(), x.shape().begin() + axis);
+    shape.insert(shape.end(), given.shape().begin(), given.shape().end());
+    shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+    return {index_select(x, axis, ints_tensor(v, x.device())).reshape(shape)};
+  }
+  const Tensor& indices = c.input(1);
   Tensor idx = wrap_indices(indices, x.size(axis)).reshape({-1});
   Tensor g = index_select(x, axis, idx);
   Shape shape(x.shape().begin(), x.shape().begin() + axis);
