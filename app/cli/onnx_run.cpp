@@ -29,6 +29,8 @@ int onnx_run_command(const std::vector<std::string>& argv) {
       .flag("out-dir", "DIR", ".", "folder for the outputs' .npy files")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
       .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)")
+      .toggle("no-cuda-graph", "on a CUDA device, run every node eagerly instead of recording the second run of each "
+                               "input shape set as a CUDA graph and replaying it (also KILN_CUDA_GRAPH=0)")
       .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks");
   parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results");
   std::vector<std::string> rest = argv;
@@ -46,6 +48,7 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   Device device = resolve_device(args.str("device"));
   onnx::SessionOptions session_options;
   session_options.cpu_fallback = !args.given("no-fallback");
+  session_options.cuda_graph = !args.given("no-cuda-graph");
   onnx::Session session(onnx::load_model(path), device, session_options);
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
@@ -88,6 +91,7 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     std::sort(ms.begin(), ms.end());
     std::printf("latency: median %.3f ms, min %.3f ms over %lld runs on %s\n", ms[ms.size() / 2], ms.front(),
                 static_cast<long long>(repeat), device.str().c_str());
+    if (const std::string note = session.cuda_graph_note(); !note.empty()) std::printf("CUDA graph: %s\n", note.c_str());
   }
   std::vector<std::string> out_names = session.output_names();
   for (size_t i = 0; i < out.size(); ++i) {

@@ -6,6 +6,7 @@
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
 #include "engine/onnx/executor_fallback.h"
+#include "engine/onnx/executor_graph.h"
 #include "engine/onnx/host_values.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/tensor_proto.h"
@@ -98,8 +99,9 @@ class Runner {
  public:
   // host: the main graph's nodes that run on the host (host_values.h); null: none.
   Runner(const Model& m, Device d, const SessionOptions& options, detail::FallbackLog* log,
-         const Session::NodeObserver* observer = nullptr, const HostPlan* host = nullptr)
-      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer), host_(host) {
+         const Session::NodeObserver* observer = nullptr, const HostPlan* host = nullptr,
+         HostCopies* copies = nullptr)
+      : model_(m), device_(d), opset_(opset_of(m, "")), observer_(observer), host_(host), copies_(copies) {
     backend_ = fallback_backend(d, options);
     if (backend_) fallback_ = log;
   }
@@ -265,6 +267,7 @@ class Runner {
       for (size_t i = 0; i < v.size(); ++i) inner.values[sub.inputs[i].name] = v[i];
       return run_graph(sub, inner);
     });
+    ctx.set_host_copies(copies_);
     if (sit != seq_ops.end()) return sit->second(ctx);  // ops on values of any kind take precedence
     std::vector<Tensor> t = it->second(ctx);
     return std::vector<Value>(t.begin(), t.end());
@@ -292,6 +295,7 @@ class Runner {
   Backend* backend_ = nullptr;                 // set with fallback_
   detail::FallbackLog* fallback_ = nullptr;    // null: no CPU fallback (the CPU, or turned off)
   const HostPlan* host_ = nullptr;
+  HostCopies* copies_ = nullptr;  // a recorded run's device copies of host values (executor_graph.h)
 };
 
 }  // namespace
@@ -317,10 +321,15 @@ Session::Session(Model model, Device device, SessionOptions options)
     }
   check_defined(model_.graph, {});
   const Backend* fallback = fallback_backend(device_, options_);
-  if (device_.type != DeviceType::cpu) host_plan_ = std::make_shared<const HostPlan>(plan_host_values(model_.graph));
+  if (device_.type != DeviceType::cpu) {
+    host_plan_ = std::make_shared<const HostPlan>(plan_host_values(model_.graph));
+    captured_ = std::make_shared<detail::CapturedRuns>(device_, options_.cuda_graph);
+  }
   for (auto& [name, t] : model_.graph.initializers)
     if (!host_plan_ || !host_plan_->constants.count(name)) t = place(t, device_, fallback);
 }
+
+std::string Session::cuda_graph_note() const { return captured_ ? captured_->note() : ""; }
 
 FallbackStats Session::fallback_stats() const {
   std::lock_guard<std::mutex> lock(fallback_->mutex);
@@ -397,8 +406,14 @@ std::vector<Value> Session::run_values(const std::map<std::string, Value>& input
       KILN_CHECK(ok, ShapeError, "model input '", v.name, "' expects ", v.type_str(), ", got ", shape_str(shape));
     }
   }
-  Runner runner(model_, device_, options_, fallback_.get(), observer ? &observer : nullptr, host_plan_.get());
-  return runner.run_graph(model_.graph, scope);
+  auto run = [&](const std::map<std::string, Value>& placed, HostCopies* copies) {
+    Scope s;
+    s.values = placed;
+    Runner runner(model_, device_, options_, fallback_.get(), observer ? &observer : nullptr, host_plan_.get(), copies);
+    return runner.run_graph(model_.graph, s);
+  };
+  if (captured_ && !observer) return captured_->run(scope.values, run);
+  return run(scope.values, nullptr);
 }
 
 }  // namespace kiln::onnx

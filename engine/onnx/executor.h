@@ -46,6 +46,12 @@ struct SessionOptions {
   // When the CPU run fails too, its error is the node's error. false: the device's
   // error is the node's error (the device's own coverage). No effect on the CPU.
   bool cpu_fallback = true;
+  // Record a run as a CUDA graph and replay it (executor_graph.h), on a device whose backend can
+  // record: each set of input shapes runs plainly once, its second run is recorded, later runs
+  // replay. A run that cannot be recorded (it reads the device back: data-dependent shapes, a
+  // CPU fallback) stays eager for that shape set; Session::cuda_graph_note() says which. Also off
+  // with KILN_CUDA_GRAPH=0. Outputs equal the eager run's. No effect on the CPU.
+  bool cuda_graph = true;
 };
 
 // The nodes of a session that ran on the CPU instead of its device (SessionOptions::cpu_fallback).
@@ -60,7 +66,8 @@ struct FallbackStats {
 };
 
 namespace detail {
-struct FallbackLog;  // executor.cpp: the stats, the nodes counted, a mutex
+struct FallbackLog;    // executor.cpp: the stats, the nodes counted, a mutex
+class CapturedRuns;    // executor_graph.h: recorded runs per input shape set
 }
 
 class Session {
@@ -85,6 +92,9 @@ class Session {
   // The nodes that ran on the CPU instead of the device, over all runs of this session so far
   // (empty on the CPU and with cpu_fallback off). Safe to call while another thread runs.
   FallbackStats fallback_stats() const;
+  // Whether runs replay a recording (SessionOptions::cuda_graph): "replaying 1 input shape
+  // set", or why they run eagerly ("" on the CPU).
+  std::string cuda_graph_note() const;
 
   const Model& model() const { return model_; }
   std::vector<std::string> input_names() const;
@@ -96,6 +106,7 @@ class Session {
   SessionOptions options_;
   std::shared_ptr<detail::FallbackLog> fallback_;
   std::shared_ptr<const HostPlan> host_plan_;  // shape arithmetic on the host (host_values.h); null on the CPU
+  std::shared_ptr<detail::CapturedRuns> captured_;  // null on the CPU
 };
 
 }  // namespace kiln::onnx

@@ -1,5 +1,9 @@
 #include "engine/onnx/op_context.h"
 
+#include <cstring>
+
+#include "engine/core/storage.h"
+
 namespace kiln::onnx {
 
 void OpContext::fail(const std::string& message) const { throw ValueError(where() + ": " + message); }
@@ -25,8 +29,31 @@ const Tensor& OpContext::on_device(size_t i) const {
   const Tensor& t = inputs_[i];
   if (!t.defined() || t.device() == device_ || t.device().type != DeviceType::cpu) return t;
   if (placed_.size() != inputs_.size()) placed_.resize(inputs_.size());  // once, before any reference into it
-  if (!placed_[i].defined()) placed_[i] = t.to(device_);
+  if (!placed_[i].defined())
+    placed_[i] = host_copies_ ? host_copies_->to_device(node_, i, t, device_) : t.to(device_);
   return placed_[i];
+}
+
+Tensor HostCopies::to_device(const Node& node, size_t input, const Tensor& host, Device device) {
+  if (mode == Mode::off) return host.to(device);
+  const auto key = std::make_pair(&node, input);
+  if (mode == Mode::record) {
+    Tensor copy = host.to(device);
+    copies_[key] = {host.contiguous(), copy};
+    return copy;
+  }
+  auto it = copies_.find(key);
+  auto same = [&](const Tensor& a) {  // a: the recorded run's contiguous host value
+    if (a.dtype() != host.dtype() || a.shape() != host.shape()) return false;
+    const Tensor b = host.contiguous();
+    const size_t esize = dtype_size(a.dtype());
+    auto bytes = [&](const Tensor& t) { return static_cast<const char*>(t.impl()->storage->data()) + t.offset() * esize; };
+    return std::memcmp(bytes(a), bytes(b), static_cast<size_t>(a.numel()) * esize) == 0;
+  };
+  KILN_CHECK(it != copies_.end() && it->second.device.device() == device && same(it->second.host), DeviceError,
+             "node '", node.name, "' (", node.op_type, "): host input ", input,
+             " differs from the run before the recording (a value the graph cannot keep)");
+  return it->second.device;
 }
 
 const Tensor& OpContext::input(size_t i) const {

@@ -47,6 +47,25 @@ struct Value {
   bool defined() const { return has_element() || optional; }
 };
 
+// Device copies of host values (host_values.h) for a run that is recorded for replay (a CUDA
+// graph, executor_graph.h): recording cannot upload (the replay would read host memory long
+// gone), so a plain run first keeps each copy it makes (record), and the recorded run takes
+// them from here (serve), after checking that the host value is the same bytes; shape values
+// are, for the same input shapes. DeviceError when a served value is missing or differs.
+class HostCopies {
+ public:
+  enum class Mode { off, record, serve };
+  Mode mode = Mode::off;
+  // `host` (a host tensor, input `input` of `node`) on `device`.
+  Tensor to_device(const Node& node, size_t input, const Tensor& host, Device device);
+
+ private:
+  struct Copy {
+    Tensor host, device;
+  };
+  std::map<std::pair<const Node*, size_t>, Copy> copies_;
+};
+
 class OpContext;
 using OpFn = std::function<std::vector<Tensor>(OpContext&)>;
 // Ops that take or give sequences or string tensors.
@@ -84,6 +103,8 @@ class OpContext {
   const std::vector<Tensor>& inputs() const;
   // Input i where it lies (the host for shape values and small integer constants), uncopied.
   const Tensor& input_as_given(size_t i) const { return given(i); }
+  // Where host inputs get their device copies (a recorded run); null: copied each time.
+  void set_host_copies(HostCopies* copies) { host_copies_ = copies; }
   // Sequence inputs (ValueError naming the node when input i is not a sequence).
   bool has_value(size_t i) const { return i < values_.size() && values_[i].defined(); }
   bool is_sequence(size_t i) const { return i < values_.size() && values_[i].is_sequence(); }
@@ -118,6 +139,7 @@ class OpContext {
   int64_t opset_;
   std::vector<Tensor> inputs_;
   mutable std::vector<Tensor> placed_;  // inputs_ on device_, filled as asked for
+  HostCopies* host_copies_ = nullptr;
   Device device_;
   SubgraphRunner runner_;
   std::vector<Value> values_;

@@ -1,6 +1,7 @@
 // Shape arithmetic on the host (engine/onnx/host_values.h): which nodes of a PyTorch-style
 // reshape the plan puts on the host, and that a device session (vulkan:0 = lavapipe here, or
-// cuda:0) gives the CPU's outputs with them there, including a Gather on host indices.
+// cuda:0, where runs are recorded and replayed: executor_graph.h) gives the CPU's outputs with
+// them there, including a Gather on host indices.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -83,13 +84,19 @@ TEST(OnnxHostValues, DeviceSessionsMatchTheCpu) {
     SCOPED_TRACE(d.device.str());
     ++devices;
     kiln::onnx::Session s(model(-1), d.device);
-    for (int run = 0; run < 2; ++run) {  // the second run reuses the host constants
+    for (int run = 0; run < 4; ++run) {  // on CUDA: plain, recorded, then replayed (executor_graph.h)
       const Tensor out = s.run({{"x", x}})[0];
       EXPECT_EQ(out.shape(), (Shape{4, 3}));
       const std::vector<float> got = out.to(Device()).to_vector<float>();
       for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
     }
     EXPECT_EQ(s.fallback_stats().nodes, 0) << "a host value made a node fall back to the CPU";
+    if (d.device.type == DeviceType::cuda) EXPECT_EQ(s.cuda_graph_note(), "replaying 1 input shape set");
+    const Tensor other = Tensor::ones({2, 6});  // another shape set: runs plainly, then is recorded too
+    for (int run = 0; run < 3; ++run) EXPECT_EQ(s.run({{"x", other}})[0].shape(), (Shape{2, 3}));
+    if (d.device.type == DeviceType::cuda) EXPECT_EQ(s.cuda_graph_note(), "replaying 2 input shape sets");
+    const std::vector<float> again = s.run({{"x", x}})[0].to(Device()).to_vector<float>();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(again[i], want[i], 1e-6) << i;
   }
   if (!devices) GTEST_SKIP() << "no device besides the CPU: the CPU's own run was checked";
 }
