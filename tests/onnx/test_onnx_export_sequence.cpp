@@ -5,6 +5,9 @@
 // Also: the executor's sequence_lens against the spec's semantics.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/graph/graph_module.h"
@@ -78,7 +81,9 @@ void expect_close(const std::vector<Tensor>& want, const std::vector<Tensor>& go
 // export -> checker -> executor and -> re-import, against the native module on a padded batch.
 // Returns the exported model's op types.
 std::set<std::string> check_layer(const std::string& op, const Attributes& attrs, bool features = false) {
-  SCOPED_TRACE(op + " " + graph::attr_str(graph::AttrValue(static_cast<int64_t>(attrs.size()))));
+  std::string what = op + (features ? " on features" : " on token ids");
+  for (const auto& [k, v] : attrs) what += " " + k + "=" + graph::attr_str(v);
+  SCOPED_TRACE(what);
   manual_seed(7);
   Graph g = layer_graph(op, attrs, features);
   GraphModule gm(g);
