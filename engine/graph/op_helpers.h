@@ -18,7 +18,7 @@ void register_activation_ops(OpRegistry& r);   // ops_activation.cpp: ReLU ... S
 void register_sequence_ops(OpRegistry& r);     // ops_sequence.cpp: SequencePool
 void register_recurrent_attention_ops(OpRegistry& r);  // ops_recurrent.cpp: RNN, LSTM, GRU, MultiheadAttention,
                                                       // TransformerEncoderLayer, PositionalEmbedding
-void register_onnx_import_rules(OpRegistry& r); // ops_onnx.cpp: each schema's onnx_import (after the above)
+void register_onnx_rules(OpRegistry& r);        // ops_onnx.cpp: each schema's onnx_import and onnx_export (after the above)
 
 inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 // Sizes attributes may take: large enough for any real layer, small enough that one

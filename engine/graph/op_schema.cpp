@@ -176,7 +176,7 @@ OpRegistry& OpRegistry::global() {
     detail::register_activation_ops(*r);
     detail::register_sequence_ops(*r);
     detail::register_recurrent_attention_ops(*r);
-    detail::register_onnx_import_rules(*r);
+    detail::register_onnx_rules(*r);
     return r;
   }();
   return *registry;

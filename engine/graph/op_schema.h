@@ -13,6 +13,7 @@
 
 #include "engine/core/backend.h"
 #include "engine/core/tensor.h"
+#include "engine/graph/onnx_export.h"
 #include "engine/graph/types.h"
 #include "engine/nn/module.h"
 
@@ -127,6 +128,12 @@ struct OpSchema {
     std::function<OnnxMapResult(const OnnxNodeView&)> map;
   };
   OnnxImport onnx_import;
+  // ONNX export: adds the ONNX nodes computing this node (onnx_export.h says how values and
+  // constants are named); throws ValueError naming the node for a form ONNX cannot express.
+  // Set by engine/graph/ops_onnx.cpp in the same table entry as onnx_import; empty: export
+  // refuses the node ("op 'X' has no ONNX mapping yet"). engine/onnx/export.cpp loops over
+  // the graph's nodes and calls it; it has no per-op code.
+  std::function<void(OnnxEmitter&, const OnnxExportNode&)> onnx_export;
   // Set for a layer that is one elementwise op without attributes (ReLU, Sigmoid, Tanh,
   // Hardswish, Hardsigmoid): the op it runs (kiln::apply_unary, the plain function of that
   // name in ops.h) and the ONNX operator it is. ONNX import, export and codegen and the op

@@ -1,12 +1,15 @@
-// ONNX import rules of the native ops (OpSchema::onnx_import): which ai.onnx op types each
-// schema claims and how attributes and initializers become its attributes and state_dict
-// entries. Semantics from onnx.ai Operators.md (opset 13 on; the import maps nothing below:
-// graph_import.h) and the PyTorch constructors (ops_*.cpp). A node whose form the native op
-// cannot express returns the reason, and the import keeps it as onnx.<op_type>.
+// ONNX import and export rules of the native ops (OpSchema::onnx_import, onnx_export): one
+// table entry per op (register_onnx_rules; the export rules live in ops_onnx_export.cpp and
+// ops_onnx_sequence.cpp). Import: which ai.onnx op types each schema claims and how attributes
+// and initializers become its attributes and state_dict entries. Semantics from onnx.ai
+// Operators.md (opset 13 on; the import maps nothing below: graph_import.h) and the PyTorch
+// constructors (ops_*.cpp). A node whose form the native op cannot express returns the
+// reason, and the import keeps it as onnx.<op_type>.
 #include <algorithm>
 #include <cmath>
 
 #include "engine/graph/op_helpers.h"
+#include "engine/graph/ops_onnx.h"
 
 namespace kiln::graph::detail {
 
@@ -292,16 +295,22 @@ OnnxMapResult no_attributes(const OnnxNodeView&) { return OnnxMapping{}; }
 
 }  // namespace
 
-void register_onnx_import_rules(OpRegistry& r) {
+void register_onnx_rules(OpRegistry& r) {
   using Fn = std::function<OnnxMapResult(const OnnxNodeView&)>;
-  const std::vector<std::tuple<const char*, std::vector<std::string>, Fn>> rules{
-      {"Conv2d", {"Conv"}, map_conv},
-      {"Linear", {"Gemm", "MatMul"}, [](const OnnxNodeView& v) { return v.op_type == "Gemm" ? map_gemm(v) : map_matmul(v); }},
-      {"Embedding", {"Gather"}, map_gather},
-      {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, rank(v) == 4); }},
-      {"LayerNorm", {"LayerNormalization"}, map_layer_norm},
-      {"MaxPool2d", {"MaxPool"}, [](const OnnxNodeView& v) { return map_pool(v, true); }},
-      {"AvgPool2d", {"AveragePool"}, [](const OnnxNodeView& v) { return map_pool(v, false); }},
+  using Export = std::function<void(OnnxEmitter&, const OnnxExportNode&)>;
+  // One entry per op: the ONNX op types its import claims, the import rule (empty: none) and
+  // the export rule (ops_onnx.h).
+  const std::vector<std::tuple<const char*, std::vector<std::string>, Fn, Export>> rules{
+      {"Conv2d", {"Conv"}, map_conv, export_conv},
+      {"Linear", {"Gemm", "MatMul"}, [](const OnnxNodeView& v) { return v.op_type == "Gemm" ? map_gemm(v) : map_matmul(v); },
+       export_linear},
+      {"Embedding", {"Gather"}, map_gather, export_embedding},
+      {"BatchNorm2d", {"BatchNormalization"}, [](const OnnxNodeView& v) { return map_batch_norm(v, rank(v) == 4); },
+       export_batch_norm},
+      {"BatchNorm1d", {}, nullptr, export_batch_norm},  // imported through BatchNorm2d's rule (OnnxMapping::op)
+      {"LayerNorm", {"LayerNormalization"}, map_layer_norm, export_layer_norm},
+      {"MaxPool2d", {"MaxPool"}, [](const OnnxNodeView& v) { return map_pool(v, true); }, export_pool},
+      {"AvgPool2d", {"AveragePool"}, [](const OnnxNodeView& v) { return map_pool(v, false); }, export_pool},
       {"AdaptiveAvgPool2d", {"GlobalAveragePool", "ReduceMean"},
        [](const OnnxNodeView& v) -> OnnxMapResult {
          if (rank(v) != 4) return "input is not [N, C, H, W]";
@@ -316,44 +325,62 @@ void register_onnx_import_rules(OpRegistry& r) {
          OnnxMapping m;
          m.attrs = {{"output_size", Ints{1, 1}}};
          return m;
-       }},
-      {"Dropout", {"Dropout"}, map_dropout},
-      {"ReLU6", {"Clip"}, map_clip},
+       },
+       export_adaptive_pool},
+      {"Dropout", {"Dropout"}, map_dropout, export_same},
+      {"ReLU6", {"Clip"}, map_clip, export_relu6},
       {"LeakyReLU", {"LeakyRelu"},
        [](const OnnxNodeView& v) -> OnnxMapResult {
          OnnxMapping m;
          m.attrs = {{"negative_slope", float_of(v, "alpha", 0.01)}};
          return m;
-       }},
+       },
+       export_leaky_relu},
       {"GELU", {"Gelu"},
        [](const OnnxNodeView& v) -> OnnxMapResult {
          OnnxMapping m;
          m.attrs = {{"approximate", string_of(v, "approximate", "none")}};
          return m;
-       }},
-      {"SiLU", {"kiln.Silu"}, no_attributes},
-      {"Softmax", {"Softmax"}, map_softmax},
-      {"LogSoftmax", {"LogSoftmax"}, map_softmax},
-      {"Add", {"Add"}, map_elementwise},
-      {"Mul", {"Mul"}, map_elementwise},
-      {"Concat", {"Concat"}, map_elementwise},
-      {"Reshape", {"Reshape"}, map_reshape},
-      {"Flatten", {"Flatten"}, map_flatten},
-      {"Identity", {"Identity"}, no_attributes},  // only where it is a graph output; elsewhere removed
+       },
+       export_gelu},
+      {"SiLU", {"kiln.Silu"}, no_attributes, export_silu},
+      {"Softmax", {"Softmax"}, map_softmax, export_softmax},
+      {"LogSoftmax", {"LogSoftmax"}, map_softmax, export_softmax},
+      {"Add", {"Add"}, map_elementwise, export_elementwise},
+      {"Mul", {"Mul"}, map_elementwise, export_elementwise},
+      {"Concat", {"Concat"}, map_elementwise, export_concat},
+      {"Reshape", {"Reshape"}, map_reshape, export_reshape},
+      {"Flatten", {"Flatten"}, map_flatten, export_flatten},
+      {"Identity", {"Identity"}, no_attributes, export_same},  // only where it is a graph output; elsewhere removed
+      {"SequencePool", {}, nullptr, export_sequence_pool},
+      {"RNN", {}, nullptr, export_recurrent},
+      {"LSTM", {}, nullptr, export_recurrent},
+      {"GRU", {}, nullptr, export_recurrent},
+      {"MultiheadAttention", {}, nullptr, export_attention},
+      {"TransformerEncoderLayer", {}, nullptr, export_encoder_layer},
+      {"PositionalEmbedding", {}, nullptr, export_positional},
   };
-  for (const auto& [name, types, fn] : rules) {
+  for (const auto& [name, types, fn, exporter] : rules) {
     OpSchema* s = r.mutable_find(name);
-    if (!s) throw ValueError(std::string("ONNX import rule for unknown op '") + name + "'");
-    s->onnx_import = {types, fn};
+    if (!s) throw ValueError(std::string("ONNX rule for unknown op '") + name + "'");
+    if (fn) s->onnx_import = {types, fn};
+    s->onnx_export = exporter;
   }
   for (const OpSchema* s : r.all())  // unary layers: their one ONNX operator, with its fixed float attributes
-    if (s->unary_layer)
-      r.mutable_find(s->name)->onnx_import = {
+    if (s->unary_layer) {
+      OpSchema* m = r.mutable_find(s->name);
+      m->onnx_import = {
           {s->unary_layer->onnx_op_type}, [layer = *s->unary_layer](const OnnxNodeView& v) -> OnnxMapResult {
             auto why = layer.onnx_mismatch([&](const std::string& n, double d) { return float_of(v, n, d); });
             if (why) return *why;
             return OnnxMapping{};
           }};
+      m->onnx_export = [layer = *s->unary_layer](OnnxEmitter& e, const OnnxExportNode& n) {
+        OnnxAttrs attrs;
+        for (const auto& f : layer.onnx_floats) attrs.emplace_back(f.name, f.value);
+        e.node(layer.onnx_op_type, n.name, {n.values.at(0)}, {n.name}, attrs);
+      };
+    }
 }
 
 }  // namespace kiln::graph::detail

@@ -39,7 +39,7 @@ int64_t recorded_batch(const graph::Graph& g, graph::NodeId input) {
 }
 
 // Renames value `from` to `to` in the nodes from index `first` on (a Studio node's output,
-// named after the node by export_studio, that an Output names: export_names.h).
+// named after the node by export_native, that an Output names: export_names.h).
 void rename_value(::onnx::GraphProto* gp, int first, const std::string& from, const std::string& to) {
   if (from == to) return;
   for (int i = first; i < gp->node_size(); ++i) {
@@ -115,7 +115,7 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
     } else if (n.op == "Output") {
       if (names.identity_outputs.count(id)) detail::add_node(ctx, "Identity", n.name, {inputs.at(0)}, {names.outputs.at(id)});
     } else if (n.op == "onnx.Initializer") {
-      detail::add_initializer(ctx, n, n.name + ".value", info.outputs.at(0), names.values.at({id, 0}));
+      detail::add_initializer(ctx, n.name, n.op, n.name + ".value", info.outputs.at(0), names.values.at({id, 0}));
     } else if (n.op.rfind("onnx.", 0) == 0) {
       std::vector<std::string> outputs;
       for (int64_t i = 0; i < graph::attr_int(n.attrs, "onnx_outputs"); ++i)
@@ -123,7 +123,7 @@ std::string export_model(const graph::Graph& g, const nn::StateDict& state, cons
       detail::export_imported(ctx, n, inputs, outputs, names.nodes.at(id));
     } else {
       int first = gp->node_size();
-      detail::export_studio(ctx, n, info, inputs);
+      detail::export_native(ctx, n, info, inputs);
       rename_value(gp, first, n.name, names.values.at({id, 0}));
     }
   }

@@ -25,6 +25,16 @@
 //                         of every dim from 1 on: Flatten(axis 1)
 //   Identity / Dropout    Identity / Dropout (identity at inference)
 //   Embedding             Gather(weight, ids, axis 0)
+//   SequencePool          ReduceSum / ReduceMax / Gather over the steps, masked by the token ids
+//   RNN / LSTM / GRU      one ONNX RNN / LSTM / GRU per layer on [T, N, C] (Transposes around it),
+//                         gates reordered (LSTM iofc, GRU zrh with linear_before_reset = 1),
+//                         sequence_lens = the count of non-<pad> ids per row
+//   MultiheadAttention    MatMul / Softmax with a -inf key padding (and causal) mask
+//   TransformerEncoderLayer  the same attention, LayerNormalization, the feed-forward Linears
+//   PositionalEmbedding   Add(x, Gather(weight or the sinusoidal table as a constant, Range(0, T)))
+// Each op's rule is its schema's onnx_export (engine/graph/ops_onnx.cpp's table); this file's
+// loop has no per-op code. The padding mask is recomputed from the graph's token-id input
+// (graph::padding_mask_input; id 0 is <pad>).
 // Initializers are named like the state_dict keys ("conv1.weight", "bn1.running_mean").
 // Imported nodes (onnx.<Op>) become their ONNX node again (attributes from onnx_attributes,
 // inputs at onnx_input_slots, names from onnx_names), onnx.Initializer nodes initializers

@@ -31,13 +31,16 @@ struct ExportContext {
 std::string value_name(const graph::Node& n, int port);
 ::onnx::NodeProto* add_node(ExportContext& ctx, const std::string& op, const std::string& name,
                             const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
-// The state_dict entry `key` as an initializer named `onnx_name` ("" = `key`), checked against `type`.
-void add_initializer(ExportContext& ctx, const graph::Node& n, const std::string& key, const graph::TensorType& type,
-                     const std::string& onnx_name = "");
+// The state_dict entry `key` of node `node` (op `op`) as an initializer named `onnx_name` ("" =
+// `key`), added once, checked against `type`; ValueError naming the node when missing or different.
+void add_initializer(ExportContext& ctx, const std::string& node, const std::string& op, const std::string& key,
+                     const graph::TensorType& type, const std::string& onnx_name = "");
 // An imported node as its ONNX node `node_name` with these input and output values.
 void export_imported(ExportContext& ctx, const graph::Node& n, const std::vector<std::string>& inputs,
                      const std::vector<std::string>& outputs, const std::string& node_name);
-void export_studio(ExportContext& ctx, const graph::Node& n, const graph::NodeInfo& info,
+// A native node through its schema's onnx_export (engine/graph/onnx_export.h); ValueError
+// "export: node 'X': op 'Y' has no ONNX mapping yet" when the schema has none.
+void export_native(ExportContext& ctx, const graph::Node& n, const graph::NodeInfo& info,
                    const std::vector<std::string>& inputs);
 
 }  // namespace kiln::onnx::detail

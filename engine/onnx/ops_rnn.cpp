@@ -1,7 +1,8 @@
 // ONNX recurrent layers RNN, GRU and LSTM (Operators.md; gate orders W = [z, r, h] for GRU
 // and [i, o, f, c] for LSTM), unrolled over time with engine matmuls. layout 0: X
 // [seq, batch, input], Y [seq, dirs, batch, hidden]; layout 1: X [batch, seq, input], Y
-// [batch, seq, dirs, hidden]. Directions forward, reverse, bidirectional.
+// [batch, seq, dirs, hidden]. Directions forward, reverse, bidirectional; sequence_lens as
+// the spec says (steps past a sequence's length: zeros in Y, the state kept).
 #include <cmath>
 
 #include "engine/onnx/op_context.h"
@@ -46,9 +47,22 @@ std::vector<Tensor> rnn_op(OpContext& c) {
   std::string direction = c.attr_string("direction", "forward");
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   if (w.size(0) != dirs) c.fail("W has " + std::to_string(w.size(0)) + " directions for '" + direction + "'");
+  // sequence_lens [batch]: steps t >= len of a sequence leave its state unchanged and give 0 in
+  // Y, so Y_h / Y_c hold its last valid step (the reverse direction starts at len - 1).
+  Tensor lens;
   if (c.has_input(4)) {
-    for (int64_t len : c.ints_input(4))
-      if (len != seq) c.fail("sequence_lens shorter than the sequence are not supported");
+    std::vector<int64_t> v = c.ints_input(4);
+    if (static_cast<int64_t>(v.size()) != batch)
+      c.fail("sequence_lens has " + std::to_string(v.size()) + " entries for a batch of " + std::to_string(batch));
+    bool ragged = false;
+    std::vector<double> as_double;
+    for (int64_t len : v) {
+      if (len < 0 || len > seq)
+        c.fail("sequence_lens entry " + std::to_string(len) + " is outside [0, " + std::to_string(seq) + "]");
+      ragged = ragged || len != seq;
+      as_double.push_back(static_cast<double>(len));
+    }
+    if (ragged) lens = Tensor::from_vector<double>(as_double, {batch, 1}).to(x.dtype()).to(x.device());
   }
   double clip = c.attr_float("clip", 0.0);
   std::vector<std::string> names = c.has_attr("activations") ? c.attr_strings("activations") : std::vector<std::string>{};
@@ -95,6 +109,7 @@ std::vector<Tensor> rnn_op(OpContext& c) {
     for (int64_t s = 0; s < seq; ++s) {
       int64_t t = (direction == "reverse" || d == 1) ? seq - 1 - s : s;
       Tensor xt = xw.select(0, t);
+      const Tensor h_prev = h, cell_prev = cell;
       auto gate = [&](const Tensor& m, int k) { return m.slice(1, k * hidden, (k + 1) * hidden); };
       if (K == Cell::RNN) {
         h = apply(c, a[0], clipped(add(add(xt, matmul(h, rd.t())), rb)));
@@ -123,7 +138,14 @@ std::vector<Tensor> rnn_op(OpContext& c) {
         Tensor o = apply(c, a[0], clipped(go));
         h = mul(o, apply(c, a[2], cell));
       }
-      steps[size_t(t)] = h;
+      if (lens.defined()) {
+        Tensor valid = gt(lens, Tensor::scalar(static_cast<double>(t), dt, x.device()));  // [batch, 1]
+        steps[size_t(t)] = where(valid, h, zeros_state);
+        h = where(valid, h, h_prev);
+        if (K == Cell::LSTM) cell = where(valid, cell, cell_prev);
+      } else {
+        steps[size_t(t)] = h;
+      }
     }
     ys[size_t(d)] = stack(steps, 0);  // [seq, batch, H]
     hs.push_back(h);

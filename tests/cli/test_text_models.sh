@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The built-in sequence text models of `kiln train --model` (app/cli/text_run.h): text-lstm and
 # text-transformer learn a crafted two-class corpus whose classes differ by one word, the run
-# evaluates and predicts with them, and a sequence model on an image dataset is one clear line.
+# evaluates and predicts with them, exports them to ONNX that `kiln run` runs with predict's
+# probabilities, and a sequence model on an image dataset is one clear line.
 # Registered with ctest (label engine) by tests/CMakeLists.txt, one test per case:
 #
 #   tests/cli/test_text_models.sh path/to/kiln CASE
@@ -32,6 +33,46 @@ lstm | transformer)
   printf 'what a good film, I liked it\n' >"$work/new.txt"
   run 0 predict --run "$work/run" --input "$work/new.txt"
   contains "$out" "$work/new.txt,pos," "predict with $model"
+  # The trained model as ONNX (sequence_lens / the key padding mask from the ids): `kiln run` of
+  # the export on two padded token-id rows gives the probabilities `kiln predict` gives natively.
+  run 0 export "$work/run/graph.json" --weights "$work/run/model.safetensors" --out "$work/model.onnx"
+  contains "$out" "checker: ok" "export of $model"
+  printf 'the film was awful and i hated it\n' >"$work/neg.txt"
+  for t in new neg; do
+    run 0 predict --run "$work/run" --input "$work/$t.txt" --top-k 2
+    tail -n 1 <<<"$out" >"$work/$t.csv"
+  done
+  /usr/bin/python3 - "$work" <<'PY' || fail "token ids for the ONNX model"
+import json, re, struct, sys
+w = sys.argv[1]
+tok = json.load(open(w + "/run/tokenizer.json"))
+ids = {p: i for i, p in enumerate(tok["vocab"])}
+rows = []
+for t in ("new", "neg"):
+    text = open(f"{w}/{t}.txt").read()  # ASCII: words and punctuation marks (tokenizer.h's word_pieces)
+    words = re.findall(r"\w+|[^\w\s]", text.lower() if tok["lowercase"] else text)
+    row = [ids.get(x, 1) for x in words][:12]
+    rows += row + [0] * (12 - len(row))
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 12), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+with open(w + "/ids.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<24q", *rows))
+PY
+  run 0 run "$work/model.onnx" --input "$work/ids.npy" --out-dir "$work/onnx_out" --device cpu
+  /usr/bin/python3 - "$work" <<'PY' || fail "$model: the ONNX model's probabilities differ from kiln predict's"
+import glob, math, struct, sys
+w = sys.argv[1]
+(path,) = glob.glob(w + "/onnx_out/*.npy")
+b = open(path, "rb").read()
+n = struct.unpack("<H", b[8:10])[0]
+logits = struct.unpack("<4f", b[10 + n:])
+for r, t in enumerate(("new", "neg")):
+    row = logits[2 * r:2 * r + 2]
+    e = [math.exp(v - max(row)) for v in row]
+    onnx = sorted((v / sum(e) for v in e), reverse=True)
+    native = [float(x) for x in open(f"{w}/{t}.csv").read().strip().split(",")[2::2]]
+    assert all(abs(a - b) < 2e-5 for a, b in zip(onnx, native)) and len(native) == 2, (t, onnx, native)
+PY
   run 2 train --dataset fashion-mnist --model "$model" --epochs 1 --out "$work/bad"
   contains "$err" "--model $model trains on text:DIR|FILE only" "$model on images"
   one_line "$err" "its message"

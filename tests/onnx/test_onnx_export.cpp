@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <unistd.h>
 
@@ -51,7 +52,8 @@ void randomize(GraphModule& gm) {
   gm.load_state_dict(sd);
 }
 
-// Example batch of 3 for each Input node (ids in [0, 10) for i64 inputs).
+// Example batch of 3 for each Input node. i64 inputs are token ids as the tokenizers make them:
+// ids in [1, 10) with <pad> (0) at the end, row r holding r fewer tokens along dim 1.
 std::vector<Tensor> example_inputs(const Graph& g) {
   std::vector<Tensor> out;
   for (graph::NodeId id : g.input_nodes()) {
@@ -59,7 +61,17 @@ std::vector<Tensor> example_inputs(const Graph& g) {
     Shape s{3};
     s.insert(s.end(), shape.begin(), shape.end());
     bool ids = graph::attr_string(g.node(id).attrs, "dtype") == "i64";
-    out.push_back(ids ? uniform(s, 0, 10).to(DType::i64) : normal(s, 0, 1));
+    if (!ids) {
+      out.push_back(normal(s, 0, 1));
+      continue;
+    }
+    Tensor t = uniform(s, 1, 10).to(DType::i64).contiguous();
+    std::vector<int64_t> v = t.to_vector<int64_t>();
+    const int64_t steps = s.size() > 1 ? s[1] : 1, inner = t.numel() / (3 * steps);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t k = std::max<int64_t>(0, steps - r); k < steps; ++k)
+        for (int64_t j = 0; j < inner; ++j) v[static_cast<size_t>((r * steps + k) * inner + j)] = 0;
+    out.push_back(Tensor::from_vector<int64_t>(v, s));
   }
   return out;
 }
@@ -224,6 +236,23 @@ Graph sequence_graph(bool ids) {
   return g;
 }
 
+// Every sequence layer over embedded token ids: positions, a Transformer block, attention, the
+// three recurrent layers (bidirectional, stacked), pooled.
+Graph sequence_layers_graph() {
+  Graph g;
+  g.name = "sequence_layers";
+  auto ids = add(g, "Input", "ids", {{"shape", V{6}}, {"dtype", std::string("i64")}}, {});
+  auto e = add(g, "Embedding", "embed", {{"num_embeddings", int64_t{10}}, {"embedding_dim", int64_t{8}}}, {ids});
+  auto p = add(g, "PositionalEmbedding", "positions", {{"max_length", int64_t{6}}}, {e});
+  auto t = add(g, "TransformerEncoderLayer", "encoder", {{"nhead", int64_t{2}}, {"dim_feedforward", int64_t{16}}}, {p});
+  auto a = add(g, "MultiheadAttention", "attention", {{"num_heads", int64_t{2}}}, {t});
+  auto l = add(g, "LSTM", "lstm", {{"hidden_size", int64_t{4}}, {"num_layers", int64_t{2}}, {"bidirectional", true}}, {a});
+  auto gr = add(g, "GRU", "gru", {{"hidden_size", int64_t{4}}}, {l});
+  auto r = add(g, "RNN", "rnn", {{"hidden_size", int64_t{3}}, {"bidirectional", true}}, {gr});
+  add(g, "Output", "out", {}, {add(g, "SequencePool", "pool", {{"mode", std::string("last")}}, {r})});
+  return g;
+}
+
 std::string read(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
@@ -233,34 +262,12 @@ std::string read(const fs::path& p) {
 
 }  // namespace
 
-// The sequence layers without an ONNX mapping yet (export names the node and the op).
-const std::set<std::string> kNotExported{"RNN", "LSTM", "GRU", "MultiheadAttention", "TransformerEncoderLayer",
-                                         "PositionalEmbedding"};
-
-// The first node of g whose op has no ONNX mapping, in topological order; nullptr when none.
-const graph::Node* first_not_exported(const Graph& g) {
-  for (graph::NodeId id : g.topological_order())
-    if (kNotExported.count(g.node(id).op)) return &g.node(id);
-  return nullptr;
-}
-
 TEST(OnnxExport, EveryTemplateRoundTrips) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(fs::path(KILN_SOURCE_DIR) / "projects" / "templates")) {
     if (e.path().extension() != ".json") continue;
     Graph g = graph::from_json(read(e.path()));
     GraphModule gm(g);
-    if (const graph::Node* seq = first_not_exported(g)) {  // the text templates: one clear error
-      try {
-        kiln::onnx::export_model(g, gm.state_dict());
-        ADD_FAILURE() << e.path() << " exported although " << seq->op << " has no ONNX mapping";
-      } catch (const ValueError& err) {
-        EXPECT_NE(std::string(err.what()).find("node '" + seq->name + "': op '" + seq->op + "' has no ONNX mapping yet"),
-                  std::string::npos)
-            << err.what();
-      }
-      continue;
-    }
     randomize(gm);
     round_trip(gm, example_inputs(g), e.path().filename().string());
     ++n;
@@ -270,32 +277,36 @@ TEST(OnnxExport, EveryTemplateRoundTrips) {
 
 TEST(OnnxExport, EveryStudioOpRoundTrips) {
   std::set<std::string> covered;
-  for (Graph g : {all_ops_image(), tokens_graph(), sequence_graph(true), sequence_graph(false)}) {
+  for (Graph g : {all_ops_image(), tokens_graph(), sequence_graph(true), sequence_graph(false), sequence_layers_graph()}) {
     GraphModule gm(g);
     randomize(gm);
     round_trip(gm, example_inputs(g), g.name);
     for (const graph::Node& n : g.nodes()) covered.insert(n.op);
   }
-  // The sequence layers have no ONNX mapping yet: exporting one names the node and the op.
+  // Every op has an export rule (an op without one is refused: "op 'X' has no ONNX mapping yet").
   for (const graph::OpSchema* s : graph::OpRegistry::global().all()) {
-    if (kNotExported.count(s->name)) {
-      Graph g;
-      auto x = add(g, "Input", "x", {{"shape", V{5, 8}}}, {});
-      auto n = add(g, s->name, "layer", {}, {x});
-      add(g, "Output", "y", {}, {n});
-      GraphModule gm(g);
-      try {
-        kiln::onnx::export_model(g, gm.state_dict());
-        ADD_FAILURE() << s->name << " exported although it has no ONNX mapping";
-      } catch (const ValueError& e) {
-        EXPECT_NE(std::string(e.what()).find("node 'layer': op '" + s->name + "' has no ONNX mapping yet"),
-                  std::string::npos)
-            << e.what();
-      }
-    } else if (s->name.rfind("onnx.", 0) != 0) {
-      EXPECT_TRUE(covered.count(s->name)) << s->name << " is not exported by a test";
-    }
+    if (s->name.rfind("onnx.", 0) == 0 || s->name == "Input" || s->name == "Output") continue;
+    EXPECT_TRUE(s->onnx_export) << s->name << " has no onnx_export";
+    EXPECT_TRUE(covered.count(s->name)) << s->name << " is not exported by a test";
   }
+}
+
+// A schema without an export rule is refused with one message naming the node and the op.
+TEST(OnnxExport, OpWithoutExportRuleIsRefused) {
+  Graph g;
+  auto x = add(g, "Input", "x", {{"shape", V{5, 8}}}, {});
+  add(g, "Output", "y", {}, {add(g, "LSTM", "layer", {}, {x})});
+  GraphModule gm(g);
+  graph::OpSchema* lstm = graph::OpRegistry::global().mutable_find("LSTM");
+  auto rule = std::exchange(lstm->onnx_export, nullptr);
+  try {
+    kiln::onnx::export_model(g, gm.state_dict());
+    ADD_FAILURE() << "exported without an export rule";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'layer': op 'LSTM' has no ONNX mapping yet"), std::string::npos)
+        << e.what();
+  }
+  lstm->onnx_export = rule;
 }
 
 // Codegen translates the export of every Studio op (generate_cpp lists every ONNX node it
