@@ -84,7 +84,7 @@ Range percentile_range(const Histogram& h, double percentile) {
 
 namespace {
 
-// MXNet's _smooth_distribution: moves eps of mass onto the empty bins, taken evenly from the
+// MXNet's _smooth_distribution, on counts: moves eps onto each empty bin, taken evenly from the
 // others, so that KL(P || Q) stays finite. Returns false when p has no mass.
 bool smooth(std::vector<double>& p, double eps = 1e-4) {
   size_t zeros = 0;
@@ -96,40 +96,44 @@ bool smooth(std::vector<double>& p, double eps = 1e-4) {
   return true;
 }
 
-double kl_divergence(std::vector<double> p, std::vector<double> q) {
+// scipy.stats.entropy(p, q): both normalized, sum p log(p / q).
+double kl_divergence(std::vector<double>& p, std::vector<double>& q) {
+  if (!smooth(p) || !smooth(q)) return INFINITY;
   double sp = 0, sq = 0;
   for (double v : p) sp += v;
   for (double v : q) sq += v;
-  if (sp <= 0 || sq <= 0) return INFINITY;
-  for (double& v : p) v /= sp;
-  for (double& v : q) v /= sq;
-  if (!smooth(p) || !smooth(q)) return INFINITY;
   double kl = 0;
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] > 0) kl += q[i] > 0 ? p[i] * std::log(p[i] / q[i]) : INFINITY;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double a = p[i] / sp, b = q[i] / sq;
+    if (a > 0) kl += b > 0 ? a * std::log(a / b) : INFINITY;
+  }
   return kl;
 }
 
-// KL(P || Q) of keeping bins [a, b) of h quantized to `levels` groups.
+// KL(P || Q) of keeping bins [a, b) of the counts c quantized to `levels` groups (MXNet's loop
+// body): P is the window with the counts outside added to its end bins; Q merges the window's own
+// counts into `levels` groups (the last takes the remainder) and spreads each group's sum over
+// the bins where P is not empty.
 double window_kl(const std::vector<int64_t>& c, int64_t a, int64_t b, int64_t levels) {
   const int64_t n = b - a;
-  std::vector<double> p(static_cast<size_t>(n)), q(static_cast<size_t>(n), 0.0);
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<double>(c[a + i]);
-  std::vector<double> plain = p;  // Q is built from the window without the outliers
+  std::vector<double> plain(static_cast<size_t>(n)), q(static_cast<size_t>(n), 0.0);
+  for (int64_t i = 0; i < n; ++i) plain[i] = static_cast<double>(c[a + i]);
+  std::vector<double> p = plain;
   for (int64_t i = 0; i < a; ++i) p[0] += static_cast<double>(c[i]);
   for (size_t i = static_cast<size_t>(b); i < c.size(); ++i) p[n - 1] += static_cast<double>(c[i]);
+  const int64_t merged = n / levels;
   for (int64_t g = 0; g < levels; ++g) {
-    const int64_t s = g * n / levels, e = (g + 1) * n / levels;
+    const int64_t s = g * merged, e = g == levels - 1 ? n : s + merged;
     double sum = 0;
     int64_t nonempty = 0;
     for (int64_t i = s; i < e; ++i) {
       sum += plain[i];
-      nonempty += plain[i] != 0;
+      nonempty += p[i] != 0;
     }
     if (nonempty == 0) continue;
-    for (int64_t i = s; i < e; ++i) q[i] = plain[i] != 0 ? sum / static_cast<double>(nonempty) : 0;
+    for (int64_t i = s; i < e; ++i) q[i] = p[i] != 0 ? sum / static_cast<double>(nonempty) : 0;
   }
-  return kl_divergence(std::move(p), std::move(q));
+  return kl_divergence(p, q);
 }
 
 }  // namespace
@@ -139,13 +143,19 @@ Range entropy_range(const Histogram& h, int64_t levels) {
   KILN_CHECK(levels >= 2 && levels <= h.bins(), ValueError, "entropy calibration: levels must be in [2, ", h.bins(),
              "], got ", levels);
   const int64_t B = h.bins();
-  const double z = std::clamp((0.0 - h.lo()) / h.width(), 0.0, static_cast<double>(B));  // bin position of 0
+  // The bins the values occupy, [first, last), and the bin position of 0 clamped into them.
+  const auto bin_of = [&](double v) {
+    return std::clamp<int64_t>(static_cast<int64_t>(std::floor((v - h.lo()) / h.width())), 0, B - 1);
+  };
+  const int64_t first = bin_of(h.min_seen()), last = bin_of(h.max_seen()) + 1, span = last - first;
+  const double z = std::clamp((0.0 - h.lo()) / h.width(), static_cast<double>(first), static_cast<double>(last));
+  if (span <= levels) return {h.min_seen(), h.max_seen()};  // the grid resolves every occupied bin
   double best = INFINITY;
-  int64_t best_a = 0, best_b = B;
-  for (int64_t i = levels; i <= B; ++i) {
-    const double f = static_cast<double>(i) / static_cast<double>(B);
-    const auto a = static_cast<int64_t>(std::llround(z - z * f));
-    const auto b = static_cast<int64_t>(std::llround(z + (static_cast<double>(B) - z) * f));
+  int64_t best_a = first, best_b = last;
+  for (int64_t i = levels; i <= span; ++i) {
+    const double f = static_cast<double>(i) / static_cast<double>(span);
+    const auto a = static_cast<int64_t>(std::llround(z - (z - static_cast<double>(first)) * f));
+    const auto b = static_cast<int64_t>(std::llround(z + (static_cast<double>(last) - z) * f));
     if (b - a < levels) continue;
     const double kl = window_kl(h.counts(), a, b, levels);
     if (kl < best) {

@@ -48,14 +48,14 @@ Range percentile_range(const Histogram& h, double percentile);
 
 // Entropy calibration (TensorRT; Migacz, "8-bit Inference with TensorRT", GTC 2017, slides
 // 29-37; the open-source version followed here is MXNet's _get_optimal_threshold in
-// python/mxnet/contrib/quantization.py, with its smoothing eps 1e-4): among clipping windows
-// that shrink the histogram's range toward 0 (both ends in proportion, so the point 0 keeps
-// its place; for data >= 0 this is TensorRT's search over thresholds [0, t]), pick the one
-// whose distribution P (the window's counts, with the counts outside added to its end bins)
+// python/mxnet/contrib/quantization.py, with its smoothing of counts by eps 1e-4): among clipping
+// windows that shrink the observed extent [min_seen, max_seen] toward 0 (both ends in proportion,
+// so 0 keeps its place; for data >= 0 this is TensorRT's search over thresholds [0, t]), pick the
+// one whose distribution P (the window's counts, with the counts outside added to its end bins)
 // loses the least information when quantized to `levels` levels: minimal KL(P || Q), where Q
-// merges the window's counts into `levels` groups and spreads each group's sum evenly over its
-// non-empty bins. levels = 256 for an 8-bit grid. ValueError when empty, levels < 2 or
-// levels > bins. The window's ends are clamped to [min_seen, max_seen].
+// merges the window's counts into `levels` groups and spreads each group's sum evenly over the
+// bins where P is not empty. levels = 256 for an 8-bit grid; data occupying at most `levels`
+// bins is not clipped. ValueError when empty, levels < 2 or levels > bins.
 Range entropy_range(const Histogram& h, int64_t levels = 256);
 
 }  // namespace kiln::quant
