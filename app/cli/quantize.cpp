@@ -57,7 +57,14 @@ std::vector<std::string> split_list(const std::string& s) {
 // The trained model as a graph with its parameters in initial_state.
 graph::Graph trained_graph(const io::SafetensorsFile& file, const std::string& path, const std::string& graph_arg) {
   std::string name;
-  std::shared_ptr<nn::Module> model = load_model(file, path, graph_arg, name, Device(), 0, 0);
+  std::shared_ptr<nn::Module> model;
+  try {
+    model = load_model(file, path, graph_arg, name, Device(), 0, 0);
+  } catch (const Error&) {
+    if (graph_arg.empty()) throw;
+    name.clear();  // the weights of a reference model that --graph computes: mapped below
+    model = load_model(file, path, "", name, Device(), 0, 0);
+  }
   if (auto* g = dynamic_cast<graph::GraphModule*>(model.get())) {
     graph::Graph out = g->graph();
     graph::store_state(out, g->state_dict());

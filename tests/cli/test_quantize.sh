@@ -53,6 +53,11 @@ bad)
   run 0 train --model mlp --epochs 1 --limit-batches 1 --out "$work/ref"
   run 1 quantize --model-file "$work/ref/model.safetensors" --out "$work/q3"
   contains "$err" "give --graph FILE" "quantize of a reference model without --graph"
+  run 0 quantize --model-file "$work/ref/model.safetensors" --graph "$templates/fashion_mnist_mlp.json" \
+                 --calibration-batches 1 --batch-size 1000 --out "$work/q4"
+  contains "$out" "accuracy float" "quantize of a reference model with --graph"
+  run 1 quantize --model-file "$work/ref/model.safetensors" --graph "$templates/residual_cnn.json" --out "$work/q5"
+  contains "$err" "state tensors" "quantize with the graph of another network"
   ;;
 *) fail "unknown case $case" ;;
 esac
