@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"devices", "list the compute devices, their scores and the default one", devices_command},
     {"train", "train a reference model on a dataset, with a live progress bar", train_command},
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
+    {"quantize", "post-training int8 quantization of a trained model; accuracy and size before/after", quantize_command},
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},

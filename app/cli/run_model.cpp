@@ -1,8 +1,12 @@
 #include "app/cli/run_model.h"
 
+#include <cstdio>
+
 #include "app/cli/train_graph.h"
 #include "engine/core/error.h"
 #include "engine/graph/graph_module.h"
+#include "engine/quant/int8_model.h"
+#include "engine/quant/qops.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {
@@ -10,6 +14,15 @@ namespace kiln::cli {
 std::shared_ptr<nn::Module> load_model(const io::SafetensorsFile& file, const std::string& path, std::string graph_path,
                                        std::string& model_name, Device device, int64_t features, int64_t outputs,
                                        const ImageRun* image) {
+  if (quant::Int8Model::is_int8_file(file.metadata)) {  // written by `kiln quantize`
+    std::shared_ptr<quant::Int8Model> q = quant::Int8Model::load(path);
+    q->to(device);
+    model_name = "int8 model (" + std::to_string(q->layers().size()) + " int8 layers)";
+    if (!quant::int8_supported(device))
+      std::fprintf(stderr, "kiln: note: %s has no int8 kernels; the int8 layers run in float with their dequantized "
+                   "weights\n", device.str().c_str());
+    return q;
+  }
   if (graph_path.empty() && model_name.empty()) graph_path = run_graph_of(path, file.metadata).value_or("");
   std::shared_ptr<nn::Module> model;
   if (!graph_path.empty()) {

@@ -86,6 +86,8 @@ bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
       return dtype == DType::f32 || dtype == DType::f64;
     case OpId::batch_norm_forward: case OpId::batch_norm_backward:  // cpu_batch_norm.cpp; others decomposed
       return dtype == DType::f32;
+    case OpId::qconv2d_forward: case OpId::qlinear_forward:  // cpu_qconv.cpp (oneDNN int8)
+      return dtype == DType::u8;
     case OpId::count:
       break;
   }

@@ -54,6 +54,11 @@ class CpuBackend final : public Backend {
                              const Conv2dParams& p) override;
   void conv2d_backward_weight(const TensorArg& grad_weight, const TensorArg& grad_bias, const TensorArg& grad_out,
                               const TensorArg& in, const Conv2dParams& p) override;
+  // cpu_qconv.cpp (oneDNN int8, s32 accumulation)
+  void qconv2d_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,
+                       const Conv2dParams& p, const QuantizedParams& q) override;
+  void qlinear_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,
+                       const QuantizedParams& q) override;
   // cpu_pool.cpp
   void max_pool2d_forward(const TensorArg& out, const TensorArg& indices, const TensorArg& in,
                           const Pool2dParams& p) override;

@@ -54,6 +54,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return dtype == DType::f32 || dtype == DType::i32 || (dtype == DType::i64 && ctx_->caps().int64_atomics);
     case OpId::batch_norm_forward: case OpId::batch_norm_backward:  // decomposed by the front end
       return false;
+    case OpId::qconv2d_forward: case OpId::qlinear_forward:  // no int8 kernels: quantized models run in float
+      return false;
     case OpId::count:
       break;
   }

@@ -62,7 +62,7 @@ const char* op_id_name(OpId op) {
                                 "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
                                 "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
                                 "scatter_add", "index_select", "index_add", "adam_step", "batch_norm_forward",
-                                "batch_norm_backward"};
+                                "batch_norm_backward", "qconv2d_forward", "qlinear_forward"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
   return names[static_cast<int>(op)];
 }
@@ -102,6 +102,16 @@ void Backend::read_wait(int64_t ticket, void* host) {
     reads_.erase(it);
   }
   if (!bytes.empty()) std::memcpy(host, bytes.data(), bytes.size());
+}
+
+void Backend::qconv2d_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                              const Conv2dParams&, const QuantizedParams&) {
+  throw DTypeError(detail::str_cat("qconv2d_forward (int8) is not supported on ", info().device.str()));
+}
+
+void Backend::qlinear_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                              const QuantizedParams&) {
+  throw DTypeError(detail::str_cat("qlinear_forward (int8) is not supported on ", info().device.str()));
 }
 
 bool Backend::begin_capture(std::string& why) {

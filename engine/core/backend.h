@@ -68,6 +68,7 @@ enum class OpId : uint16_t {
   max_pool2d_forward, max_pool2d_backward, avg_pool2d_forward, avg_pool2d_backward,
   softmax_forward, softmax_backward, gather, scatter_add, index_select, index_add,
   adam_step, batch_norm_forward, batch_norm_backward,
+  qconv2d_forward, qlinear_forward,  // int8 inference (dtype asked: u8, the input's)
   count
 };
 const char* op_id_name(OpId op);
@@ -77,6 +78,21 @@ struct AdamParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled = false;  // AdamW: decay the weight directly, not through the gradient
   int64_t step = 1;        // 1-based step count, for bias correction
+};
+
+// The quantization of an int8 conv2d or linear (engine/quant/scheme.h): input u8 with
+// real = in_scale * (q - in_zero_point); weight s8, symmetric per output channel, real =
+// weight_scales[c] * q; bias s32 at scale in_scale * weight_scales[c]. With the s32 accumulator
+//   acc[c] = sum (q_in - in_zero_point) * q_w + q_bias[c]
+// the output is y = in_scale * weight_scales[c] * acc[c], then max(y, 0) when relu, then
+// for an f32 output y itself, for a u8 output clamp(round_half_even(y / out_scale) + out_zero_point, 0, 255).
+struct QuantizedParams {
+  float in_scale = 1;       // > 0
+  int32_t in_zero_point = 0;  // [0, 255]
+  std::vector<float> weight_scales;  // one per output channel, > 0
+  bool relu = false;
+  float out_scale = 1;      // u8 output only, > 0
+  int32_t out_zero_point = 0;  // u8 output only, [0, 255]
 };
 
 // What the registry shows about a device.
@@ -215,6 +231,16 @@ class Backend {
   virtual void batch_norm_backward(const TensorArg& grad_x, const TensorArg& grad_weight, const TensorArg& grad_bias,
                                    const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
                                    const TensorArg& save_mean, const TensorArg& save_invstd);
+
+  // ---- int8 inference (optional; the defaults throw DTypeError naming the device) ----
+  // out [N, Cout, Ho, Wo] (f32 or u8) from in u8 [N, Cin, H, W], weight i8 [Cout, Cin/groups, kH, kW],
+  // bias i32 [Cout] (data may be null); all contiguous. Arithmetic: QuantizedParams.
+  virtual void qconv2d_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
+                               const TensorArg& bias, const Conv2dParams& p, const QuantizedParams& q);
+  // out [M, Cout] (f32 or u8) from in u8 [M, K], weight i8 [Cout, K], bias i32 [Cout] (data may be
+  // null); all contiguous. Arithmetic: QuantizedParams.
+  virtual void qlinear_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
+                               const TensorArg& bias, const QuantizedParams& q);
 
   // ---- captured work (optional; CUDA graphs) ----
   // begin_capture() starts recording, instead of running, the work enqueued from now on and

@@ -1,0 +1,177 @@
+// `kiln quantize`: post-training int8 quantization (engine/quant/int8_model.h) of a trained
+// model with N calibration batches of the training split, evaluated before and after on the test
+// split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it) and
+// DIR/quantize_report.json (accuracy, weight payload bytes, per-layer ranges).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/datasets.h"
+#include "app/cli/interrupt.h"
+#include "app/cli/run_model.h"
+#include "app/cli/train_graph.h"
+#include "app/cli/train_loop.h"
+#include "engine/core/error.h"
+#include "engine/data/dataloader.h"
+#include "engine/graph/graph_module.h"
+#include "engine/io/safetensors.h"
+#include "engine/quant/int8_model.h"
+#include "engine/train/evaluate.h"
+
+namespace kiln::cli {
+namespace {
+
+ArgParser quantize_parser() {
+  ArgParser p("quantize", "Post-training int8 quantization of a trained model: batch norm folded, Conv2d/Linear\n"
+                          "(+ ReLU) in int8 on the CPU's oneDNN int8 kernels, other layers in float.");
+  p.flag("model-file", "FILE", "", "model.safetensors of a `kiln train` run (required)")
+      .flag("graph", "FILE", "", "graph JSON of the model (default: the run's graph.json); for a run of a\n"
+                                 "reference model, the graph that computes it (its parameters in the same order)")
+      .flag("dataset", "NAME", "fashion-mnist", "dataset: calibration on its training split, accuracy on its test split")
+      .flag("data-dir", "DIR", "", std::string("dataset directory (default: ") + default_data_dir("fashion-mnist") + ")")
+      .flag("calibration-batches", "N", "10", "training batches the observers see")
+      .flag("batch-size", "B", "64", "samples per calibration and evaluation batch")
+      .flag("method", "M", "minmax", "calibration: minmax, percentile (99.99%) or entropy (KL, TensorRT's)",
+            {"minmax", "percentile", "entropy"})
+      .flag("keep-float", "L1,L2", "", "Conv2d/Linear layers (node names) to keep in float")
+      .flag("out", "DIR", "", "output folder (required): model.safetensors and quantize_report.json")
+      .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
+  p.epilog("example: kiln quantize --model-file runs/cnn/model.safetensors --method entropy --out runs/cnn-int8\n"
+           "then:    kiln eval --model-file runs/cnn-int8/model.safetensors");
+  return p;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The trained model as a graph with its parameters in initial_state.
+graph::Graph trained_graph(const io::SafetensorsFile& file, const std::string& path, const std::string& graph_arg) {
+  std::string name;
+  std::shared_ptr<nn::Module> model;
+  try {
+    model = load_model(file, path, graph_arg, name, Device(), 0, 0);
+  } catch (const Error&) {
+    if (graph_arg.empty()) throw;
+    name.clear();  // the weights of a reference model that --graph computes: mapped below
+    model = load_model(file, path, "", name, Device(), 0, 0);
+  }
+  if (auto* g = dynamic_cast<graph::GraphModule*>(model.get())) {
+    graph::Graph out = g->graph();
+    graph::store_state(out, g->state_dict());
+    return out;
+  }
+  KILN_CHECK(!graph_arg.empty(), ValueError, path, " holds the reference model '", name,
+             "', not a graph; give --graph FILE with the graph that computes it (for cnn: Kiln's template "
+             "fashion_mnist_cnn.json)");
+  graph::Graph out = load_checked_graph(graph_arg);
+  graph::GraphModule gm(out);
+  const nn::StateDict mine = gm.state_dict(), theirs = model->state_dict();
+  KILN_CHECK(mine.size() == theirs.size(), ValueError, graph_arg, " has ", mine.size(), " state tensors, the model '",
+             name, "' of ", path, " has ", theirs.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    KILN_CHECK(mine[i].second.shape() == theirs[i].second.shape(), ValueError, graph_arg, ": ", mine[i].first, " is ",
+               shape_str(mine[i].second.shape()), " but the model's ", theirs[i].first, " is ",
+               shape_str(theirs[i].second.shape()));
+    out.initial_state[mine[i].first] = theirs[i].second.to(Device()).contiguous();
+  }
+  return out;
+}
+
+double accuracy(nn::Module& m, const std::shared_ptr<const data::Dataset>& test, int64_t batch, int64_t classes) {
+  data::DataLoader loader(test, batch);
+  train::EvaluateOptions o;
+  o.num_classes = classes;
+  o.should_stop = [] { return InterruptGuard::interrupted(); };
+  train::Evaluation e = train::evaluate(m, loader, o);
+  KILN_CHECK(!e.stopped, ValueError, "interrupted");
+  return e.metrics.accuracy();
+}
+
+}  // namespace
+
+int quantize_command(const std::vector<std::string>& argv) {
+  ArgParser parser = quantize_parser();
+  Args args = parser.parse(argv);
+  if (args.help()) {
+    std::fputs(parser.help().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!args.given("model-file")) args.fail("--model-file FILE is required (see kiln quantize --help)");
+  if (!args.given("out")) args.fail("--out DIR is required (see kiln quantize --help)");
+  const std::string dataset = args.str("dataset");
+  if (std::find(dataset_names().begin(), dataset_names().end(), dataset) == dataset_names().end())
+    args.fail("unknown dataset '" + dataset + "'; kiln quantize knows fashion-mnist");
+  const int64_t n_batches = args.integer("calibration-batches", 0), batch = args.integer("batch-size", 1);
+  set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
+  const std::string path = args.str("model-file"), out_dir = args.str("out");
+  InterruptGuard interrupt_guard;
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  KILN_CHECK(!quant::Int8Model::is_int8_file(file.metadata), ValueError, path, " is already an int8 model");
+  const graph::Graph g = trained_graph(file, path, args.str("graph"));
+  const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(dataset);
+  const auto train_set = open_dataset(dataset, data_dir, /*train=*/true);
+  const auto test_set = open_dataset(dataset, data_dir, /*train=*/false);
+  const auto classes = static_cast<int64_t>(class_names(dataset).size());
+
+  quant::QuantizeOptions options;
+  options.method = quant::parse_calibration(args.str("method"));
+  options.keep_float = split_list(args.str("keep-float"));
+  quant::Calibrator cal(g, options);
+  for (const std::string& line : cal.prepared().log) std::fprintf(stderr, "%s\n", line.c_str());
+  data::DataLoader loader(train_set, batch);
+  for (int64_t b = 0; b < n_batches; ++b) {
+    std::optional<data::Batch> next = loader.next();
+    if (!next) break;
+    cal.observe(next->input);
+  }
+  std::fprintf(stderr, "calibrated on %lld batches of %lld (%s)\n", static_cast<long long>(cal.batches()),
+               static_cast<long long>(batch), quant::calibration_name(options.method));
+  std::shared_ptr<quant::Int8Model> q = cal.convert();
+  std::filesystem::create_directories(out_dir);
+  const std::string model_path = (std::filesystem::path(out_dir) / "model.safetensors").string();
+  q->save(model_path);
+
+  graph::GraphModule float_model(g);
+  int64_t float_bytes = 0;
+  for (const Tensor& p : float_model.parameters()) float_bytes += p.numel() * static_cast<int64_t>(dtype_size(p.dtype()));
+  const double acc_float = accuracy(float_model, test_set, batch, classes);
+  const double acc_int8 = accuracy(*q, test_set, batch, classes);
+  const int64_t int8_bytes = q->weight_payload_bytes();
+
+  nlohmann::json report;
+  report["model_file"] = path;
+  report["method"] = quant::calibration_name(options.method);
+  report["calibration_batches"] = cal.batches();
+  report["batch_size"] = batch;
+  report["accuracy"] = {{"float", acc_float}, {"int8", acc_int8}};
+  report["weight_payload_bytes"] = {{"float", float_bytes}, {"int8", int8_bytes},
+                                    {"ratio", static_cast<double>(float_bytes) / static_cast<double>(int8_bytes)}};
+  report["passes"] = cal.prepared().log;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const quant::LayerReport& r : cal.report())
+    layers.push_back({{"name", r.name}, {"op", r.op}, {"int8", r.int8},
+                      {"input_range", {r.input_range.min, r.input_range.max}}, {"input_scale", r.input.scale},
+                      {"input_zero_point", r.input.zero_point}, {"fused_relu", r.fused_relu}});
+  report["layers"] = layers;
+  report["notes"] = q->fallback_notes();
+  const std::string report_path = (std::filesystem::path(out_dir) / "quantize_report.json").string();
+  std::ofstream(report_path) << report.dump(2) << "\n";
+  KILN_CHECK(std::filesystem::exists(report_path), IoError, "cannot write ", report_path);
+  std::printf("%s: accuracy float %.2f%%, int8 %.2f%%; weight payload %lld -> %lld bytes (%.2fx)\n",
+              model_path.c_str(), 100 * acc_float, 100 * acc_int8, static_cast<long long>(float_bytes),
+              static_cast<long long>(int8_bytes), static_cast<double>(float_bytes) / static_cast<double>(int8_bytes));
+  std::printf("report: %s\n", report_path.c_str());
+  return kExitOk;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln quantize` (post-training int8) and `kiln eval` of its model, on a briefly trained
+# Fashion-MNIST MLP graph; bad input. Usage: test_quantize.sh KILN CASE, CASE one of: ptq bad
+set -uo pipefail
+kiln=$1 case=$2
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
+[[ -d /usr/share/datasets/fashion-mnist ]] || missing_dep dataset-fashion-mnist "no Fashion-MNIST in /usr/share/datasets/fashion-mnist"
+templates=$(dirname "$0")/../../projects/templates
+
+run 0 train --graph "$templates/fashion_mnist_mlp.json" --epochs 1 --batch-size 64 --limit-batches 30 --seed 5 --out "$work/run"
+
+case $case in
+ptq)
+  run 0 quantize --model-file "$work/run/model.safetensors" --calibration-batches 3 --batch-size 500 \
+                 --method entropy --keep-float fc3 --out "$work/int8"
+  contains "$out" "accuracy float" "kiln quantize"
+  contains "$err" "FuseActivation: fc1 + relu1" "kiln quantize's pass log"
+  [[ -f $work/int8/model.safetensors && -f $work/int8/quantize_report.json ]] || fail "quantize wrote no model or report"
+  /usr/bin/python3 - "$work/int8/quantize_report.json" <<'PY' || fail "quantize_report.json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["method"] == "entropy" and r["calibration_batches"] == 3, r
+acc = r["accuracy"]
+assert 0.5 < acc["float"] <= 1 and abs(acc["float"] - acc["int8"]) < 0.02, acc
+b = r["weight_payload_bytes"]
+assert b["float"] == 4 * 235146, b  # the MLP's f32 parameters
+assert b["ratio"] > 3.0, b           # fc3 (1290 parameters) stays f32
+layers = {l["name"]: l for l in r["layers"]}
+assert layers["fc1"]["int8"] and layers["fc1"]["fused_relu"] == "relu1", layers
+assert not layers["fc3"]["int8"], layers
+lo, hi = layers["fc2"]["input_range"]
+assert lo >= 0 and hi > 0, layers  # fc2 reads relu1's output
+PY
+  acc=$(/usr/bin/python3 -c 'import json,sys; print("%.2f%%" % (100 * json.load(open(sys.argv[1]))["accuracy"]["int8"]))' \
+        "$work/int8/quantize_report.json")
+  run 0 eval --model-file "$work/int8/model.safetensors" --batch-size 500
+  contains "$out" "int8 model (2 int8 layers)" "kiln eval of the int8 model"
+  contains "$out" "accuracy $acc" "kiln eval of the int8 model (the report's accuracy)"
+  ;;
+bad)
+  run 2 quantize --model-file "$work/run/model.safetensors"
+  contains "$err" "--out DIR is required" "quantize without --out"
+  run 2 quantize --model-file "$work/run/model.safetensors" --method kl --out "$work/q"
+  contains "$err" "kl" "quantize --method kl"
+  run 1 quantize --model-file "$work/run/model.safetensors" --keep-float relu1 --out "$work/q"
+  contains "$err" "keep-float: 'relu1' is no Conv2d or Linear layer" "quantize --keep-float relu1"
+  run 1 quantize --model-file "$work/run/model.safetensors" --calibration-batches 0 --out "$work/q"
+  contains "$err" "no calibration batches were observed" "quantize with no calibration batch"
+  run 0 quantize --model-file "$work/run/model.safetensors" --calibration-batches 1 --batch-size 1000 --out "$work/q"
+  run 1 quantize --model-file "$work/q/model.safetensors" --out "$work/q2"
+  contains "$err" "is already an int8 model" "quantize of an int8 model"
+  run 0 train --model mlp --epochs 1 --limit-batches 1 --out "$work/ref"
+  run 1 quantize --model-file "$work/ref/model.safetensors" --out "$work/q3"
+  contains "$err" "give --graph FILE" "quantize of a reference model without --graph"
+  run 0 quantize --model-file "$work/ref/model.safetensors" --graph "$templates/fashion_mnist_mlp.json" \
+                 --calibration-batches 1 --batch-size 1000 --out "$work/q4"
+  contains "$out" "accuracy float" "quantize of a reference model with --graph"
+  run 1 quantize --model-file "$work/ref/model.safetensors" --graph "$templates/residual_cnn.json" --out "$work/q5"
+  contains "$err" "state tensors" "quantize with the graph of another network"
+  ;;
+*) fail "unknown case $case" ;;
+esac
+exit $((failures > 0))
