@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -201,7 +202,27 @@ class TestStudioLaptopFit : public QObject {
                                                   .arg(at.bottom())
                                                   .arg(shown.bottom())));
       QVERIFY(p->height() >= RunsView::kMinimumPlotHeight);
+      // Each legend entry's text fits its cell (at 1366x768 the names were cut mid-letter).
+      p->replot();
+      QCOMPARE(p->graphCount(), 2);
+      for (int i = 0; i < p->graphCount(); ++i) {
+        QCPPlottableLegendItem* item = p->legend->itemWithPlottable(p->graph(i));
+        QVERIFY(item);
+        const int needs = QFontMetrics(item->font()).horizontalAdvance(p->graph(i)->name()) +
+                          p->legend->iconSize().width() + p->legend->iconTextPadding();
+        QVERIFY2(needs <= item->rect().width(), qPrintable(QString("legend '%1' needs %2 px, its cell has %3")
+                                                               .arg(p->graph(i)->name())
+                                                               .arg(needs)
+                                                               .arg(item->rect().width())));
+        QVERIFY(p->graph(i)->name().startsWith(QString("#%1").arg(i + 1)));
+      }
     }
+    // The hint beside the buttons is elided to its width, never cut mid-word.
+    for (QLabel* l : view->findChildren<QLabel*>())
+      if (l->toolTip().startsWith("Select runs")) {
+        QVERIFY2(l->fontMetrics().horizontalAdvance(l->text()) <= l->width(), qPrintable(l->text()));
+        QVERIFY(l->text() == l->toolTip() || l->text().endsWith(QChar(0x2026)));
+      }
     // Nothing wider than the dock: its scroll area needs no horizontal scroll bar.
     auto* area = qobject_cast<QScrollArea*>(dock->widget());
     QVERIFY(area);
@@ -244,6 +265,11 @@ class TestStudioLaptopFit : public QObject {
                qPrintable(QString("%1: the Dataset panel needs %2 px, the dock shows %3:%4")
                               .arg(what).arg(panel->minimumSizeHint().width()).arg(room).arg(wide)));
       QCOMPARE(panel->width(), room);
+      // The class counts need no sideways scrolling either.
+      const QTableWidget* counts = panel->classTable();
+      QVERIFY2(counts->horizontalHeader()->length() <= counts->viewport()->width(),
+               qPrintable(QString("%1: the class table needs %2 px, it shows %3")
+                              .arg(what).arg(counts->horizontalHeader()->length()).arg(counts->viewport()->width())));
     };
     fits("Fashion-MNIST");
     if (QTest::currentTestFailed()) return;

@@ -32,6 +32,7 @@ namespace kiln::studio {
 namespace {
 constexpr int kScale = 2;  // 28 px -> 56 px
 constexpr int kNumClasses = 10;
+constexpr int kShareColumnMinimum = 36;  // px of the class table's columns at least
 
 QString class_name(int c) {
   return c >= 0 && c < kNumClasses ? QString::fromUtf8(data::FashionMNIST::kClassNames[static_cast<size_t>(c)])
@@ -280,11 +281,14 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   layout->addWidget(scroll, 3);
 
   counts_ = new QTableWidget(kNumClasses, 4);
-  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test"), tr("Share of training")});
+  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Train"), tr("Test"), tr("Share")});
   counts_->verticalHeader()->setVisible(false);
   counts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  // The counts fit their text; the share bars take the rest, however narrow (short header
+  // labels, so that the four columns fit the dock's 226 px without scrolling sideways).
   counts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  counts_->horizontalHeader()->setStretchLastSection(true);
+  counts_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+  counts_->horizontalHeader()->setMinimumSectionSize(kShareColumnMinimum);
   counts_->verticalHeader()->setDefaultSectionSize(22);
   for (int c = 0; c < kNumClasses; ++c) {
     counts_->setItem(c, 0, new QTableWidgetItem(class_name(c)));
@@ -557,7 +561,7 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
     grid_->setSamples(s.samples, labels);
   }
   setClassRows(kNumClasses);
-  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test"), tr("Share of training")});
+  counts_->setHorizontalHeaderLabels({tr("Class"), tr("Train"), tr("Test"), tr("Share")});
   for (int c = 0; c < kNumClasses; ++c) counts_->setItem(c, 0, new QTableWidgetItem(class_name(c)));
   const int64_t max_train = std::max<int64_t>(1, *std::max_element(s.train_counts.begin(), s.train_counts.end()));
   for (int c = 0; c < kNumClasses; ++c) {
