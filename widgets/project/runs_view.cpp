@@ -397,7 +397,7 @@ bool RunsView::eventFilter(QObject* watched, QEvent* event) {
     deleteRuns(selectedRuns());
     return true;
   }
-  if (watched == hint_ && event->type() == QEvent::Resize)
+  if (watched == hint_ && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
     hint_->setText(hint_->fontMetrics().elidedText(hint_->toolTip(), Qt::ElideRight, hint_->width()));
   if ((watched == lossPlot_ || watched == accuracyPlot_) && event->type() == QEvent::Resize) {
     auto* plot = static_cast<QCustomPlot*>(watched);
