@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -58,11 +59,40 @@ QCustomPlot* make_plot(const QString& x_label, const QString& y_label) {
   return plot;
 }
 
-// A run name as a plot legend: at most kLegendName characters, so that two legend entries
-// a row fit beside the table at 1366x768 (40 widened the view past its dock).
+// A run name as a plot legend: at most kLegendName characters (then fitted to the plot's
+// width by fit_legend).
 constexpr int kLegendName = 26;
 QString legend_name(int64_t id, const QString& name) {
   return QString("#%1 %2").arg(id).arg(name.size() <= kLegendName ? name : name.left(kLegendName - 1) + QChar(0x2026));
+}
+
+// The Name column's editor: a QLineEdit that takes at most RunsView::kMaxNameLength characters.
+class RunNameDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QWidget* editor = QStyledItemDelegate::createEditor(parent, option, index);
+    if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setMaxLength(RunsView::kMaxNameLength);
+    return editor;
+  }
+};
+
+// Each legend entry's name elided (at its end, "…") to its share of the plot's width: the
+// legend shows two entries a row above the axes, and a name wider than its cell was cut in
+// the middle of a letter (at 1366x768 the plots beside the table are ~400 px wide). The
+// graph's "fullName" property keeps the name; called when the runs or the plot's width change.
+void fit_legend(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  const QFontMetrics fm(legend->font());
+  const QMargins m = legend->margins();
+  const int columns = std::max(1, std::min(legend->wrap(), plot->graphCount()));
+  // An item: its margins (QCPAbstractLegendItem's, 8 + 8), the icon and the gap after it.
+  const int room = (plot->width() - m.left() - m.right() - (columns - 1) * legend->columnSpacing()) / columns -
+                   16 - legend->iconSize().width() - legend->iconTextPadding() - 4;
+  for (int i = 0; i < plot->graphCount(); ++i) {
+    QCPGraph* g = plot->graph(i);
+    g->setName(fm.elidedText(g->property("fullName").toString(), Qt::ElideRight, std::max(room, 0)));
+  }
 }
 
 }  // namespace
@@ -96,6 +126,7 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_->setTextElideMode(Qt::ElideRight);
   table_->setWordWrap(false);
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  table_->setItemDelegateForColumn(RunsModel::Name, new RunNameDelegate(table_));
   // Interactive widths, fitted to the contents (at most kMaxColumnWidth) when a project is
   // set; the last column takes the rest. Fitting measures at most 200 rows.
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
@@ -119,6 +150,7 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   ticker->setTickStep(1.0);
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
   accuracyPlot_->xAxis->setTicker(ticker);
+  for (QCustomPlot* plot : {lossPlot_, accuracyPlot_}) plot->installEventFilter(this);  // fit_legend on resize
 
   export_ = new QPushButton(tr("Export CSV…"));
   export_->setToolTip(tr("Write the selected runs' per-step and per-epoch metrics to a CSV file"));
@@ -128,9 +160,13 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   compare_->setToolTip(tr("Select two runs with an evaluation: their test results side by side, with the per-class "
                           "precision, recall and F1 differences"));
   compare_->setEnabled(false);
-  hint_ = new QLabel(tr("Select runs (Ctrl/Shift-click for several) to compare their curves; F2 renames, Delete deletes."));
+  // One line beside the buttons, elided to its width ("…", the whole hint in its tooltip):
+  // clipped, it was cut mid-word beside the table at 1280 and 1366 px.
+  hint_ = new QLabel;
+  hint_->setToolTip(tr("Select runs (Ctrl/Shift-click for several) to compare their curves; F2 renames, Delete deletes."));
   hint_->setMinimumWidth(0);
   hint_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  hint_->installEventFilter(this);
 
   auto* filter_row = new QHBoxLayout;
   filter_row->addWidget(filter_, 1);
@@ -361,6 +397,13 @@ bool RunsView::eventFilter(QObject* watched, QEvent* event) {
     deleteRuns(selectedRuns());
     return true;
   }
+  if (watched == hint_ && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
+    hint_->setText(hint_->fontMetrics().elidedText(hint_->toolTip(), Qt::ElideRight, hint_->width()));
+  if ((watched == lossPlot_ || watched == accuracyPlot_) && event->type() == QEvent::Resize) {
+    auto* plot = static_cast<QCustomPlot*>(watched);
+    fit_legend(plot);
+    plot->replot(QCustomPlot::rpQueuedReplot);
+  }
   return QWidget::eventFilter(watched, event);
 }
 
@@ -401,7 +444,7 @@ void RunsView::updatePlots() {
         emit message(QString::fromUtf8(e.what()));
       }
       QCPGraph* loss = lossPlot_->addGraph();
-      loss->setName(name);
+      loss->setProperty("fullName", name);
       loss->setPen(QPen(color, 1.5));
       loss->setData(x, y, true);
       x.clear();
@@ -415,13 +458,14 @@ void RunsView::updatePlots() {
         emit message(QString::fromUtf8(e.what()));
       }
       QCPGraph* acc = accuracyPlot_->addGraph();
-      acc->setName(name);
+      acc->setProperty("fullName", name);
       acc->setPen(QPen(color, 2));
       acc->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, color, 6));
       acc->setData(x, y, true);
     }
   }
   for (QCustomPlot* plot : {lossPlot_, accuracyPlot_}) {
+    fit_legend(plot);
     show_legend(plot, plot->graphCount() > 0);
     plot->rescaleAxes();
     plot->yAxis->scaleRange(1.1, plot->yAxis->range().center());  // points off the frame
