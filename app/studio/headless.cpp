@@ -59,10 +59,10 @@ int train(const HeadlessOptions& o) {
   }
   graph::Graph g = graph::from_json(version->graph_json, &project.blobs());
   TrainingConfig config;
-  DatasetConfig dataset;
+  DatasetSettings dataset;
   try {
     if (auto s = project.setting("training")) config = TrainingConfig::from_json(*s);
-    if (auto s = project.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+    if (auto s = project.setting("dataset")) dataset = DatasetSettings::from_json(*s);
   } catch (const std::exception& e) {  // e.g. an optimizer this Kiln does not know
     err(QString("cannot train %1: its stored %2; open it in Kiln Studio and choose other settings")
             .arg(o.project, QString::fromStdString(e.what())));
@@ -81,7 +81,7 @@ int train(const HeadlessOptions& o) {
       KILN_CHECK(!dataset.is_fashion_mnist(), ValueError, "--dataset expects imagefolder:DIR, images:FILE.csv or csv:FILE, got '",
                  spec, "'");
       out(QString("reading %1").arg(o.dataset));
-      const data::OpenedDataset d = data::open_dataset(dataset_source(dataset, config.seed));
+      const data::OpenedDataset d = data::open_dataset(dataset.source(config.seed));
       out(QString::fromStdString(d.description()));
       for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
       const std::vector<std::string> changes =
@@ -106,7 +106,7 @@ int train(const HeadlessOptions& o) {
   if (o.subset > 0 && dataset.is_fashion_mnist()) {
     int64_t images = 60000;
     try {
-      images = dataset.num_classes() * DatasetConfig::kTrainPerClass;
+      images = dataset.num_classes() * DatasetSettings::kTrainPerClass;
     } catch (const std::exception&) {  // TrainingSession::start reports the setting
     }
     dataset.train_size = std::min<int64_t>(o.subset, images);

@@ -137,7 +137,7 @@ void MainWindow::newEmpty() {
     project_.reset();
     document_->setGraph(g);
     documentName_ = tr("Untitled");
-    setDatasetConfig(DatasetConfig{});
+    setDatasetSettings(DatasetSettings{});
     trainingPanel_->setConfig(TrainingConfig{});
     loadProjectIntoUi();
     canvas_->fitAll();

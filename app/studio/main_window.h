@@ -93,8 +93,8 @@ class MainWindow : public QMainWindow {
   QAction* findAction() const { return findAction_; }  // Edit > Find Node (Ctrl+F)
   QLineEdit* findField() const { return findEdit_; }    // the toolbar's node search  // Edit > Undo (Ctrl+Z): the graph's undo stack
   QString lastError() const { return lastError_; }
-  DatasetConfig datasetConfig() const;
-  void setDatasetConfig(const DatasetConfig&);
+  DatasetSettings datasetSettings() const;
+  void setDatasetSettings(const DatasetSettings&);
   QDockWidget* dock(const QString& objectName) const;
   // Screens (available area) less than kCompactHeight px tall get the compact arrangement:
   // Properties and Training as tabs in the right column above Problems; the bottom tabs

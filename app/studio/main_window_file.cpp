@@ -89,7 +89,7 @@ void MainWindow::newFromTemplate(const QString& name) {
     project_.reset();
     document_->setGraph(g);
     documentName_ = tr("Untitled (%1)").arg(templateTitle(name));
-    setDatasetConfig(DatasetConfig{});
+    setDatasetSettings(DatasetSettings{});
     trainingPanel_->setConfig(TrainingConfig{});
     loadProjectIntoUi();
     canvas_->fitReadable();
@@ -121,7 +121,7 @@ bool MainWindow::openProject(const QString& path) {
     // Stored settings Kiln cannot use (an optimizer it does not know, a wrong type) do not
     // keep the project closed: the panels show the defaults and the message says which.
     TrainingConfig training;
-    DatasetConfig dataset;
+    DatasetSettings dataset;
     QStringList unusable;
     try {
       if (auto s = p.setting("training")) training = TrainingConfig::from_json(*s);
@@ -129,7 +129,7 @@ bool MainWindow::openProject(const QString& path) {
       unusable << QString::fromStdString(e.what());
     }
     try {
-      if (auto s = p.setting("dataset")) dataset = DatasetConfig::from_json(*s);
+      if (auto s = p.setting("dataset")) dataset = DatasetSettings::from_json(*s);
     } catch (const std::exception& e) {
       unusable << QString::fromStdString(e.what());
     }
@@ -139,7 +139,7 @@ bool MainWindow::openProject(const QString& path) {
     document_->setGraph(g);
     dataset_->setBaseDirectory(QFileInfo(path).absolutePath());
     fitPending_ = false;
-    setDatasetConfig(dataset);
+    setDatasetSettings(dataset);
     trainingPanel_->setConfig(training);
     if (autosaved) {
       const bool restore = !silent_ && QMessageBox::question(this, tr("Restore autosave?"),
@@ -204,14 +204,13 @@ void MainWindow::loadProjectIntoUi() {
 void MainWindow::storeSettings() {
   if (!project_) return;
   project_->set_setting("training", trainingPanel_->config().to_json());
-  project_->set_setting("dataset", datasetConfig().to_json());
+  project_->set_setting("dataset", datasetSettings().to_json());
 }
 
-// DatasetSettings (the panel's) and DatasetConfig (the session's) share one JSON form.
-DatasetConfig MainWindow::datasetConfig() const { return DatasetConfig::from_json(dataset_->settings().to_json()); }
+DatasetSettings MainWindow::datasetSettings() const { return dataset_->settings(); }
 
-void MainWindow::setDatasetConfig(const DatasetConfig& d) {
-  dataset_->setSettings(DatasetSettings::from_json(d.to_json()));
+void MainWindow::setDatasetSettings(const DatasetSettings& d) {
+  dataset_->setSettings(d);
   updateTrainState();
 }
 

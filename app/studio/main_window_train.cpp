@@ -102,13 +102,7 @@ void MainWindow::fitGraphToDataset() {
 }
 
 std::vector<graph::Problem> MainWindow::trainProblems() const {
-  const DatasetConfig custom = [&] {
-    try {
-      return datasetConfig();
-    } catch (const std::exception&) {
-      return DatasetConfig{};
-    }
-  }();
+  const DatasetSettings custom = datasetSettings();
   if (!custom.is_fashion_mnist()) {
     const DatasetSummary& s = dataset_->summary();
     std::vector<graph::Problem> out;
@@ -132,14 +126,14 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
   }
   int64_t classes = kFashionMnistClasses;  // the class filter's k; invalid settings are reported below
   try {
-    classes = datasetConfig().num_classes();
+    classes = datasetSettings().num_classes();
   } catch (const std::exception&) {
   }
   std::vector<graph::Problem> out =
       training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, classes);
   if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
   try {
-    const DatasetConfig d = datasetConfig();
+    const DatasetSettings d = datasetSettings();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())
       out.push_back({-1, tr("Fashion-MNIST is not installed in %1 (Debian package dataset-fashion-mnist)")
                              .arg(QString::fromStdString(d.dir))
@@ -208,7 +202,7 @@ bool MainWindow::startTraining() {
   // Leave one core to the UI so that it stays responsive.
   session_->setThreads(std::max(1, QThread::idealThreadCount() - 1));
   QString error;
-  if (!session_->start(project_->path(), version, document_->graph(), trainingPanel_->config(), datasetConfig(), testImages_,
+  if (!session_->start(project_->path(), version, document_->graph(), trainingPanel_->config(), datasetSettings(), testImages_,
                        &error)) {
     showError(tr("Cannot train"), error);
     return false;

@@ -32,7 +32,7 @@ bool MainWindow::replaceClassifierHead(int64_t classes) {
   if (classes <= 0) {
     int64_t dataset_classes = kFashionMnistClasses;  // the dataset's, after its class filter
     try {
-      dataset_classes = datasetConfig().num_classes();
+      dataset_classes = datasetSettings().num_classes();
     } catch (const std::exception&) {  // an invalid filter: the Dataset panel reports it
     }
     bool ok = false;

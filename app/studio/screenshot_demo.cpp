@@ -70,10 +70,10 @@ int runScreenshotDemo(const QString& dirPath) {
   pause(500);
   int failures = !shot(w, dir, "01_cnn_template.png");
 
-  DatasetConfig d;
+  DatasetSettings d;
   d.train_size = 4000;
   d.validation_size = 1000;
-  w.setDatasetConfig(d);
+  w.setDatasetSettings(d);
   w.setTestImages(2000);
   TrainingConfig c;
   c.epochs = 2;

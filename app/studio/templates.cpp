@@ -4,6 +4,7 @@
 #include <QFile>
 
 #include "engine/graph/json.h"
+#include "widgets/project/dataset_settings.h"
 #include "widgets/training/training_config.h"
 
 static void kilnInitStudioResources() { Q_INIT_RESOURCE(studio); }
@@ -46,7 +47,7 @@ projects::Project createFromTemplate(const std::string& path, const QString& nam
   projects::Project p = projects::Project::create(path);
   p.save_graph(graph::to_json(g, &p.blobs()), "from template " + name.toStdString());
   p.set_setting("training", TrainingConfig{}.to_json());
-  p.set_setting("dataset", DatasetConfig{}.to_json());
+  p.set_setting("dataset", DatasetSettings{}.to_json());
   return p;
 }
 

@@ -34,7 +34,7 @@ std::shared_ptr<const data::FashionMNIST> fashion_mnist(const std::string& dir, 
   return slot;
 }
 
-std::string dataset_name(const DatasetConfig& d) {
+std::string dataset_name(const DatasetSettings& d) {
   return (d.name == "csv" ? "the table '" : d.name == "images" ? "the image manifest '" : "the image folder '") +
          std::filesystem::path(d.path).filename().string() + "'";
 }
@@ -108,18 +108,6 @@ std::vector<std::string> training_blockers(const graph::Graph& g, const graph::A
     out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
   return out;
-}
-
-data::DatasetSource dataset_source(const DatasetConfig& d, uint64_t seed) {
-  data::DatasetSource source;
-  source.spec = d.spec();
-  source.label = d.label;
-  source.header = d.header;
-  source.skip_rows = d.skip_rows;
-  source.test_fraction = d.test_fraction;
-  source.validation_fraction = d.validation_fraction;
-  source.seed = seed;
-  return source;
 }
 
 std::string plain_error(const std::exception& e) {
@@ -200,7 +188,7 @@ void TrainingJob::run() {
     int64_t k = 0;
     if (!spec_.dataset.is_fashion_mnist()) {
       message("reading " + spec_.dataset.spec());
-      opened = data::open_dataset(dataset_source(spec_.dataset, c.seed));
+      opened = data::open_dataset(spec_.dataset.source(c.seed));
       message(opened->description());
       for (const std::string& f : opened->skipped) message("skipped " + f);
       k = static_cast<int64_t>(opened->classes.size());

@@ -19,6 +19,7 @@
 #include "engine/graph/graph.h"
 #include "engine/train/trainer.h"
 #include "projects/project.h"
+#include "widgets/project/dataset_settings.h"
 #include "widgets/training/training_config.h"
 
 namespace kiln::studio {
@@ -33,7 +34,7 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // graph's Input 'x' expects [3, 32, 32]"), an Input with a fixed batch (an imported model's
 // [1, 1, 28, 28]: "... fixes the batch at 1, but training takes batches of 128 images ...";
 // batch_size: the run's, 0 when not known), an Output that is not [N, num_classes] (10, or
-// the k classes of the dataset's class filter, DatasetConfig::classes), every layer with
+// the k classes of the dataset's class filter, DatasetSettings::classes), every layer with
 // parameters frozen (Node::trainable). Empty: OK.
 // Another dataset (an image folder, a table) gives its own per-sample `sample` shape ([C, H, W],
 // [features]) and `data` name ("the image folder 'pets'"); an empty `sample` (the dataset is not
@@ -52,7 +53,7 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
 struct JobSpec {
   graph::Graph graph;
   TrainingConfig config;
-  DatasetConfig dataset;
+  DatasetSettings dataset;
   // Test images evaluated at the end: all of the test split (of dataset.classes), or
   // test_subset_indices(available, n, dataset.test_seed) for n = min(test_size,
   // dataset.test_size when that is set (> 0)).
@@ -129,10 +130,6 @@ class TrainingJob {
   std::shared_ptr<projects::MetricsWriter> writer_;  // guarded by mutex_
   std::atomic<bool> done_{false};
 };
-
-// How the job reads a dataset of another source than Fashion-MNIST (d.spec() and its CSV and
-// split settings; seed: the run's, of the split).
-data::DatasetSource dataset_source(const DatasetConfig& d, uint64_t seed);
 
 // Turns an engine exception into one plain sentence for the log and message boxes.
 std::string plain_error(const std::exception& e);

@@ -57,7 +57,7 @@ TrainingSession::~TrainingSession() {
 }
 
 bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
-                            const TrainingConfig& config, const DatasetConfig& dataset, int64_t testSize,
+                            const TrainingConfig& config, const DatasetSettings& dataset, int64_t testSize,
                             QString* error) {
   auto fail = [&](const QString& why) {
     if (error) *error = why;
@@ -86,7 +86,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   }
   // The test images asked for (Evaluation::count is how many were evaluated): a run tested
   // on a subset is told apart from full-test runs.
-  const int64_t available = fashion ? classes * DatasetConfig::kTestPerClass : testSize;
+  const int64_t available = fashion ? classes * DatasetSettings::kTestPerClass : testSize;
   const int64_t tests =
       fashion ? std::min(testSize, dataset.test_size > 0 ? std::min(dataset.test_size, available) : available) : testSize;
   JobSpec spec;

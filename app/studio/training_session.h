@@ -49,7 +49,7 @@ class TrainingSession : public QObject {
   // the run's config JSON records the number asked for as "test_size" (and the class
   // filter in its "dataset"), its name ends with ", classes 5-9" / ", test 500" when set.
   bool start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
-             const TrainingConfig& config, const DatasetConfig& dataset, int64_t testSize, QString* error);
+             const TrainingConfig& config, const DatasetSettings& dataset, int64_t testSize, QString* error);
   void setPaused(bool paused);
   void stop();  // stops after the current batch; the run ends as "stopped"
   bool isRunning() const { return job_ != nullptr || finishing_; }

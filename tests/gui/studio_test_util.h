@@ -13,10 +13,10 @@ namespace kiln::studio::test {
 
 // A small, quick training setup: 1 epoch of `images` Fashion-MNIST images.
 inline void quickSettings(MainWindow& w, int64_t images = 1024, int epochs = 1) {
-  DatasetConfig d;
+  DatasetSettings d;
   d.train_size = images;
   d.validation_size = images / 4;
-  w.setDatasetConfig(d);
+  w.setDatasetSettings(d);
   w.setTestImages(images / 2);
   TrainingConfig c;
   c.epochs = epochs;

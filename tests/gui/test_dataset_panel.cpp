@@ -138,6 +138,8 @@ class TestDatasetPanel : public QObject {
     QVERIFY2(e.contains("'validation_size' must be >= 0"), qPrintable(e));
     e = error_of([] { DatasetSettings::from_json("[1,2]"); });
     QVERIFY2(e.contains("expected a JSON object"), qPrintable(e));
+    e = error_of([] { DatasetSettings::from_json(R"({"train_size":59000,"validation_size":5000})"); });
+    QVERIFY2(e.contains("exceeds the 60000 Fashion-MNIST training images"), qPrintable(e));
   }
 
   void missingDatasetNamesThePackage() {

@@ -273,7 +273,7 @@ class TestStudioBadInput : public QObject {
     QVERIFY(w.trainAction()->isEnabled());
     const std::string original = kiln::graph::to_json(doc->graph());
     const TrainingConfig config = w.trainingPanel()->config();
-    const DatasetConfig data = w.datasetConfig();
+    const DatasetSettings data = w.datasetSettings();
     // A field by its label or attribute: the property editor rebuilds its rows.
     auto fieldsByName = [&] {
       QMap<QString, QWidget*> out;
@@ -322,7 +322,7 @@ class TestStudioBadInput : public QObject {
 
         const bool graphChanged = doc->undoStack()->index() != undo;
         const bool settingsChanged = w.trainingPanel()->config().to_json() != config.to_json() ||
-                                     w.datasetConfig().to_json() != data.to_json();
+                                     w.datasetSettings().to_json() != data.to_json();
         if (spin && input < texts.size())  // not a number in range: refused as typed
           QVERIFY2(!graphChanged && !settingsChanged, qPrintable(tag + ": accepted"));
         if (spin && input == texts.size()) {  // its maximum: taken, and Train blocked when the graph cannot train it
@@ -353,7 +353,7 @@ class TestStudioBadInput : public QObject {
         (graphChanged || settingsChanged ? accepted : refused)++;
         doc->undoStack()->setIndex(undo);
         w.trainingPanel()->setConfig(config);
-        w.setDatasetConfig(data);
+        w.setDatasetSettings(data);
         QCoreApplication::processEvents();
       }
     }

@@ -111,11 +111,16 @@ class TestStudioData : public QObject {
     QCOMPARE(panel.classTable()->rowCount(), 3);
     QCOMPARE(panel.classTable()->item(1, 0)->text(), QString("dog"));
     QCOMPARE(panel.classTable()->item(1, 1)->text(), QString("4"));
-    // The choice is what the project stores (the JSON of DatasetConfig too).
+    // The choice is what the project stores.
     const DatasetSettings back = DatasetSettings::from_json(panel.settings().to_json());
     QCOMPARE(back.name, std::string("imagefolder"));
     QCOMPARE(back.path, root.toStdString());
-    QCOMPARE(DatasetConfig::from_json(panel.settings().to_json()).spec(), "imagefolder:" + root.toStdString());
+    QCOMPARE(back.spec(), "imagefolder:" + root.toStdString());
+    // What the training job opens: the same spec and split settings, the run's seed.
+    const kiln::data::DatasetSource source = back.source(7);
+    QCOMPARE(source.spec, back.spec());
+    QCOMPARE(source.seed, uint64_t(7));
+    QCOMPARE(source.test_fraction, back.test_fraction);
   }
 
   void csvSummaryAndRaggedRows() {
@@ -186,7 +191,7 @@ class TestStudioData : public QObject {
       QFile t(KILN_SOURCE_DIR "/projects/templates/image_folder_cnn.json");
       QVERIFY(t.open(QIODevice::ReadOnly));
       p.save_graph(t.readAll().toStdString(), "test");
-      DatasetConfig d;
+      DatasetSettings d;
       d.name = "imagefolder";
       d.path = root.toStdString();
       p.set_setting("dataset", d.to_json());
@@ -200,11 +205,11 @@ class TestStudioData : public QObject {
     QVERIFY(waitLoaded(*panel));
     QVERIFY(!panel->isLoaded());
     QVERIFY2(panel->errorText().contains(root), qPrintable(panel->errorText()));
-    QCOMPARE(w.datasetConfig().path, root.toStdString());
+    QCOMPARE(w.datasetSettings().path, root.toStdString());
     QCOMPARE(w.document()->graph().nodes().size(), size_t(24));  // nothing else lost
     QVERIFY(w.save());
     auto p = kiln::projects::Project::open(file.toStdString());
-    QCOMPARE(DatasetConfig::from_json(*p.setting("dataset")).path, root.toStdString());
+    QCOMPARE(DatasetSettings::from_json(*p.setting("dataset")).path, root.toStdString());
   }
 
   // Choosing a dataset in the window fits the graph's Input and class scores to it (one undo step).
@@ -257,7 +262,7 @@ class TestStudioData : public QObject {
       QCOMPARE(int64_t(e->predictions.size()), e->count);
       QVERIFY(e->images.size() == e->misclassified.size() * size_t(e->image_height * e->image_width));
       // Reopened: the dataset choice is there.
-      QCOMPARE(DatasetConfig::from_json(*p.setting("dataset")).path, root.toStdString());
+      QCOMPARE(DatasetSettings::from_json(*p.setting("dataset")).path, root.toStdString());
     }
 
     QByteArray table = tableCsv(60);

@@ -98,7 +98,7 @@ class TestStudioProject : public QObject {
     auto p = kiln::projects::Project::create(dir.filePath("m.kiln").toStdString());
     TrainingSession session;
     QString error;
-    QVERIFY(!session.start(p.path(), 0, w.document()->graph(), TrainingConfig{}, DatasetConfig{}, 0, &error));
+    QVERIFY(!session.start(p.path(), 0, w.document()->graph(), TrainingConfig{}, DatasetSettings{}, 0, &error));
     QVERIFY2(error.contains("[1, 28, 28]") && error.contains("[3, 32, 32]"), qPrintable(error));
     QVERIFY(p.runs().empty());
   }
@@ -160,7 +160,7 @@ class TestStudioProject : public QObject {
     QCOMPARE(again[0].id, runs[0].id);
     QCOMPARE(again[0].final_metrics_json, runs[0].final_metrics_json);
     QCOMPARE(w2.trainingPanel()->config().to_json(), w2.trainingPanel()->config().to_json());
-    QCOMPARE(w2.datasetConfig().train_size, int64_t(256));
+    QCOMPARE(w2.datasetSettings().train_size, int64_t(256));
   }
 
   void badProjectFileGivesAClearMessage() {

@@ -153,9 +153,9 @@ class TestStudioTraining : public QObject {
     w.setSilent(true);
     QVERIFY(w.newProjectFile(dir.filePath("f.kiln"), "fashion_mnist_mlp"));
     test::quickSettings(w, 256);
-    DatasetConfig d = w.datasetConfig();
+    DatasetSettings d = w.datasetSettings();
     d.dir = dir.path().toStdString();  // exists, but holds no IDX files
-    w.setDatasetConfig(d);
+    w.setDatasetSettings(d);
     QVERIFY2(w.startTraining(), qPrintable(w.lastError()));
     QVERIFY(w.document()->isReadOnly());
     QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 60000);

@@ -72,13 +72,7 @@ DatasetSummary summarize_fashion_mnist(const QString& dir, int samples) {
 DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
   DatasetSummary s;
   try {
-    data::DatasetSource source;
-    source.spec = settings.spec();
-    source.label = settings.label;
-    source.header = settings.header;
-    source.skip_rows = settings.skip_rows;
-    source.test_fraction = settings.test_fraction;
-    source.validation_fraction = settings.validation_fraction;
+    data::DatasetSource source = settings.source(0);  // the summary's split: seed 0
     source.cache_mb = 256;
     const data::OpenedDataset d = data::open_dataset(source);
     s.kind = QString::fromStdString(d.kind);

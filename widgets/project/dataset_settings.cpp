@@ -38,8 +38,23 @@ std::string read_string(const QJsonObject& o, const char* key, const std::string
 }
 }  // namespace
 
-int64_t DatasetSettings::num_classes() const {
-  return classes.empty() ? 10 : static_cast<int64_t>(data::parse_classes(classes, 10, "dataset settings: 'classes'").size());
+std::vector<int64_t> DatasetSettings::class_list() const {
+  if (classes.empty()) return {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  return data::parse_classes(classes, 10, "dataset settings: 'classes'");
+}
+
+int64_t DatasetSettings::num_classes() const { return static_cast<int64_t>(class_list().size()); }
+
+data::DatasetSource DatasetSettings::source(uint64_t seed) const {
+  data::DatasetSource s;
+  s.spec = spec();
+  s.label = label;
+  s.header = header;
+  s.skip_rows = skip_rows;
+  s.test_fraction = test_fraction;
+  s.validation_fraction = validation_fraction;
+  s.seed = seed;
+  return s;
 }
 
 void DatasetSettings::validate() const {

@@ -1,45 +1,60 @@
-// The project's "dataset" setting (Project::set_setting("dataset", to_json())): which
-// data set and how much of it a run uses. The JSON is the one of
-// kiln::studio::DatasetConfig (widgets/training/training_config.h), so either type
-// reads what the other wrote.
+// The project's "dataset" setting (Project::set_setting("dataset", to_json())): which data set
+// and how much of it a run uses. One type for the Dataset panel that edits it, the training
+// session and job that read it, and headless mode; source() is the one place that turns it into
+// what engine/data's open_dataset reads.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "engine/data/dataset_source.h"
 
 namespace kiln::studio {
 
 struct DatasetSettings {
   static constexpr int64_t kTrainImages = 60000;  // Fashion-MNIST's training split
   static constexpr int64_t kTestImages = 10000;
-  static constexpr int64_t kTrainPerClass = 6000;  // Fashion-MNIST is balanced: 6000 + 1000 per class
+  // Fashion-MNIST is balanced: 6000 training and 1000 test images per class.
+  static constexpr int64_t kTrainPerClass = 6000, kTestPerClass = 1000;
 
   std::string name = "fashion-mnist";
   std::string dir = "/usr/share/datasets/fashion-mnist";  // Debian package dataset-fashion-mnist
-  int64_t train_size = 55000;      // images trained on, taken from the 60000 training images
+  int64_t train_size = 55000;      // images trained on (taken from the training images of `classes`)
   int64_t validation_size = 5000;  // held out of the training images for validation
-  int64_t test_size = 0;           // test images evaluated (a random subset); 0 = all
+  int64_t test_size = 0;           // test images evaluated: a random subset of the test split (of
+                                   // `classes`) drawn with test_seed; 0 = all (10000, or 1000 a class)
   std::string classes;             // "" = all ten, else "5-9", "0,2,5" (data::parse_classes):
                                    // only those classes, relabelled 0..k-1
-  uint64_t test_seed = 0;          // seed of that subset (DatasetConfig::test_seed)
-  // Another source (name "imagefolder", "images" or "csv"), as DatasetConfig's: the folder or
-  // file, the CSV's label column ("" = the last), header row, rows skipped before it, and the
-  // stratified shares held out for testing and validation.
+  uint64_t test_seed = 0;          // seed of that subset (test_subset_indices in
+                                   // widgets/training/training_config.h): the same seed gives the
+                                   // same test images, whatever the training seed
+  // Another source than Fashion-MNIST (name "imagefolder", "images" or "csv"): the folder or file,
+  // the CSV's label column (name or index, "" = the last), header row and rows skipped before it,
+  // and the stratified shares held out for testing and validation. Fashion-MNIST's fields above
+  // (dir, sizes, classes) do not apply to it.
   std::string path;
   std::string label;
   bool header = true;
   int64_t skip_rows = 0;
   double test_fraction = 0.2, validation_fraction = 0.1;
+
   bool is_fashion_mnist() const { return name == "fashion-mnist"; }
+  // "imagefolder:PATH", "images:PATH" or "csv:PATH" (engine/data/image_source.h,
+  // table_source.h); "" for Fashion-MNIST.
   std::string spec() const { return is_fashion_mnist() ? std::string() : name + ":" + path; }
+  // What data::open_dataset opens for another source than Fashion-MNIST: spec(), the CSV options,
+  // the split fractions and `seed` (the stratified split's); the engine's default cache size.
+  data::DatasetSource source(uint64_t seed) const;
 
   // ValueError naming the field: unknown name; for another source than Fashion-MNIST an empty
-  // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); train_size < 1, validation_size < 0,
-  // train_size + validation_size over the training images of the classes (60000, 6000 a
-  // class), test_size outside [0, 10000], or a malformed classes spec.
+  // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); train_size < 1,
+  // validation_size < 0, train_size + validation_size over the training images of the classes
+  // (60000, 6000 a class), test_size outside [0, 10000], or a malformed classes spec.
   void validate() const;
-  int64_t num_classes() const;  // k: 10 without a class filter (validate()'s errors)
+  int64_t num_classes() const;              // k: 10 without a class filter (validate()'s errors)
+  std::vector<int64_t> class_list() const;  // the kept classes ascending (all ten when `classes` is "")
   // {"dir":"...","name":"fashion-mnist","train_size":55000,"validation_size":5000} (sorted keys;
-  // "classes", "test_size" and "test_seed" only when set).
+  // "classes", "test_size" and "test_seed" only when set, as projects before them wrote it).
   std::string to_json() const;
   // Missing keys keep their defaults; ValueError "dataset settings: 'train_size' must be an
   // integer, got ..." for a wrong type, for text that is not a JSON object, or validate()'s.

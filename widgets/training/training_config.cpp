@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
-#include "engine/data/class_filter.h"
 #include "engine/data/dataset.h"
 
 namespace kiln::studio {
@@ -106,78 +105,6 @@ std::vector<int64_t> test_subset_indices(int64_t available, int64_t n, uint64_t 
   out.assign(perm.begin(), perm.begin() + n);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::vector<int64_t> DatasetConfig::class_list() const {
-  if (classes.empty()) return {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  return data::parse_classes(classes, 10, "dataset settings: 'classes'");
-}
-
-int64_t DatasetConfig::num_classes() const { return static_cast<int64_t>(class_list().size()); }
-
-std::string DatasetConfig::spec() const { return is_fashion_mnist() ? std::string() : name + ":" + path; }
-
-void DatasetConfig::validate() const {
-  const char* w = "dataset settings";
-  KILN_CHECK(name == "fashion-mnist" || name == "imagefolder" || name == "images" || name == "csv", ValueError, w,
-             ": 'name' must be fashion-mnist, imagefolder, images or csv, got '", name, "'");
-  if (!is_fashion_mnist()) {
-    KILN_CHECK(!path.empty(), ValueError, w, ": 'path' must name the ", name == "imagefolder" ? "folder" : "file", " of the ",
-               name, " dataset");
-    KILN_CHECK(skip_rows >= 0, ValueError, w, ": 'skip_rows' must be >= 0, got ", skip_rows);
-    KILN_CHECK(test_fraction >= 0 && test_fraction <= 0.9 && validation_fraction >= 0 && validation_fraction <= 0.9 &&
-                   test_fraction + validation_fraction <= 0.9,
-               ValueError, w, ": 'test_fraction' and 'validation_fraction' must be in [0, 0.9] and together at most 0.9, got ",
-               test_fraction, " and ", validation_fraction);
-    return;
-  }
-  KILN_CHECK(train_size >= 1, ValueError, w, ": 'train_size' must be >= 1, got ", train_size);
-  KILN_CHECK(validation_size >= 0, ValueError, w, ": 'validation_size' must be >= 0, got ", validation_size);
-  KILN_CHECK(test_size >= 0 && test_size <= 10000, ValueError, w, ": 'test_size' must be 0 (all) to 10000, got ",
-             test_size);
-  const int64_t k = num_classes(), images = k * kTrainPerClass;
-  KILN_CHECK(train_size + validation_size <= images, ValueError, w, ": train_size + validation_size = ",
-             train_size + validation_size, " exceeds the ", images, " Fashion-MNIST training images",
-             k < 10 ? " of classes " + classes : std::string());
-}
-
-std::string DatasetConfig::to_json() const {
-  json j = {{"name", name}, {"dir", dir}, {"train_size", train_size}, {"validation_size", validation_size}};
-  if (test_size != 0) j["test_size"] = test_size;
-  if (test_seed != 0) j["test_seed"] = test_seed;
-  if (!classes.empty()) j["classes"] = classes;
-  if (!is_fashion_mnist()) {
-    j["path"] = path;
-    j["test_fraction"] = test_fraction;
-    j["validation_fraction"] = validation_fraction;
-    if (name == "csv") {
-      j["label"] = label;
-      j["header"] = header;
-      j["skip_rows"] = skip_rows;
-    }
-  }
-  return j.dump();
-}
-
-DatasetConfig DatasetConfig::from_json(const std::string& text) {
-  const char* w = "dataset settings";
-  json j = parse(text, w);
-  DatasetConfig c;
-  read(j, w, "name", c.name);
-  read(j, w, "dir", c.dir);
-  read(j, w, "train_size", c.train_size);
-  read(j, w, "validation_size", c.validation_size);
-  read(j, w, "test_size", c.test_size);
-  read(j, w, "test_seed", c.test_seed);
-  read(j, w, "classes", c.classes);
-  read(j, w, "path", c.path);
-  read(j, w, "label", c.label);
-  read(j, w, "header", c.header);
-  read(j, w, "skip_rows", c.skip_rows);
-  read(j, w, "test_fraction", c.test_fraction);
-  read(j, w, "validation_fraction", c.validation_fraction);
-  c.validate();
-  return c;
 }
 
 }  // namespace kiln::studio
