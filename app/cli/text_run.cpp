@@ -14,6 +14,7 @@
 #include "engine/data/dataloader.h"
 #include "engine/data/tabular.h"
 #include "engine/data/text/text_rows.h"
+#include "engine/data/text/utf8.h"
 #include "engine/graph/layout.h"
 
 namespace kiln::cli {
@@ -189,7 +190,7 @@ std::vector<TextMistake> text_mistakes(nn::Module& model, const data::TextDatase
       const data::TextSample& s =
           test.index().samples[static_cast<size_t>(test.positions()[static_cast<size_t>(idx[r])])];
       TextMistake m{s.origin, classes.at(static_cast<size_t>(y[r])), classes.at(pred), row[pred],
-                    text_preview(s.text, 120), {}};
+                    data::text_preview(s.text, 120), {}};
       const std::vector<int64_t>& ids = test.ids(idx[r]);
       for (size_t k = 0; k < std::min<size_t>(ids.size(), 32); ++k)
         m.tokens.push_back(shown_piece(test.tokenizer().piece(ids[k])));
