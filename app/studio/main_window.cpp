@@ -11,6 +11,7 @@
 #include <QMenuBar>
 #include <QStringListModel>
 #include <QMessageBox>
+#include <QProxyStyle>
 #include <QPushButton>
 #include <QScreen>
 #include <QStatusBar>
@@ -35,8 +36,23 @@
 
 namespace kiln::studio {
 
+namespace {
+// Fusion with no etched disabled text. Etching draws a disabled menu item's text twice: in the
+// palette's Light colour one pixel down and right, then in the disabled text colour — a relief
+// meant for light palettes. On the Studio's dark palette the light copy read as a second, offset
+// text (File > Open Recent with no recent files); the disabled colour alone is legible.
+class StudioStyle : public QProxyStyle {
+ public:
+  using QProxyStyle::QProxyStyle;
+  int styleHint(StyleHint hint, const QStyleOption* option, const QWidget* widget, QStyleHintReturn* ret) const override {
+    if (hint == SH_EtchDisabledText) return 0;
+    return QProxyStyle::styleHint(hint, option, widget, ret);
+  }
+};
+}  // namespace
+
 void MainWindow::applyStyle() {
-  QApplication::setStyle(QStyleFactory::create("Fusion"));
+  QApplication::setStyle(new StudioStyle(QStyleFactory::create("Fusion")));
   QPalette p;
   const QColor window(45, 47, 51), base(32, 34, 37), text(222, 224, 228), button(55, 58, 63), highlight(64, 128, 214);
   p.setColor(QPalette::Window, window);

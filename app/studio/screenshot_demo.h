@@ -7,7 +7,8 @@
 //
 // The hidden --screenshot-onnx FILE mode (with --screenshot-demo DIR): FILE imported with
 // File > Import ONNX and the window saved as DIR/<base>.png (<base>: FILE's base name, or
-// its folder's for a model.onnx), the graph fitted to the view as DIR/<base>_fit.png and a
+// its folder's for a model.onnx), again with the Training tab in front as DIR/<base>_training.png,
+// the graph fitted to the view as DIR/<base>_fit.png and a
 // 70 % detail of the canvas as DIR/<base>_detail.png; for torchvision's resnet18 and
 // mobilenet_v2 as tests/onnx/make_torch_models.py exports them (issue 15, finding 8).
 #pragma once

@@ -94,6 +94,38 @@ class TestRunsEdit : public QObject {
     QCOMPARE(p.runs().at(1).name, std::string("baseline"));
   }
 
+  // The name editor takes at most kMaxNameLength characters, and the project stores any name
+  // it takes, however many UTF-8 bytes a character needs ("€" takes 3).
+  void nameEditorHasALengthLimit() {
+    Project p = Project::create(file("limit.kiln").toStdString());
+    const auto ids = fill(p);
+    RunsView view(&p);
+    view.resize(1000, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(RunsView::kMaxNameLength * 3 <= int(Project::kMaxRunNameBytes));
+    auto rename = [&](const QString& typed) -> QString {
+      view.table()->setFocus();
+      view.table()->setCurrentIndex(view.proxy()->index(0, RunsModel::Name));
+      QTest::keyClick(view.table(), Qt::Key_F2);
+      auto* editor = view.table()->viewport()->findChild<QLineEdit*>();
+      if (!editor) return "no editor";
+      if (editor->maxLength() != RunsView::kMaxNameLength) return QString("maxLength %1").arg(editor->maxLength());
+      editor->selectAll();
+      editor->insert(typed);  // as a paste
+      QTest::keyClick(editor, Qt::Key_Return);
+      return {};
+    };
+    QString why = rename(QString(500, QChar('a')));
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QTRY_COMPARE(view.cellText(0, RunsModel::Name), QString(RunsView::kMaxNameLength, QChar('a')));
+    why = rename(QString(500, QChar(0x20AC)));
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QTRY_VERIFY(column(view, RunsModel::Name).contains(QString(RunsView::kMaxNameLength, QChar(0x20AC))));  // sorted last
+    QCOMPARE(p.runs().at(0).id, ids[0]);
+    QCOMPARE(p.runs().at(0).name.size(), size_t(RunsView::kMaxNameLength) * 3);  // 999 bytes, stored
+  }
+
   void tagsAndFilter() {
     const QString path = file("tags.kiln");
     Project p = Project::create(path.toStdString());

@@ -4,7 +4,9 @@
 // the plots are at least kMinPlotHeight px tall and their y-axis tick labels do not crowd
 // (a label's height between ticks). Each failed on the layout before (Epochs below the fold,
 // 5 of 10 matrix rows, 4 ticks in 40 px).
+#include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -15,6 +17,7 @@
 
 #include "app/studio/main_window.h"
 #include "projects/project.h"
+#include "widgets/project/dataset_panel.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/evaluation_view.h"
 #include "widgets/training/live_plots.h"
@@ -69,25 +72,51 @@ class TestStudioLaptopFit : public QObject {
     QSettings().clear();
   }
 
+  // Also with the reasons an imported resnet18 cannot train on Fashion-MNIST (6 lines in the
+  // status line before: Epochs and Batch size were the only fields left in view).
   void mostUsedTrainingFieldsNeedNoScrolling_data() {
     QTest::addColumn<QSize>("size");
-    QTest::addColumn<bool>("running");
+    QTest::addColumn<QString>("state");
     for (const QSize s : {QSize(1280, 720), QSize(1366, 768)})
-      for (const bool running : {false, true})
-        QTest::addRow("%dx%d%s", s.width(), s.height(), running ? " training" : "") << s << running;
+      for (const char* state : {"idle", "training", "blocked"})
+        QTest::addRow("%dx%d %s", s.width(), s.height(), state) << s << QString(state);
   }
   void mostUsedTrainingFieldsNeedNoScrolling() {
     QFETCH(QSize, size);
-    QFETCH(bool, running);
+    QFETCH(QString, state);
     MainWindow w;
     showAt(w, size);
     w.dock("training")->raise();
     TrainingPanel* panel = w.trainingPanel();
-    if (running) {  // the status line under the bar while a run trains
+    if (state == "training") {  // the status line under the bar while a run trains
       panel->setState(TrainingPanel::State::Running);
       panel->setProgress(90, 126, 2, 2, 1590, 13);
     }
+    const QStringList resnet18 = {
+        "the dataset's images are [1, 28, 28] (Fashion-MNIST) but the graph's Input 'input' expects [3, 224, 224]; "
+        "set the Input's shape to [1, 28, 28]",
+        "the graph's Input 'input' fixes the batch at 1, but training takes batches of 128 images (and validation and "
+        "test of 256); set the Input's batch to 0 (any batch size)",
+        "the graph's Output 'output' receives f32 [1, 1000] but Fashion-MNIST needs class scores [N, 10]: end with a "
+        "Linear layer of 10 outputs"};
+    if (state == "blocked") panel->setStartBlockers(resnet18);
     QCoreApplication::processEvents();
+    if (state == "blocked") {
+      QLabel* status = panel->statusLabel();
+      const int lines = status->height() / status->fontMetrics().lineSpacing();
+      QVERIFY2(lines <= TrainingPanel::kStatusLines, qPrintable(QString("%1 lines: %2").arg(lines).arg(status->text())));
+      QVERIFY(status->text().startsWith("Cannot train yet (3 reasons)"));
+      QVERIFY(panel->detailsButton()->isVisible());
+      for (const QString& reason : resnet18) {
+        QVERIFY(status->toolTip().contains(reason));
+        QVERIFY(panel->detailsLabel()->text().contains(reason));
+      }
+      QVERIFY(!panel->detailsLabel()->isVisible());  // until Details is pressed
+      panel->detailsButton()->click();
+      QVERIFY(panel->detailsLabel()->isVisible());
+      panel->detailsButton()->click();
+      QCoreApplication::processEvents();
+    }
     QScrollArea* scroll = panel->findChild<QScrollArea*>();
     QVERIFY(scroll);
     QCOMPARE(scroll->verticalScrollBar()->value(), 0);
@@ -186,6 +215,61 @@ class TestStudioLaptopFit : public QObject {
     tall.show();
     QVERIFY(QTest::qWaitForWindowExposed(&tall));
     QCOMPARE(tall.arrangement(), Qt::Vertical);
+  }
+
+  // The Dataset dock at its default width: its content fits, so no text is cut until one
+  // scrolls sideways (the source combo box sized for "Image folder (one subfolder per class)"
+  // made the panel 333 px wide in a 226 px dock). Also with a CSV table's options and long
+  // column names, and a long path's error. On failure the message names what is too wide.
+  void datasetDockFitsItsWidth_data() { addSizes(); }
+  void datasetDockFitsItsWidth() {
+    QFETCH(QSize, size);
+    MainWindow w;
+    showAt(w, size);
+    QDockWidget* dock = w.dock("dataset");
+    dock->raise();
+    auto* area = qobject_cast<QScrollArea*>(dock->widget());
+    QVERIFY(area);
+    auto* panel = qobject_cast<DatasetPanel*>(area->widget());
+    QVERIFY(panel);
+    auto fits = [&](const char* what) {
+      QTRY_VERIFY_WITH_TIMEOUT(panel->isLoaded() || !panel->errorText().isEmpty(), 20000);
+      QCoreApplication::processEvents();
+      const int room = area->viewport()->width();
+      QString wide;
+      for (QWidget* c : panel->findChildren<QWidget*>())
+        if (c->isVisibleTo(panel) && c->minimumSizeHint().width() > room - 16)
+          wide += QString(" %1 '%2' needs %3 px;").arg(c->metaObject()->className(), c->objectName()).arg(c->minimumSizeHint().width());
+      QVERIFY2(panel->minimumSizeHint().width() <= room && !area->horizontalScrollBar()->isVisible(),
+               qPrintable(QString("%1: the Dataset panel needs %2 px, the dock shows %3:%4")
+                              .arg(what).arg(panel->minimumSizeHint().width()).arg(room).arg(wide)));
+      QCOMPARE(panel->width(), room);
+    };
+    fits("Fashion-MNIST");
+    if (QTest::currentTestFailed()) return;
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QString("a_folder_with_a_rather_long_name_for_its_tables_%1").arg(QString(60, 'x')));
+    QVERIFY(QDir().mkpath(folder));
+    QFile csv(folder + "/measurements_of_the_flowers.csv");
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("sepal_length_in_centimetres_measured_by_hand,petal_width_in_centimetres,species_of_the_flower_as_named\n");
+    for (int r = 0; r < 30; ++r) csv.write(QString("%1,%2,%3\n").arg(r % 7).arg(r % 5).arg(r % 3 ? "setosa" : "virginica").toUtf8());
+    csv.close();
+    DatasetSettings table;
+    table.name = "csv";
+    table.path = csv.fileName().toStdString();
+    w.setDatasetSettings(table);
+    fits("a CSV table");
+    if (QTest::currentTestFailed()) return;
+    QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
+    DatasetSettings missing;
+    missing.name = "imagefolder";
+    missing.path = (folder + "/no_such_folder_of_images_anywhere").toStdString();
+    w.setDatasetSettings(missing);
+    fits("a missing folder");
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(!panel->errorText().isEmpty());
+    QVERIFY(panel->statusLabel()->toolTip().contains(QString::fromStdString(missing.path)));  // in full
   }
 
   void plotsAreTallAndTheirTicksDoNotCrowd_data() { addSizes(); }

@@ -2,8 +2,10 @@
 // stays inside the Training panel and never squashes its settings, however long the
 // "Cannot train yet" reasons; a 265-character node name keeps every toolbar action on the
 // toolbar and the Edit menu narrow; Ctrl+Z in a property field undoes the field's own typing
-// first and then the graph's last edit; the toolbar's Undo / Redo keep a fixed text.
+// first and then the graph's last edit; the toolbar's Undo / Redo keep a fixed text; a
+// disabled menu item is drawn once (not etched).
 #include <QAction>
+#include <QApplication>
 #include <QDockWidget>
 #include <QLabel>
 #include <QLineEdit>
@@ -16,6 +18,7 @@
 #include <QToolButton>
 #include <QUndoStack>
 #include <QtTest>
+#include <algorithm>
 
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
@@ -195,6 +198,42 @@ class TestStudioText : public QObject {
     QCOMPARE(channels->value(), 12);
     QTest::keySequence(channels, QKeySequence::Undo);
     QCOMPARE(channels->value(), before);
+  }
+
+  // File > Open Recent, disabled with no recent files, is drawn once in the disabled text
+  // colour: Fusion's etching added a copy in the palette's Light colour (white on the dark
+  // palette) one pixel down and right. No pixel of the item is brighter than that colour.
+  void disabledMenuItemIsDrawnOnce() {
+    MainWindow::applyStyle();
+    MainWindow w;
+    w.setSilent(true);
+    w.resize(1280, 720);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QMenu* file = nullptr;
+    for (QAction* a : w.menuBar()->actions())
+      if (a->text() == "&File") file = a->menu();
+    QVERIFY(file);
+    QAction* recent = nullptr;
+    for (QAction* a : file->actions())
+      if (a->text() == "Open &Recent") recent = a;
+    QVERIFY(recent);
+    QVERIFY(!recent->isEnabled());  // no recent files (initTestCase cleared them)
+    file->popup(w.mapToGlobal(QPoint(0, 0)));
+    QVERIFY(QTest::qWaitForWindowExposed(file));
+    const QImage image = file->grab(file->actionGeometry(recent)).toImage();
+    const QColor disabled = QApplication::palette().color(QPalette::Disabled, QPalette::WindowText);
+    int brightest = 0, textPixels = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) {
+        const QColor c = image.pixelColor(x, y);
+        brightest = std::max({brightest, c.red(), c.green(), c.blue()});
+        textPixels += c.value() >= disabled.value() - 10;
+      }
+    file->hide();
+    QVERIFY2(textPixels > 20, "the item's text was not drawn");
+    QVERIFY2(brightest <= disabled.value() + 8,
+             qPrintable(QString("a pixel of %1 in a disabled item drawn in %2").arg(brightest).arg(disabled.value())));
   }
 };
 

@@ -26,6 +26,7 @@
 
 #include "engine/data/dataset_source.h"
 #include "engine/data/fashion_mnist.h"
+#include "widgets/elide.h"
 
 namespace kiln::studio {
 
@@ -189,18 +190,27 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   auto* layout = new QVBoxLayout(this);
   source_ = new QComboBox;
   source_->addItem(tr("Fashion-MNIST"), "fashion-mnist");
-  source_->addItem(tr("Image folder (one subfolder per class)"), "imagefolder");
-  source_->addItem(tr("Image list CSV (path,label)"), "images");
+  // Short names, so that the closed box shows the whole choice in a narrow dock; the rest is
+  // each item's tooltip.
+  source_->addItem(tr("Image folder"), "imagefolder");
+  source_->setItemData(1, tr("A folder with one subfolder of images per class"), Qt::ToolTipRole);
+  source_->addItem(tr("Image list (CSV)"), "images");
+  source_->setItemData(2, tr("A CSV file listing path,label of each image"), Qt::ToolTipRole);
   source_->addItem(tr("CSV table"), "csv");
-  source_->addItem(tr("Texts (class folders of .txt, or CSV / JSON lines)"), "text");
+  source_->setItemData(3, tr("A table: a CSV with a label column and numeric feature columns"), Qt::ToolTipRole);
+  source_->addItem(tr("Texts"), "text");
+  source_->setItemData(4, tr("Texts with classes: a folder with one subfolder of .txt files per class, or a CSV / "
+                             "JSON-lines file with a text and a label column"), Qt::ToolTipRole);
   source_->setToolTip(tr("The data the model trains on: Fashion-MNIST, your images (a folder with a subfolder per "
                          "class, or a CSV listing path,label), a table (a CSV with a label column) or texts (a folder "
                          "with a subfolder of .txt files per class, or a CSV / JSON-lines file with text and label)"));
   auto* sourceForm = new QFormLayout;
+  sourceForm->setRowWrapPolicy(QFormLayout::WrapLongRows);
   sourceForm->addRow(tr("Dataset:"), source_);
   layout->addLayout(sourceForm);
   sourceBox_ = new QWidget;
   auto* sourceLayout = new QFormLayout(sourceBox_);
+  sourceLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
   sourceLayout->setContentsMargins(0, 0, 0, 0);
   auto* pathRow = new QHBoxLayout;
   path_ = new QLineEdit;
@@ -211,10 +221,12 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   sourceLayout->addRow(tr("Path:"), pathRow);
   csvBox_ = new QWidget;
   auto* csvLayout = new QFormLayout(csvBox_);
+  csvLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
   csvLayout->setContentsMargins(0, 0, 0, 0);
   label_ = new QComboBox;
   label_->setToolTip(tr("The column holding the class of each row; every other numeric column is a feature"));
-  header_ = new QCheckBox(tr("First row names the columns"));
+  header_ = new QCheckBox(tr("Header row"));
+  header_->setToolTip(tr("The first row (after the skipped rows) names the columns"));
   skipRows_ = new QSpinBox;
   skipRows_->setRange(0, 1000);
   skipRows_->setToolTip(tr("Lines skipped before the header or data (1 for scikit-learn's tables, whose first line counts rows)"));
@@ -224,6 +236,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   sourceLayout->addRow(csvBox_);
   textBox_ = new QWidget;
   auto* textLayout = new QFormLayout(textBox_);
+  textLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
   textLayout->setContentsMargins(0, 0, 0, 0);
   textColumn_ = new QLineEdit;
   textColumn_->setToolTip(tr("A CSV's text column or a JSON line's text key (a folder of .txt files has none)"));
@@ -262,6 +275,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   layout->addWidget(title);
   fashionBox_ = new QWidget;
   auto* form = new QFormLayout;
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   validation_ = new QSpinBox;
   validation_->setRange(0, int(DatasetSettings::kTrainImages - 1));
   validation_->setSingleStep(1000);
@@ -286,7 +300,6 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
                           "the model's Output must then give k class scores"));
   classesError_ = new QLabel;
   classesError_->setWordWrap(true);
-  classesError_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // a long word never widens the dock
   classesError_->setStyleSheet("color: #e06c6c");
   classesError_->hide();
   form->addRow(tr("Classes:"), classes_);
@@ -303,6 +316,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   layout->addWidget(summary_);
 
   status_ = new QLabel(tr("Reading Fashion-MNIST…"));
+  status_->setTextFormat(Qt::RichText);  // setStatus escapes what it is given
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(status_);
@@ -334,6 +348,17 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
     counts_->setCellWidget(c, 3, bar);
   }
   layout->addWidget(counts_, 2);
+
+  // The panel fits its dock's default width (226 px at 1366x768) without a horizontal scroll:
+  // combo boxes size to kComboChars characters, not to their longest choice ("Image folder (one
+  // subfolder per class)" made the panel 333 px wide) or column name, and show the whole choice
+  // in their list; form rows put a field under its label when both do not fit side by side;
+  // texts wrap, and their words over kLongWord characters (paths) are shortened, in full in the tooltip.
+  for (QComboBox* c : {source_, label_, tokenizer_}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(kComboChars);
+  }
+  for (QLabel* l : {title_, summary_, status_, classesError_}) l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   connect(validation_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
   connect(train_, &QSpinBox::valueChanged, this, &DatasetPanel::onSpinChanged);
@@ -537,9 +562,15 @@ void DatasetPanel::loadSource() {
   loaded_ = false;
   error_.clear();
   status_->setStyleSheet({});
-  status_->setText(tr("Reading %1…").arg(QString::fromStdString(settings_.path)));
+  setStatus(tr("Reading %1…").arg(elideLongWords(QString::fromStdString(settings_.path), kLongWord).toHtmlEscaped()),
+            QString::fromStdString(settings_.path));
   watcher_.waitForFinished();
   watcher_.setFuture(QtConcurrent::run(summarize_source, settings_, kSamples));
+}
+
+void DatasetPanel::setStatus(const QString& html, const QString& full) {
+  status_->setText(html);
+  status_->setToolTip(full);
 }
 
 void DatasetPanel::onSpinChanged() {
@@ -586,7 +617,8 @@ void DatasetPanel::onClassesEdited() {
     // The message quotes the spec: a very long one is shortened so the panel keeps its width.
     QString message = QString::fromUtf8(e.what());
     if (message.size() > 160) message = message.left(100) + QChar(0x2026) + message.right(50);
-    classesError_->setText(message);
+    classesError_->setText(elideLongWords(message, kLongWord));
+    classesError_->setToolTip(QString::fromUtf8(e.what()));
     classesError_->show();
     return;
   }
@@ -614,13 +646,13 @@ void DatasetPanel::updateSummaryText() {
                            : tr("all %1 test images").arg(thousands(tests));
   summary_->setText(tr("Trains on %1 images and validates on %2, both from the %3 training images%4; tests on %5.")
                         .arg(thousands(settings_.train_size), thousands(settings_.validation_size),
-                             thousands(k * DatasetSettings::kTrainPerClass), classes, test));
+                             thousands(k * DatasetSettings::kTrainPerClass), elideLongWords(classes, kLongWord), test));
 }
 
 void DatasetPanel::load(const QString& dir) {
   loaded_ = false;
   error_.clear();
-  status_->setText(tr("Reading Fashion-MNIST from %1…").arg(dir));
+  setStatus(tr("Reading Fashion-MNIST from %1…").arg(elideLongWords(dir, kLongWord).toHtmlEscaped()), dir);
   watcher_.waitForFinished();
   watcher_.setFuture(QtConcurrent::run(summarize_fashion_mnist, dir, kSamples));
 }
@@ -635,14 +667,15 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
   error_ = s.error;
   loaded_ = s.error.isEmpty();
   if (!loaded_) {
-    status_->setText(tr("<b>The data set cannot be read.</b> %1").arg(s.error.toHtmlEscaped()));
+    setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(s.error, kLongWord).toHtmlEscaped()), s.error);
     status_->setStyleSheet("color: #e06c6c");
     grid_->setSamples({}, {});
   } else {
     status_->setStyleSheet({});
-    status_->setText(tr("%1 training and %2 test images in %3. Samples from the training split:")
-                         .arg(thousands(s.train_images), thousands(s.test_images),
-                              QString::fromStdString(settings_.dir)));
+    const QString dir = QString::fromStdString(settings_.dir);
+    setStatus(tr("%1 training and %2 test images in %3. Samples from the training split:")
+                  .arg(thousands(s.train_images), thousands(s.test_images), elideLongWords(dir, kLongWord).toHtmlEscaped()),
+              dir);
     QStringList labels;
     for (int l : s.sample_labels) labels << class_name(l);
     grid_->setSamples(s.samples, labels);
@@ -682,7 +715,7 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
   loaded_ = s.error.isEmpty();
   if (!loaded_) {
     // The engine's message as it is: it names the file, line and column.
-    status_->setText(tr("<b>The data set cannot be read.</b> %1").arg(s.error.toHtmlEscaped()));
+    setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(s.error, kLongWord).toHtmlEscaped()), s.error);
     status_->setStyleSheet("color: #e06c6c");
     grid_->setSamples({}, {});
     textPreview_->hide();
@@ -696,13 +729,17 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
     textPreview_->hide();
   }
   status_->setStyleSheet({});
-  QString text = s.details.toHtmlEscaped();
+  QString text = elideLongWords(s.details, kLongWord).toHtmlEscaped();
   if (!s.skipped.isEmpty()) {
     text += "<br><b>" + tr("Skipped (not used):") + "</b>";
-    for (const QString& f : s.skipped) text += "<br>" + f.toHtmlEscaped();
+    for (const QString& f : s.skipped) text += "<br>" + elideLongWords(f, kLongWord).toHtmlEscaped();
   }
   if (s.kind != "csv" && s.kind != "text") text += "<br>" + tr("Samples from the training split:");
-  status_->setText(text);
+  // The tooltip: the skipped files' whole paths (the first kSkippedInTooltip).
+  QString full = s.details;
+  if (!s.skipped.isEmpty()) full += "\n" + s.skipped.mid(0, kSkippedInTooltip).join("\n");
+  if (s.skipped.size() > kSkippedInTooltip) full += "\n" + tr("… and %n more", nullptr, int(s.skipped.size() - kSkippedInTooltip));
+  setStatus(text, full);
   QStringList labels;
   for (int l : s.sample_labels) labels << s.class_names.value(l);
   grid_->setSamples(s.samples, labels);

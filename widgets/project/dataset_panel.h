@@ -86,6 +86,12 @@ class DatasetPanel : public QWidget {
   Q_OBJECT
  public:
   static constexpr int kSamples = 40;
+  // Fitting a 226 px dock (1366x768): combo boxes are sized for kComboChars characters, and the
+  // status line's words over kLongWord characters (paths) are shortened in the middle; its
+  // tooltip has them in full, with the first kSkippedInTooltip skipped files.
+  static constexpr int kComboChars = 14;
+  static constexpr int kLongWord = 28;
+  static constexpr int kSkippedInTooltip = 30;
   // Starts reading settings.dir in the background; ValueError when settings are invalid.
   explicit DatasetPanel(QWidget* parent = nullptr, const DatasetSettings& settings = {});
   ~DatasetPanel() override;
@@ -140,6 +146,7 @@ class DatasetPanel : public QWidget {
   void showSourceSummary(const DatasetSummary& summary);
   void setClassRows(int rows);
   void showSummary(const DatasetSummary& summary);
+  void setStatus(const QString& html, const QString& full);  // the status line and its tooltip
   void onSpinChanged();
   void onClassesEdited();
   void updateSummaryText();

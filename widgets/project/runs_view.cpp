@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -65,6 +66,17 @@ QString legend_name(int64_t id, const QString& name) {
   return QString("#%1 %2").arg(id).arg(name.size() <= kLegendName ? name : name.left(kLegendName - 1) + QChar(0x2026));
 }
 
+// The Name column's editor: a QLineEdit that takes at most RunsView::kMaxNameLength characters.
+class RunNameDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QWidget* editor = QStyledItemDelegate::createEditor(parent, option, index);
+    if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setMaxLength(RunsView::kMaxNameLength);
+    return editor;
+  }
+};
+
 }  // namespace
 
 QColor RunsView::runColor(int index) {
@@ -96,6 +108,7 @@ RunsView::RunsView(projects::Project* project, QWidget* parent) : QWidget(parent
   table_->setTextElideMode(Qt::ElideRight);
   table_->setWordWrap(false);
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  table_->setItemDelegateForColumn(RunsModel::Name, new RunNameDelegate(table_));
   // Interactive widths, fitted to the contents (at most kMaxColumnWidth) when a project is
   // set; the last column takes the rest. Fitting measures at most 200 rows.
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);

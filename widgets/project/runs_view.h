@@ -39,6 +39,10 @@ class RunsView : public QWidget {
   static constexpr int kMaxColumnWidth = 260;  // px a column is fitted to at most (the Run column)
   static constexpr int kMaxOtherColumnWidth = 160;  // px, the other columns
   static constexpr int kMinimumPlotHeight = 120;    // px of each overlay plot at least
+  // Characters (UTF-16 units, QLineEdit::maxLength) the name editor takes: the project stores
+  // at most Project::kMaxRunNameBytes of UTF-8 and one UTF-16 unit takes at most 3 of them, so
+  // whatever the editor takes is stored; without a limit a long paste was refused only on Enter.
+  static constexpr int kMaxNameLength = static_cast<int>(projects::Project::kMaxRunNameBytes / 3);
 
   // project may be null (an empty view); it is not owned and must outlive the view or
   // be replaced with setProject(nullptr) first.

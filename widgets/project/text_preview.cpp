@@ -119,7 +119,10 @@ void LengthHistogram::paintEvent(QPaintEvent*) {
 TextPreview::TextPreview(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(new QLabel(tr("<b>Tokens per text</b> (before truncation):")));
+  auto* title = new QLabel(tr("<b>Tokens per text</b> (before truncation):"));
+  title->setWordWrap(true);
+  title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the dock
+  layout->addWidget(title);
   histogram_ = new LengthHistogram;
   layout->addWidget(histogram_);
   figures_ = new QLabel;

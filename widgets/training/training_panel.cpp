@@ -7,16 +7,17 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QStyle>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 
 #include "engine/core/registry.h"
 #include "engine/optim/factory.h"
+#include "widgets/elide.h"
 
 namespace kiln::studio {
 
@@ -37,22 +38,6 @@ void addChoices(QComboBox* combo, const std::vector<std::string>& names,
     if (std::find(names.begin(), names.end(), name) != names.end()) combo->addItem(label, QString(name));
   for (const std::string& name : names)
     if (combo->findData(QString::fromStdString(name)) < 0) combo->addItem(QString::fromStdString(name), QString::fromStdString(name));
-}
-
-// Words longer than `max` characters (a 265-character node name) shortened in the middle
-// with "…": a word-wrapped QLabel cannot break a word, so one long word would widen the panel.
-QString elideLongWords(const QString& text, int max) {
-  static const QRegularExpression word(QStringLiteral("\\S+"));
-  QString out;
-  qsizetype last = 0;
-  for (auto it = word.globalMatch(text); it.hasNext();) {
-    const QRegularExpressionMatch m = it.next();
-    out += text.mid(last, m.capturedStart() - last);
-    const QString w = m.captured();
-    out += w.size() <= max ? w : w.left(max / 2) + QChar(0x2026) + w.right(max - max / 2 - 1);
-    last = m.capturedEnd();
-  }
-  return out + text.mid(last);
 }
 
 }  // namespace
@@ -150,11 +135,43 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   progress_->setFormat("%p%");
   outer->addWidget(progress_);
   status_ = new QLabel(tr("Ready: press Train."), this);
+  status_->setTextFormat(Qt::PlainText);  // node names and paths are never markup
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   // Its width follows the panel's (never the text's); the height follows the wrapped text.
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  outer->addWidget(status_);
+  detailsButton_ = new QToolButton(this);
+  detailsButton_->setText(tr("Details"));
+  detailsButton_->setCheckable(true);
+  detailsButton_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  detailsButton_->setArrowType(Qt::RightArrow);
+  detailsButton_->setAutoRaise(true);
+  detailsButton_->setToolTip(tr("Show the whole message below"));
+  detailsButton_->hide();
+  auto* statusRow = new QHBoxLayout;
+  statusRow->setContentsMargins(0, 0, 0, 0);
+  statusRow->addWidget(status_, 1);
+  statusRow->addWidget(detailsButton_, 0, Qt::AlignTop);
+  outer->addLayout(statusRow);
+  // The whole message, at most kDetailsLines lines tall (it scrolls): open, it takes its
+  // height from the settings, which scroll.
+  details_ = new QLabel;
+  details_->setTextFormat(Qt::PlainText);
+  details_->setWordWrap(true);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  details_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  detailsArea_ = new QScrollArea(this);
+  detailsArea_->setWidget(details_);
+  detailsArea_->setWidgetResizable(true);
+  detailsArea_->setFrameShape(QFrame::NoFrame);
+  detailsArea_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  detailsArea_->setMaximumHeight(kDetailsLines * details_->fontMetrics().lineSpacing() + 4);
+  detailsArea_->hide();
+  outer->addWidget(detailsArea_);
+  connect(detailsButton_, &QToolButton::toggled, this, [this](bool on) {
+    detailsButton_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+    detailsArea_->setVisible(on && !detailsButton_->isHidden());
+  });
 
   // Long choices ("Step (x0.1 after each third of the epochs)", a GPU's name) are elided in
   // the closed combo box, not widening the panel: it fits a 300 px dock.
@@ -260,18 +277,14 @@ void TrainingPanel::updateButtons() {
     w->setEnabled(idle);
   momentum_->setEnabled(idle && (optimizer_->currentData() == "sgd" || optimizer_->currentData() == "rmsprop"));
   if (idle && !blockers_.isEmpty()) {
-    // At most kShownBlockers reasons, long words shortened; all of them in the tooltip.
-    QStringList shown;
-    for (const QString& b : blockers_.mid(0, kShownBlockers)) shown << elideLongWords(b, kLongWord);
-    QString text = tr("Cannot train yet: ") + shown.join("; ");
-    if (blockers_.size() > kShownBlockers)
-      text += tr(" (and %n more: hover here for the list)", nullptr, int(blockers_.size() - kShownBlockers));
-    status_->setText(text);
-    status_->setToolTip(tr("Cannot train yet:\n• ") + blockers_.join("\n• "));
+    // How many reasons, and the first; all of them in the tooltip and the Details label.
+    const QString text = blockers_.size() == 1
+                             ? tr("Cannot train yet: %1").arg(blockers_.first())
+                             : tr("Cannot train yet (%n reasons): %1", nullptr, int(blockers_.size())).arg(blockers_.first());
+    showFittedStatus(text, tr("Cannot train yet:\n• ") + blockers_.join("\n• "));
     showingBlockers_ = true;
   } else if (idle && showingBlockers_) {
-    status_->setText(tr("Ready: press Train."));
-    status_->setToolTip({});
+    showPlainStatus(tr("Ready: press Train."));
     showingBlockers_ = false;
   }
 }
@@ -294,7 +307,7 @@ void TrainingPanel::showProgressText() {
                                                     : tr("Training");
   if (state_ == State::Paused) {
     progress_->setFormat(tr("Paused · %1 · %p%").arg(phase));
-    status_->setText(tr("Paused at epoch %1 of %2, step %3 of %4: press Resume.")
+    showPlainStatus(tr("Paused at epoch %1 of %2, step %3 of %4: press Resume.")
                          .arg(lastEpoch_).arg(lastEpochs_).arg(lastStep_).arg(lastTotal_));
     return;
   }
@@ -302,17 +315,17 @@ void TrainingPanel::showProgressText() {
   if (phase_ == Phase::Training)
     // One line in a 300 px dock (the phase and ETA are in the bar): two lines hid the
     // Learning rate field at 1280 x 720.
-    status_->setText(tr("Epoch %1/%2 · step %3/%4 · %5 images/s")
+    showPlainStatus(tr("Epoch %1/%2 · step %3/%4 · %5 images/s")
                          .arg(lastEpoch_)
                          .arg(lastEpochs_)
                          .arg(lastStep_)
                          .arg(lastTotal_)
                          .arg(QLocale().toString(lastImagesPerSecond_, 'f', 0)));
   else if (phase_ == Phase::Validating)
-    status_->setText(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
+    showPlainStatus(tr("Validating after epoch %1 of %2 · ETA %3 (estimated)")
                          .arg(lastEpoch_).arg(lastEpochs_).arg(formatDuration(lastEta_)));
   else
-    status_->setText(tr("Testing on the test images · ETA %1").arg(formatDuration(lastEta_)));
+    showPlainStatus(tr("Testing on the test images · ETA %1").arg(formatDuration(lastEta_)));
 }
 
 void TrainingPanel::setEnded(const QString& status) {
@@ -338,9 +351,42 @@ void TrainingPanel::clearProgress() {
 QString TrainingPanel::progressText() const { return progress_->text(); }
 
 void TrainingPanel::setStatusText(const QString& text) {
-  status_->setText(elideLongWords(text, kLongWord));
-  status_->setToolTip(text);
+  showFittedStatus(text);
   showingBlockers_ = false;
+}
+
+void TrainingPanel::showFittedStatus(const QString& text, const QString& details) {
+  statusFull_ = text;
+  statusDetails_ = details.isEmpty() ? text : details;
+  statusFitted_ = true;
+  fitStatus();
+}
+
+void TrainingPanel::fitStatus() {
+  if (!statusFitted_) return;
+  // The status line's width beside the Details button (kept free for it whether shown or not).
+  const int width = layout()->contentsRect().width() - detailsButton_->sizeHint().width() - layout()->spacing();
+  const QString shown = elideToLines(elideLongWords(statusFull_, kLongWord), status_->font(), width, kStatusLines);
+  status_->setText(shown);
+  // Shortened (or more to say than it shows): the whole of it behind Details and in the tooltip.
+  const bool more = shown != statusFull_ || statusDetails_ != statusFull_;
+  status_->setToolTip(more ? statusDetails_ : QString());
+  details_->setText(elideLongWords(statusDetails_, kLongWord));
+  detailsButton_->setVisible(more);
+  detailsArea_->setVisible(more && detailsButton_->isChecked());
+}
+
+void TrainingPanel::showPlainStatus(const QString& text) {
+  statusFitted_ = false;
+  status_->setText(text);
+  status_->setToolTip({});
+  detailsButton_->hide();
+  detailsArea_->hide();
+}
+
+void TrainingPanel::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  fitStatus();  // after the layout gave status_ its new width
 }
 QString TrainingPanel::statusText() const { return status_->text(); }
 

@@ -13,7 +13,9 @@ class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
+class QToolButton;
 
 namespace kiln::studio {
 
@@ -29,9 +31,12 @@ class TrainingPanel : public QWidget {
   void refreshDevices();
 
   // Start is enabled only when `reasons` is empty; otherwise its tooltip lists them, and the
-  // status line shows the first kShownBlockers (words over kLongWord characters shortened
-  // with "…", so the line wraps inside the panel's width) and its tooltip all of them.
-  static constexpr int kShownBlockers = 3;
+  // status line says how many there are and shows the first, at most kStatusLines lines (words
+  // over kLongWord characters shortened with "…", the rest elided), so that the settings keep
+  // their fields in view (an imported resnet18's three reasons took 6 lines and left two
+  // fields at 1366x768); the status line's tooltip and its Details area list all of them.
+  static constexpr int kStatusLines = 2;
+  static constexpr int kDetailsLines = 6;  // the Details area's height at most (it scrolls)
   static constexpr int kMinimumSettingsHeight = 60;  // px of the form shown at least
   static constexpr int kFieldMinimumWidth = 72;      // px a settings field may shrink to
   static constexpr int kLongWord = 40;
@@ -52,13 +57,19 @@ class TrainingPanel : public QWidget {
   // Back to before any run (0%, "Ready: press Train." or the blockers), as for another project.
   void clearProgress();
   QString progressText() const;  // the progress bar's text as shown
-  void setStatusText(const QString&);  // long words shortened; the full text in the tooltip
+  // A message in the status line (at most kStatusLines lines, as the reasons above); the
+  // full text in its tooltip and Details area.
+  void setStatusText(const QString&);
   QString statusText() const;
 
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* stopButton() const { return stop_; }
   QLabel* statusLabel() const { return status_; }
+  // Shown when the status line is shortened: checked, the Details label below it shows the
+  // whole message or every reason (one a line).
+  QToolButton* detailsButton() const { return detailsButton_; }
+  QLabel* detailsLabel() const { return details_; }
   QComboBox* deviceCombo() const { return device_; }
 
  signals:
@@ -70,6 +81,12 @@ class TrainingPanel : public QWidget {
  private:
   void updateButtons();
   void updateOptimizerFields();
+  void resizeEvent(QResizeEvent*) override;  // the shortened status line fitted to the new width
+  // Shows `text` in the status line fitted to kStatusLines lines; `details` (or text) in full in
+  // its tooltip and the Details label. fitStatus() fits it anew to the label's width.
+  void showFittedStatus(const QString& text, const QString& details = {});
+  void fitStatus();
+  void showPlainStatus(const QString& text);  // a short progress line, not fitted
 
   QComboBox *optimizer_, *scheduler_, *device_;
   QDoubleSpinBox *lr_, *momentum_, *weightDecay_;
@@ -77,6 +94,11 @@ class TrainingPanel : public QWidget {
   QPushButton *start_, *pause_, *stop_;
   QProgressBar* progress_;
   QLabel* status_;
+  QToolButton* detailsButton_;
+  QLabel* details_;
+  QScrollArea* detailsArea_;
+  QString statusFull_, statusDetails_;  // the fitted status text in full, and its details
+  bool statusFitted_ = false;           // status_ shows statusFull_ fitted (else a progress line)
   QStringList blockers_;
   State state_ = State::Idle;
   void showProgressText();
