@@ -1,10 +1,10 @@
-// DatasetPanel: Fashion-MNIST as shipped by the Debian package dataset-fashion-mnist, or another
-// source (an image folder or manifest, a CSV table, texts: text_preview.h). For Fashion-MNIST,
-// (engine/data/fashion_mnist.h): the split sizes a run uses, a grid of sample
-// training images with their class names, and the images per class of the training
-// and test splits. The files are read on a worker thread (QtConcurrent); when they
-// are missing or malformed the panel shows the engine's message (which names the
-// package to install) instead of the samples.
+// DatasetPanel: Fashion-MNIST as shipped by the Debian package dataset-fashion-mnist
+// (engine/data/fashion_mnist.h): the split sizes a run uses, a grid of sample training images
+// with their class names, and the images per class of the training and test splits; or another
+// source (an image folder or manifest, a CSV table, texts with their tokenizer: text_preview.h
+// shows their samples, tokens and lengths). The files are read on a worker thread
+// (QtConcurrent); when they are missing or malformed the panel shows the engine's message
+// (naming the file and line, or the package to install) instead of the samples.
 #pragma once
 #include <QFutureWatcher>
 #include <QImage>
