@@ -199,6 +199,9 @@ int eval_command(const std::vector<std::string>& argv) {
 
   std::printf("%s: %s on %s, %lld test %s of %s\n", path.c_str(), model_name.c_str(), device.str().c_str(),
               static_cast<long long>(m.count()), table || text ? "samples" : "images", data_name.c_str());
+  if (text)
+    std::printf("%lld test texts longer than the max length %lld tokens were truncated to it\n",
+                static_cast<long long>(text->test->truncated()), static_cast<long long>(text->config.max_length));
   if (regression) {
     std::printf("mse %.6g  rmse %.6g\n", m.loss(), std::sqrt(m.loss()));
     return kExitOk;

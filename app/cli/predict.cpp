@@ -41,8 +41,9 @@ ArgParser predict_parser() {
   p.flag("run", "DIR", "", "the run directory (`kiln train --out DIR`: model.safetensors and its run files)")
       .flag("input", "PATH", "", "an image, a folder of images (recursively, sorted by path), or for a run trained\n"
                                  "on a table a CSV file of its feature columns (the label column optional); for a run\n"
-                                 "trained on text a .txt file or a folder of them (recursively), tokenized\n"
-                                 "with the run's tokenizer.json")
+                                 "trained on text a .txt file, a folder of them (recursively), or a CSV/TSV/JSON-lines\n"
+                                 "file with the run's text column (one prediction per row), tokenized with the\n"
+                                 "run's tokenizer.json; texts longer than its max length are truncated, as at training")
       .flag("out", "FILE", "-", "the predictions CSV (- = standard output)")
       .flag("top-k", "K", "1", "classes per input, most probable first (columns class_2, probability_2 ...)")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
@@ -50,10 +51,11 @@ ArgParser predict_parser() {
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
   p.epilog("Columns: input (the file, or FILE:LINE of a table row), label (when known: a table's label column,\n"
            "or the class folder DIR/<class>/ an image is in), class, probability, error (why an input has no\n"
-           "prediction: an image that cannot be decoded). A regression run writes value instead of class\n"
-           "and probability. With labels, the accuracy (or RMSE) goes to standard error with the summary.\n\n"
+           "prediction: an image that cannot be decoded, a text that is empty or not UTF-8). A regression\n"
+           "run writes value instead of class and probability. With labels, the accuracy (or RMSE) goes to standard error with the summary.\n\n"
            "example: kiln predict --run runs/photos --input new_photos/ --top-k 3 --out predictions.csv\n"
-           "         kiln predict --run runs/wine --input more_wine.csv");
+           "         kiln predict --run runs/wine --input more_wine.csv\n"
+           "         kiln predict --run runs/spam --input new_mails.jsonl");
   return p;
 }
 
@@ -173,6 +175,7 @@ int predict_command(const std::vector<std::string>& argv) {
   const int64_t n = static_cast<int64_t>(names_in.size());
   errors.assign(static_cast<size_t>(n), "");
   if (text_in) errors = text_in->errors;  // files that are not usable text (empty, binary, not UTF-8)
+  const bool text_rows = text_in && text_in->rows;
   std::vector<std::vector<std::pair<int64_t, float>>> top(static_cast<size_t>(n));  // (class, probability)
   std::vector<double> values(static_cast<size_t>(n), NAN);                           // regression
 
@@ -246,7 +249,7 @@ int predict_command(const std::vector<std::string>& argv) {
     predicted += ok;
     if (d.regression) {
       text += "," + (ok ? number(values[u]) : "");
-      if (ok && labelled) {
+      if (ok && !labels[u].empty()) {
         const double diff = values[u] - std::stod(labels[u]);
         squared += diff * diff, ++labelled_count;
       }
@@ -255,7 +258,7 @@ int predict_command(const std::vector<std::string>& argv) {
         text += ok ? "," + csv_field(d.names[static_cast<size_t>(top[u][static_cast<size_t>(j)].first)]) + "," +
                          number(top[u][static_cast<size_t>(j)].second)
                    : ",,";
-      if (ok && labelled) {
+      if (ok && !labels[u].empty()) {  // a JSON line may leave its label out
         ++labelled_count;
         correct += d.names[static_cast<size_t>(top[u][0].first)] == labels[u];
       }
@@ -282,15 +285,24 @@ int predict_command(const std::vector<std::string>& argv) {
   const int64_t skipped = n - predicted + (table_in ? static_cast<int64_t>(table_in->dropped.size()) : 0);
   std::fprintf(stderr, "%s: %lld of %lld %s predicted with %s on %s%s%s\n", input.c_str(),
                static_cast<long long>(predicted), static_cast<long long>(predicted + skipped),
-               table_in ? "rows" : text_in ? "texts" : "images", model_name.c_str(), device.str().c_str(),
+               table_in || text_rows ? "rows" : text_in ? "texts" : "images", model_name.c_str(), device.str().c_str(),
                out_path == "-" ? "" : ", written to ", out_path == "-" ? "" : out_path.c_str());
+  if (text_in && text_in->truncated > 0)
+    std::fprintf(stderr, "  %lld texts longer than the run's max length %lld tokens: their first %lld tokens were used\n",
+                 static_cast<long long>(text_in->truncated), static_cast<long long>(d.text->config.max_length),
+                 static_cast<long long>(d.text->config.max_length));
   if (other_files > 0)
     std::fprintf(stderr, "  %lld files left out: not image file names\n", static_cast<long long>(other_files));
   if (skipped > 0) {
-    std::fprintf(stderr, "  %lld %s skipped:\n", static_cast<long long>(skipped), table_in ? "rows" : "files");
+    std::fprintf(stderr, "  %lld %s skipped:\n", static_cast<long long>(skipped),
+                 table_in || text_rows ? "rows" : "files");
     for (int64_t i = 0; i < n; ++i)
-      if (const std::string& e = errors[static_cast<size_t>(i)]; !e.empty())
-        std::fprintf(stderr, "  skipped %s\n", e.c_str());
+      if (const std::string& e = errors[static_cast<size_t>(i)]; !e.empty()) {
+        // an image's decoder names its file; a text's reason does not
+        const std::string where = text_in && e.rfind(names_in[static_cast<size_t>(i)], 0) != 0
+                                      ? names_in[static_cast<size_t>(i)] + ": " : std::string();
+        std::fprintf(stderr, "  skipped %s%s\n", where.c_str(), e.c_str());
+      }
     if (table_in)
       for (const std::string& row : table_in->dropped)
         std::fprintf(stderr, "  skipped %s: a missing value\n", row.c_str());

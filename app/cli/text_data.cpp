@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/data/text/utf8.h"
 
 namespace kiln::cli {
 
@@ -28,26 +29,6 @@ std::string percent(int64_t part, int64_t whole) {
 }
 
 }  // namespace
-
-// The first `n` code points of `text` on one line (line breaks and tabs shown as spaces).
-std::string text_preview(const std::string& text, size_t n) {
-  std::string out;
-  size_t cps = 0;
-  bool space = false;
-  for (size_t i = 0; i < text.size() && cps < n; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == ' ') {
-      if (!space && !out.empty()) out += ' ', ++cps;
-      space = true;
-      continue;
-    }
-    space = false;
-    out += static_cast<char>(c);
-    if ((c & 0xC0) != 0x80) ++cps;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
 
 bool is_text_dataset(const std::string& dataset) { return dataset.rfind(kTextPrefix, 0) == 0; }
 
@@ -152,7 +133,7 @@ std::string inspect_text(const TextConfig& c, int64_t shown) {
   os << "  samples (test split, tokens after truncation):\n";
   for (int64_t i = 0; i < std::min<int64_t>(shown, test.size()); ++i) {
     const data::TextSample& s = index->samples[static_cast<size_t>(split.test[static_cast<size_t>(i)])];
-    os << "    [" << index->classes[static_cast<size_t>(s.label)] << "] " << s.origin << ": " << text_preview(s.text, 70)
+    os << "    [" << index->classes[static_cast<size_t>(s.label)] << "] " << s.origin << ": " << data::text_preview(s.text, 70)
        << "\n      " << test.length(i) << " tokens:";
     const std::vector<int64_t>& ids = test.ids(i);
     for (size_t k = 0; k < std::min<size_t>(ids.size(), 24); ++k) {

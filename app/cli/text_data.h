@@ -16,9 +16,6 @@ inline constexpr const char* kTextPrefix = "text:";
 
 // Whether `dataset` is "text:DIR|FILE" (a folder per class, a CSV/TSV table, or *.jsonl).
 bool is_text_dataset(const std::string& dataset);
-// The first n code points of `text` on one line (line breaks and tabs as one space), for
-// listings of samples.
-std::string text_preview(const std::string& text, size_t n);
 
 struct TextConfig {
   std::string path;

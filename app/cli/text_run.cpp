@@ -13,6 +13,8 @@
 #include "engine/core/ops.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/tabular.h"
+#include "engine/data/text/text_rows.h"
+#include "engine/data/text/utf8.h"
 #include "engine/graph/layout.h"
 
 namespace kiln::cli {
@@ -188,7 +190,7 @@ std::vector<TextMistake> text_mistakes(nn::Module& model, const data::TextDatase
       const data::TextSample& s =
           test.index().samples[static_cast<size_t>(test.positions()[static_cast<size_t>(idx[r])])];
       TextMistake m{s.origin, classes.at(static_cast<size_t>(y[r])), classes.at(pred), row[pred],
-                    text_preview(s.text, 120), {}};
+                    data::text_preview(s.text, 120), {}};
       const std::vector<int64_t>& ids = test.ids(idx[r]);
       for (size_t k = 0; k < std::min<size_t>(ids.size(), 32); ++k)
         m.tokens.push_back(shown_piece(test.tokenizer().piece(ids[k])));
@@ -233,16 +235,30 @@ json text_summary(const TextData& d) {
             {"tokenizer", d.tokenizer->kind()},
             {"vocab_size", d.tokenizer->vocab_size()},
             {"max_length", d.config.max_length},
-            {"truncated_train", d.train ? d.train->truncated() : 0}};
+            {"truncated_train", d.train ? d.train->truncated() : 0},
+            {"truncated_test", d.test->truncated()}};
   return j;
 }
+
+namespace {
+
+// Whether a file given to kiln predict is a table or JSON-lines file of texts (one per row).
+bool is_text_rows_file(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
+  const std::string ext = fs::path(name).extension().string();
+  return ext == ".csv" || ext == ".tsv" || data::is_jsonl_path(name);
+}
+
+}  // namespace
 
 TextInput read_text_input(const std::string& path, const TextRun& run, const data::Tokenizer& tokenizer) {
   std::error_code ec;
   KILN_CHECK(fs::exists(path, ec), IoError, path, ": no such file or folder");
-  std::vector<std::string> files;
-  std::vector<std::string> labels;
+  // Each input: where it is from, its label ("" when unknown), its text, or why it has none.
+  std::vector<data::TextRow> items;
   if (fs::is_directory(path, ec)) {
+    std::vector<std::string> files;
     for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -258,34 +274,42 @@ TextInput read_text_input(const std::string& path, const TextRun& run, const dat
     for (const std::string& f : files) {
       const fs::path rel = fs::path(f).lexically_relative(path);
       const std::string first = std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : "";
-      labels.push_back(first);
+      items.push_back({f, "", first, ""});
       all_in_classes = all_in_classes && std::count(run.classes.begin(), run.classes.end(), first) > 0;
     }
-    if (!all_in_classes) std::fill(labels.begin(), labels.end(), "");
+    if (!all_in_classes)
+      for (data::TextRow& r : items) r.label.clear();
+  } else if (is_text_rows_file(path)) {
+    items = data::read_text_rows(path, run.config.read).rows;
   } else {
-    files.push_back(path);
-    labels.push_back("");
+    items.push_back({path, "", "", ""});
   }
+  const bool files = !is_text_rows_file(path) || fs::is_directory(path, ec);
   TextInput in;
-  const int64_t n = static_cast<int64_t>(files.size()), t = run.config.max_length;
+  in.rows = !files;
+  const int64_t n = static_cast<int64_t>(items.size()), t = run.config.max_length;
   in.x = Tensor::zeros({n, t}, DType::i64);
   int64_t* x = in.x.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    const std::string& f = files[static_cast<size_t>(i)];
-    std::string error;
+    data::TextRow& item = items[static_cast<size_t>(i)];
+    std::string error = item.error;
     try {
-      std::string bytes = read_all(f);
-      if (bytes.rfind("\xEF\xBB\xBF", 0) == 0) bytes.erase(0, 3);  // a byte order mark
-      error = data::unusable_text_reason(bytes);
+      if (files) {  // read the .txt file
+        std::string bytes = read_all(item.origin);
+        if (bytes.rfind("\xEF\xBB\xBF", 0) == 0) bytes.erase(0, 3);  // a byte order mark
+        error = data::unusable_text_reason(bytes);
+        if (error.empty()) item.text = std::move(bytes);
+      }
       if (error.empty()) {
-        const std::vector<int64_t> ids = tokenizer.encode(bytes);
+        const std::vector<int64_t> ids = tokenizer.encode(item.text);
+        in.truncated += static_cast<int64_t>(ids.size()) > t;
         std::copy(ids.begin(), ids.begin() + std::min<int64_t>(t, static_cast<int64_t>(ids.size())), x + i * t);
       }
     } catch (const Error& e) {
       error = e.what();
     }
-    in.inputs.push_back(f);
-    in.labels.push_back(labels[static_cast<size_t>(i)]);
+    in.inputs.push_back(item.origin);
+    in.labels.push_back(item.label);
     in.errors.push_back(error);
   }
   return in;

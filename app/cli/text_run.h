@@ -86,13 +86,21 @@ nlohmann::ordered_json mistakes_json(const std::vector<TextMistake>& mistakes);
 // summary.json's "data" entry of a text run.
 nlohmann::ordered_json text_summary(const TextData& data);
 
-// The run's tokenizer applied to `path` for `kiln predict`: a .txt file, or every .txt file of a
-// folder and its subfolders (sorted by path, hidden entries left out). Labels: the first-level
-// class folder an input is in when it is named after one of `classes`, else "". A file that is not
-// usable text (empty, binary, invalid UTF-8) gets its reason in `errors` and an all-padding row.
+// The run's tokenizer applied to `path` for `kiln predict`: a .txt file; every .txt file of a
+// folder and its subfolders (sorted by path, hidden entries left out); or each row of a CSV/TSV
+// table (*.csv, *.tsv, optionally .gz) or JSON-lines file (*.jsonl, *.ndjson), read from the run's
+// text and label columns (text_rows.h). Labels: a row's label column when the file has one; for
+// files, the first-level class folder an input is in when all are named after one of `classes`;
+// else "". An input that is not usable text (an empty, binary or non-UTF-8 file or row, a JSON
+// line without the text key) gets its reason in `errors` and an all-padding row. A text longer
+// than the run's max length is truncated to its first max_length tokens, as at training, and
+// counted in `truncated`. IoError naming the path when it is missing, a folder holds no .txt file,
+// or a table lacks the run's text column.
 struct TextInput {
   Tensor x;  // i64 [N, max_length]
   std::vector<std::string> inputs, labels, errors;
+  int64_t truncated = 0;  // usable inputs with more than max_length tokens
+  bool rows = false;      // read from a table or JSON-lines file (inputs are FILE:LINE)
 };
 TextInput read_text_input(const std::string& path, const TextRun& run, const data::Tokenizer& tokenizer);
 

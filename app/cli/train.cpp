@@ -230,12 +230,13 @@ int train_command(const std::vector<std::string>& argv) {
   }
   if (text_data) {
     std::fprintf(stderr, "%s: %zu texts, %zu classes, %lld duplicates dropped; %s tokenizer fitted on the %lld training "
-                 "texts, vocabulary %lld, max length %lld (%lld training texts truncated); %zu files skipped%s\n",
+                 "texts, vocabulary %lld, max length %lld (longer texts truncated: %lld training, %lld test); %zu files "
+                 "skipped%s\n",
                  c.text.path.c_str(), text_data->index->samples.size(), text_data->index->classes.size(),
                  static_cast<long long>(text_data->index->duplicates_dropped), text_data->tokenizer->kind().c_str(),
                  static_cast<long long>(text_data->train->size()), static_cast<long long>(text_data->tokenizer->vocab_size()),
                  static_cast<long long>(c.text.max_length), static_cast<long long>(text_data->train->truncated()),
-                 text_data->index->skipped.size(), text_data->index->skipped.empty() ? "" : ":");
+                 static_cast<long long>(text_data->test->truncated()), text_data->index->skipped.size(), text_data->index->skipped.empty() ? "" : ":");
     for (const data::SkippedText& s : text_data->index->skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", s.origin.c_str(), s.reason.c_str());
   }

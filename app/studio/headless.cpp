@@ -76,16 +76,23 @@ int train(const HeadlessOptions& o) {
     dataset.label = o.label.toStdString();
     dataset.skip_rows = o.skipRows;
     dataset.header = !o.noHeader;
+    if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
+    if (o.maxLength > 0) dataset.max_length = o.maxLength;
+    if (o.vocabSize > 0) dataset.vocab_size = o.vocabSize;
+    if (!o.textColumn.isEmpty()) dataset.text_column = o.textColumn.toStdString();
     try {
       dataset.validate();
-      KILN_CHECK(!dataset.is_fashion_mnist(), ValueError, "--dataset expects imagefolder:DIR, images:FILE.csv or csv:FILE, got '",
+      KILN_CHECK(!dataset.is_fashion_mnist(), ValueError,
+                 "--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '",
                  spec, "'");
       out(QString("reading %1").arg(o.dataset));
       const data::OpenedDataset d = data::open_dataset(dataset.source(config.seed));
       out(QString::fromStdString(d.description()));
       for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
+      const auto k = static_cast<int64_t>(d.classes.size());
       const std::vector<std::string> changes =
-          graph::fit_graph_to_data(g, d.sample_shape, static_cast<int64_t>(d.classes.size()));
+          d.text ? graph::fit_graph_to_text(g, d.text->max_length, d.text->tokenizer->vocab_size(), k)
+                 : graph::fit_graph_to_data(g, d.sample_shape, k);
       for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
       if (!changes.empty()) {
         const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
@@ -143,6 +150,27 @@ int train(const HeadlessOptions& o) {
     if (lastLine.elapsed() >= 500) {
       line(p);
       lastLine.restart();
+    }
+  });
+  // The evaluation by class name, and the misclassified texts with the tokens the model saw.
+  QObject::connect(&session, &TrainingSession::evaluated, [&](const EvaluationResult& r) {
+    const int c = static_cast<int>(r.classNames.size());
+    if (c == 0 || r.confusion.size() != static_cast<size_t>(c) * static_cast<size_t>(c)) return;
+    out("confusion matrix (rows: true class, columns: predicted):");
+    for (int t = 0; t < c; ++t) {
+      QStringList cells;
+      for (int p = 0; p < c; ++p) cells << QString::number(r.confusion[static_cast<size_t>(t * c + p)]);
+      out(QString("  %1: %2").arg(r.classNames[t], cells.join(' ')));
+    }
+    if (r.texts.isEmpty()) return;
+    const int shown = std::min<int>(static_cast<int>(r.misclassified.size()), 10);
+    out(QString("misclassified test texts (first %1 of %2 stored):").arg(shown).arg(r.misclassified.size()));
+    for (int i = 0; i < shown; ++i) {
+      const auto& s = r.misclassified[i];
+      const auto at = static_cast<qsizetype>(s.index);
+      out(QString("  %1: '%2' predicted '%3'\n    %4\n    tokens: %5")
+              .arg(r.textOrigins.value(at), r.classNames.value(s.truth), r.classNames.value(s.predicted),
+                   r.texts.value(at).left(120), r.textTokens.value(at)));
     }
   });
   QObject::connect(&session, &TrainingSession::logMessage, [&](const QString& m) { out(m); });

@@ -25,13 +25,20 @@ struct HeadlessOptions {
   QString device;         // --device D ("" = stored setting)
   QString newFile;        // --new FILE
   QString templateName;   // --template NAME
-  // --dataset SPEC (imagefolder:DIR | images:FILE.csv | csv:FILE) [--label C] [--skip-rows N]
+  // --dataset SPEC (imagefolder:DIR | images:FILE.csv | csv:FILE | text:DIR|FILE) [--label C] [--skip-rows N]
   // [--no-header]: the project's dataset becomes SPEC (stored), and its latest graph is fitted to
-  // it (graph::fit_graph_to_data; saved as a new graph version when that changes it).
+  // it (graph::fit_graph_to_data, or fit_graph_to_text for texts: vocabulary and max length; saved
+  // as a new graph version when that changes it).
   QString dataset;
   QString label;
   qint64 skipRows = 0;
   bool noHeader = false;
+  // With --dataset text:DIR|FILE: --tokenizer word|char|sentencepiece, --max-length N,
+  // --vocab-size N, --text-column NAME (--label names the label column); empty / 0 = the
+  // project's setting (DatasetSettings' defaults: word, 256, 20000, "text").
+  QString tokenizer;
+  qint64 maxLength = 0, vocabSize = 0;
+  QString textColumn;
 };
 
 // Runs the mode inside an existing Q(Core)Application; returns the exit status.

@@ -40,12 +40,18 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"test-seed", "Seed of the --test-subset images (default: the project's dataset setting, 0): the same seed, the same images.", "s"});
   p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
   p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
-  p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn, image_folder_cnn, table_mlp.", "name"});
-  p.addOption({"dataset", "With --headless: train on imagefolder:DIR, images:FILE.csv or csv:FILE (stored in the project; "
+  p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn, image_folder_cnn, table_mlp, "
+                           "text_classifier_lstm, small_transformer_classifier.", "name"});
+  p.addOption({"dataset", "With --headless: train on imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE (stored in the project; "
                           "the graph's Input and class scores are fitted to it).", "spec"});
   p.addOption({"label", "With --dataset csv:FILE: the label column, by name or 0-based index (default: the last).", "column"});
   p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (1 for scikit-learn's tables).", "n"});
   p.addOption({"no-header", "With --dataset csv:FILE: the first row is data; columns are named 0, 1, ..."});
+  p.addOption({"tokenizer", "With --dataset text:DIR|FILE: word, char or sentencepiece (default: word).", "kind"});
+  p.addOption({"max-length", "With --dataset text:DIR|FILE: tokens per text; longer texts are truncated (default: 256).", "n"});
+  p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
+  p.addOption({"text-column", "With --dataset text:FILE: the text column of a CSV or key of a JSON-lines file (default: text; "
+                              "--label names the label column, default: label).", "name"});
   QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
   demo.setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOption(demo);
@@ -104,6 +110,10 @@ int main(int argc, char** argv) {
     o.label = parser.value("label");
     o.skipRows = number(parser, "skip-rows");
     o.noHeader = parser.isSet("no-header");
+    o.tokenizer = parser.value("tokenizer");
+    o.maxLength = number(parser, "max-length");
+    o.vocabSize = number(parser, "vocab-size");
+    o.textColumn = parser.value("text-column");
     return kiln::studio::runHeadless(o);
   }
   kiln::studio::MainWindow::applyStyle();

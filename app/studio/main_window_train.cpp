@@ -79,8 +79,9 @@ void MainWindow::fitGraphToDataset() {
   graph::Graph fitted = document_->graph();
   std::vector<std::string> changes;
   try {
-    changes = fashion ? graph::fit_graph_to_data(fitted, {1, 28, 28}, settings.num_classes())
-                      : graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
+    changes = fashion           ? graph::fit_graph_to_data(fitted, {1, 28, 28}, settings.num_classes())
+              : s.kind == "text" ? graph::fit_graph_to_text(fitted, s.sample_shape[0], s.vocab_size, s.class_names.size())
+                                 : graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
   } catch (const std::exception& e) {
     log_->info(tr("the graph was not fitted to the dataset: %1").arg(QString::fromStdString(e.what())));
     return;
@@ -118,8 +119,11 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
       const graph::SymShape sample(s.sample_shape.begin(), s.sample_shape.end());
       out = training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size,
                               s.class_names.size(), sample,
-                              (custom.name == "csv" ? "the table '" : "the image folder '") +
-                                  QFileInfo(QString::fromStdString(custom.path)).fileName().toStdString() + "'");
+                              (custom.name == "csv"    ? "the table '"
+                               : custom.name == "text" ? "the texts '"
+                                                       : "the image folder '") +
+                                  QFileInfo(QString::fromStdString(custom.path)).fileName().toStdString() + "'",
+                              s.kind == "text" ? DType::i64 : DType::f32);
     }
     if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
     return out;

@@ -14,6 +14,7 @@
 #include "engine/data/class_filter.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/data/text/utf8.h"
 #include "engine/graph/graph_module.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/factory.h"
@@ -35,7 +36,10 @@ std::shared_ptr<const data::FashionMNIST> fashion_mnist(const std::string& dir, 
 }
 
 std::string dataset_name(const DatasetSettings& d) {
-  return (d.name == "csv" ? "the table '" : d.name == "images" ? "the image manifest '" : "the image folder '") +
+  return (d.name == "csv"      ? "the table '"
+          : d.name == "images" ? "the image manifest '"
+          : d.name == "text"   ? "the texts '"
+                               : "the image folder '") +
          std::filesystem::path(d.path).filename().string() + "'";
 }
 
@@ -46,8 +50,11 @@ std::string node_label(const graph::Graph& g, graph::NodeId id) {
 }  // namespace
 
 std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
-                                              int64_t num_classes, const graph::SymShape& expected, const std::string& data) {
+                                              int64_t num_classes, const graph::SymShape& expected, const std::string& data,
+                                              DType input_dtype) {
   const bool fashion = data == "Fashion-MNIST";
+  const bool text = input_dtype == DType::i64;
+  const std::string samples = text ? "texts" : expected.size() == 1 ? "rows" : "images";
   std::vector<graph::Problem> out;
   const auto inputs = g.input_nodes(), outputs = g.output_nodes();
   // The data set check comes first and does not need the rest of the graph to be valid.
@@ -59,8 +66,8 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
       const bool sample_ok = !t.shape.empty() && sample == expected;
       const bool batch_ok = !t.shape.empty() && t.shape[0] == graph::kBatch;
       if (!sample_ok)
-        out.push_back({inputs[0], "the dataset's " + std::string(expected.size() == 1 ? "rows" : "images") + " are " +
-                                      graph::shape_str(expected) + " (" + data + ") but the graph's Input " +
+        out.push_back({inputs[0], "the dataset's " + samples + " are " + graph::shape_str(expected) +
+                                      (text ? " token ids" : "") + " (" + data + ") but the graph's Input " +
                                       node_label(g, inputs[0]) + " expects " + graph::shape_str(sample) +
                                       "; set the Input's shape to " + graph::shape_str(expected)});
       if (!t.shape.empty() && !batch_ok) {
@@ -71,8 +78,10 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
         out.push_back({inputs[0], "the graph's Input " + node_label(g, inputs[0]) + " " + fixed + ", but training takes batches of " +
                       size + " images (and validation and test of 256); set the Input's batch to 0 (any batch size)"});
       }
-      if (sample_ok && batch_ok && t.dtype != DType::f32)
-        out.push_back({inputs[0], "the dataset's images are f32 but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str()});
+      if (sample_ok && batch_ok && t.dtype != input_dtype)
+        out.push_back({inputs[0], "the dataset's " + samples + " are " + (text ? "i64 token ids" : "f32") +
+                                      " but the graph's Input " + node_label(g, inputs[0]) + " is " + t.str() +
+                                      "; set the Input's dtype to " + (text ? "i64" : "f32")});
     }
   }
   out.insert(out.end(), a.problems.begin(), a.problems.end());
@@ -101,9 +110,10 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
 }
 
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size,
-                                           int64_t num_classes, const graph::SymShape& sample, const std::string& data) {
+                                           int64_t num_classes, const graph::SymShape& sample, const std::string& data,
+                                           DType input_dtype) {
   std::vector<std::string> out;
-  for (const graph::Problem& p : training_problems(g, a, batch_size, num_classes, sample, data)) {
+  for (const graph::Problem& p : training_problems(g, a, batch_size, num_classes, sample, data, input_dtype)) {
     const bool analysis = std::find(a.problems.begin(), a.problems.end(), p) != a.problems.end();
     out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
@@ -194,7 +204,8 @@ void TrainingJob::run() {
       k = static_cast<int64_t>(opened->classes.size());
       const graph::SymShape sample(opened->sample_shape.begin(), opened->sample_shape.end());
       std::vector<std::string> blockers =
-          training_blockers(spec_.graph, analysis, c.batch_size, k, sample, dataset_name(spec_.dataset));
+          training_blockers(spec_.graph, analysis, c.batch_size, k, sample, dataset_name(spec_.dataset),
+                            opened->text ? DType::i64 : DType::f32);
       KILN_CHECK(blockers.empty(), ValueError, "the graph cannot be trained: ", blockers.front());
       train_set = opened->train;
       val_set = opened->validation;
@@ -266,7 +277,8 @@ void TrainingJob::run() {
     std::ostringstream os;
     const int64_t frozen = model->analysis().total_parameters - trained;
     os << "training " << trained << " parameters" << (frozen > 0 ? " (" + std::to_string(frozen) + " frozen)" : "")
-       << " on " << device.str() << ": " << n_train << (opened && opened->table ? " rows (" : " images (") << n_val
+       << " on " << device.str() << ": " << n_train
+       << (opened && opened->table ? " rows (" : opened && opened->text ? " texts (" : " images (") << n_val
        << " for validation), " << c.epochs << " epoch(s) of " << train_loader.size()
        << " steps";
     message(os.str());
@@ -322,7 +334,7 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
   const auto k = static_cast<int64_t>(d.classes.size());
   int64_t n = std::min(spec_.test_size, d.test->size());
   message("evaluating on " + std::to_string(n) + (n < d.test->size() ? " of the " + std::to_string(d.test->size()) : std::string()) +
-          (d.table ? " test rows" : " test images"));
+          (d.table ? " test rows" : d.text ? " test texts" : " test images"));
   std::vector<int64_t> first(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) first[static_cast<size_t>(i)] = i;
   data::DataLoader loader(std::make_shared<data::Subset>(d.test, first),
@@ -351,6 +363,24 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
     }
     for (int64_t i = 0; i < d.test->size(); ++i) result_.test_files.push_back(data::image_sample_path(*d.test, i));
   } else {
+    if (d.text) {  // what a misclassified text said and which tokens the model saw
+      const data::TextDataset& test = *d.text->test;
+      for (int64_t i = 0; i < test.size(); ++i) {
+        const data::TextSample& s = test.index().samples[static_cast<size_t>(test.positions()[static_cast<size_t>(i)])];
+        result_.test_origins.push_back(s.origin);
+        result_.test_texts.push_back(data::text_preview(s.text, 200));
+        std::string tokens;
+        const std::vector<int64_t>& ids = test.ids(i);
+        for (size_t t = 0; t < std::min<size_t>(ids.size(), 32); ++t) {
+          const std::string piece = test.tokenizer().piece(ids[t]);
+          tokens += (t ? " " : "") + (piece.find_first_not_of(" \t\r\n") == std::string::npos
+                                          ? std::string("\u2423")  // a blank piece as U+2423
+                                          : data::text_preview(piece, 40));
+        }
+        if (ids.size() > 32) tokens += " …";
+        result_.test_tokens.push_back(tokens);
+      }
+    }
     for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i)
       if (e.predictions[i] != e.targets[i])
         ev.misclassified.push_back({static_cast<int64_t>(i), static_cast<int>(e.targets[i]), static_cast<int>(e.predictions[i])});

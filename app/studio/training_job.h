@@ -36,19 +36,20 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // batch_size: the run's, 0 when not known), an Output that is not [N, num_classes] (10, or
 // the k classes of the dataset's class filter, DatasetSettings::classes), every layer with
 // parameters frozen (Node::trainable). Empty: OK.
-// Another dataset (an image folder, a table) gives its own per-sample `sample` shape ([C, H, W],
-// [features]) and `data` name ("the image folder 'pets'"); an empty `sample` (the dataset is not
-// read yet) leaves the Input and Output checks out.
+// Another dataset (an image folder, a table, texts) gives its own per-sample `sample` shape ([C, H, W],
+// [features], [max_length]) and `data` name ("the image folder 'pets'"); an empty `sample` (the
+// dataset is not read yet) leaves the Input and Output checks out. `input_dtype`: the samples'
+// element type (i64 token ids for texts), which the Input must have.
 std::vector<std::string> training_blockers(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
                                            int64_t num_classes = kFashionMnistClasses,
                                            const graph::SymShape& sample = kFashionMnistImageShape,
-                                           const std::string& data = "Fashion-MNIST");
+                                           const std::string& data = "Fashion-MNIST", DType input_dtype = DType::f32);
 // The same problems with the node each one is about (-1: the graph), in the same order;
 // those of the analysis are a.problems' own (message without the node name).
 std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph::Analysis& a, int64_t batch_size = 0,
                                               int64_t num_classes = kFashionMnistClasses,
                                               const graph::SymShape& sample = kFashionMnistImageShape,
-                                              const std::string& data = "Fashion-MNIST");
+                                              const std::string& data = "Fashion-MNIST", DType input_dtype = DType::f32);
 
 struct JobSpec {
   graph::Graph graph;
@@ -83,6 +84,9 @@ struct JobResult {
   // split's samples, class names and (images) grey thumbnails of at most 64 x 64.
   projects::Evaluation evaluation;
   std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
+  // A text dataset's test split, by index (else empty): where each text is from (file or
+  // FILE:LINE), its first 200 code points on one line, and the first 32 tokens the model saw.
+  std::vector<std::string> test_origins, test_texts, test_tokens;
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
 };
 

@@ -42,7 +42,41 @@ std::vector<int64_t> count_classes(const Dataset& dataset, int64_t classes) {
   return counts;
 }
 
+bool is_text_spec(const std::string& spec) { return spec.rfind(kTextSpecPrefix, 0) == 0; }
+
+namespace {
+
+OpenedDataset open_text(const DatasetSource& source) {
+  OpenedDataset d;
+  d.kind = "text";
+  d.path = source.spec.substr(std::string(kTextSpecPrefix).size());
+  KILN_CHECK(!d.path.empty(), ValueError, "text: needs a folder or file, e.g. text:mails/ or text:reviews.csv");
+  KILN_CHECK(source.max_length >= 1, ValueError, d.path, ": the max length must be at least 1 token, not ",
+             source.max_length);
+  auto index = std::make_shared<const TextIndex>(read_text_dataset(d.path, source.text_read));
+  TextSplit split = split_and_fit(index, source.test_fraction, source.seed, source.tokenizer);
+  KILN_CHECK(!split.train.empty(), ValueError, d.path, ": no training samples after the split");
+  OpenedText t;
+  t.index = index;
+  t.tokenizer = split.tokenizer;
+  t.max_length = source.max_length;
+  t.train = std::make_shared<TextDataset>(index, split.train, split.tokenizer, source.max_length);
+  t.test = std::make_shared<TextDataset>(index, split.test, split.tokenizer, source.max_length);
+  d.train = t.train;
+  d.test = t.test;
+  d.sample_shape = {source.max_length};
+  d.classes = index->classes;
+  d.class_counts = index->class_counts();
+  for (const SkippedText& s : index->skipped) d.skipped.push_back(s.origin + ": " + s.reason);
+  d.text = std::move(t);
+  split_validation(d, source.validation_fraction, static_cast<int64_t>(index->samples.size()), source.seed);
+  return d;
+}
+
+}  // namespace
+
 OpenedDataset open_dataset(const DatasetSource& source) {
+  if (is_text_spec(source.spec)) return open_text(source);
   OpenedDataset d;
   if (is_image_dataset(source.spec)) {
     ImageConfig c = image_config_from_spec(source.spec);
@@ -71,7 +105,7 @@ OpenedDataset open_dataset(const DatasetSource& source) {
     return d;
   }
   KILN_CHECK(is_csv_dataset(source.spec), ValueError, "'", source.spec,
-             "' is not a dataset spec: expected imagefolder:DIR, images:FILE.csv or csv:FILE");
+             "' is not a dataset spec: expected imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE");
   TableConfig c;
   c.path = source.spec.substr(std::string(kCsvPrefix).size());
   KILN_CHECK(!c.path.empty(), ValueError, "csv:FILE needs a file");
@@ -105,12 +139,13 @@ OpenedDataset open_dataset(const DatasetSource& source) {
 std::string OpenedDataset::description() const {
   std::ostringstream s;
   const int64_t n = train->size() + test->size() + (validation ? validation->size() : 0);
-  s << (kind == "csv" ? "the table " : kind == "images" ? "the image manifest " : "the image folder ") << path << ": "
-    << classes.size() << " classes, " << n << (kind == "csv" ? " rows" : " images");
+  s << (kind == "csv" ? "the table " : kind == "images" ? "the image manifest " : kind == "text" ? "the texts " : "the image folder ")
+    << path << ": " << classes.size() << " classes, " << n << (kind == "csv" ? " rows" : kind == "text" ? " texts" : " images");
   if (!skipped.empty()) s << " (" << skipped.size() << " files skipped)";
   s << ", samples [";
   for (size_t i = 0; i < sample_shape.size(); ++i) s << (i ? ", " : "") << sample_shape[i];
   s << "]";
+  if (text) s << " token ids, " << text->tokenizer->kind() << " vocabulary " << text->tokenizer->vocab_size();
   return s.str();
 }
 

@@ -1,7 +1,9 @@
 // One entry point for a user's own dataset given as a spec, "imagefolder:DIR", "images:FILE.csv"
-// (image_source.h) or "csv:FILE" (table_source.h): the three splits, the per-sample input shape
-// a model needs, the class names and counts, and the files left out. Kiln Studio trains and
-// previews through it; `kiln train` loads through the same image_source / table_source calls.
+// (image_source.h), "csv:FILE" (table_source.h) or "text:DIR|FILE" (text/text_dataset.h: a folder
+// per class of .txt files, a CSV/TSV with a text and a label column, or JSON lines): the three
+// splits, the per-sample input shape a model needs, the class names and counts, and the files left
+// out. Kiln Studio trains and previews through it; `kiln train` loads through the same
+// image_source / table_source / text_dataset calls.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,11 +14,12 @@
 #include "engine/data/dataset.h"
 #include "engine/data/image_source.h"
 #include "engine/data/table_source.h"
+#include "engine/data/text/text_dataset.h"
 
 namespace kiln::data {
 
 struct DatasetSource {
-  std::string spec;               // imagefolder:DIR | images:FILE.csv | csv:FILE
+  std::string spec;               // imagefolder:DIR | images:FILE.csv | csv:FILE | text:DIR|FILE
   // csv: the label column (header name or 0-based index, negative from the end; "" = the last),
   // whether the first row (after skip_rows) is a header, lines skipped before it.
   std::string label;
@@ -29,13 +32,29 @@ struct DatasetSource {
   uint64_t seed = 0;
   int workers = 2;          // image decoding threads
   int64_t cache_mb = 1024;  // decoded-image cache (image_source.h)
+  // text: the columns (or JSON keys) of a table, whether identical texts are dropped before the
+  // split (text_index.h), the tokenizer fitted on the training split, and the tokens per sample
+  // (longer texts truncated, shorter padded; 256 as `kiln train --max-length`).
+  TextReadOptions text_read;
+  TokenizerOptions tokenizer;
+  int64_t max_length = 256;
+};
+
+// A text dataset as opened: what the Studio previews (samples with their tokens, the length
+// histogram) and what names a misclassified test text.
+struct OpenedText {
+  std::shared_ptr<const TextIndex> index;
+  std::shared_ptr<const Tokenizer> tokenizer;        // fitted on `train` only
+  std::shared_ptr<const TextDataset> train, test;    // train before the validation split
+  int64_t max_length = 0;
 };
 
 struct OpenedDataset {
-  std::string kind;  // "imagefolder", "images" or "csv"
+  std::string kind;  // "imagefolder", "images", "csv" or "text"
   std::string path;
   std::shared_ptr<const Dataset> train, validation, test;  // validation null when there is none
-  // Per sample: images [channels, height, width] f32 (normalized), tables [features] f32 (standardized).
+  // Per sample: images [channels, height, width] f32 (normalized), tables [features] f32
+  // (standardized), text [max_length] i64 token ids (0 = padding).
   std::vector<int64_t> sample_shape;
   std::vector<std::string> classes;
   std::vector<int64_t> class_counts;  // samples per class over train, validation and test
@@ -43,15 +62,21 @@ struct OpenedDataset {
   std::optional<ImageData> images;    // the image loading's results (run description, summary)
   std::optional<TabularData> table;   // the table's (schema, rows)
   std::optional<TableConfig> table_config;
+  std::optional<OpenedText> text;     // a text dataset's index, tokenizer and splits
   // "the image folder DIR: 3 classes, 27 images (1 skipped), 3 x 32 x 32" / "the table FILE: ...".
   std::string description() const;
 };
 
 // Opens the dataset of `source`. ValueError for a spec of another kind, a regression label (the
-// Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's and
-// table_source.h's errors (IoError naming the file, line and column for bad data, a missing
-// folder or file) unchanged.
+// Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's,
+// table_source.h's and text_index.h's errors (IoError naming the file, line and column for bad
+// data, a missing folder or file) unchanged. Text: the tokenizer is fitted on the training split
+// only (validation taken out of it afterwards); ValueError for max_length < 1.
 OpenedDataset open_dataset(const DatasetSource& source);
+
+// Whether `spec` is "text:DIR|FILE".
+bool is_text_spec(const std::string& spec);
+inline constexpr const char* kTextSpecPrefix = "text:";
 
 // The number of samples of each class in `dataset` (i64 targets in [0, classes)), read in batches.
 std::vector<int64_t> count_classes(const Dataset& dataset, int64_t classes);

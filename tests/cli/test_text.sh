@@ -130,6 +130,38 @@ train)
   contains "$out" "$work/new/b.txt,neg," "predict of a text"
   contains "$out" "$work/new/pos/a.txt,pos," "predict of a text in a class folder"
   contains "$out" "$work/new/latin1.txt,,,invalid UTF-8 at byte 3 (0xE9)" "predict of a text that is not UTF-8"
+  # a text longer than --max-length is truncated and counted, at training, evaluation and prediction
+  long='good great lovely film and a review that goes on and on well past the max length of twelve'
+  printf '%s\n' "$long" >"$d/pos/long.txt"
+  run 0 train --dataset "text:$d" --epochs 4 --batch-size 8 --lr 0.05 --max-length 12 --threads 1 --out "$work/runlong"
+  [[ $err =~ \(longer\ texts\ truncated:\ ([01])\ training,\ ([01])\ test\) ]] || fail "train counts the truncated texts: $err"
+  [[ $((BASH_REMATCH[1] + BASH_REMATCH[2])) == 1 ]] || fail "train counts the one long text once: $err"
+  in_test=${BASH_REMATCH[2]}
+  grep -q "\"truncated_test\": $in_test" "$work/runlong/summary.json" || fail "summary.json's truncated test texts"
+  run 0 eval --model-file "$work/runlong/model.safetensors"
+  contains "$out" "$in_test test texts longer than the max length 12 tokens were truncated to it" "eval counts the truncated texts"
+  rm "$d/pos/long.txt"
+  # predict on a CSV and a JSON-lines file of texts: one row each, bad rows named with their reason
+  printf 'text,label\n"a great, lovely film",pos\nawful and dull,neg\n,neg\n"%s",pos\n' "$long" >"$work/new.csv"
+  run 0 predict --run "$work/run" --input "$work/new.csv"
+  contains "$out" "$work/new.csv:2,pos,pos," "predict of a CSV row"
+  contains "$out" "$work/new.csv:3,neg,neg," "predict of a CSV row"
+  contains "$out" "$work/new.csv:4,neg,,,empty text" "an empty CSV row"
+  contains "$out" "$work/new.csv:5,pos,pos," "a CSV row longer than the max length"
+  contains "$err" "3 of 4 rows predicted" "predict's count of rows"
+  contains "$err" "1 texts longer than the run's max length 12 tokens: their first 12 tokens were used" "predict counts truncation"
+  contains "$err" "skipped $work/new.csv:4: empty text" "the skipped row named"
+  contains "$err" "accuracy 100.00% (3 of 3 labelled inputs)" "predict's accuracy on labelled rows"
+  printf '{"text":"awful dull film","label":"neg"}\n{"text":"lovely great"}\nnot json\n{"label":"pos"}\n' >"$work/new.jsonl"
+  run 0 predict --run "$work/run" --input "$work/new.jsonl"
+  contains "$out" "$work/new.jsonl:1,neg,neg," "predict of a JSON line"
+  contains "$out" "$work/new.jsonl:2,,pos," "predict of a JSON line without label"
+  contains "$out" "$work/new.jsonl:3,,,,\"not JSON" "a JSON line that is not JSON"
+  contains "$out" "$work/new.jsonl:4,pos,,,no key 'text'" "a JSON line without text"
+  contains "$err" "accuracy 100.00% (1 of 1 labelled inputs)" "only labelled rows count"
+  printf 'body\nhi\n' >"$work/nocol.csv"
+  run 1 predict --run "$work/run" --input "$work/nocol.csv"
+  contains "$err" "nocol.csv:1: no column 'text' (header: body)" "a table without the run's text column"; one_line "$err" "its message"
   # a vocabulary from another run
   mkdir -p "$d/mid"; for i in $(seq 1 10); do printf 'so so middling %s\n' "$i" >"$d/mid/m$i.txt"; done
   run 0 train --dataset "text:$d" --tokenizer char --epochs 1 --batch-size 8 --max-length 12 --threads 1 --out "$work/run2"

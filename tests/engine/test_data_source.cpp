@@ -63,3 +63,46 @@ TEST(DataSource, BadInputNamesTheFile) {
   s.spec = "csv:" + (fs::temp_directory_path() / "kiln_no_such_table.csv").string();
   EXPECT_THROW(data::open_dataset(s), Error);
 }
+
+// A text dataset (a folder per class of .txt files): the tokenizer fitted on the training split,
+// samples [max_length] of token ids, the files left out, and the texts kept for the preview.
+TEST(DataSource, TextFolderSplitsTokenizesAndListsSkippedFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln_data_source_text_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const std::string c : {"neg", "pos"}) fs::create_directories(dir / c);
+  for (int i = 0; i < 20; ++i) {
+    std::ofstream(dir / "pos" / ("p" + std::to_string(i) + ".txt")) << "good lovely film " << i;
+    std::ofstream(dir / "neg" / ("n" + std::to_string(i) + ".txt")) << "bad dull film " << i;
+  }
+  std::ofstream(dir / "neg" / "empty.txt");
+  data::DatasetSource s;
+  s.spec = "text:" + dir.string();
+  s.max_length = 3;
+  s.validation_fraction = 0;
+  const data::OpenedDataset d = data::open_dataset(s);
+  EXPECT_EQ(d.kind, "text");
+  EXPECT_EQ(d.sample_shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(d.classes, (std::vector<std::string>{"neg", "pos"}));
+  EXPECT_EQ(d.class_counts, (std::vector<int64_t>{20, 20}));
+  EXPECT_EQ(d.train->size(), 32);
+  EXPECT_EQ(d.test->size(), 8);
+  ASSERT_EQ(d.skipped.size(), 1u);
+  EXPECT_EQ(d.skipped[0], (dir / "neg" / "empty.txt").string() + ": empty file (0 bytes)");
+  ASSERT_TRUE(d.text);
+  EXPECT_EQ(d.text->tokenizer->kind(), "word");
+  EXPECT_EQ(d.text->train->truncated(), 32);  // 4 words each, 3 kept
+  const data::Batch b = d.test->get_batch({0, 1});
+  EXPECT_EQ(b.input.dtype(), DType::i64);
+  EXPECT_EQ(b.input.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_NE(d.description().find("2 classes, 40 texts (1 files skipped), samples [3] token ids, word vocabulary"), std::string::npos)
+      << d.description();
+  s.max_length = 0;
+  EXPECT_THROW(data::open_dataset(s), ValueError);
+  s.max_length = 8;
+  s.validation_fraction = 0.1;
+  const data::OpenedDataset v = data::open_dataset(s);
+  ASSERT_TRUE(v.validation);
+  EXPECT_EQ(v.validation->size(), 4);
+  EXPECT_EQ(v.text->train->size(), 32);  // the tokenizer's split, before validation is taken out
+  fs::remove_all(dir);
+}

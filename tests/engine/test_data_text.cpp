@@ -12,6 +12,7 @@
 #include "engine/io/base64.h"
 #include "tests/common/test_deps.h"
 #include "engine/data/text/text_dataset.h"
+#include "engine/data/text/text_rows.h"
 #include "engine/data/text/utf8.h"
 #include "tests/engine/test_util.h"
 
@@ -154,6 +155,47 @@ TEST(TextJsonl, ObjectsPerLineAndErrorsNamingTheLine) {
   EXPECT_EQ(err("{\"text\":\"a\",\"label\":1}\n{\"text\":\"caf\xE9\",\"label\":2}\n"),
             "d.jsonl:2: invalid UTF-8 at column 13 (byte 0xE9)");
   EXPECT_NE(err("").find("no labels"), std::string::npos);
+}
+
+TEST(TextRows, EveryRowOfATableOrJsonLinesWithItsProblemKeptInTheRow) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "kiln_text_rows";
+  fs::remove_all(dir);
+  write(dir / "t.csv", "id,text,label\n1,\"good, fine\",pos\n2,,neg\n3,  ,neg\n4,good,pos\n5,good,\n");
+  const TextRows t = read_text_rows((dir / "t.csv").string());
+  EXPECT_TRUE(t.has_labels);
+  ASSERT_EQ(t.rows.size(), 5u);  // duplicates kept, bad rows kept with their reason
+  EXPECT_EQ(t.rows[0].text, "good, fine");
+  EXPECT_EQ(t.rows[0].origin, (dir / "t.csv").string() + ":2");
+  EXPECT_EQ(t.rows[1].error, "empty text");
+  EXPECT_EQ(t.rows[2].error, "only whitespace");
+  EXPECT_EQ(t.rows[3].text, "good");
+  EXPECT_EQ(t.rows[4].label, "");
+  write(dir / "u.tsv", "text\nhello\n");
+  const TextRows u = read_text_rows((dir / "u.tsv").string());
+  EXPECT_FALSE(u.has_labels);
+  ASSERT_EQ(u.rows.size(), 1u);
+  EXPECT_EQ(u.rows[0].text, "hello");
+  write(dir / "v.csv", "body,label\nhi,1\n");
+  EXPECT_EQ(error_of([&] { read_text_rows((dir / "v.csv").string()); }).rfind((dir / "v.csv").string() +
+                                                                              ":1: no column 'text' (header: body,label)", 0),
+            0u);
+  write(dir / "w.jsonl", "{\"text\":\"a\",\"label\":3}\n\n{\"text\":\"b\"}\n{\"label\":1}\nnope\n[1]\n"
+                         "{\"text\":\"caf\xE9\"}\n{\"text\":\"a\\u0000b\"}\n");
+  const TextRows w = read_text_rows((dir / "w.jsonl").string());
+  EXPECT_TRUE(w.has_labels);
+  ASSERT_EQ(w.rows.size(), 7u);
+  EXPECT_EQ(w.rows[0].label, "3");
+  EXPECT_EQ(w.rows[1].origin, (dir / "w.jsonl").string() + ":3");  // the blank line counted, not listed
+  EXPECT_EQ(w.rows[1].text, "b");
+  EXPECT_EQ(w.rows[1].label, "");
+  EXPECT_EQ(w.rows[2].error, "no key 'text'");
+  EXPECT_EQ(w.rows[3].error.rfind("not JSON", 0), 0u);
+  EXPECT_EQ(w.rows[4].error, "not a JSON object");
+  EXPECT_EQ(w.rows[5].error, "invalid UTF-8 at column 13 (byte 0xE9)");
+  EXPECT_EQ(w.rows[6].error, "binary file (NUL byte at byte 1)");
+  EXPECT_NE(error_of([&] { read_text_rows((dir / "none.jsonl").string()); }).find("none.jsonl: no such file"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(TextUnicode, Utf8DecodingAndCharacterClasses) {

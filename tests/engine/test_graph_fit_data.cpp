@@ -69,3 +69,29 @@ TEST(GraphFitData, BadInput) {
   Graph none;
   EXPECT_THROW(fit_graph_to_data(none, {4}, 3), ValueError);
 }
+
+// The text templates take a text dataset's max length, vocabulary and classes; an image dataset
+// fitted to a text graph makes its Input f32 again (its Embedding then fails the analysis).
+TEST(GraphFitData, TextTemplatesTakeMaxLengthVocabularyAndClasses) {
+  for (const std::string file : {"text_classifier_lstm.json", "small_transformer_classifier.json"}) {
+    Graph g = load_template(file);
+    const std::vector<std::string> changes = fit_graph_to_text(g, 48, 321, 3);
+    EXPECT_FALSE(changes.empty()) << file;
+    EXPECT_EQ(shape_of(g, "tokens"), (std::vector<int64_t>{48})) << file;
+    EXPECT_EQ(attr(g, "embedding", "num_embeddings"), 321) << file;
+    EXPECT_EQ(attr(g, "fc", "out_features"), 3) << file;
+    if (g.find_by_name("positions")) EXPECT_EQ(attr(g, "positions", "max_length"), 48) << file;
+    const Analysis a = analyze(g);
+    ASSERT_TRUE(a.ok()) << file << ": " << a.problems.front().message;
+    EXPECT_TRUE(fit_graph_to_text(g, 48, 321, 3).empty()) << file;
+  }
+  Graph g = load_template("text_classifier_lstm.json");
+  g.set_attr(g.find_by_name("tokens")->id, "dtype", std::string("f32"));
+  const std::vector<std::string> changes = fit_graph_to_text(g, 200, 20000, 2);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "Input 'tokens': dtype f32 -> i64");
+  fit_graph_to_data(g, {3, 8, 8}, 2);
+  EXPECT_EQ(std::get<std::string>(g.find_by_name("tokens")->attrs.at("dtype")), "f32");
+  EXPECT_THROW(fit_graph_to_text(g, 0, 100, 2), ValueError);
+  EXPECT_THROW(fit_graph_to_text(g, 10, 1, 2), ValueError);
+}

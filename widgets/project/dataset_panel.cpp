@@ -21,6 +21,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QMenu>
 #include <QPushButton>
 
 #include "engine/data/dataset_source.h"
@@ -88,7 +89,18 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
     s.test_images = d.test->size();
     const QString split = QObject::tr("%1 for training, %2 for validation, %3 for testing")
                               .arg(thousands(d.train->size()), thousands(val), thousands(d.test->size()));
-    if (d.table) {
+    if (d.text) {
+      s.text = summarize_text(*d.text, samples);
+      s.vocab_size = d.text->tokenizer->vocab_size();
+      s.details = QObject::tr("%1 texts of %2 classes%3 (%4 duplicates dropped), %5 tokens each (longer texts "
+                              "truncated, shorter padded); %6.")
+                      .arg(thousands(s.total))
+                      .arg(d.classes.size())
+                      .arg(s.skipped.isEmpty() ? QString() : QObject::tr(", %n file(s) or row(s) skipped", nullptr, int(s.skipped.size())))
+                      .arg(d.text->index->duplicates_dropped)
+                      .arg(d.text->max_length)
+                      .arg(split);
+    } else if (d.table) {
       for (const data::ColumnInfo& c : d.table->schema.columns) s.columns << QString::fromStdString(c.name);
       s.label = QString::fromStdString(d.table->schema.label);
       s.columns.insert(static_cast<qsizetype>(std::min<int64_t>(d.table->schema.label_index, s.columns.size())), s.label);
@@ -187,8 +199,12 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   source_->setItemData(2, tr("A CSV file listing path,label of each image"), Qt::ToolTipRole);
   source_->addItem(tr("CSV table"), "csv");
   source_->setItemData(3, tr("A table: a CSV with a label column and numeric feature columns"), Qt::ToolTipRole);
+  source_->addItem(tr("Texts"), "text");
+  source_->setItemData(4, tr("Texts with classes: a folder with one subfolder of .txt files per class, or a CSV / "
+                             "JSON-lines file with a text and a label column"), Qt::ToolTipRole);
   source_->setToolTip(tr("The data the model trains on: Fashion-MNIST, your images (a folder with a subfolder per "
-                         "class, or a CSV listing path,label) or a table (a CSV with a label column)"));
+                         "class, or a CSV listing path,label), a table (a CSV with a label column) or texts (a folder "
+                         "with a subfolder of .txt files per class, or a CSV / JSON-lines file with text and label)"));
   auto* sourceForm = new QFormLayout;
   sourceForm->setRowWrapPolicy(QFormLayout::WrapLongRows);
   sourceForm->addRow(tr("Dataset:"), source_);
@@ -219,6 +235,39 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   csvLayout->addRow(QString(), header_);
   csvLayout->addRow(tr("Skip rows:"), skipRows_);
   sourceLayout->addRow(csvBox_);
+  textBox_ = new QWidget;
+  auto* textLayout = new QFormLayout(textBox_);
+  textLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
+  textLayout->setContentsMargins(0, 0, 0, 0);
+  textColumn_ = new QLineEdit;
+  textColumn_->setToolTip(tr("A CSV's text column or a JSON line's text key (a folder of .txt files has none)"));
+  textLabel_ = new QLineEdit;
+  textLabel_->setPlaceholderText("label");
+  textLabel_->setToolTip(tr("A CSV's label column or a JSON line's label key (a folder's classes are its subfolders)"));
+  tokenizer_ = new QComboBox;
+  tokenizer_->addItem(tr("Words"), "word");
+  tokenizer_->addItem(tr("Characters"), "char");
+  tokenizer_->addItem(tr("SentencePiece subwords"), "sentencepiece");
+  tokenizer_->setToolTip(tr("How texts become tokens: words (lowercased, split on whitespace and punctuation), single "
+                            "characters, or SentencePiece subword units (unigram); fitted on the training split only"));
+  maxLength_ = new QSpinBox;
+  maxLength_->setRange(1, 65536);
+  maxLength_->setSingleStep(32);
+  maxLength_->setToolTip(tr("Tokens per text the model reads: longer texts keep their first tokens, shorter ones are "
+                            "padded (the histogram below shows how many are cut)"));
+  vocabSize_ = new QSpinBox;
+  vocabSize_->setRange(3, 10000000);
+  vocabSize_->setSingleStep(1000);
+  vocabSize_->setToolTip(tr("The most vocabulary entries, <pad> and <unk> included: rarer words become <unk>"));
+  textLayout->addRow(tr("Text column:"), textColumn_);
+  textLayout->addRow(tr("Label column:"), textLabel_);
+  textLayout->addRow(tr("Tokenizer:"), tokenizer_);
+  textLayout->addRow(tr("Max length:"), maxLength_);
+  textLayout->addRow(tr("Vocabulary size:"), vocabSize_);
+  sourceLayout->addRow(textBox_);
+  textMenu_ = new QMenu(this);
+  textMenu_->addAction(tr("Folder (one subfolder of .txt files per class)…"), this, [this] { chooseTextPath(true); });
+  textMenu_->addAction(tr("CSV or JSON-lines file…"), this, [this] { chooseTextPath(false); });
   layout->addWidget(sourceBox_);
   title_ = new QLabel(tr("<b>Fashion-MNIST</b> — 28×28 grey images of 10 kinds of clothing "
                          "(Xiao, Rasul, Vollgraf 2017)"));
@@ -279,6 +328,10 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   scroll->setWidgetResizable(true);
   scroll->setMinimumHeight(160);
   layout->addWidget(scroll, 3);
+  gridScroll_ = scroll;
+  textPreview_ = new TextPreview;
+  textPreview_->hide();
+  layout->addWidget(textPreview_, 3);
 
   counts_ = new QTableWidget(kNumClasses, 4);
   counts_->setHorizontalHeaderLabels({tr("Class"), tr("Train"), tr("Test"), tr("Share")});
@@ -305,7 +358,7 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   // subfolder per class)" made the panel 333 px wide) or column name, and show the whole choice
   // in their list; form rows put a field under its label when both do not fit side by side;
   // texts wrap, and their words over kLongWord characters (paths) are shortened, in full in the tooltip.
-  for (QComboBox* c : {source_, label_}) {
+  for (QComboBox* c : {source_, label_, tokenizer_}) {
     c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     c->setMinimumContentsLength(kComboChars);
   }
@@ -330,6 +383,11 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   connect(label_, &QComboBox::activated, this, &DatasetPanel::onCsvOptionsChanged);
   connect(header_, &QCheckBox::toggled, this, &DatasetPanel::onCsvOptionsChanged);
   connect(skipRows_, &QSpinBox::valueChanged, this, &DatasetPanel::onCsvOptionsChanged);
+  connect(textColumn_, &QLineEdit::editingFinished, this, &DatasetPanel::onTextOptionsChanged);
+  connect(textLabel_, &QLineEdit::editingFinished, this, &DatasetPanel::onTextOptionsChanged);
+  connect(tokenizer_, &QComboBox::activated, this, &DatasetPanel::onTextOptionsChanged);
+  connect(maxLength_, &QSpinBox::editingFinished, this, &DatasetPanel::onTextOptionsChanged);
+  connect(vocabSize_, &QSpinBox::editingFinished, this, &DatasetPanel::onTextOptionsChanged);
   const DatasetSettings initial = settings_;
   settings_.dir.clear();  // setSettings reads the data
   setSettings(initial);
@@ -343,7 +401,9 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   s.validate();
   const bool reload = s.name != settings_.name || s.dir != settings_.dir || s.path != settings_.path ||
                       s.label != settings_.label || s.header != settings_.header || s.skip_rows != settings_.skip_rows ||
-                      s.test_fraction != settings_.test_fraction || s.validation_fraction != settings_.validation_fraction;
+                      s.test_fraction != settings_.test_fraction || s.validation_fraction != settings_.validation_fraction ||
+                      s.text_column != settings_.text_column || s.tokenizer != settings_.tokenizer ||
+                      s.max_length != settings_.max_length || s.vocab_size != settings_.vocab_size;
   settings_ = s;
   updating_ = true;
   source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(s.name))));
@@ -352,6 +412,11 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   skipRows_->setValue(int(s.skip_rows));
   if (label_->findData(QString::fromStdString(s.label)) < 0) label_->addItem(s.label.empty() ? tr("(the last column)") : QString::fromStdString(s.label), QString::fromStdString(s.label));
   label_->setCurrentIndex(label_->findData(QString::fromStdString(s.label)));
+  textColumn_->setText(QString::fromStdString(s.text_column));
+  textLabel_->setText(s.name == "text" ? QString::fromStdString(s.label) : QString());
+  tokenizer_->setCurrentIndex(std::max(0, tokenizer_->findData(QString::fromStdString(s.tokenizer))));
+  maxLength_->setValue(int(s.max_length));
+  vocabSize_->setValue(int(std::min<int64_t>(s.vocab_size, vocabSize_->maximum())));
   if (s.is_fashion_mnist()) {
     classes_->setText(QString::fromStdString(s.classes));
     classesError_->hide();
@@ -375,8 +440,13 @@ void DatasetPanel::showSourceWidgets() {
   fashionBox_->setVisible(fashion);
   sourceBox_->setVisible(!fashion);
   csvBox_->setVisible(settings_.name == "csv");
+  const bool text = settings_.name == "text";
+  textBox_->setVisible(text);
+  gridScroll_->setVisible(!text);
+  textPreview_->setVisible(text && loaded_);
   title_->setVisible(fashion);
-  browse_->setText(settings_.name == "imagefolder" ? tr("Choose Folder…") : tr("Choose File…"));
+  browse_->setText(settings_.name == "imagefolder" ? tr("Choose Folder…") : text ? tr("Choose…") : tr("Choose File…"));
+  browse_->setMenu(text ? textMenu_ : nullptr);  // a folder of class subfolders, or one file
 }
 
 void DatasetPanel::onSourceChanged(int index) {
@@ -389,8 +459,20 @@ void DatasetPanel::onSourceChanged(int index) {
     setSettings(s);
     return;
   }
-  // A path of the other kind (a folder for a file) is asked for again.
+  // A path of the other kind (a folder for a file) is asked for again; texts take either.
   const bool folder = name == "imagefolder";
+  if (name == "text" && !s.path.empty()) {
+    if (s.name != settings_.name) s.label.clear();  // a table's label column is not a text file's
+    emit chosen();
+    setSettings(s);
+    return;
+  }
+  if (name == "text") {
+    settings_.name = name;
+    showSourceWidgets();
+    chooseTextPath(true);
+    return;
+  }
   if (s.path.empty() || QFileInfo(QString::fromStdString(s.path)).isDir() != folder) {
     s.path.clear();
     settings_.name = name;  // the dialog asks for the new kind
@@ -402,6 +484,10 @@ void DatasetPanel::onSourceChanged(int index) {
 }
 
 void DatasetPanel::choosePath() {
+  if (settings_.name == "text") {  // a folder unless the current path is a file
+    chooseTextPath(settings_.path.empty() || QFileInfo(QString::fromStdString(settings_.path)).isDir());
+    return;
+  }
   const QString start = !settings_.path.empty() ? QFileInfo(QString::fromStdString(settings_.path)).absolutePath()
                         : !baseDir_.isEmpty()    ? baseDir_
                                                  : QDir::currentPath();
@@ -424,6 +510,44 @@ void DatasetPanel::choosePath() {
   s.path = QDir::cleanPath(picked).toStdString();
   if (s.name == "csv") s.label.clear();
   settings_.path.clear();
+  emit chosen();
+  setSettings(s);
+}
+
+void DatasetPanel::chooseTextPath(bool folder) {
+  const QString start = !settings_.path.empty() ? QFileInfo(QString::fromStdString(settings_.path)).absolutePath()
+                        : !baseDir_.isEmpty()    ? baseDir_
+                                                 : QDir::currentPath();
+  const QString picked =
+      folder ? QFileDialog::getExistingDirectory(this, tr("Text Folder (one subfolder of .txt files per class)"), start)
+             : QFileDialog::getOpenFileName(this, tr("Texts with Labels"), start,
+                                            tr("Texts (*.csv *.tsv *.jsonl *.ndjson *.csv.gz *.tsv.gz);;All files (*)"));
+  if (picked.isEmpty()) {  // cancelled: the last usable choice stays
+    if (settings_.path.empty() || settings_.name != "text") {
+      DatasetSettings s = settings_;
+      s.name = settings_.path.empty() ? "fashion-mnist" : s.name;
+      settings_.name = "";  // setSettings sees a change
+      setSettings(s);
+    }
+    return;
+  }
+  DatasetSettings s = settings_;
+  s.name = "text";
+  s.path = QDir::cleanPath(picked).toStdString();
+  settings_.path.clear();
+  emit chosen();
+  setSettings(s);
+}
+
+void DatasetPanel::onTextOptionsChanged() {
+  if (updating_ || settings_.name != "text") return;
+  DatasetSettings s = settings_;
+  s.text_column = textColumn_->text().trimmed().isEmpty() ? std::string("text") : textColumn_->text().trimmed().toStdString();
+  s.label = textLabel_->text().trimmed().toStdString();
+  s.tokenizer = tokenizer_->currentData().toString().toStdString();
+  s.max_length = maxLength_->value();
+  s.vocab_size = vocabSize_->value();
+  if (s == settings_) return;
   emit chosen();
   setSettings(s);
 }
@@ -598,8 +722,15 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
     setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(s.error, kLongWord).toHtmlEscaped()), s.error);
     status_->setStyleSheet("color: #e06c6c");
     grid_->setSamples({}, {});
+    textPreview_->hide();
     setClassRows(0);
     return;
+  }
+  if (s.kind == "text") {
+    textPreview_->setSummary(s.text);
+    textPreview_->show();
+  } else {
+    textPreview_->hide();
   }
   status_->setStyleSheet({});
   QString text = elideLongWords(s.details, kLongWord).toHtmlEscaped();
@@ -607,7 +738,7 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
     text += "<br><b>" + tr("Skipped (not used):") + "</b>";
     for (const QString& f : s.skipped) text += "<br>" + elideLongWords(f, kLongWord).toHtmlEscaped();
   }
-  if (s.kind != "csv") text += "<br>" + tr("Samples from the training split:");
+  if (s.kind != "csv" && s.kind != "text") text += "<br>" + tr("Samples from the training split:");
   // The tooltip: the skipped files' whole paths (the first kSkippedInTooltip).
   QString full = s.details;
   if (!s.skipped.isEmpty()) full += "\n" + s.skipped.mid(0, kSkippedInTooltip).join("\n");

@@ -1,9 +1,10 @@
 // DatasetPanel: Fashion-MNIST as shipped by the Debian package dataset-fashion-mnist
-// (engine/data/fashion_mnist.h): the split sizes a run uses, a grid of sample
-// training images with their class names, and the images per class of the training
-// and test splits. The files are read on a worker thread (QtConcurrent); when they
-// are missing or malformed the panel shows the engine's message (which names the
-// package to install) instead of the samples.
+// (engine/data/fashion_mnist.h): the split sizes a run uses, a grid of sample training images
+// with their class names, and the images per class of the training and test splits; or another
+// source (an image folder or manifest, a CSV table, texts with their tokenizer: text_preview.h
+// shows their samples, tokens and lengths). The files are read on a worker thread
+// (QtConcurrent); when they are missing or malformed the panel shows the engine's message
+// (naming the file and line, or the package to install) instead of the samples.
 #pragma once
 #include <QFutureWatcher>
 #include <QImage>
@@ -14,12 +15,14 @@
 #include <vector>
 
 #include "widgets/project/dataset_settings.h"
+#include "widgets/project/text_preview.h"
 
 class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPushButton;
 class QLineEdit;
+class QMenu;
 class QSpinBox;
 class QTableWidget;
 
@@ -42,6 +45,10 @@ struct DatasetSummary {
   QString label;                       // csv: the label column read
   QString details;                     // one line: splits, image size and channels / rows and features
   int64_t total = 0;                   // samples in all splits
+  // text: the tokenizer fitted on the training split, samples of it with their tokens, and the
+  // token counts of all samples before truncation (text_preview.h).
+  TextSummary text;
+  int64_t vocab_size = 0;              // text: the fitted vocabulary's size (the Embedding's rows)
 };
 // Reads both splits from dir (kiln::data::FashionMNIST) and takes `samples` training
 // images, evenly spaced. Never throws: errors go into DatasetSummary::error.
@@ -106,6 +113,14 @@ class DatasetPanel : public QWidget {
   QString classesError() const;                        // why the classes text is not applied ("" = it is)
   QComboBox* sourceCombo() const { return source_; }   // Fashion-MNIST, image folder, image manifest, CSV table
   QComboBox* labelCombo() const { return label_; }     // csv: the label column (from the header)
+  // text: the tokenizer, max length and vocabulary size (applied when changed: the data is read
+  // again and the tokenizer refitted), and the samples with their tokens and the length histogram.
+  QComboBox* tokenizerCombo() const { return tokenizer_; }
+  QSpinBox* maxLengthSpin() const { return maxLength_; }
+  QSpinBox* vocabSizeSpin() const { return vocabSize_; }
+  QLineEdit* textColumnEdit() const { return textColumn_; }
+  QLineEdit* textLabelEdit() const { return textLabel_; }
+  const TextPreview* textPreview() const { return textPreview_; }
   QLabel* summaryLabel() const { return summary_; }
   QLabel* statusLabel() const { return status_; }
   const DatasetSummary& summary() const { return shown_; }  // the last summary shown
@@ -125,6 +140,8 @@ class DatasetPanel : public QWidget {
   void loadSource();
   void onSourceChanged(int index);
   void onCsvOptionsChanged();
+  void onTextOptionsChanged();
+  void chooseTextPath(bool folder);
   void showSourceWidgets();
   void showSourceSummary(const DatasetSummary& summary);
   void setClassRows(int rows);
@@ -158,6 +175,15 @@ class DatasetPanel : public QWidget {
   QWidget* fashionBox_ = nullptr;
   QWidget* sourceBox_ = nullptr;
   QWidget* csvBox_ = nullptr;
+  QWidget* textBox_ = nullptr;
+  QLineEdit* textColumn_ = nullptr;
+  QLineEdit* textLabel_ = nullptr;
+  QComboBox* tokenizer_ = nullptr;
+  QSpinBox* maxLength_ = nullptr;
+  QSpinBox* vocabSize_ = nullptr;
+  TextPreview* textPreview_ = nullptr;
+  QWidget* gridScroll_ = nullptr;
+  QMenu* textMenu_ = nullptr;
   QLabel* title_ = nullptr;
   QString baseDir_;
   DatasetSummary shown_;

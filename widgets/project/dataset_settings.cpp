@@ -54,12 +54,28 @@ data::DatasetSource DatasetSettings::source(uint64_t seed) const {
   s.test_fraction = test_fraction;
   s.validation_fraction = validation_fraction;
   s.seed = seed;
+  if (name == "text") {
+    s.text_read.text_column = text_column;
+    s.text_read.label_column = label.empty() ? "label" : label;
+    s.tokenizer.kind = tokenizer;
+    s.tokenizer.vocab_size = vocab_size;
+    s.max_length = max_length;
+  }
   return s;
 }
 
 void DatasetSettings::validate() const {
-  KILN_CHECK(name == "fashion-mnist" || name == "imagefolder" || name == "images" || name == "csv", ValueError, kWhat,
-             ": 'name' must be fashion-mnist, imagefolder, images or csv, got '", name, "'");
+  KILN_CHECK(name == "fashion-mnist" || name == "imagefolder" || name == "images" || name == "csv" || name == "text",
+             ValueError, kWhat, ": 'name' must be fashion-mnist, imagefolder, images, csv or text, got '", name, "'");
+  if (name == "text") {
+    KILN_CHECK(tokenizer == "word" || tokenizer == "char" || tokenizer == "sentencepiece", ValueError, kWhat,
+               ": 'tokenizer' must be word, char or sentencepiece, got '", tokenizer, "'");
+    KILN_CHECK(max_length >= 1 && max_length <= 65536, ValueError, kWhat, ": 'max_length' must be 1 to 65536 tokens, got ",
+               max_length);
+    KILN_CHECK(vocab_size >= 3 && vocab_size <= 10000000, ValueError, kWhat,
+               ": 'vocab_size' must be 3 (<pad>, <unk> and one piece) to 10000000, got ", vocab_size);
+    KILN_CHECK(!text_column.empty(), ValueError, kWhat, ": 'text_column' must name the text column");
+  }
   if (!is_fashion_mnist()) {
     KILN_CHECK(!path.empty(), ValueError, kWhat, ": 'path' must name the ", name == "imagefolder" ? "folder" : "file",
                " of the ", name, " dataset");
@@ -97,6 +113,13 @@ std::string DatasetSettings::to_json() const {
       o["header"] = header;
       o["skip_rows"] = static_cast<double>(skip_rows);
     }
+    if (name == "text") {
+      o["label"] = QString::fromStdString(label);
+      o["text_column"] = QString::fromStdString(text_column);
+      o["tokenizer"] = QString::fromStdString(tokenizer);
+      o["max_length"] = static_cast<double>(max_length);
+      o["vocab_size"] = static_cast<double>(vocab_size);
+    }
   }
   return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();  // QJsonObject keeps keys sorted
 }
@@ -121,6 +144,10 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.path = read_string(o, "path", s.path);
   s.label = read_string(o, "label", s.label);
   s.skip_rows = read_int(o, "skip_rows", s.skip_rows);
+  s.text_column = read_string(o, "text_column", s.text_column);
+  s.tokenizer = read_string(o, "tokenizer", s.tokenizer);
+  s.max_length = read_int(o, "max_length", s.max_length);
+  s.vocab_size = read_int(o, "vocab_size", s.vocab_size);
   if (o.contains("header")) {
     KILN_CHECK(o.value("header").isBool(), ValueError, kWhat, ": 'header' must be true or false, got ", describe(o.value("header")));
     s.header = o.value("header").toBool();

@@ -28,7 +28,7 @@ struct DatasetSettings {
   uint64_t test_seed = 0;          // seed of that subset (test_subset_indices in
                                    // widgets/training/training_config.h): the same seed gives the
                                    // same test images, whatever the training seed
-  // Another source than Fashion-MNIST (name "imagefolder", "images" or "csv"): the folder or file,
+  // Another source than Fashion-MNIST (name "imagefolder", "images", "csv" or "text"): the folder or file,
   // the CSV's label column (name or index, "" = the last), header row and rows skipped before it,
   // and the stratified shares held out for testing and validation. Fashion-MNIST's fields above
   // (dir, sizes, classes) do not apply to it.
@@ -37,17 +37,28 @@ struct DatasetSettings {
   bool header = true;
   int64_t skip_rows = 0;
   double test_fraction = 0.2, validation_fraction = 0.1;
+  // name "text" (engine/data/text: a folder of class subfolders of .txt files, or a CSV/TSV/
+  // JSON-lines file): the text column of a table or JSON key (the label column is `label`, "" =
+  // "label"), the tokenizer fitted on the training split (word | char | sentencepiece), the tokens
+  // per sample (longer texts truncated) and the most vocabulary entries; as `kiln train
+  // --dataset text:...`'s --text-column, --tokenizer, --max-length and --vocab-size defaults.
+  std::string text_column = "text";
+  std::string tokenizer = "word";
+  int64_t max_length = 256;
+  int64_t vocab_size = 20000;
 
   bool is_fashion_mnist() const { return name == "fashion-mnist"; }
-  // "imagefolder:PATH", "images:PATH" or "csv:PATH" (engine/data/image_source.h,
-  // table_source.h); "" for Fashion-MNIST.
+  // "imagefolder:PATH", "images:PATH", "csv:PATH" or "text:PATH" (engine/data/image_source.h,
+  // table_source.h, dataset_source.h); "" for Fashion-MNIST.
   std::string spec() const { return is_fashion_mnist() ? std::string() : name + ":" + path; }
   // What data::open_dataset opens for another source than Fashion-MNIST: spec(), the CSV options,
-  // the split fractions and `seed` (the stratified split's); the engine's default cache size.
+  // the text columns and tokenizer, the split fractions and `seed` (the stratified split's); the
+  // engine's default cache size.
   data::DatasetSource source(uint64_t seed) const;
 
   // ValueError naming the field: unknown name; for another source than Fashion-MNIST an empty
-  // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); train_size < 1,
+  // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); text: an unknown
+  // tokenizer, max_length outside [1, 65536], vocab_size outside [3, 10000000]; train_size < 1,
   // validation_size < 0, train_size + validation_size over the training images of the classes
   // (60000, 6000 a class), test_size outside [0, 10000], or a malformed classes spec.
   void validate() const;

@@ -65,6 +65,7 @@ QString CellSamples::message() const { return message_->text(); }
 void CellSamples::clear() {
   message_->setText(tr("Click a cell of the confusion matrix to list its test samples."));
   table_->setRowCount(0);
+  table_->setColumnCount(4);
 }
 
 void CellSamples::showCell(const EvaluationResult& r, int truth, int predicted) {
@@ -85,7 +86,15 @@ void CellSamples::showCell(const EvaluationResult& r, int truth, int predicted) 
     prob->setData(Qt::UserRole, probability);
     prob->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     table_->setItem(row, 3, prob);
+    if (!r.texts.isEmpty()) {
+      const auto i = static_cast<qsizetype>(index);
+      auto* text = new QTableWidgetItem(r.texts.value(i));
+      text->setToolTip(tr("%1\ntokens: %2").arg(r.textOrigins.value(i), r.textTokens.value(i)));
+      table_->setItem(row, 4, text);
+    }
   };
+  table_->setColumnCount(r.texts.isEmpty() ? 4 : 5);
+  if (!r.texts.isEmpty()) table_->setHorizontalHeaderItem(4, new QTableWidgetItem(tr("Text")));
   if (r.predictions.isEmpty()) {
     int shown = 0;
     for (const auto& s : r.misclassified)
@@ -114,7 +123,9 @@ void CellSamples::showCell(const EvaluationResult& r, int truth, int predicted) 
            : r.imageDir.isEmpty()        ? QImage()
                                          : fashion_mnist_test_image(r.imageDir, s.index));
   table_->setUpdatesEnabled(true);
-  message_->setText(tr("%n test image(s) of %1 predicted as %2, most confident first", nullptr, static_cast<int>(cell.size()))
+  message_->setText((r.texts.isEmpty()
+                         ? tr("%n test image(s) of %1 predicted as %2, most confident first", nullptr, static_cast<int>(cell.size()))
+                         : tr("%n test text(s) of %1 predicted as %2, most confident first", nullptr, static_cast<int>(cell.size())))
                         .arg(t, p));
 }
 

@@ -31,7 +31,7 @@ class CellSamples : public QWidget {
   // Lists the samples of cell (truth, predicted) of `r`; out-of-range classes list nothing.
   void showCell(const EvaluationResult& r, int truth, int predicted);
   void clear();
-  QTableWidget* table() const { return table_; }  // columns: index, true, predicted, probability
+  QTableWidget* table() const { return table_; }  // columns: index, true, predicted, probability (, text)
   QString message() const;                         // the line above the table
 
  private:

@@ -147,9 +147,10 @@ void EvaluationView::setResult(const EvaluationResult& r) {
     return;
   }
   result_ = r;
-  summary_->setText(tr("<b>Test accuracy %1 %</b> on %2 images · mean loss %3")
+  summary_->setText(tr("<b>Test accuracy %1 %</b> on %2 %3 · mean loss %4")
                         .arg(100 * r.accuracy, 0, 'f', 2)
                         .arg(r.count)
+                        .arg(r.texts.isEmpty() ? tr("images") : tr("texts"))
                         .arg(r.loss, 0, 'f', 4));
   confusion_->setRowCount(c);
   confusion_->setColumnCount(c);
@@ -157,9 +158,22 @@ void EvaluationView::setResult(const EvaluationResult& r) {
   confusion_->setVerticalHeaderLabels(r.classNames);
   fillConfusion();
   fillReport();
+  const bool text = !r.texts.isEmpty();
+  misclassified_->setViewMode(text ? QListView::ListMode : QListView::IconMode);
+  misclassified_->setGridSize(text ? QSize() : QSize(104, 96));
+  misclassified_->setWordWrap(true);
+  misclassified_->setToolTip(text ? tr("Misclassified test texts: true label → predicted label, the text and (in the "
+                                       "tooltip) the tokens the model saw")
+                                  : tr("Misclassified test images: true label → predicted label"));
   for (const auto& s : r.misclassified) {
     const QString truth = s.truth < c ? r.classNames[s.truth] : QString::number(s.truth);
     const QString pred = s.predicted < c ? r.classNames[s.predicted] : QString::number(s.predicted);
+    if (text) {
+      const auto i = static_cast<qsizetype>(s.index);
+      auto* item = new QListWidgetItem(QString::fromUtf8("%1 \u2192 %2: %3").arg(truth, pred, r.texts.value(i)), misclassified_);
+      item->setToolTip(tr("%1\ntrue: %2, predicted: %3\ntokens: %4").arg(r.textOrigins.value(i), truth, pred, r.textTokens.value(i)));
+      continue;
+    }
     auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(s.image.scaled(56, 56))),
                                      QString::fromUtf8("%1\n\u2192 %2").arg(truth, pred), misclassified_);
     item->setToolTip(tr("true: %1, predicted: %2").arg(truth, pred));

@@ -48,6 +48,10 @@ struct EvaluationResult {
   QVector<Prediction> predictions;
   QString imageDir;  // Fashion-MNIST directory to show the test images from ("": no images)
   QStringList imageFiles;  // or the image file of each test sample, by index (an image-folder dataset)
+  // A text dataset's test samples, by index (else empty): where each is from (file or FILE:LINE),
+  // its text on one line (shortened) and the tokens the model saw. Misclassified texts are
+  // listed with them instead of images.
+  QStringList texts, textOrigins, textTokens;
 };
 
 class EvaluationView : public QWidget {

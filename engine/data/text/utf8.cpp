@@ -88,4 +88,23 @@ char32_t to_lower(char32_t cp) {
   return it != end && it->from == cp ? it->to : cp;
 }
 
+std::string text_preview(std::string_view text, size_t n) {
+  std::string out;
+  size_t cps = 0;
+  bool space = false;
+  for (size_t i = 0; i < text.size() && cps < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == ' ') {
+      if (!space && !out.empty()) out += ' ', ++cps;
+      space = true;
+      continue;
+    }
+    space = false;
+    out += static_cast<char>(c);
+    if ((c & 0xC0) != 0x80) ++cps;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 }  // namespace kiln::data

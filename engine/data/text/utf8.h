@@ -23,4 +23,8 @@ bool is_separator(char32_t cp);
 // code points without one, or whose lowercase is several code points, are returned unchanged.
 char32_t to_lower(char32_t cp);
 
+// The first `n` code points of `text` on one line, for listings of samples: runs of control
+// characters and spaces (line breaks, tabs) become one space, leading and trailing ones dropped.
+std::string text_preview(std::string_view text, size_t n);
+
 }  // namespace kiln::data
