@@ -9,21 +9,14 @@
 #include "engine/core/random.h"
 #include "engine/quant/observer.h"
 #include "engine/quant/scheme.h"
+#include "tests/common/error_of.h"
 
 namespace kiln::quant {
 namespace {
 
 Tensor vec(const std::vector<float>& v) { return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}); }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using kiln::test::error_of;
 
 TEST(QuantObserver, MinMaxAndMovingAverage) {
   MinMaxObserver mm("conv1");

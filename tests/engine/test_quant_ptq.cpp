@@ -13,6 +13,7 @@
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
 #include "engine/quant/int8_model.h"
+#include "tests/common/error_of.h"
 
 namespace kiln::quant {
 namespace {
@@ -52,15 +53,7 @@ std::vector<float> float_outputs(const Graph& g, const Tensor& x) {
   return m.forward(x).to_vector<float>();
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using kiln::test::error_of;
 
 TEST(QuantPtq, Int8ModelFollowsTheFloatModel) {
   const Graph g = small_cnn();

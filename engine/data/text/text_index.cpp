@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/data/text/utf8.h"
 
 namespace kiln::data {
 
@@ -223,19 +224,10 @@ TextIndex parse_jsonl(std::string_view text, const TextReadOptions& options, con
     throw IoError(source + ":" + std::to_string(line) + ": invalid UTF-8 at column " +
                   std::to_string(bad - line_start + 1) + " (byte " + hex + ")");
   }
-  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   TextIndex index;
   index.source = source;
   std::vector<std::string> labels;
-  int64_t line = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view row = text.substr(start, end - start);
-    start = end + 1;
-    ++line;
-    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
-    if (row.find_first_not_of(" \t") == std::string_view::npos) continue;
+  for_each_nonblank_line(text, [&](int64_t line, std::string_view row) {
     const std::string origin = source + ":" + std::to_string(line);
     nlohmann::json j;
     try {
@@ -259,11 +251,11 @@ TextIndex parse_jsonl(std::string_view text, const TextReadOptions& options, con
     const std::string reason = s.empty() ? "empty text" : unusable_text_reason(s);
     if (!reason.empty()) {  // \u0000 escapes make NUL bytes; strings are UTF-8 after parsing
       index.skipped.push_back({origin, reason});
-      continue;
+      return;
     }
     index.samples.push_back({std::move(s), 0, origin});
     labels.push_back(std::move(label));
-  }
+  });
   assign_labels(index, labels);
   require_two_classes(index);
   if (options.deduplicate) drop_duplicates(index);

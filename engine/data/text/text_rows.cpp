@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/core/error.h"
+#include "engine/data/text/utf8.h"
 
 namespace kiln::data {
 
@@ -43,17 +44,8 @@ TextRows jsonl_rows(const std::string& path, const TextReadOptions& options) {
   std::string_view text;
   const std::string bytes = read_whole(path);
   text = bytes;
-  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   TextRows out;
-  int64_t line = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view row = text.substr(start, end - start);
-    start = end + 1;
-    ++line;
-    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
-    if (row.find_first_not_of(" \t") == std::string_view::npos) continue;
+  for_each_nonblank_line(text, [&](int64_t line, std::string_view row) {
     TextRow r;
     r.origin = path + ":" + std::to_string(line);
     out.rows.push_back(r);
@@ -62,18 +54,18 @@ TextRows jsonl_rows(const std::string& path, const TextReadOptions& options) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(row[bad]));
       o.error = "invalid UTF-8 at column " + std::to_string(bad + 1) + " (byte " + hex + ")";
-      continue;
+      return;
     }
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(row);
     } catch (const nlohmann::json::exception& e) {
       o.error = std::string("not JSON (") + e.what() + ")";
-      continue;
+      return;
     }
     if (!j.is_object()) {
       o.error = "not a JSON object";
-      continue;
+      return;
     }
     if (auto l = j.find(options.label_column); l != j.end()) {
       out.has_labels = true;
@@ -84,7 +76,7 @@ TextRows jsonl_rows(const std::string& path, const TextReadOptions& options) {
     if (t == j.end()) o.error = "no key '" + options.text_column + "'";
     else if (!t->is_string()) o.error = "'" + options.text_column + "' is not a string";
     else if (std::string s = t->get<std::string>(); (o.error = row_reason(s)).empty()) o.text = std::move(s);
-  }
+  });
   KILN_CHECK(!out.rows.empty(), IoError, path, ": no JSON line in it");
   return out;
 }

@@ -107,4 +107,18 @@ std::string text_preview(std::string_view text, size_t n) {
   return out;
 }
 
+void for_each_nonblank_line(std::string_view text, const std::function<void(int64_t line, std::string_view row)>& f) {
+  if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  int64_t line = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view row = text.substr(start, end - start);
+    start = end + 1;
+    ++line;
+    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    if (row.find_first_not_of(" \t") != std::string_view::npos) f(line, row);
+  }
+}
+
 }  // namespace kiln::data

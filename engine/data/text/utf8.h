@@ -1,5 +1,7 @@
 // UTF-8 <-> code points and the character classes the word tokenizer splits on.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,5 +28,10 @@ char32_t to_lower(char32_t cp);
 // The first `n` code points of `text` on one line, for listings of samples: runs of control
 // characters and spaces (line breaks, tabs) become one space, leading and trailing ones dropped.
 std::string text_preview(std::string_view text, size_t n);
+
+// Calls f(line, row) for each line of `text` that holds more than spaces and tabs, with its
+// 1-based line number; a UTF-8 byte-order mark at the start and each row's trailing '\r' are
+// dropped (JSON-lines files: text_index.cpp, text_rows.cpp).
+void for_each_nonblank_line(std::string_view text, const std::function<void(int64_t line, std::string_view row)>& f);
 
 }  // namespace kiln::data
