@@ -80,7 +80,9 @@ TEST(GraphFitData, TextTemplatesTakeMaxLengthVocabularyAndClasses) {
     EXPECT_EQ(shape_of(g, "tokens"), (std::vector<int64_t>{48})) << file;
     EXPECT_EQ(attr(g, "embedding", "num_embeddings"), 321) << file;
     EXPECT_EQ(attr(g, "fc", "out_features"), 3) << file;
-    if (g.find_by_name("positions")) EXPECT_EQ(attr(g, "positions", "max_length"), 48) << file;
+    if (g.find_by_name("positions")) {
+      EXPECT_EQ(attr(g, "positions", "max_length"), 48) << file;
+    }
     const Analysis a = analyze(g);
     ASSERT_TRUE(a.ok()) << file << ": " << a.problems.front().message;
     EXPECT_TRUE(fit_graph_to_text(g, 48, 321, 3).empty()) << file;

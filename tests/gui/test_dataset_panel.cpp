@@ -17,6 +17,15 @@ using kiln::studio::DatasetSettings;
 class TestDatasetPanel : public QObject {
   Q_OBJECT
 
+  // Fashion-MNIST settings of these sizes in `dir` (the other fields at their defaults).
+  static DatasetSettings fashion(std::string dir, int64_t train, int64_t validation) {
+    DatasetSettings s;
+    s.dir = std::move(dir);
+    s.train_size = train;
+    s.validation_size = validation;
+    return s;
+  }
+
   static QString error_of(const std::function<void()>& f) {
     try {
       f();
@@ -69,7 +78,7 @@ class TestDatasetPanel : public QObject {
   }
 
   void spinBoxesAreValidated() {
-    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", "/nonexistent", 55000, 5000, 0, ""});
+    DatasetPanel panel(nullptr, fashion("/nonexistent", 55000, 5000));
     QSignalSpy changed(&panel, &DatasetPanel::settingsChanged);
     panel.validationSpin()->setValue(10000);  // "all the rest" follows the validation size
     QCOMPARE(panel.settings().validation_size, int64_t(10000));
@@ -85,16 +94,16 @@ class TestDatasetPanel : public QObject {
     QCOMPARE(changed.last().at(0).value<DatasetSettings>(), panel.settings());
     panel.settings().validate();
 
-    const QString e = error_of([&] { panel.setSettings({"fashion-mnist", "/nonexistent", 58000, 5000, 0, ""}); });
+    const QString e = error_of([&] { panel.setSettings(fashion("/nonexistent", 58000, 5000)); });
     QVERIFY2(e.contains("exceeds the 60000"), qPrintable(e));
     QCOMPARE(panel.settings().validation_size, int64_t(59000));  // unchanged after the refusal
-    panel.setSettings({"fashion-mnist", "/nonexistent", 3000, 1000, 0, ""});
+    panel.setSettings(fashion("/nonexistent", 3000, 1000));
     QCOMPARE(panel.validationSpin()->value(), 1000);
     QCOMPARE(panel.trainSpin()->value(), 3000);
   }
 
   void classesAndTestSizeAreSettings() {
-    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", "/nonexistent", 55000, 5000, 0, ""});
+    DatasetPanel panel(nullptr, fashion("/nonexistent", 55000, 5000));
     QCOMPARE(panel.testSpin()->text(), QString("all"));
     panel.testSpin()->setValue(500);
     QCOMPARE(panel.settings().test_size, int64_t(500));
@@ -122,7 +131,7 @@ class TestDatasetPanel : public QObject {
   }
 
   void settingsJsonRoundTrip() {
-    DatasetSettings s{"fashion-mnist", "/data/fm", 20000, 4000, 0, ""};
+    DatasetSettings s = fashion("/data/fm", 20000, 4000);
     QCOMPARE(s.to_json(), std::string(R"({"dir":"/data/fm","name":"fashion-mnist","train_size":20000,"validation_size":4000})"));
     QCOMPARE(DatasetSettings::from_json(s.to_json()), s);
     QCOMPARE(DatasetSettings::from_json("{}"), DatasetSettings{});
@@ -144,7 +153,7 @@ class TestDatasetPanel : public QObject {
 
   void missingDatasetNamesThePackage() {
     QTemporaryDir empty;
-    DatasetPanel panel(nullptr, DatasetSettings{"fashion-mnist", empty.filePath("absent").toStdString(), 55000, 5000, 0, ""});
+    DatasetPanel panel(nullptr, fashion(empty.filePath("absent").toStdString(), 55000, 5000));
     panel.show();
     QSignalSpy loaded(&panel, &DatasetPanel::loaded);
     QVERIFY(loaded.wait(10000));

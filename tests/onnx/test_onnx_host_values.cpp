@@ -91,10 +91,14 @@ TEST(OnnxHostValues, DeviceSessionsMatchTheCpu) {
       for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
     }
     EXPECT_EQ(s.fallback_stats().nodes, 0) << "a host value made a node fall back to the CPU";
-    if (d.device.type == DeviceType::cuda) EXPECT_EQ(s.cuda_graph_note(), "replaying 1 input shape set");
+    if (d.device.type == DeviceType::cuda) {
+      EXPECT_EQ(s.cuda_graph_note(), "replaying 1 input shape set");
+    }
     const Tensor other = Tensor::ones({2, 6});  // another shape set: runs plainly, then is recorded too
     for (int run = 0; run < 3; ++run) EXPECT_EQ(s.run({{"x", other}})[0].shape(), (Shape{2, 3}));
-    if (d.device.type == DeviceType::cuda) EXPECT_EQ(s.cuda_graph_note(), "replaying 2 input shape sets");
+    if (d.device.type == DeviceType::cuda) {
+      EXPECT_EQ(s.cuda_graph_note(), "replaying 2 input shape sets");
+    }
     const std::vector<float> again = s.run({{"x", x}})[0].to(Device()).to_vector<float>();
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(again[i], want[i], 1e-6) << i;
   }
