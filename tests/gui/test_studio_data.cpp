@@ -9,7 +9,6 @@
 #include <QFile>
 #include <QImage>
 #include <QLabel>
-#include <QProcess>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -17,6 +16,7 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "tests/gui/headless_studio.h"
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
@@ -27,7 +27,6 @@ using namespace kiln::studio;
 
 namespace {
 
-const QString kStudio = QStringLiteral(KILN_BINARY_DIR "/bin/kiln-studio");
 
 // root/<class>/<i>.png: `per_class` 16 x 16 RGB images per class, each class its own colour
 // and a bright square whose place depends on the class (so a model can tell them apart).
@@ -72,15 +71,7 @@ DatasetSettings source(const std::string& name, const QString& path) {
   return s;
 }
 
-// Runs kiln-studio --headless with `args`; returns stdout + stderr, the exit code in `code`.
-QString studio(const QStringList& args, int* code) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(kStudio, args);
-  if (!p.waitForFinished(240000)) p.kill();
-  *code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return p.readAll();
-}
+using kiln::test::studio;
 
 }  // namespace
 

@@ -12,13 +12,13 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
-#include <QProcess>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QUndoStack>
 #include <QtTest>
 
+#include "tests/gui/headless_studio.h"
 #include "app/studio/main_window.h"
 #include "projects/project.h"
 #include "widgets/graph/graph_document.h"
@@ -31,7 +31,6 @@ using namespace kiln::studio;
 
 namespace {
 
-const QString kStudio = QStringLiteral(KILN_BINARY_DIR "/bin/kiln-studio");
 
 void writeFile(const QString& path, const QByteArray& bytes) {
   QFile f(path);
@@ -68,14 +67,7 @@ DatasetSettings textSource(const QString& path, int64_t max_length = 16) {
   return s;
 }
 
-QString studio(const QStringList& args, int* code) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(kStudio, args);
-  if (!p.waitForFinished(240000)) p.kill();
-  *code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return p.readAll();
-}
+using kiln::test::studio;
 
 }  // namespace
 

@@ -671,9 +671,7 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
   error_ = s.error;
   loaded_ = s.error.isEmpty();
   if (!loaded_) {
-    setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(s.error, kLongWord).toHtmlEscaped()), s.error);
-    status_->setStyleSheet("color: #e06c6c");
-    grid_->setSamples({}, {});
+    showReadError(s.error);
   } else {
     status_->setStyleSheet({});
     const QString dir = QString::fromStdString(settings_.dir);
@@ -701,6 +699,13 @@ void DatasetPanel::showSummary(const DatasetSummary& s) {
   emit loaded();
 }
 
+// The reader's message as it is (it names the file, line and column), in red, without samples.
+void DatasetPanel::showReadError(const QString& error) {
+  setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(error, kLongWord).toHtmlEscaped()), error);
+  status_->setStyleSheet("color: #e06c6c");
+  grid_->setSamples({}, {});
+}
+
 void DatasetPanel::setClassRows(int rows) {
   if (counts_->rowCount() == rows) return;
   counts_->setRowCount(rows);
@@ -718,10 +723,7 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
   error_ = s.error;
   loaded_ = s.error.isEmpty();
   if (!loaded_) {
-    // The engine's message as it is: it names the file, line and column.
-    setStatus(tr("<b>The data set cannot be read.</b> %1").arg(elideLongWords(s.error, kLongWord).toHtmlEscaped()), s.error);
-    status_->setStyleSheet("color: #e06c6c");
-    grid_->setSamples({}, {});
+    showReadError(s.error);
     textPreview_->hide();
     setClassRows(0);
     return;

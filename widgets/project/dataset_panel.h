@@ -145,6 +145,7 @@ class DatasetPanel : public QWidget {
   void showSourceWidgets();
   void showSourceSummary(const DatasetSummary& summary);
   void setClassRows(int rows);
+  void showReadError(const QString& error);  // a reader error instead of samples
   void showSummary(const DatasetSummary& summary);
   void setStatus(const QString& html, const QString& full);  // the status line and its tooltip
   void onSpinChanged();
