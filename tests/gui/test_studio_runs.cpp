@@ -2,8 +2,10 @@
 // ("Compare evaluations"); a reopened
 // project whose last run was stopped shows the newest run that has an evaluation; a
 // deleted run comes back with Edit > Undo (the graph stays unmodified) and is purged when
-// the window closes the project; a project with 1,000 runs opens, sorts and filters
-// within 50 ms of UI-thread time (the figures are printed).
+// the window closes the project; a project with 1,000 runs opens, sorts and filters with
+// a fixed number of SQL statements, none per run and none for a sort or a filter (the
+// UI-thread times are printed, not asserted: tests/gui/bench_* and this log are where
+// speed is read).
 #include <QAction>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -16,6 +18,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <ctime>
+#include <sqlite3.h>
 
 #include "app/studio/main_window.h"
 #include "project_test_util.h"
@@ -29,9 +32,7 @@
 using namespace kiln::studio;
 using namespace kiln::projects;
 
-// UI-thread time: the CPU time of this thread (CLOCK_THREAD_CPUTIME_ID), which is what
-// the 50 ms bound is about and does not grow when other processes load the machine
-// (ctest -j, other builds), and the wall time, bounded loosely against blocking waits.
+// UI-thread time: the CPU time of this thread (CLOCK_THREAD_CPUTIME_ID) and the wall time.
 class UiTimer {
  public:
   struct Ms {
@@ -276,8 +277,16 @@ class TestStudioRuns : public QObject {
     const UiTimer::Ms open = timer.restart();
     RunsView* view = w.runsView();
     QCOMPARE(view->rowCount(), kRuns);
+    // Every SQL statement the project's connection runs from here on is counted.
+    int statements = 0;
+    sqlite3_trace_v2(w.project()->database().handle(), SQLITE_TRACE_STMT,
+                     [](unsigned, void* count, void*, void*) { return ++*static_cast<int*>(count), 0; }, &statements);
+    timer.restart();
     view->refresh();
     const UiTimer::Ms reload = timer.restart();
+    const int reloadStatements = statements;
+    QVERIFY2(reloadStatements > 0 && reloadStatements < 20,  // a few queries for all runs, none per run
+             qPrintable(QString("reloading 1,000 runs ran %1 SQL statements").arg(reloadStatements)));
     UiTimer::Ms worstSort, worstFilter;
     int worstColumn = -1;
     for (int c = 0; c < RunsModel::ColumnCount; ++c)
@@ -302,14 +311,12 @@ class TestStudioRuns : public QObject {
     view->setFilterText("tag:baseline");
     QCOMPARE(view->rowCount(), kRuns / 4);
     view->setFilterText("");
-    qInfo("1,000 runs (UI-thread CPU / wall): openProject %s, Runs view reload %s, worst sort %s (column %d), "
-          "worst filter %s; filters: %s",
-          qPrintable(open.text()), qPrintable(reload.text()), qPrintable(worstSort.text()), worstColumn,
-          qPrintable(worstFilter.text()), qPrintable(filterLog.join(", ")));
-    for (const auto& [what, ms] : {std::pair{"open", open}, {"reload", reload}, {"sort", worstSort}, {"filter", worstFilter}}) {
-      QVERIFY2(ms.cpu < 50, qPrintable(QString("%1: %2").arg(what, ms.text())));
-      QVERIFY2(ms.wall < 1000, qPrintable(QString("%1: %2").arg(what, ms.text())));
-    }
+    QCOMPARE(statements, reloadStatements);  // sorting and filtering work on the rows in memory
+    sqlite3_trace_v2(w.project()->database().handle(), 0, nullptr, nullptr);
+    qInfo("1,000 runs (UI-thread CPU / wall): openProject %s, Runs view reload %s (%d SQL statements), worst sort "
+          "%s (column %d), worst filter %s; filters: %s",
+          qPrintable(open.text()), qPrintable(reload.text()), reloadStatements, qPrintable(worstSort.text()),
+          worstColumn, qPrintable(worstFilter.text()), qPrintable(filterLog.join(", ")));
   }
 };
 
