@@ -115,11 +115,18 @@ struct Evaluation {
     float probability = 0;
   };
   std::vector<Prediction> predictions;
+  // A text dataset's test samples, by test-split index (empty for other datasets and for
+  // evaluations stored before schema 6): where each is from (FILE or FILE:LINE), its text
+  // shortened to one line, and the first tokens the model saw (space-separated pieces).
+  struct Text {
+    std::string origin, text, tokens;
+  };
+  std::vector<Text> texts;
 };
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.

@@ -15,6 +15,37 @@ namespace {
 static_assert(sizeof(Evaluation::Prediction) == 16, "the stored prediction record is 16 bytes");
 static_assert(std::endian::native == std::endian::little, "predictions are stored little-endian");
 
+// evaluations.texts: for each Evaluation::Text its origin, text and tokens, each as a
+// little-endian uint32 byte count followed by the UTF-8 bytes.
+std::string pack_texts(const std::vector<Evaluation::Text>& texts) {
+  std::string out;
+  for (const Evaluation::Text& t : texts)
+    for (const std::string* field : {&t.origin, &t.text, &t.tokens}) {
+      const auto n = static_cast<uint32_t>(field->size());
+      out.append(reinterpret_cast<const char*>(&n), sizeof n);
+      out += *field;
+    }
+  return out;
+}
+
+std::vector<Evaluation::Text> unpack_texts(const std::vector<char>& bytes, const std::string& where) {
+  std::vector<Evaluation::Text> texts;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    Evaluation::Text& t = texts.emplace_back();
+    for (std::string* field : {&t.origin, &t.text, &t.tokens}) {
+      uint32_t n = 0;
+      if (bytes.size() - at < sizeof n || (std::memcpy(&n, bytes.data() + at, sizeof n), bytes.size() - at - sizeof n < n))
+        throw ProjectError(where + " is damaged: text " + std::to_string(texts.size() - 1) + " runs past the " +
+                           std::to_string(bytes.size()) + " stored bytes");
+      at += sizeof n;
+      field->assign(bytes.data() + at, n);
+      at += n;
+    }
+  }
+  return texts;
+}
+
 // The run's best checkpoint: highest val_accuracy, NULL (NaN) last, ties to the later epoch.
 constexpr const char* kBest =
     "SELECT id FROM checkpoints WHERE run = ?1 ORDER BY val_accuracy IS NULL, val_accuracy DESC, epoch DESC LIMIT 1";
@@ -82,9 +113,12 @@ void Project::set_evaluation(int64_t run, const Evaluation& e) {
       throw ProjectError(where + ": the prediction of sample " + std::to_string(p.index) + " has probability " +
                          std::to_string(p.probability) + ", not in [0, 1]");
   }
+  if (!e.texts.empty() && e.texts.size() != static_cast<size_t>(e.count))
+    throw ProjectError(where + ": " + std::to_string(e.texts.size()) + " texts for " + std::to_string(e.count) +
+                       " evaluated samples");
   Statement s = db_->prepare(
       "INSERT OR REPLACE INTO evaluations(run, count, loss, accuracy, class_names, confusion, misclassified, "
-      "image_height, image_width, images, created_at, predictions) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "image_height, image_width, images, created_at, predictions, texts) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run).bind(2, e.count).bind(3, e.loss).bind(4, e.accuracy).bind(5, names);
   s.bind_blob(6, e.confusion.data(), e.confusion.size() * sizeof(int64_t));
   s.bind(7, miss.str()).bind(8, e.image_height).bind(9, e.image_width);
@@ -93,13 +127,16 @@ void Project::set_evaluation(int64_t run, const Evaluation& e) {
   s.bind(11, utc_now());
   if (e.predictions.empty()) s.bind_null(12);
   else s.bind_blob(12, e.predictions.data(), e.predictions.size() * sizeof(Evaluation::Prediction));
+  const std::string texts = pack_texts(e.texts);
+  if (e.texts.empty()) s.bind_null(13);
+  else s.bind_blob(13, texts.data(), texts.size());
   s.run();
 }
 
 std::optional<Evaluation> Project::evaluation(int64_t run) const {
   Statement s = db_->prepare(
       "SELECT count, loss, accuracy, class_names, confusion, misclassified, image_height, image_width, images, "
-      "predictions "
+      "predictions, texts "
       "FROM evaluations WHERE run = ?");
   s.bind(1, run);
   if (!s.step()) return std::nullopt;
@@ -146,6 +183,7 @@ std::optional<Evaluation> Project::evaluation(int64_t run) const {
         throw ProjectError(where + " is damaged: the prediction of sample " + std::to_string(p.index) +
                            " has a label outside 0.." + std::to_string(c) + "-1");
   }
+  if (!s.is_null(10)) e.texts = unpack_texts(s.blob(10), where);
   return e;
 }
 

@@ -126,6 +126,12 @@ constexpr const char* kSchema5 = R"sql(
 CREATE TABLE blobs(key TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);
 )sql";
 
+// Schema 6: the evaluation of a run on texts keeps each test text's origin, one-line text
+// and tokens (Evaluation::texts), so a reopened run lists its misclassified texts.
+constexpr const char* kSchema6 = R"sql(
+ALTER TABLE evaluations ADD COLUMN texts BLOB;
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -201,7 +207,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}};
   return steps;
 }
 

@@ -16,7 +16,7 @@ namespace kiln::projects {
 inline constexpr int32_t kApplicationId = 0x4B494C4E;
 inline constexpr const char* kApplicationName = "kiln-project";
 // The schema this build writes and reads (Project::kSchemaVersion is the same value).
-inline constexpr int kCurrentSchema = 5;
+inline constexpr int kCurrentSchema = 6;
 
 // One step of the schema: SQL that turns a version `from` file into a version
 // `from + 1` file. The list is ordered, one step per version, starting at 0.

@@ -30,6 +30,11 @@ EvaluationResult toEvaluationResult(const projects::Evaluation& e) {
   }
   r.predictions.reserve(static_cast<qsizetype>(e.predictions.size()));
   for (const projects::Evaluation::Prediction& p : e.predictions) r.predictions.push_back({p.index, p.truth, p.predicted, p.probability});
+  for (const projects::Evaluation::Text& t : e.texts) {
+    r.textOrigins << QString::fromStdString(t.origin);
+    r.texts << QString::fromStdString(t.text);
+    r.textTokens << QString::fromStdString(t.tokens);
+  }
   // The Studio trains on Fashion-MNIST only; a run's own directory replaces this (TrainingSession).
   if (!e.predictions.empty()) r.imageDir = QString::fromUtf8(data::FashionMNIST::kDefaultDir);
   return r;

@@ -365,10 +365,8 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
   } else {
     if (d.text) {  // what a misclassified text said and which tokens the model saw
       const data::TextDataset& test = *d.text->test;
-      for (int64_t i = 0; i < test.size(); ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         const data::TextSample& s = test.index().samples[static_cast<size_t>(test.positions()[static_cast<size_t>(i)])];
-        result_.test_origins.push_back(s.origin);
-        result_.test_texts.push_back(data::text_preview(s.text, 200));
         std::string tokens;
         const std::vector<int64_t>& ids = test.ids(i);
         for (size_t t = 0; t < std::min<size_t>(ids.size(), 32); ++t) {
@@ -378,7 +376,7 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
                                           : data::text_preview(piece, 40));
         }
         if (ids.size() > 32) tokens += " …";
-        result_.test_tokens.push_back(tokens);
+        ev.texts.push_back({s.origin, data::text_preview(s.text, 200), tokens});
       }
     }
     for (size_t i = 0; i < e.predictions.size() && ev.misclassified.size() < kMaxMisclassified; ++i)

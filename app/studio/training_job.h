@@ -81,12 +81,10 @@ struct JobResult {
   // Test images: count, loss, accuracy, class names (those of dataset.classes, by new
   // label), confusion, up to kMaxMisclassified misclassified images (28 x 28 grey) and every
   // prediction, with their indices in Fashion-MNIST's test split. Another dataset: its test
-  // split's samples, class names and (images) grey thumbnails of at most 64 x 64.
+  // split's samples, class names and (images) grey thumbnails of at most 64 x 64; (texts)
+  // each evaluated text's origin, first 200 code points on one line and first 32 tokens.
   projects::Evaluation evaluation;
   std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
-  // A text dataset's test split, by index (else empty): where each text is from (file or
-  // FILE:LINE), its first 200 code points on one line, and the first 32 tokens the model saw.
-  std::vector<std::string> test_origins, test_texts, test_tokens;
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
 };
 

@@ -286,16 +286,11 @@ void TrainingSession::finish() {
     EvaluationResult shown = toEvaluationResult(r.evaluation);
     shown.imageDir = datasetDir_;  // the run's own copy of the test images
     for (const std::string& f : r.test_files) shown.imageFiles << QString::fromStdString(f);
-    for (size_t i = 0; i < r.test_texts.size(); ++i) {
-      shown.texts << QString::fromStdString(r.test_texts[i]);
-      shown.textOrigins << QString::fromStdString(r.test_origins[i]);
-      shown.textTokens << QString::fromStdString(r.test_tokens[i]);
-    }
     emit evaluated(shown);
     emit logMessage(tr("test accuracy %1 % on %2 %3")
                         .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
                         .arg(r.evaluation.count)
-                        .arg(!r.test_texts.empty()                         ? tr("test texts")
+                        .arg(!r.evaluation.texts.empty()                   ? tr("test texts")
                              : datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows")
                                                                               : tr("images")));
   }

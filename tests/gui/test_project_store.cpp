@@ -252,6 +252,34 @@ class TestProjectStore : public QObject {
     QVERIFY2(e.contains("damaged") && e.contains("x:y"), qPrintable(e));
   }
 
+  // A text dataset's evaluation keeps each sample's origin, text and tokens (schema 6).
+  void evaluationTextsRoundTripAndDamage() {
+    const QString path = file("texts.kiln");
+    Evaluation ev;
+    ev.count = 2;
+    ev.class_names = {"ham", "spam"};
+    ev.confusion = {1, 0, 1, 0};
+    ev.texts = {{"mail/ham/1", "see you at lunch", "see you at lunch"},
+                {"rows.csv:3", std::string("buy \xc3\xa9 pills\0!", 14), ""}};
+    Project p = Project::create(path.toStdString());
+    const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
+    p.set_evaluation(run, ev);
+    const auto back = p.evaluation(run);
+    QVERIFY(back);
+    QCOMPARE(back->texts.size(), size_t(2));
+    QCOMPARE(back->texts[1].origin, std::string("rows.csv:3"));
+    QCOMPARE(back->texts[1].text, ev.texts[1].text);  // UTF-8 and a NUL kept byte for byte
+    QCOMPARE(back->texts[1].tokens, std::string());
+    QCOMPARE(back->texts[0].tokens, std::string("see you at lunch"));
+    Evaluation bad = ev;
+    bad.texts.pop_back();
+    QString e = project_error([&] { p.set_evaluation(run, bad); });
+    QVERIFY2(e.contains("1 texts for 2 evaluated samples"), qPrintable(e));
+    p.database().exec("UPDATE evaluations SET texts = substr(texts, 1, 60)");
+    e = project_error([&] { p.evaluation(run); });
+    QVERIFY2(e.contains("damaged: text 1 runs past the 60 stored bytes"), qPrintable(e));
+  }
+
   void checkpointBlobsRestoreByteIdentical() {
     QDir root(dir_.path());
     root.mkpath("ckpt/sub");

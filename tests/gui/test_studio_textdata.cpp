@@ -207,6 +207,19 @@ class TestStudioTextData : public QObject {
     QVERIFY(e.has_value());
     QCOMPARE(e->class_names, std::vector<std::string>({"neg", "pos"}));
     QCOMPARE(e->count, int64_t(12));
+    // ... and its texts: the project reopened in another window lists them in a clicked cell.
+    QCOMPARE(e->texts.size(), size_t(12));
+    QVERIFY2(e->texts[0].origin.find("reviews") != std::string::npos, e->texts[0].origin.c_str());
+    QVERIFY2(e->texts[0].text.starts_with("the film was"), e->texts[0].text.c_str());
+    MainWindow reopened;
+    reopened.setSilent(true);
+    QVERIFY(reopened.openProject(dir.filePath("t.kiln")));
+    EvaluationView* stored = reopened.evaluationView();
+    QVERIFY2(stored->summaryText().contains("on 12 texts"), qPrintable(stored->summaryText()));
+    stored->showCell(0, 0);
+    QVERIFY(stored->cellSamples()->table()->rowCount() > 0);
+    QVERIFY2(stored->cellSamples()->table()->item(0, 4)->text().startsWith("the film was"),
+             qPrintable(stored->cellSamples()->table()->item(0, 4)->text()));
   }
 
   // The misclassified list shows texts (not images) with both labels.
