@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "widgets/project/dataset_settings.h"
+#include "widgets/project/dataset_summary.h"
+#include "widgets/project/sample_grid.h"
 #include "widgets/project/text_preview.h"
 
 class QCheckBox;
@@ -27,60 +29,6 @@ class QSpinBox;
 class QTableWidget;
 
 namespace kiln::studio {
-
-// What the panel shows of a data set, computed off the UI thread.
-struct DatasetSummary {
-  QString error;                       // non-empty: the data set could not be read
-  std::vector<QImage> samples;         // Format_Grayscale8, 28 x 28, from the training split
-  std::vector<int> sample_labels;      // class index of each sample
-  std::array<int64_t, 10> train_counts{}, test_counts{};  // images per class
-  int64_t train_images = 0, test_images = 0;
-  // Another source (an image folder or manifest, a CSV table; engine/data/dataset_source.h):
-  QString kind;                        // "imagefolder", "images", "csv"; "" for Fashion-MNIST
-  QStringList class_names;             // by label
-  std::vector<int64_t> class_counts;   // samples per class (all splits)
-  std::vector<int64_t> sample_shape;   // per sample: [C, H, W] or [features]
-  QStringList skipped;                 // "PATH: REASON" of every file left out
-  QStringList columns;                 // csv: the header's columns (the label's choices)
-  QString label;                       // csv: the label column read
-  QString details;                     // one line: splits, image size and channels / rows and features
-  int64_t total = 0;                   // samples in all splits
-  // text: the tokenizer fitted on the training split, samples of it with their tokens, and the
-  // token counts of all samples before truncation (text_preview.h).
-  TextSummary text;
-  int64_t vocab_size = 0;              // text: the fitted vocabulary's size (the Embedding's rows)
-};
-// Reads both splits from dir (kiln::data::FashionMNIST) and takes `samples` training
-// images, evenly spaced. Never throws: errors go into DatasetSummary::error.
-DatasetSummary summarize_fashion_mnist(const QString& dir, int samples);
-// Opens another source (settings.spec(), its CSV and split settings) with engine/data's
-// open_dataset and takes `samples` training thumbnails (images only; at most 56 px). Never
-// throws: the engine's message (naming the file, line and column) goes into error verbatim.
-DatasetSummary summarize_source(const DatasetSettings& settings, int samples);
-
-// Paints sample images (scaled by an integer factor, nearest neighbour) in a grid,
-// each with its class name underneath.
-class SampleGrid : public QWidget {
-  Q_OBJECT
- public:
-  explicit SampleGrid(QWidget* parent = nullptr);
-  void setSamples(std::vector<QImage> images, QStringList labels);
-  int count() const { return static_cast<int>(images_.size()); }
-  const QImage& image(int i) const { return images_.at(static_cast<size_t>(i)); }
-  QString label(int i) const { return labels_.at(i); }
-  int columns() const;
-  QSize sizeHint() const override;
-  bool hasHeightForWidth() const override { return true; }
-  int heightForWidth(int width) const override;
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  QSize cellSize() const;
-  std::vector<QImage> images_;
-  QStringList labels_;
-};
 
 class DatasetPanel : public QWidget {
   Q_OBJECT
