@@ -2,7 +2,8 @@
 // [H, W] plane, following PyTorch's CPU kernels (aten/src/ATen/native/cpu/
 // MaxPoolKernel.cpp, AvgPoolKernel.cpp): the same window bounds, divisors, NaN
 // propagation and index of the maximum. Tensors are [N, C, H, W] or [C, H, W]
-// with any strides; f32, f64, f16 and bf16, accumulating in float (double for f64).
+// with any strides; f32, f64, f16 and bf16, accumulating in float (double for f64); max
+// pooling also u8 without indices (int8 inference).
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -111,6 +112,41 @@ void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indic
   }
 }
 
+// u8 max pooling for int8 inference (no indices, no NaN): the window maximum over its valid
+// elements, as max_forward with -inf padding.
+void max_forward_u8(const PoolGeom& g, const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < g.planes; ++i) {
+    const Plane<const uint8_t> x = plane<const uint8_t>(in, i);
+    const Plane<uint8_t> y = plane<uint8_t>(out, i);
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      int64_t h0 = oh * p.stride[0] - p.padding[0];
+      const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, g.H);
+      while (h0 < 0) h0 += p.dilation[0];
+      if (p.kernel[1] == 2 && p.stride[1] == 2 && p.padding[1] == 0 && p.dilation[1] == 1 && x.sw == 1 &&
+          y.sw == 1 && 2 * g.Wo <= g.W) {  // the common 2-wide window: a loop the compiler vectorizes
+        uint8_t* yr = &y(oh, 0);
+        for (int64_t ow = 0; ow < g.Wo; ++ow) yr[ow] = 0;
+        for (int64_t h = h0; h < h1; h += p.dilation[0]) {
+          const uint8_t* xr = &x(h, 0);
+          for (int64_t ow = 0; ow < g.Wo; ++ow)
+            yr[ow] = std::max(yr[ow], std::max(xr[2 * ow], xr[2 * ow + 1]));
+        }
+        continue;
+      }
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        int64_t w0 = ow * p.stride[1] - p.padding[1];
+        const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, g.W);
+        while (w0 < 0) w0 += p.dilation[1];
+        uint8_t best = 0;
+        for (int64_t h = h0; h < h1; h += p.dilation[0])
+          for (int64_t w = w0; w < w1; w += p.dilation[1]) best = std::max(best, x(h, w));
+        y(oh, ow) = best;
+      }
+    }
+  }
+}
+
 template <class T>
 void max_backward(const PoolGeom& g, const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
   std::atomic<bool> bad_index{false};
@@ -208,6 +244,11 @@ void CpuBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indic
                                     const Pool2dParams& p) {
   const char* op = "max_pool2d_forward";
   check_dtypes(op, out, in);
+  if (in.dtype == DType::u8 && !indices.data) {
+    const PoolGeom g = geometry(op, in, out, &p);
+    if (out.numel()) max_forward_u8(g, out, in, p);
+    return;
+  }
   check_indices(op, indices, out);
   const PoolGeom g = geometry(op, in, out, &p);
   if (out.numel() == 0) return;

@@ -1,7 +1,6 @@
-// CpuBackend::qconv2d_forward and qlinear_forward: int8 convolution and linear layers through
-// oneDNN's int8 convolution (u8 source x s8 weights, s32 accumulation; on this CPU its
-// AVX512-VNNI / AMX kernels: ONEDNN_VERBOSE names the one it picks). A linear layer is the
-// 1x1 convolution of [M, K, 1, 1].
+// CpuBackend::qconv2d_forward: int8 convolution through oneDNN's int8 convolution (u8 source x
+// s8 weights, s32 accumulation; on this CPU its AVX512-VNNI kernels: ONEDNN_VERBOSE names the
+// one it picks). The linear layer is cpu_qlinear.cpp (oneDNN's int8 matmul).
 //
 // The arithmetic is backend.h's QuantizedParams, expressed in oneDNN 2.x attributes
 // (dev_guide_attributes_quantization, "Quantization Model"; dev_guide_convolution, int8):
@@ -15,6 +14,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_qcommon.h"
 #include "backends/cpu/dnnl_context.h"
 #include "engine/core/error.h"
 
@@ -85,8 +85,10 @@ std::shared_ptr<QConvPlan> make_plan(const char* op, const QGeom& g, memory::dat
   return plan;
 }
 
-void check_q(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w, const TensorArg& b,
-             const QuantizedParams& q, int64_t O) {
+}  // namespace
+
+void check_quantized_args(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w,
+                          const TensorArg& b, const QuantizedParams& q, int64_t O) {
   KILN_CHECK(in.dtype == DType::u8 && w.dtype == DType::i8 && (out.dtype == DType::f32 || out.dtype == DType::u8),
              DTypeError, op, ": expects u8 input, i8 weight and an f32 or u8 output, got ", dtype_name(in.dtype), ", ",
              dtype_name(w.dtype), ", ", dtype_name(out.dtype));
@@ -100,6 +102,8 @@ void check_q(const char* op, const TensorArg& out, const TensorArg& in, const Te
   KILN_CHECK(q.in_zero_point >= 0 && q.in_zero_point <= 255 && q.out_zero_point >= 0 && q.out_zero_point <= 255,
              ValueError, op, ": u8 zero points must be in [0, 255]");
 }
+
+namespace {
 
 void run(const char* op, const QGeom& g, const TensorArg& out, const TensorArg& in, const TensorArg& w,
          const TensorArg& b, const QuantizedParams& q) {
@@ -148,19 +152,8 @@ void CpuBackend::qconv2d_forward(const TensorArg& out, const TensorArg& in, cons
                  out.shape[0] == g.N && out.shape[1] == g.O,
              ShapeError, "qconv2d_forward: input ", shape_str(in.shape), ", weight ", shape_str(weight.shape),
              ", output ", shape_str(out.shape), " do not fit groups=", g.G);
-  check_q("qconv2d_forward", out, in, weight, bias, q, g.O);
+  check_quantized_args("qconv2d_forward", out, in, weight, bias, q, g.O);
   run("qconv2d_forward", g, out, in, weight, bias, q);
-}
-
-void CpuBackend::qlinear_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
-                                 const TensorArg& bias, const QuantizedParams& q) {
-  KILN_CHECK(in.shape.size() == 2 && weight.shape.size() == 2 && out.shape.size() == 2 &&
-                 in.shape[1] == weight.shape[1] && out.shape[0] == in.shape[0] && out.shape[1] == weight.shape[0],
-             ShapeError, "qlinear_forward: input ", shape_str(in.shape), ", weight ", shape_str(weight.shape),
-             ", output ", shape_str(out.shape), " do not fit [M, K] x [O, K] -> [M, O]");
-  check_q("qlinear_forward", out, in, weight, bias, q, weight.shape[0]);
-  const QGeom g{in.shape[0], in.shape[1], 1, 1, weight.shape[0], 1, 1, 1, 1, 1, Conv2dParams{}};
-  run("qlinear_forward", g, out, in, weight, bias, q);
 }
 
 }  // namespace kiln::cpu
