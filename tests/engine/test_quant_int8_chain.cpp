@@ -1,6 +1,7 @@
 // The fast int8 path on the CPU: the int8 linear layer on oneDNN's int8 matmul against a
 // reference computed in double from the same quantized values (at batch 1 and 64, f32 and u8
-// outputs, with ReLU and zero points), u8 max pooling against the f32 pool,
+// outputs, with ReLU and zero points), u8 max pooling against the f32 pool, the f32 2x2 max
+// pool's written-out row against PyTorch's rule,
 // and Note [u8 chain] of engine/quant/int8_model.h: a layer's kernel writing u8 for the next
 // layer agrees with the f32 round trip (f32 out, pool, quantize) within one quantization step.
 #include <gtest/gtest.h>
@@ -98,6 +99,47 @@ TEST(CpuQuantized, U8MaxPoolEqualsTheFloatPool) {
     for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(static_cast<float>(g[i]), w[i]) << i;
   }
   EXPECT_THROW(quantized_max_pool2d(x.to(DType::f32), two), DTypeError);
+}
+
+// The f32 2x2 / stride-2 max pool (cpu_pool.cpp's written-out row) against PyTorch's rule computed
+// here: the first maximum in window order, a NaN wins (the last NaN), its flat h * W + w index;
+// with ceil_mode the partial last row and column take the general loop.
+TEST(CpuQuantized, FloatMaxPool2x2KeepsPyTorchsRule) {
+  manual_seed(44);
+  for (bool ceil : {false, true}) {
+    std::vector<float> v = uniform({2, 3, 7, 9}, -2, 2).to_vector<float>();
+    for (size_t i = 0; i < v.size(); i += 5) v[i] = std::round(v[i]);  // ties
+    v[10] = NAN;
+    v[11] = NAN;
+    v[70] = -INFINITY;
+    const Tensor x = Tensor::from_vector<float>(v, {2, 3, 7, 9});
+    Pool2dParams p;
+    p.kernel[0] = p.kernel[1] = p.stride[0] = p.stride[1] = 2;
+    p.ceil_mode = ceil;
+    const int64_t Ho = ceil ? 4 : 3, Wo = ceil ? 5 : 4;
+    Tensor out = Tensor::empty({2, 3, Ho, Wo}, DType::f32), idx = Tensor::empty({2, 3, Ho, Wo}, DType::i64);
+    x.backend()->max_pool2d_forward(out.arg(), idx.arg(), x.arg(), p);
+    const auto y = out.to_vector<float>();
+    const auto ix = idx.to_vector<int64_t>();
+    for (int64_t plane = 0; plane < 6; ++plane)
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          float best = -INFINITY;
+          int64_t at = 2 * oh * 9 + 2 * ow;
+          for (int64_t h = 2 * oh; h < std::min<int64_t>(2 * oh + 2, 7); ++h)
+            for (int64_t w = 2 * ow; w < std::min<int64_t>(2 * ow + 2, 9); ++w) {
+              const float e = v[plane * 63 + h * 9 + w];
+              if (e > best || std::isnan(e)) {
+                best = e;
+                at = h * 9 + w;
+              }
+            }
+          const size_t o = (plane * Ho + oh) * Wo + ow;
+          if (std::isnan(best)) EXPECT_TRUE(std::isnan(y[o])) << o;
+          else EXPECT_EQ(y[o], best) << o;
+          EXPECT_EQ(ix[o], at) << o;
+        }
+  }
 }
 
 // image [1, 16, 16] -> conv1 -> relu1 -> pool1 -> conv2 -> relu2 -> pool2 -> flatten -> fc1 -> relu3 -> fc2
