@@ -1,6 +1,7 @@
 // The fast int8 path on the CPU: the int8 linear layer on oneDNN's int8 matmul against a
 // reference computed in double from the same quantized values (at batch 1 and 64, f32 and u8
-// outputs, with ReLU and zero points), u8 max pooling against the f32 pool, the f32 2x2 max
+// outputs, with ReLU and zero points), the int8 convolution's cached weight following a weight
+// changed in place, u8 max pooling against the f32 pool, the f32 2x2 max
 // pool's written-out row against PyTorch's rule,
 // and Note [u8 chain] of engine/quant/int8_model.h: a layer's kernel writing u8 for the next
 // layer agrees with the f32 round trip (f32 out, pool, quantize) within one quantization step.
@@ -74,6 +75,27 @@ TEST(CpuQuantized, LinearOnMatmulMatchesTheReference) {
         EXPECT_LT(clipped, ref.size() / 2);  // the u8 check sees unsaturated values
       }
     }
+}
+
+// cpu_qconv.cpp's Note [Reordered weight]: a plan keeps its reordered weight, checked by content.
+TEST(CpuQuantized, ConvFollowsAWeightChangedInPlace) {
+  manual_seed(45);
+  const Tensor x = random_u8({1, 8, 6, 6});
+  Tensor w = random_i8({16, 8, 3, 3});
+  QuantizedParams q;
+  q.in_scale = 0.02f;
+  q.in_zero_point = 7;
+  q.weight_scales.assign(16, 0.01f);
+  const auto first = quantized_conv2d(x, w, Tensor(), Conv2dParams{}, q, DType::f32).to_vector<float>();
+  const Tensor other = random_i8({16, 8, 3, 3});
+  w.copy_(other);  // same address, shape and scales: the same plan
+  const auto changed = quantized_conv2d(x, w, Tensor(), Conv2dParams{}, q, DType::f32).to_vector<float>();
+  const auto fresh = quantized_conv2d(x, other, Tensor(), Conv2dParams{}, q, DType::f32).to_vector<float>();
+  EXPECT_EQ(changed, fresh);
+  EXPECT_NE(changed, first);
+  // The same content at another address: the same result.
+  const auto again = quantized_conv2d(x, w.clone(), Tensor(), Conv2dParams{}, q, DType::f32).to_vector<float>();
+  EXPECT_EQ(again, changed);
 }
 
 TEST(CpuQuantized, U8MaxPoolEqualsTheFloatPool) {
