@@ -1,12 +1,15 @@
 // `kiln quantize`: post-training int8 quantization (engine/quant/int8_model.h) of a trained
 // model with N calibration batches of the training split, evaluated before and after on the test
 // split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it) and
-// DIR/quantize_report.json (accuracy, weight payload bytes, per-layer ranges).
+// DIR/quantize_report.json (accuracy, weight payload bytes, latency of one test batch float vs
+// int8 measured in the same run, per-layer ranges).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <sstream>
 
 #include "app/cli/args.h"
@@ -17,6 +20,7 @@
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
+#include "engine/core/grad_mode.h"
 #include "engine/data/dataloader.h"
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
@@ -97,6 +101,21 @@ double accuracy(nn::Module& m, const std::shared_ptr<const data::Dataset>& test,
   return e.metrics.accuracy();
 }
 
+// Median milliseconds of model.forward(x) (the result read back) over `runs` runs after two warm-up
+// runs (oneDNN plans, the allocator). NoGrad is the int8 model's own; the float model runs in eval.
+double median_forward_ms(nn::Module& model, const Tensor& x, int runs) {
+  NoGradGuard no_grad;
+  for (int w = 0; w < 2; ++w) model.forward(x).to_vector<float>();
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    model.forward(x).to_vector<float>();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 }  // namespace
 
 int quantize_command(const std::vector<std::string>& argv) {
@@ -147,6 +166,13 @@ int quantize_command(const std::vector<std::string>& argv) {
   const double acc_float = accuracy(float_model, test_set, batch, classes);
   const double acc_int8 = accuracy(*q, test_set, batch, classes);
   const int64_t int8_bytes = q->weight_payload_bytes();
+  // Latency of one test batch, both models in this run on this process's threads.
+  float_model.eval();
+  data::DataLoader latency_loader(test_set, batch);
+  std::optional<data::Batch> latency_batch = latency_loader.next();
+  KILN_CHECK(latency_batch.has_value(), ValueError, "the test split of ", dataset, " is empty");
+  const double ms_float = median_forward_ms(float_model, latency_batch->input, 10);
+  const double ms_int8 = median_forward_ms(*q, latency_batch->input, 10);
 
   nlohmann::json report;
   report["model_file"] = path;
@@ -156,6 +182,13 @@ int quantize_command(const std::vector<std::string>& argv) {
   report["accuracy"] = {{"float", acc_float}, {"int8", acc_int8}};
   report["weight_payload_bytes"] = {{"float", float_bytes}, {"int8", int8_bytes},
                                     {"ratio", static_cast<double>(float_bytes) / static_cast<double>(int8_bytes)}};
+  report["latency_ms_per_batch"] = {{"device", Device().str()},
+                                    {"threads", omp_get_max_threads()},
+                                    {"batch", latency_batch->input.size(0)},
+                                    {"float", ms_float},
+                                    {"int8", ms_int8},
+                                    {"speedup", ms_float / ms_int8}};
+  report["u8_chained_layers"] = q->u8_chained_layers();
   report["passes"] = cal.prepared().log;
   nlohmann::json layers = nlohmann::json::array();
   for (const quant::LayerReport& r : cal.report())
@@ -170,6 +203,9 @@ int quantize_command(const std::vector<std::string>& argv) {
   std::printf("%s: accuracy float %.2f%%, int8 %.2f%%; weight payload %lld -> %lld bytes (%.2fx)\n",
               model_path.c_str(), 100 * acc_float, 100 * acc_int8, static_cast<long long>(float_bytes),
               static_cast<long long>(int8_bytes), static_cast<double>(float_bytes) / static_cast<double>(int8_bytes));
+  std::printf("latency on %s (%d threads, batch %lld): float %.3f ms, int8 %.3f ms per batch (%.2fx)\n",
+              Device().str().c_str(), omp_get_max_threads(), static_cast<long long>(latency_batch->input.size(0)), ms_float,
+              ms_int8, ms_float / ms_int8);
   std::printf("report: %s\n", report_path.c_str());
   return kExitOk;
 }

@@ -79,7 +79,9 @@ bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
     case OpId::matmul: case OpId::conv2d_forward: case OpId::conv2d_backward_input:
     case OpId::conv2d_backward_weight:
       return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16 || dtype == DType::f64;
-    case OpId::max_pool2d_forward: case OpId::max_pool2d_backward: case OpId::avg_pool2d_forward:
+    case OpId::max_pool2d_forward:  // u8: int8 inference, without indices (cpu_pool.cpp)
+      return is_floating(dtype) || dtype == DType::u8;
+    case OpId::max_pool2d_backward: case OpId::avg_pool2d_forward:
     case OpId::avg_pool2d_backward: case OpId::softmax_forward: case OpId::softmax_backward:
       return is_floating(dtype);
     case OpId::adam_step:

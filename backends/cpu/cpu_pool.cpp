@@ -2,7 +2,8 @@
 // [H, W] plane, following PyTorch's CPU kernels (aten/src/ATen/native/cpu/
 // MaxPoolKernel.cpp, AvgPoolKernel.cpp): the same window bounds, divisors, NaN
 // propagation and index of the maximum. Tensors are [N, C, H, W] or [C, H, W]
-// with any strides; f32, f64, f16 and bf16, accumulating in float (double for f64).
+// with any strides; f32, f64, f16 and bf16, accumulating in float (double for f64); max
+// pooling also u8 without indices (int8 inference).
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -79,6 +80,35 @@ Plane<T> plane(const TensorArg& t, int64_t i) {
   return {static_cast<T*>(t.data) + plane_offset(t, i), t.strides[r - 2], t.strides[r - 1]};
 }
 
+// The common 2x2 window of stride 2 without padding or dilation over unit-stride rows, whole
+// windows only: max_forward's row loop written out for it (same comparisons in the same order,
+// so the same maximum, NaN propagation and index), without the general window arithmetic.
+bool window_2x2(const Pool2dParams& p, int64_t x_sw, int64_t y_sw, int64_t i_sw, const PoolGeom& g) {
+  return p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && p.padding[0] == 0 &&
+         p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && x_sw == 1 && y_sw == 1 && i_sw == 1 &&
+         2 * g.Wo <= g.W;
+}
+
+// One output row: rows r0 (plane row h0) and r1 (h0 + 1) -> y, ix; index0 = h0 * W, W the plane's width.
+template <class T>
+void max_row_2x2(const T* r0, const T* r1, int64_t index0, int64_t W, int64_t Wo, T* y, int64_t* ix) {
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    const int64_t w = 2 * ow;
+    const Acc<T> v[4] = {static_cast<Acc<T>>(r0[w]), static_cast<Acc<T>>(r0[w + 1]), static_cast<Acc<T>>(r1[w]),
+                         static_cast<Acc<T>>(r1[w + 1])};
+    const int64_t at[4] = {index0 + w, index0 + w + 1, index0 + W + w, index0 + W + w + 1};
+    Acc<T> best = -std::numeric_limits<Acc<T>>::infinity();
+    int64_t best_index = at[0];
+    for (int k = 0; k < 4; ++k) {
+      const bool take = v[k] > best || std::isnan(v[k]);
+      best = take ? v[k] : best;
+      best_index = take ? at[k] : best_index;
+    }
+    y[ow] = static_cast<T>(best);
+    ix[ow] = best_index;
+  }
+}
+
 template <class T>
 void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indices, const TensorArg& in,
                  const Pool2dParams& p) {
@@ -90,6 +120,10 @@ void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indic
       int64_t h0 = oh * p.stride[0] - p.padding[0];
       const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, g.H);
       while (h0 < 0) h0 += p.dilation[0];
+      if (window_2x2(p, x.sw, y.sw, ix.sw, g) && h1 - h0 == 2) {
+        max_row_2x2(&x(h0, 0), &x(h0 + 1, 0), h0 * g.W, g.W, g.Wo, &y(oh, 0), &ix(oh, 0));
+        continue;
+      }
       for (int64_t ow = 0; ow < g.Wo; ++ow) {
         int64_t w0 = ow * p.stride[1] - p.padding[1];
         const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, g.W);
@@ -106,6 +140,41 @@ void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indic
           }
         y(oh, ow) = static_cast<T>(best);
         ix(oh, ow) = best_index;
+      }
+    }
+  }
+}
+
+// u8 max pooling for int8 inference (no indices, no NaN): the window maximum over its valid
+// elements, as max_forward with -inf padding.
+void max_forward_u8(const PoolGeom& g, const TensorArg& out, const TensorArg& in, const Pool2dParams& p) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < g.planes; ++i) {
+    const Plane<const uint8_t> x = plane<const uint8_t>(in, i);
+    const Plane<uint8_t> y = plane<uint8_t>(out, i);
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      int64_t h0 = oh * p.stride[0] - p.padding[0];
+      const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, g.H);
+      while (h0 < 0) h0 += p.dilation[0];
+      if (p.kernel[1] == 2 && p.stride[1] == 2 && p.padding[1] == 0 && p.dilation[1] == 1 && x.sw == 1 &&
+          y.sw == 1 && 2 * g.Wo <= g.W) {  // the common 2-wide window: a loop the compiler vectorizes
+        uint8_t* yr = &y(oh, 0);
+        for (int64_t ow = 0; ow < g.Wo; ++ow) yr[ow] = 0;
+        for (int64_t h = h0; h < h1; h += p.dilation[0]) {
+          const uint8_t* xr = &x(h, 0);
+          for (int64_t ow = 0; ow < g.Wo; ++ow)
+            yr[ow] = std::max(yr[ow], std::max(xr[2 * ow], xr[2 * ow + 1]));
+        }
+        continue;
+      }
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        int64_t w0 = ow * p.stride[1] - p.padding[1];
+        const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, g.W);
+        while (w0 < 0) w0 += p.dilation[1];
+        uint8_t best = 0;
+        for (int64_t h = h0; h < h1; h += p.dilation[0])
+          for (int64_t w = w0; w < w1; w += p.dilation[1]) best = std::max(best, x(h, w));
+        y(oh, ow) = best;
       }
     }
   }
@@ -208,6 +277,11 @@ void CpuBackend::max_pool2d_forward(const TensorArg& out, const TensorArg& indic
                                     const Pool2dParams& p) {
   const char* op = "max_pool2d_forward";
   check_dtypes(op, out, in);
+  if (in.dtype == DType::u8 && !indices.data) {
+    const PoolGeom g = geometry(op, in, out, &p);
+    if (out.numel()) max_forward_u8(g, out, in, p);
+    return;
+  }
   check_indices(op, indices, out);
   const PoolGeom g = geometry(op, in, out, &p);
   if (out.numel() == 0) return;

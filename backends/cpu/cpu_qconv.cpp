@@ -1,7 +1,6 @@
-// CpuBackend::qconv2d_forward and qlinear_forward: int8 convolution and linear layers through
-// oneDNN's int8 convolution (u8 source x s8 weights, s32 accumulation; on this CPU its
-// AVX512-VNNI / AMX kernels: ONEDNN_VERBOSE names the one it picks). A linear layer is the
-// 1x1 convolution of [M, K, 1, 1].
+// CpuBackend::qconv2d_forward: int8 convolution through oneDNN's int8 convolution (u8 source x
+// s8 weights, s32 accumulation; on this CPU its AVX512-VNNI kernels: ONEDNN_VERBOSE names the
+// one it picks). The linear layer is cpu_qlinear.cpp (oneDNN's int8 matmul).
 //
 // The arithmetic is backend.h's QuantizedParams, expressed in oneDNN 2.x attributes
 // (dev_guide_attributes_quantization, "Quantization Model"; dev_guide_convolution, int8):
@@ -10,11 +9,16 @@
 // weight_scales[c] (/ out_scale for a u8 dst) and the ReLU as an eltwise post-op. Zero points
 // are runtime arguments; oneDNN 2.6 has no convolution with runtime output scales (every
 // implementation refuses DNNL_RUNTIME_F32_VAL there), so the scales are part of the plan and of
-// its key: a plan is cached per layer and shape (Note [Plan cache]).
+// its key: a plan is cached per layer and shape (Note [Plan cache]), with the layer's weight
+// reordered once (Note [Reordered weight]).
 #include <bit>
+#include <cstring>
+#include <mutex>
+#include <vector>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_qcommon.h"
 #include "backends/cpu/dnnl_context.h"
 #include "engine/core/error.h"
 
@@ -33,7 +37,32 @@ struct QConvPlan {
   dnnl::convolution_forward prim;
   memory::desc src_user, src_inner, wei_user, wei_inner, dst_user, dst_inner, bias, zp;
   dnnl::reorder src_reorder, wei_reorder, dst_reorder;  // set where user != inner
+  // Note [Reordered weight]: the last weight reordered to wei_inner (with its zero-point
+  // compensation), and the bytes it was made from.
+  std::mutex wei_mutex;
+  std::vector<char> wei_source;
+  memory wei_cached;
 };
+
+// Note [Reordered weight]: reordering an s8 weight to oneDNN's blocked layout also computes the
+// source zero point's compensation; at batch 1 that cost more than the convolution (62 us vs 41 us
+// for 64x32x3x3). So a plan keeps the last weight it reordered and the bytes it came from, and
+// reorders again only when the weight's bytes differ (a memcmp: ~1 us for that weight). The
+// check is by content, never by address, so a weight changed in place or a new layer at a
+// recycled address cannot pick up a stale copy. Plans are shared between threads: the check runs
+// under the plan's mutex and each call holds its own handle to the buffer it uses.
+memory reordered_weight(QConvPlan& plan, memory user) {
+  const auto* bytes = static_cast<const char*>(user.get_data_handle());
+  const size_t n = plan.wei_user.get_size();
+  std::lock_guard<std::mutex> lock(plan.wei_mutex);
+  if (!plan.wei_cached || plan.wei_source.size() != n || std::memcmp(plan.wei_source.data(), bytes, n) != 0) {
+    memory fresh(plan.wei_inner, dnnl_engine());
+    plan.wei_reorder.execute(dnnl_stream(), user, fresh);
+    plan.wei_source.assign(bytes, bytes + n);
+    plan.wei_cached = fresh;
+  }
+  return plan.wei_cached;
+}
 
 std::shared_ptr<QConvPlan> make_plan(const char* op, const QGeom& g, memory::data_type dst_dt, bool has_bias,
                                      bool relu, const std::vector<float>& scales) {
@@ -85,8 +114,10 @@ std::shared_ptr<QConvPlan> make_plan(const char* op, const QGeom& g, memory::dat
   return plan;
 }
 
-void check_q(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w, const TensorArg& b,
-             const QuantizedParams& q, int64_t O) {
+}  // namespace
+
+void check_quantized_args(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w,
+                          const TensorArg& b, const QuantizedParams& q, int64_t O) {
   KILN_CHECK(in.dtype == DType::u8 && w.dtype == DType::i8 && (out.dtype == DType::f32 || out.dtype == DType::u8),
              DTypeError, op, ": expects u8 input, i8 weight and an f32 or u8 output, got ", dtype_name(in.dtype), ", ",
              dtype_name(w.dtype), ", ", dtype_name(out.dtype));
@@ -100,6 +131,8 @@ void check_q(const char* op, const TensorArg& out, const TensorArg& in, const Te
   KILN_CHECK(q.in_zero_point >= 0 && q.in_zero_point <= 255 && q.out_zero_point >= 0 && q.out_zero_point <= 255,
              ValueError, op, ": u8 zero points must be in [0, 255]");
 }
+
+namespace {
 
 void run(const char* op, const QGeom& g, const TensorArg& out, const TensorArg& in, const TensorArg& w,
          const TensorArg& b, const QuantizedParams& q) {
@@ -122,10 +155,7 @@ void run(const char* op, const QGeom& g, const TensorArg& out, const TensorArg& 
     src = memory(plan->src_inner, eng, scratch(Scratch::dnnl0, plan->src_inner.get_size()));
     plan->src_reorder.execute(s, src_user, src);
   }
-  if (plan->wei_reorder) {
-    wei = memory(plan->wei_inner, eng, scratch(Scratch::dnnl1, plan->wei_inner.get_size()));
-    plan->wei_reorder.execute(s, wei_user, wei);
-  }
+  if (plan->wei_reorder) wei = reordered_weight(*plan, wei_user);
   if (plan->dst_reorder) dst = memory(plan->dst_inner, eng, scratch(Scratch::dnnl2, plan->dst_inner.get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory(plan->zp, eng, &zp_src));
@@ -148,19 +178,8 @@ void CpuBackend::qconv2d_forward(const TensorArg& out, const TensorArg& in, cons
                  out.shape[0] == g.N && out.shape[1] == g.O,
              ShapeError, "qconv2d_forward: input ", shape_str(in.shape), ", weight ", shape_str(weight.shape),
              ", output ", shape_str(out.shape), " do not fit groups=", g.G);
-  check_q("qconv2d_forward", out, in, weight, bias, q, g.O);
+  check_quantized_args("qconv2d_forward", out, in, weight, bias, q, g.O);
   run("qconv2d_forward", g, out, in, weight, bias, q);
-}
-
-void CpuBackend::qlinear_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
-                                 const TensorArg& bias, const QuantizedParams& q) {
-  KILN_CHECK(in.shape.size() == 2 && weight.shape.size() == 2 && out.shape.size() == 2 &&
-                 in.shape[1] == weight.shape[1] && out.shape[0] == in.shape[0] && out.shape[1] == weight.shape[0],
-             ShapeError, "qlinear_forward: input ", shape_str(in.shape), ", weight ", shape_str(weight.shape),
-             ", output ", shape_str(out.shape), " do not fit [M, K] x [O, K] -> [M, O]");
-  check_q("qlinear_forward", out, in, weight, bias, q, weight.shape[0]);
-  const QGeom g{in.shape[0], in.shape[1], 1, 1, weight.shape[0], 1, 1, 1, 1, 1, Conv2dParams{}};
-  run("qlinear_forward", g, out, in, weight, bias, q);
 }
 
 }  // namespace kiln::cpu

@@ -8,6 +8,8 @@
 #include "engine/graph/op_schema.h"
 #include "engine/graph/passes.h"
 #include "engine/io/safetensors.h"
+#include "engine/nn/pooling.h"
+#include "engine/quant/qops.h"
 
 namespace kiln::quant {
 
@@ -50,6 +52,22 @@ Int8Model::Int8Model(const graph::Graph& prepared, std::vector<std::shared_ptr<Q
                layer->name(), "' applies a ReLU, but its output is not read by one ReLU alone");
     fused_relu_[readers[0].node] = true;
   }
+  // Note [u8 chain]: follow each int8 layer's output through single-reader pass-through nodes.
+  for (const auto& [id, layer] : by_node_) {
+    graph::PortRef cur{id, 0};
+    while (true) {
+      const auto readers = g.consumers_of(cur);
+      if (readers.size() != 1) break;
+      const graph::Node& r = g.node(readers[0].node);
+      if (auto next = by_node_.find(r.id); next != by_node_.end()) {
+        u8_next_[id] = next->second;
+        break;
+      }
+      const bool fused = fused_relu_.count(r.id) && cur.node == id;
+      if (!fused && r.op != "MaxPool2d" && r.op != "Flatten" && r.op != "Reshape") break;
+      cur = {r.id, 0};
+    }
+  }
   for (NodeId id : g.topological_order()) {
     const graph::Node& n = g.node(id);
     if (auto it = by_node_.find(id); it != by_node_.end()) {
@@ -63,11 +81,29 @@ Int8Model::Int8Model(const graph::Graph& prepared, std::vector<std::shared_ptr<Q
 }
 
 Tensor Int8Model::forward(const Tensor& x) {
+  const bool chain = u8_chain_ && int8_supported(x.device()) && u8_max_pool_supported(x.device());
   return runner_.run(x, [&](const graph::Node& n, const std::vector<Tensor>& in) -> std::optional<Tensor> {
-    if (auto it = by_node_.find(n.id); it != by_node_.end()) return it->second->forward(in.at(0));
+    if (auto it = by_node_.find(n.id); it != by_node_.end()) {
+      const auto next = chain ? u8_next_.find(n.id) : u8_next_.end();
+      if (next == u8_next_.end()) return it->second->run(in.at(0), nullptr);
+      const ActivationQParams out = next->second->input_qparams();
+      return it->second->run(in.at(0), &out);
+    }
     if (fused_relu_.count(n.id)) return in.at(0);  // its producer applied it
+    if (in.at(0).dtype() == DType::u8 && n.op == "MaxPool2d") {  // a u8 chain's pool (Flatten, Reshape: any dtype)
+      const auto* pool = dynamic_cast<const nn::MaxPool2d*>(runner_.module(n.id).get());
+      KILN_CHECK(pool, ValueError, "int8 model: max pool '", n.name, "' has no MaxPool2d module");
+      return quantized_max_pool2d(in.at(0), pool->params);
+    }
     return std::nullopt;
   });
+}
+
+std::vector<std::string> Int8Model::u8_chained_layers() const {
+  std::vector<std::string> names;
+  for (graph::NodeId id : runner_.graph().topological_order())
+    if (u8_next_.count(id)) names.push_back(runner_.graph().node(id).name);
+  return names;
 }
 
 int64_t Int8Model::weight_payload_bytes() const {

@@ -10,8 +10,16 @@
 // and Linear (observer.h). Conversion quantizes those layers (scheme.h: u8 per-tensor input, s8
 // per-channel weight, s32 bias) into QuantizedLayer, which runs on the device's int8 kernels; a
 // fused ReLU becomes the kernel's post-op. Every other node runs in float as in GraphModule, and
-// so do the layers named in keep_float. The activations between layers are f32 (each int8
-// layer quantizes its input), so max pool, flatten and reshape run in float.
+// so do the layers named in keep_float.
+// Note [u8 chain]: where an int8 layer's output (after its fused ReLU) reaches the next int8
+// layer only through MaxPool2d, Flatten and Reshape nodes that have no other reader, the first
+// layer's kernel requantizes its output straight to u8 with the next layer's input parameters,
+// the max pool runs on u8 and the next layer takes the u8 tensor as it is: no f32 round trip.
+// Quantization is monotonic, so max pooling commutes with it, and it saturates the same way, so
+// this is the round trip's arithmetic with one rounding fewer: outputs agree within one
+// quantization step of each u8 tensor (QuantInt8Chain.* checks it). Elsewhere (a layer whose
+// output has other readers, another op in between, a device without u8 kernels) the layer
+// returns f32 and the next quantizes its input, as set_u8_chain(false) does everywhere.
 #pragma once
 #include <map>
 #include <memory>
@@ -48,6 +56,11 @@ class Int8Model : public nn::Module {
   std::string type_name() const override { return "Int8Model"; }
   const graph::Graph& graph() const { return runner_.graph(); }
   const std::vector<std::shared_ptr<QuantizedLayer>>& layers() const { return layers_; }
+  // Note [u8 chain]: on (the default) or off (f32 between all layers; the reference it is tested
+  // against, and the bench's "before").
+  void set_u8_chain(bool on) { u8_chain_ = on; }
+  // Names of the int8 layers whose output stays u8 (Note [u8 chain]), in graph order.
+  std::vector<std::string> u8_chained_layers() const;
   // Bytes of the weight tensors: int8 layers' payload_bytes() plus the float parameters of the
   // float-run nodes (f32 weights, biases; not headers).
   int64_t weight_payload_bytes() const;
@@ -68,6 +81,8 @@ class Int8Model : public nn::Module {
   std::vector<std::shared_ptr<QuantizedLayer>> layers_;
   std::map<graph::NodeId, QuantizedLayer*> by_node_;
   std::map<graph::NodeId, bool> fused_relu_;  // ReLU nodes whose producer applies them
+  std::map<graph::NodeId, QuantizedLayer*> u8_next_;  // int8 layer -> the int8 layer its u8 output feeds
+  bool u8_chain_ = true;
 };
 
 class Calibrator {

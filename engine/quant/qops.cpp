@@ -58,6 +58,33 @@ Tensor quantized_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   return out;
 }
 
+bool u8_max_pool_supported(const Device& device) {
+  return backend_for(device)->supports(OpId::max_pool2d_forward, DType::u8);
+}
+
+Tensor quantized_max_pool2d(const Tensor& x, const Pool2dParams& p) {
+  KILN_CHECK(x.dtype() == DType::u8 && x.dim() == 4, DTypeError, "quantized_max_pool2d: expects a u8 [N, C, H, W] ",
+             "input, got ", dtype_name(x.dtype()), shape_str(x.shape()));
+  KILN_CHECK(u8_max_pool_supported(x.device()), DTypeError, "quantized_max_pool2d: ", x.device().str(),
+             " has no u8 max pooling");
+  Shape s = x.shape();
+  for (int i = 0; i < 2; ++i) {
+    KILN_CHECK(p.kernel[i] >= 1 && p.stride[i] >= 1 && p.dilation[i] >= 1 && p.padding[i] >= 0, ValueError,
+               "quantized_max_pool2d: kernel, stride and dilation must be positive and padding non-negative");
+    // PyTorch's pooling_output_shape (as the backend checks it).
+    const int64_t in = x.size(2 + i);
+    const int64_t num = in + 2 * p.padding[i] - p.dilation[i] * (p.kernel[i] - 1) - 1 + (p.ceil_mode ? p.stride[i] - 1 : 0);
+    int64_t out = (num >= 0 ? num / p.stride[i] : -((-num + p.stride[i] - 1) / p.stride[i])) + 1;
+    if (p.ceil_mode && (out - 1) * p.stride[i] >= in + p.padding[i]) --out;
+    KILN_CHECK(out > 0, ShapeError, "quantized_max_pool2d: input ", shape_str(x.shape()), " is smaller than the window");
+    s[2 + i] = out;
+  }
+  const Tensor xc = x.contiguous();
+  Tensor out = Tensor::empty(s, DType::u8, x.device());
+  if (out.numel()) x.backend()->max_pool2d_forward(out.arg(), TensorArg{}, xc.arg(), p);
+  return out;
+}
+
 Tensor quantized_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const QuantizedParams& q,
                         DType out_dtype) {
   KILN_CHECK(x.dim() >= 2 && weight.dim() == 2 && x.size(-1) == weight.size(1), ShapeError,

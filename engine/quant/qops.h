@@ -19,6 +19,16 @@ bool int8_supported(const Device& device);
 Tensor quantized_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                         const QuantizedParams& q, DType out_dtype);
 
+// Max pooling of a u8 [N, C, H, W] x (int8 inference: quantization is monotonic, so the pool of
+// the quantized values is the quantized pool, and the u8 tensor keeps x's scale and zero point)
+// -> u8 [N, C, Ho, Wo] (Ho, Wo as torch.nn.MaxPool2d), no indices. DTypeError when x is not u8
+// or its device has no u8 max pooling (supports(OpId::max_pool2d_forward, u8)); ShapeError /
+// ValueError for a bad window (the backend's).
+Tensor quantized_max_pool2d(const Tensor& x, const Pool2dParams& p);
+
+// Whether the device runs quantized_max_pool2d.
+bool u8_max_pool_supported(const Device& device);
+
 // x u8 [N, *, K], weight i8 [Cout, K], bias i32 [Cout] or undefined -> out_dtype [N, *, Cout].
 Tensor quantized_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const QuantizedParams& q,
                         DType out_dtype);

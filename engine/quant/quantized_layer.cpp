@@ -5,6 +5,17 @@
 #include "engine/quant/qops.h"
 
 namespace kiln::quant {
+namespace {
+
+// quantize_activation's arithmetic with tensor ops, on x's device: f32 -> u8.
+Tensor quantize(const Tensor& x, const ActivationQParams& q) {
+  return clamp(apply_unary(UnaryOp::round, x.to(DType::f32) / static_cast<double>(q.scale)) +
+                   static_cast<double>(q.zero_point),
+               kActivationQMin, kActivationQMax)
+      .to(DType::u8);
+}
+
+}  // namespace
 
 QuantizedLayer::QuantizedLayer(std::string name, std::string op, const Conv2dParams& conv, QuantizedWeight weight,
                                Tensor bias, ActivationQParams input, bool relu)
@@ -68,17 +79,17 @@ std::string QuantizedLayer::extra_repr() const {
   return detail::str_cat("weight=", shape_str(weight_.shape()), ", int8, relu=", relu_ ? "True" : "False");
 }
 
-Tensor QuantizedLayer::forward(const Tensor& x) {
+Tensor QuantizedLayer::run(const Tensor& x, const ActivationQParams* out) {
   check();
-  const QuantizedParams q = kernel_params();
+  QuantizedParams q = kernel_params();
   if (int8_supported(x.device())) {
-    // quantize_activation's arithmetic with tensor ops, on x's device.
-    const Tensor xq = clamp(apply_unary(UnaryOp::round, x.to(DType::f32) / static_cast<double>(q.in_scale)) +
-                                static_cast<double>(q.in_zero_point),
-                            kActivationQMin, kActivationQMax)
-                          .to(DType::u8);
-    return op_ == "Conv2d" ? quantized_conv2d(xq, weight_, bias_, conv_, q, DType::f32)
-                           : quantized_linear(xq, weight_, bias_, q, DType::f32);
+    const Tensor xq = x.dtype() == DType::u8 ? x : quantize(x, {q.in_scale, q.in_zero_point});
+    if (out) {
+      q.out_scale = out->scale;
+      q.out_zero_point = out->zero_point;
+    }
+    const DType dt = out ? DType::u8 : DType::f32;
+    return op_ == "Conv2d" ? quantized_conv2d(xq, weight_, bias_, conv_, q, dt) : quantized_linear(xq, weight_, bias_, q, dt);
   }
   note_ = detail::str_cat("layer '", name_, "' ran in float on ", x.device().str(), ", which has no int8 kernels");
   const int64_t cout = weight_.size(0);
@@ -87,9 +98,12 @@ Tensor QuantizedLayer::forward(const Tensor& x) {
   const Tensor w = weight_.to(DType::f32) * weight_scale_.reshape(per_channel);
   Tensor b;
   if (bias_.defined()) b = bias_.to(DType::f32) * (weight_scale_ * static_cast<double>(q.in_scale));
-  const Tensor xf = x.to(DType::f32);
+  const Tensor xf = x.dtype() == DType::u8
+                        ? (x.to(DType::f32) - static_cast<double>(q.in_zero_point)) * static_cast<double>(q.in_scale)
+                        : x.to(DType::f32);
   Tensor y = op_ == "Conv2d" ? conv2d(xf, w, b, conv_) : linear(xf, w, b);
-  return relu_ ? apply_unary(UnaryOp::relu, y) : y;
+  if (relu_) y = apply_unary(UnaryOp::relu, y);
+  return out ? quantize(y, *out) : y;
 }
 
 }  // namespace kiln::quant

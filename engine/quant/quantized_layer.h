@@ -25,7 +25,11 @@ class QuantizedLayer : public nn::Module {
   QuantizedLayer(std::string name, std::string op, const Conv2dParams& conv, const Shape& weight_shape,
                  bool has_bias, bool relu);
   // x f32 [N, Cin, H, W] (Conv2d) or [N, *, Cin] (Linear) -> f32.
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override { return run(x, nullptr); }
+  // x f32 (quantized here with input_qparams()) or u8 (already quantized with them: the output of
+  // the int8 layer before it, Int8Model). out null: an f32 output; else u8, requantized with *out
+  // (the next int8 layer's input parameters) by the kernel, with the fused ReLU before it.
+  Tensor run(const Tensor& x, const ActivationQParams* out);
   std::string type_name() const override { return "Quantized" + op_; }
   std::string extra_repr() const override;
   const std::string& name() const { return name_; }

@@ -15,6 +15,7 @@ ptq)
   run 0 quantize --model-file "$work/run/model.safetensors" --calibration-batches 3 --batch-size 500 \
                  --method entropy --keep-float fc3 --out "$work/int8"
   contains "$out" "accuracy float" "kiln quantize"
+  contains "$out" "latency on cpu" "kiln quantize's latency line"
   contains "$err" "FuseActivation: fc1 + relu1" "kiln quantize's pass log"
   [[ -f $work/int8/model.safetensors && -f $work/int8/quantize_report.json ]] || fail "quantize wrote no model or report"
   /usr/bin/python3 - "$work/int8/quantize_report.json" <<'PY' || fail "quantize_report.json"
@@ -31,6 +32,11 @@ assert layers["fc1"]["int8"] and layers["fc1"]["fused_relu"] == "relu1", layers
 assert not layers["fc3"]["int8"], layers
 lo, hi = layers["fc2"]["input_range"]
 assert lo >= 0 and hi > 0, layers  # fc2 reads relu1's output
+# fc1's kernel writes u8 for fc2; fc2 feeds relu2 -> fc3, which stays float
+assert r["u8_chained_layers"] == ["fc1"], r["u8_chained_layers"]
+t = r["latency_ms_per_batch"]
+assert t["device"] == "cpu" and t["batch"] == 500 and t["float"] > 0 and t["int8"] > 0, t
+assert abs(t["speedup"] - t["float"] / t["int8"]) < 1e-9, t
 PY
   acc=$(/usr/bin/python3 -c 'import json,sys; print("%.2f%%" % (100 * json.load(open(sys.argv[1]))["accuracy"]["int8"]))' \
         "$work/int8/quantize_report.json")

@@ -108,7 +108,7 @@ TEST(CpuQuantized, LinearMatchesTheQuantizedArithmetic) {
     const QuantizedParams q = params(10, relu);
     const Tensor yf = quantized_linear(x, w, b, q, DType::f32), yu = quantized_linear(x, w, b, q, DType::u8);
     EXPECT_EQ(yf.shape(), (Shape{2, 3, 10}));
-    // The linear layer is the 1x1 convolution of [rows, K, 1, 1].
+    // The reference: the linear layer as the 1x1 convolution of [rows, K, 1, 1].
     const auto ref = reference_conv(x.reshape({6, 40, 1, 1}), w.reshape({10, 40, 1, 1}), b, Conv2dParams{}, q, 1, 1);
     expect_matches(yf, yu, ref, q);
   }
