@@ -17,6 +17,7 @@ int devices_command(const std::vector<std::string>& args);  // devices.cpp
 int train_command(const std::vector<std::string>& args);    // train.cpp
 int eval_command(const std::vector<std::string>& args);     // eval.cpp
 int predict_command(const std::vector<std::string>& args);  // predict.cpp
+int explain_command(const std::vector<std::string>& args);  // explain.cpp
 int bench_command(const std::vector<std::string>& args);    // bench.cpp
 int quantize_command(const std::vector<std::string>& args); // quantize.cpp
 int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp

@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
     {"quantize", "post-training int8 quantization of a trained model; accuracy and size before/after", quantize_command},
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
+    {"explain", "why an image model predicted its class: a Grad-CAM or saliency heat map over the image", explain_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX

@@ -77,7 +77,9 @@ Tensor GraphModule::forward(const Tensor& x) {
   return forward(std::vector<Tensor>{x}).at(0);
 }
 
-std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) { return forward(inputs, OutputHook()); }
+
+std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs, const OutputHook& hook) {
   const std::vector<NodeId> in_ids = graph_.input_nodes();
   KILN_CHECK(inputs.size() == in_ids.size(), ValueError, "GraphModule: the graph has ", in_ids.size(),
              " inputs, got ", inputs.size(), " tensors");
@@ -113,6 +115,7 @@ std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
       continue;
     }
     std::vector<Tensor> out = s.forward(modules_[i].get(), args, n.attrs);
+    if (hook) hook(n, out);
     for (size_t p = 0; p < out.size(); ++p) values[PortRef{id, static_cast<int>(p)}] = out[p];
   }
   std::vector<Tensor> result;

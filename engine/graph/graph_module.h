@@ -18,6 +18,7 @@
 // the ids (TextDataset's Batch::mask equals it, which tests check). A graph without such an
 // input (features [N, T, C]) hands an undefined mask: every step is valid.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,13 @@ class GraphModule : public nn::Module {
   // inputs in input_nodes() order -> outputs in output_nodes() order. ValueError on a
   // wrong count; ShapeError when an input's per-sample shape is not the Input node's.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  // Called after each node other than Input and Output runs, with the node and its outputs (one
+  // per port), which it may replace: the later nodes read the replacements (as a forward hook
+  // that returns a value in torch.nn.Module.register_forward_hook). engine/explain reads a layer's
+  // activations and makes them a leaf this way.
+  using OutputHook = std::function<void(const Node& node, std::vector<Tensor>& outputs)>;
+  // forward(inputs) with `hook` (which may be empty) called after each node.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs, const OutputHook& hook);
   // The parameters of trainable nodes (requires_grad true), in parameters() order.
   std::vector<Tensor> trainable_parameters() const;
   // Module::train, then eval mode again for the layers of frozen nodes.
