@@ -18,6 +18,7 @@ int train_command(const std::vector<std::string>& args);    // train.cpp
 int eval_command(const std::vector<std::string>& args);     // eval.cpp
 int predict_command(const std::vector<std::string>& args);  // predict.cpp
 int bench_command(const std::vector<std::string>& args);    // bench.cpp
+int analyze_command(const std::vector<std::string>& args);  // analyze.cpp
 int quantize_command(const std::vector<std::string>& args); // quantize.cpp
 int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp
 #ifdef KILN_HAVE_ONNX
