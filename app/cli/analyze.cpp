@@ -9,6 +9,7 @@
 // Exit status 2 (usage) for a graph with problems (each named with its node), a batch size
 // below 1 and an unknown device; 1 when a device's measurement failed (the others are still
 // reported); 130 after Ctrl-C (the devices measured so far are reported).
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -56,16 +57,6 @@ graph::Graph read_graph(const Args& args) {
 
 std::string node_label(const graph::Graph& g, graph::NodeId id) {
   return id >= 0 ? "'" + g.node(id).name + "'" : std::string("graph");
-}
-
-std::string macs_str(int64_t macs) {  // "3.2 M", "1.05 G"
-  char buf[32];
-  const double v = static_cast<double>(macs);
-  if (v >= 1e9) std::snprintf(buf, sizeof(buf), "%.2f G", v / 1e9);
-  else if (v >= 1e6) std::snprintf(buf, sizeof(buf), "%.2f M", v / 1e6);
-  else if (v >= 1e3) std::snprintf(buf, sizeof(buf), "%.1f k", v / 1e3);
-  else std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(macs));
-  return buf;
 }
 
 void print_table(const std::vector<std::vector<std::string>>& rows) {
@@ -199,14 +190,16 @@ int analyze_command(const std::vector<std::string>& argv) {
     for (const graph::TensorType& t : info.outputs) outs += (outs.empty() ? "" : ", ") + t.str();
     const auto it = m.activation_bytes.find(id);
     rows.push_back({g.node(id).name, g.node(id).op, outs.empty() ? "-" : outs, graph::count_str(info.parameters),
-                    macs_str(info.macs), it == m.activation_bytes.end() ? "?" : graph::bytes_str(it->second)});
+                    graph::macs_str(info.macs), it == m.activation_bytes.end() ? "?" : graph::bytes_str(it->second)});
   }
-  rows.push_back({"total", "", "", graph::count_str(a.total_parameters), macs_str(a.total_macs),
+  rows.push_back({"total", "", "", graph::count_str(a.total_parameters), graph::macs_str(a.total_macs),
                   graph::bytes_str(m.activations)});
   print_table(rows);
+  int64_t per_batch = 0;
+  if (__builtin_mul_overflow(a.total_macs, batch, &per_batch)) per_batch = INT64_MAX;
   std::printf("\nparameters: %s (%s); multiply-adds: %s per sample, %s per batch of %lld\n",
               graph::count_str(a.total_parameters).c_str(), graph::bytes_str(m.parameters).c_str(),
-              macs_str(a.total_macs).c_str(), macs_str(a.total_macs * batch).c_str(), static_cast<long long>(batch));
+              graph::macs_str(a.total_macs).c_str(), graph::macs_str(per_batch).c_str(), static_cast<long long>(batch));
   std::printf("training memory estimate: %s = activations %s + parameters %s + gradients %s + %s state %s\n",
               graph::bytes_str(m.training).c_str(), graph::bytes_str(m.activations).c_str(),
               graph::bytes_str(m.parameters).c_str(), graph::bytes_str(m.gradients).c_str(), mo.optimizer.c_str(),

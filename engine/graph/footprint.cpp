@@ -81,6 +81,16 @@ std::string count_str(int64_t n) {
   return out;
 }
 
+std::string macs_str(int64_t macs) {
+  char buf[32];
+  const double v = static_cast<double>(macs);
+  if (v >= 1e9) std::snprintf(buf, sizeof(buf), "%.2f G", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof(buf), "%.2f M", v / 1e6);
+  else if (v >= 1e3) std::snprintf(buf, sizeof(buf), "%.1f k", v / 1e3);
+  else std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(macs));
+  return buf;
+}
+
 namespace {
 
 std::string percent(double share) {

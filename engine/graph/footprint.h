@@ -94,5 +94,7 @@ std::vector<Warning> network_warnings(const Graph& graph, const Analysis& analys
 std::string bytes_str(int64_t bytes);
 // "12,345,678" (thousands separated by commas).
 std::string count_str(int64_t n);
+// Multiply-adds in decimal units: "864", "225.8 k", "4.24 M", "1.05 G".
+std::string macs_str(int64_t macs);
 
 }  // namespace kiln::graph
