@@ -56,7 +56,8 @@ void MainWindow::createDocks() {
   addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
   addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
   addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
-  addDock("analyzer", tr("Network Analyzer"), analyzer_, Qt::BottomDockWidgetArea);
+  // In a scroll area: its controls and three views must not raise the bottom tabs' minimum height.
+  addDock("analyzer", tr("Network Analyzer"), scrollableDockContent(analyzer_, this), Qt::BottomDockWidgetArea);
   addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
   createProjectDocks();
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->setMinimumSize(kDockMinimum);
