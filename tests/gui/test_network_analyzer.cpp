@@ -107,6 +107,18 @@ class TestNetworkAnalyzer : public QObject {
     QVERIFY(QStringList({"conv1", "relu1"}).contains(shownNames(a).last()));
     a.layerTable()->sortByColumn(NetworkAnalyzer::Name, Qt::AscendingOrder);  // back to graph order
     QCOMPARE(shownNames(a).first(), QString("image"));
+    // Moving a node changes the document, not the figures: the table (and its selection) stays.
+    a.layerTable()->selectRow(4);
+    const QStandardItemModel* source = qobject_cast<const QStandardItemModel*>(
+        qobject_cast<const QSortFilterProxyModel*>(a.layerTable()->model())->sourceModel());
+    const QStandardItem* before = source->item(4, 0);
+    doc.moveNodes({{nodeNamed(doc.graph(), "conv2"), QPointF(500, 500)}});
+    QCOMPARE(source->item(4, 0), before);
+    QCOMPARE(a.layerTable()->selectionModel()->selectedRows().size(), 1);
+    // An edit that changes a figure rebuilds it.
+    QString why;
+    QVERIFY2(doc.setAttribute(nodeNamed(doc.graph(), "fc1"), "out_features", int64_t(64), &why), qPrintable(why));
+    QCOMPARE(shown(a, "fc1", NetworkAnalyzer::Parameters), QString("200,768"));
   }
 
   void memoryWarningSelectsItsNode() {

@@ -51,6 +51,8 @@ NetworkAnalyzer::NetworkAnalyzer(GraphDocument* document, QWidget* parent)
   cancel_->setObjectName("analyzerCancel");
   status_ = new QLabel(this);
   status_->setWordWrap(true);
+  measureStatus_ = new QLabel(this);
+  measureStatus_->setObjectName("analyzerMeasureStatus");
 
   model_ = new QStandardItemModel(0, ColumnCount, this);
   model_->setHorizontalHeaderLabels({tr("Name"), tr("Op"), tr("Output"), tr("Parameters"), tr("MACs"), tr("Activations")});
@@ -82,6 +84,7 @@ NetworkAnalyzer::NetworkAnalyzer(GraphDocument* document, QWidget* parent)
   controls->addWidget(new QLabel(tr("Optimizer"), this));
   controls->addWidget(optimizer_);
   controls->addStretch(1);
+  controls->addWidget(measureStatus_);
   controls->addWidget(measure_);
   controls->addWidget(cancel_);
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -153,32 +156,49 @@ void NetworkAnalyzer::refresh() {
   memory_ = graph::estimate_memory(g, a, o);  // the widgets only offer valid options
   warningData_ = a.ok() ? graph::network_warnings(g, a, memory_, o.batch, devices_) : std::vector<graph::Warning>{};
 
-  model_->setRowCount(0);
   std::vector<graph::NodeId> order;
   try {
     order = g.topological_order();
   } catch (const Error&) {  // a cycle: the analysis reports it; list the nodes by id
     for (const graph::Node& n : g.nodes()) order.push_back(n.id);
   }
-  int row = 0;
+  struct Row {
+    graph::NodeId id;
+    QString name, op, outputs;
+    int64_t parameters, macs, bytes;  // bytes -1: unknown
+  };
+  std::vector<Row> rows;
   for (graph::NodeId id : order) {
     const auto it = a.nodes.find(id);
     if (it == a.nodes.end()) continue;  // cannot be inferred: its problem is in the Problems dock
-    const graph::NodeInfo& info = it->second;
-    QStringList outs;
-    for (const graph::TensorType& t : info.outputs) outs << q(t.str());
     const auto bytes = memory_.activation_bytes.find(id);
-    const graph::Node& n = g.node(id);
-    QList<QStandardItem*> items{
-        cell(q(n.name), row, id, false),  // the name column sorts in graph order
-        cell(q(n.op), q(n.op), id, false),
-        cell(outs.isEmpty() ? QStringLiteral("-") : outs.join(", "), outs.join(", "), id, false),
-        cell(q(graph::count_str(info.parameters)), qlonglong(info.parameters), id, true),
-        cell(q(graph::macs_str(info.macs)), qlonglong(info.macs), id, true),
-        bytes == memory_.activation_bytes.end() ? cell("?", qlonglong(-1), id, true)
-                                                : cell(q(graph::bytes_str(bytes->second)), qlonglong(bytes->second), id, true)};
-    model_->appendRow(items);
-    ++row;
+    QStringList outs;
+    for (const graph::TensorType& t : it->second.outputs) outs << q(t.str());
+    rows.push_back({id, q(g.node(id).name), q(g.node(id).op), outs.join(", "), it->second.parameters, it->second.macs,
+                    bytes == memory_.activation_bytes.end() ? -1 : bytes->second});
+  }
+  // The table and the warnings are rebuilt only when what they show changed: moving a node
+  // on the canvas (a document change too) leaves them, their sorting and selection alone.
+  QStringList shown;
+  for (const Row& r : rows)
+    shown << QString("%1|%2|%3|%4|%5|%6|%7").arg(r.id).arg(r.name, r.op, r.outputs).arg(r.parameters).arg(r.macs).arg(r.bytes);
+  for (const graph::Warning& w : warningData_) shown << QString::number(w.node) + q(w.message);
+  if (!a.ok()) shown << QString("problems %1").arg(a.problems.size());
+  if (shown == shown_) {
+    updateSummary();
+    return;
+  }
+  shown_ = shown;
+
+  model_->setRowCount(0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    model_->appendRow({cell(r.name, int(i), r.id, false),  // the name column sorts in graph order
+                       cell(r.op, r.op, r.id, false),
+                       cell(r.outputs.isEmpty() ? QStringLiteral("-") : r.outputs, r.outputs, r.id, false),
+                       cell(q(graph::count_str(r.parameters)), qlonglong(r.parameters), r.id, true),
+                       cell(q(graph::macs_str(r.macs)), qlonglong(r.macs), r.id, true),
+                       cell(r.bytes < 0 ? QStringLiteral("?") : q(graph::bytes_str(r.bytes)), qlonglong(r.bytes), r.id, true)});
   }
   layers_->resizeColumnsToContents();
 
@@ -194,13 +214,22 @@ void NetworkAnalyzer::refresh() {
                                         "that can be inferred; no warnings, no measurement.", nullptr,
                                         int(a.problems.size())), warnings_);
     item->setData(kNodeRole, qlonglong(a.problems.front().node));
+  } else if (warningData_.empty()) {
+    new QListWidgetItem(tr("No warnings."), warnings_);
+  }
+  updateSummary();
+}
+
+void NetworkAnalyzer::updateSummary() {
+  const graph::Analysis& a = doc_->analysis();
+  const int batch = batch_->value();
+  if (!a.ok()) {
     setSummary(tr("Analyzer: the graph has %n problem(s)", nullptr, int(a.problems.size())));
   } else {
-    if (warningData_.empty()) new QListWidgetItem(tr("No warnings."), warnings_);
     setSummary(tr("%1 parameters · %2 MACs/sample · training ≈ %3 at batch %4")
                    .arg(q(graph::count_str(a.total_parameters)), q(graph::macs_str(a.total_macs)),
                         q(graph::bytes_str(memory_.training)))
-                   .arg(o.batch));
+                   .arg(batch));
   }
   status_->setText(tr("Totals: %1 parameters (%2), %3 MACs per sample; training memory ≈ %4 = activations %5 + "
                       "parameters %6 + gradients %7 + optimizer state %8")
@@ -243,14 +272,14 @@ void NetworkAnalyzer::measure() {
   worker_->setObjectName("kiln-analyzer-measure");
   connect(worker_, &QThread::finished, this, &NetworkAnalyzer::onWorkerFinished);
   worker_->start();
-  status_->setText(tr("Measuring %n device(s) at batch %1 ...", nullptr, int(devices_.size())).arg(o.batch));
+  measureStatus_->setText(tr("Measuring %n device(s) at batch %1 ...", nullptr, int(devices_.size())).arg(o.batch));
   updateButtons();
 }
 
 void NetworkAnalyzer::cancelMeasurement() {
   if (!worker_) return;
   cancelled_ = true;
-  status_->setText(tr("Cancelling after the current step ..."));
+  measureStatus_->setText(tr("Cancelling after the current step ..."));
   updateButtons();
 }
 
@@ -279,7 +308,7 @@ void NetworkAnalyzer::onWorkerFinished() {
   const bool cancelled = cancelled_;
   cancelled_ = false;
   refresh();
-  status_->setText(cancelled ? tr("Measurement cancelled; the rows above are what was measured.")
+  measureStatus_->setText(cancelled ? tr("Cancelled; the rows below are what was measured.")
                              : tr("Measured %n device(s).", nullptr, times_->rowCount()));
   updateButtons();
   emit measurementFinished();

@@ -88,6 +88,7 @@ class NetworkAnalyzer : public QWidget {
   void onWorkerFinished();
   void updateButtons();
   void setSummary(const QString& text);
+  void updateSummary();  // the summary, the totals line and the buttons
 
   GraphDocument* doc_;
   std::vector<DeviceInfo> devices_;
@@ -96,13 +97,15 @@ class NetworkAnalyzer : public QWidget {
   QComboBox* optimizer_;
   QPushButton* measure_;
   QPushButton* cancel_;
-  QLabel* status_;
+  QLabel* status_;         // the totals
+  QLabel* measureStatus_;  // measuring, cancelled, measured
   QStandardItemModel* model_;
   QSortFilterProxyModel* proxy_;
   QTableView* layers_;
   QListWidget* warnings_;
   QTableWidget* times_;
   QString summary_;
+  QStringList shown_;  // what the table and the warning list show (refresh)
   graph::MemoryEstimate memory_;
   std::vector<graph::Warning> warningData_;
   bool measureAllowed_ = true;
