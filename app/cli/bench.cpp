@@ -21,9 +21,9 @@
 // doubled). Ctrl-C stops after the current step: the devices measured so far (and the
 // interrupted one's completed steps) are printed and written, marked "interrupted", and
 // kiln exits with 130.
-#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +32,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
@@ -43,12 +44,11 @@
 #include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
 #include "engine/train/reference_models.h"
+#include "engine/train/step_timing.h"
 
 namespace kiln::cli {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
 // torchvision.models.resnet.BasicBlock: conv3x3-bn-relu-conv3x3-bn plus the shortcut (a 1x1
 // conv and bn when the stride or the width changes), then relu.
 class BasicBlock : public nn::Module {
@@ -103,16 +103,11 @@ struct Row {
 bool stop_requested() { return InterruptGuard::interrupted(); }
 
 // Mean milliseconds of `step` over up to `steps` runs (fewer when Ctrl-C arrives; 0 when
-// none completed), the device synchronized before reading the clock.
-template <class Step>
-double time_steps(Backend* b, int steps, Step step, bool& interrupted) {
-  b->synchronize();
-  auto t0 = Clock::now();
-  int done = 0;
-  for (; done < steps && !stop_requested(); ++done) step();
-  b->synchronize();
-  interrupted = interrupted || done < steps;
-  return done > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / done : 0.0;
+// none completed): train::time_steps, the analyzer's measurement too.
+double time_steps(const Device& dev, int steps, const std::function<void()>& step, bool& interrupted) {
+  const train::TimedSteps t = train::time_steps(dev, steps, step, stop_requested);
+  interrupted = interrupted || t.done < steps;
+  return t.ms;
 }
 
 // One RFC 4180 field: quoted when it holds a comma, a double quote, CR or LF.
@@ -141,21 +136,15 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
     Tensor x = uniform(image, 0, 1, DType::f32, Device(), &gen).to(dev);
     Tensor y = uniform({batch}, 0, 10, DType::f32, Device(), &gen).to(DType::i64).to(dev);
     Backend* b = backend_for(dev);
-    auto train_step = [&] {
-      opt.zero_grad();
-      Tensor loss = nn::F::cross_entropy(model->forward(x), y);
-      (void)loss.item<double>();
-      loss.backward();
-      opt.step();
-    };
+    auto train_step = [&] { train::train_step(opt, [&] { return nn::F::cross_entropy(model->forward(x), y); }); };
     model->train();
     for (int i = 0; i < warmup && !stop_requested(); ++i) train_step();
-    row.train_ms = time_steps(b, steps, train_step, row.interrupted);
+    row.train_ms = time_steps(dev, steps, train_step, row.interrupted);
     model->eval();
     NoGradGuard no_grad;
     auto infer_step = [&] { (void)sum(model->forward(x)).item<double>(); };
     for (int i = 0; i < warmup && !stop_requested(); ++i) infer_step();
-    row.infer_ms = time_steps(b, steps, infer_step, row.interrupted);
+    row.infer_ms = time_steps(dev, steps, infer_step, row.interrupted);
     const MemoryStats mem = b->memory_stats();
     row.peak_known = mem.tracked;
     row.peak_bytes = mem.tracked ? mem.peak_allocated : 0;
@@ -165,28 +154,6 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
   return row;
 }
 
-// The devices of --devices in order, each once ("all": every device of the registry).
-std::vector<DeviceInfo> pick_devices(const std::string& spec) {
-  std::vector<DeviceInfo> all = list_devices(), out;
-  auto add = [&](const DeviceInfo& info) {
-    for (const DeviceInfo& o : out)
-      if (o.device == info.device) return;
-    out.push_back(info);
-  };
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    if (item == "all") {
-      for (const DeviceInfo& i : all) add(i);
-      continue;
-    }
-    Device d = resolve_device(item);  // DeviceError listing the devices found
-    for (const DeviceInfo& i : all)
-      if (i.device == d) add(i);
-  }
-  return out;
-}
 }  // namespace
 
 int bench_command(const std::vector<std::string>& argv) {

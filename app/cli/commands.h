@@ -19,6 +19,7 @@ int eval_command(const std::vector<std::string>& args);     // eval.cpp
 int predict_command(const std::vector<std::string>& args);  // predict.cpp
 int explain_command(const std::vector<std::string>& args);  // explain.cpp
 int bench_command(const std::vector<std::string>& args);    // bench.cpp
+int analyze_command(const std::vector<std::string>& args);  // analyze.cpp
 int quantize_command(const std::vector<std::string>& args); // quantize.cpp
 int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp
 #ifdef KILN_HAVE_ONNX

@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
     {"explain", "why an image model predicted its class: a Grad-CAM or saliency heat map over the image", explain_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
+    {"analyze", "per-layer parameters, multiply-adds and memory of a graph, warnings, step time per device", analyze_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},

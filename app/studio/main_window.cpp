@@ -96,6 +96,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(canvas_, &GraphCanvas::message, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
   connect(palette_, &LayerPalette::layerActivated, canvas_, &GraphCanvas::addLayer);
   connect(problems_, &ProblemsPanel::nodeActivated, canvas_, &GraphCanvas::selectNode);
+  connectAnalyzer();  // main_window_analyzer.cpp
 
   connect(trainingPanel_, &TrainingPanel::startRequested, this, &MainWindow::startTraining);
   connect(trainingPanel_, &TrainingPanel::configChanged, this, &MainWindow::updateTrainState);  // the batch size
@@ -298,6 +299,8 @@ void MainWindow::createMenus() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
   viewMenu_->addSeparator();
   viewMenu_->addAction(resetLayoutAction_);
+
+  createModelMenu();  // main_window_analyzer.cpp
 
   QMenu* trainMenu = menuBar()->addMenu(tr("&Train"));
   for (QAction* a : {trainAction_, pauseAction_, stopAction_}) trainMenu->addAction(a);

@@ -23,6 +23,7 @@
 
 class QAction;
 class QDockWidget;
+class QLabel;
 class QLineEdit;
 class QMenu;
 class QScrollArea;
@@ -41,6 +42,7 @@ class EvaluationView;
 class LogPanel;
 class DatasetPanel;
 class RunsView;
+class NetworkAnalyzer;
 
 // A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
 // screen); the form then scrolls instead of squashing its rows or growing the window.
@@ -86,6 +88,9 @@ class MainWindow : public QMainWindow {
   EvaluationView* evaluationView() const { return evaluation_; }
   LogPanel* logPanel() const { return log_; }
   RunsView* runsView() const { return runs_; }
+  NetworkAnalyzer* networkAnalyzer() const { return analyzer_; }  // the Network Analyzer dock
+  QAction* analyzeAction() const { return analyzeAction_; }        // Model > Analyze Network
+  QString analyzerStatusText() const;                              // the status bar's totals
   TrainingSession* session() const { return session_; }
   projects::Project* project() { return project_ ? &*project_ : nullptr; }
   QAction* trainAction() const { return trainAction_; }
@@ -172,6 +177,8 @@ class MainWindow : public QMainWindow {
   QString layoutSettingsKey() const;  // "window/<W>x<H>/" of the available screen area
   void storeLayout();
   void restoreLayout();
+  void createModelMenu();     // Model > Analyze Network (main_window_analyzer.cpp)
+  void connectAnalyzer();     // its node links and status-bar totals (main_window_analyzer.cpp)
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();
   void createActions();
@@ -220,6 +227,9 @@ class MainWindow : public QMainWindow {
   LogPanel* log_;
   DatasetPanel* dataset_ = nullptr;
   RunsView* runs_ = nullptr;
+  NetworkAnalyzer* analyzer_ = nullptr;
+  QLabel* analyzerStatus_ = nullptr;  // permanent in the status bar: the analyzer's totals
+  QAction* analyzeAction_ = nullptr;
   int64_t shownRun_ = 0;
   TrainingSession* session_;
   std::optional<projects::Project> project_;

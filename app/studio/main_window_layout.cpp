@@ -11,6 +11,7 @@
 #include "app/studio/main_window.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/layer_palette.h"
+#include "widgets/graph/network_analyzer.h"
 #include "widgets/graph/problems_panel.h"
 #include "widgets/graph/property_editor.h"
 #include "widgets/training/evaluation_view.h"
@@ -46,6 +47,7 @@ void MainWindow::createDocks() {
   plots_ = new LivePlots(this);
   evaluation_ = new EvaluationView(this);
   log_ = new LogPanel(this);
+  analyzer_ = new NetworkAnalyzer(document_, this);
 
   addDock("layers", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
   addDock("history", tr("History"), history_, Qt::LeftDockWidgetArea);
@@ -54,6 +56,8 @@ void MainWindow::createDocks() {
   addDock("plots", tr("Plots"), plots_, Qt::BottomDockWidgetArea);
   addDock("evaluation", tr("Evaluation"), evaluation_, Qt::BottomDockWidgetArea);
   addDock("log", tr("Log"), log_, Qt::BottomDockWidgetArea);
+  // In a scroll area: its controls and three views must not raise the bottom tabs' minimum height.
+  addDock("analyzer", tr("Network Analyzer"), scrollableDockContent(analyzer_, this), Qt::BottomDockWidgetArea);
   addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
   createProjectDocks();
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->setMinimumSize(kDockMinimum);
@@ -85,7 +89,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   QDockWidget* training = place("training", Qt::RightDockWidgetArea);
   QDockWidget* problems = place("problems", Qt::RightDockWidgetArea);
   QDockWidget* plots = place("plots", Qt::BottomDockWidgetArea);
-  for (const char* name : {"evaluation", "runs", "log"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
+  for (const char* name : {"evaluation", "runs", "log", "analyzer"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
   if (compact) {
     // Small screens (1280x720, 1366x768, 1920x1080 at 125%): Properties and Training share
     // the right column as tabs above a low Problems dock (its message and a row or two), and

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app/studio/main_window.h"
+#include "widgets/graph/network_analyzer.h"
 
 #include "engine/graph/fit_data.h"
 #include "widgets/project/dataset_panel.h"
@@ -178,6 +179,7 @@ void MainWindow::updateTrainState() {
   problems_->setTrainingProblems(fit);
   pauseAction_->setEnabled(running);
   stopAction_->setEnabled(running);
+  analyzer_->setMeasureAllowed(!running, tr("Training is running: measure the step time after it"));
 }
 
 bool MainWindow::startTraining() {

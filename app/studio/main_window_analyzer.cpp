@@ -1,0 +1,37 @@
+// MainWindow: the Network Analyzer (widgets/graph/network_analyzer.h) — Model > Analyze
+// Network shows its dock, its totals stay in the status bar, its rows and warnings select
+// their node on the canvas. Measuring is disabled while a run trains (updateTrainState).
+#include <QAction>
+#include <QDockWidget>
+#include <QLabel>
+#include <QMenuBar>
+#include <QStatusBar>
+
+#include "app/studio/main_window.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/graph/network_analyzer.h"
+
+namespace kiln::studio {
+
+void MainWindow::createModelMenu() {
+  QMenu* model = menuBar()->addMenu(tr("&Model"));
+  analyzeAction_ = model->addAction(tr("&Analyze Network"), this, [this] {
+    QDockWidget* d = dock("analyzer");
+    d->show();
+    d->raise();
+  });
+  analyzeAction_->setObjectName("analyzeNetwork");
+  analyzeAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A));
+}
+
+void MainWindow::connectAnalyzer() {
+  connect(analyzer_, &NetworkAnalyzer::nodeActivated, canvas_, &GraphCanvas::selectNode);
+  analyzerStatus_ = new QLabel(analyzer_->summaryText(), this);
+  analyzerStatus_->setObjectName("analyzerStatus");
+  statusBar()->addPermanentWidget(analyzerStatus_);
+  connect(analyzer_, &NetworkAnalyzer::summaryChanged, analyzerStatus_, &QLabel::setText);
+}
+
+QString MainWindow::analyzerStatusText() const { return analyzerStatus_->text(); }
+
+}  // namespace kiln::studio
