@@ -176,8 +176,14 @@ class TestStudioFeedback : public QObject {
     w.setQuestionAsker([&](const QString&, const QString& text) {
       pausedWhileAsked = text.contains("Stop it and quit?") && w.session()->isPaused() &&
                          w.trainingPanel()->state() == TrainingPanel::State::Paused;
-      QTest::qWait(100);  // the batch in flight
-      const int held = w.plots()->stepCount();
+      // The batch in flight (and the poll that brings its point) may still arrive: wait, in
+      // 200 ms windows, for one without a new step (a run that did not pause never gives one).
+      int held = w.plots()->stepCount();
+      for (int i = 0; i < 25; ++i) {
+        QTest::qWait(200);
+        if (w.plots()->stepCount() == held) break;
+        held = w.plots()->stepCount();
+      }
       QTest::qWait(400);
       stepsWhileAsked = w.plots()->stepCount() - held;
       return false;
