@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"quantize", "post-training int8 quantization of a trained model; accuracy and size before/after", quantize_command},
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
+    {"sweep", "hyper-parameter sweep of a Kiln Studio project (grid/random, median-rule pruning)", sweep_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},
