@@ -52,8 +52,9 @@ class TestProjectBlobs : public QObject {
     const QString path = copyOfFixture("old.kiln");
     QCOMPARE(kiln_test::raw_int(path, "PRAGMA user_version"), int64_t(4));
     Project p = Project::open(path.toStdString());
-    QCOMPARE(p.database().pragma_int("user_version"), int64_t(5));
+    QCOMPARE(p.database().pragma_int("user_version"), int64_t(Project::kSchemaVersion));
     QCOMPARE(count(p, "SELECT COUNT(*) FROM blobs"), int64_t(0));
+    QCOMPARE(count(p, "SELECT COUNT(*) FROM sweeps") + count(p, "SELECT COUNT(*) FROM sweep_trials"), int64_t(0));  // schema 6
     const auto versions = p.graph_versions();
     QCOMPARE(versions.size(), size_t(2));
     QCOMPARE(graph::from_json(versions[0].graph_json, &p.blobs()).name, std::string("Fashion-MNIST CNN"));
