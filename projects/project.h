@@ -290,8 +290,9 @@ class Project : private graph::BlobStore {
   // Sweep status finished or stopped, ended now (running again: ended_at cleared).
   void set_sweep_status(int64_t sweep, const std::string& status);
   // Resuming a sweep: every trial row still 'running' whose run is not running (the process
-  // died) becomes interrupted, then each interrupted trial whose index has no later row is
-  // queued again as a new row with the same index and params. Returns the rows queued.
+  // died) becomes interrupted, then each interrupted or stopped (Ctrl-C) trial whose index has
+  // no later row is queued again as a new row with the same index and params (the old row
+  // and its run are kept). Returns the rows queued.
   int requeue_interrupted_trials(int64_t sweep);
 
   Database& database() const { return *db_; }  // for tests and tools

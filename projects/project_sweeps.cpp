@@ -126,7 +126,7 @@ int Project::requeue_interrupted_trials(int64_t sweep) {
   db_->prepare(
          "INSERT INTO sweep_trials(sweep, trial, params_json, status) "
          "SELECT t.sweep, t.trial, t.params_json, 'queued' FROM sweep_trials t WHERE t.sweep = ? AND "
-         "t.status = 'interrupted' AND NOT EXISTS (SELECT 1 FROM sweep_trials l WHERE l.sweep = t.sweep AND "
+         "t.status IN ('interrupted', 'stopped') AND NOT EXISTS (SELECT 1 FROM sweep_trials l WHERE l.sweep = t.sweep AND "
          "l.trial = t.trial AND l.id > t.id) ORDER BY t.trial")
       .bind(1, sweep)
       .run();

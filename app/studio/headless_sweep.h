@@ -7,7 +7,8 @@
 // a flag is wrong), runs them with a SweepRunner, prints a line per trial, then a table
 // (trial, run, status, objective, parameters) and the best trial's settings (--json: one
 // JSON object on stdout instead, the lines on stderr). --resume continues the project's
-// latest unfinished sweep: its interrupted trial is queued again, its finished ones kept.
+// latest unfinished sweep: its interrupted (or Ctrl-C-stopped) trial is queued again, its
+// finished ones kept.
 // Exit status 0 finished, 1 an error (unreadable project ...), 2 a wrong flag (named),
 // 130 stopped by Ctrl-C (the queued trials stay for --resume).
 #pragma once

@@ -40,6 +40,14 @@ void SweepRunner::stop() {
   if (queue_->idle()) fill();
 }
 
+void SweepRunner::record(const std::function<void()>& write) {
+  try {
+    write();
+  } catch (const std::exception& e) {  // a full disk ...: the sweep goes on, the log says what was lost
+    emit logMessage(QString("the sweep's rows could not be written to the project: %1").arg(QString::fromStdString(e.what())));
+  }
+}
+
 double SweepRunner::best(const std::vector<double>& curve) const {
   double b = NAN;
   for (double v : curve)
@@ -63,7 +71,7 @@ void SweepRunner::fill() {
   if (queue_->done()) {
     done_ = true;
     const QString status = stopping_ ? "stopped" : "finished";
-    project_.set_sweep_status(s_.sweep, status.toStdString());
+    record([&] { project_.set_sweep_status(s_.sweep, status.toStdString()); });
     emit finished(status);
   }
 }
@@ -76,7 +84,7 @@ bool SweepRunner::startTrial(int lane, int64_t row) {
   config.device = queue_->device(lane);
   graph::Graph g = s_.graph;
   auto failed = [&](const QString& why) {
-    project_.end_trial(row, "failed", NAN, why.toStdString());
+    record([&] { project_.end_trial(row, "failed", NAN, why.toStdString()); });
     emit trialEnded(l.trial.trial, "failed", NAN, why);
     return false;
   };
@@ -93,8 +101,10 @@ bool SweepRunner::startTrial(int lane, int64_t row) {
     Lane& x = lanes_[static_cast<size_t>(lane)];
     x.started = true;
     x.trial.run = run;
-    project_.start_trial(x.trial.id, run);
-    project_.set_run_tags(run, {"sweep " + std::to_string(s_.sweep), "trial " + std::to_string(x.trial.trial)});
+    record([&] {
+      project_.start_trial(x.trial.id, run);
+      project_.set_run_tags(run, {"sweep " + std::to_string(s_.sweep), "trial " + std::to_string(x.trial.trial)});
+    });
     emit trialStarted(x.trial.trial, run, device, x.label);
   });
   connect(session, &TrainingSession::epochEnded, this,
@@ -150,7 +160,7 @@ void SweepRunner::onFinished(int lane, qint64, const QString& status, const QStr
     // The job ended before it recorded a run (the dataset could not be read ...).
     trialStatus = status == "stopped" ? "stopped" : "failed";
   }
-  project_.end_trial(l.trial.id, trialStatus.toStdString(), objective, why.toStdString());
+  record([&] { project_.end_trial(l.trial.id, trialStatus.toStdString(), objective, why.toStdString()); });
   if (trialStatus == "finished") completed_.push_back(l.curve);
   emit trialEnded(l.trial.trial, trialStatus, objective, why);
   l.session->deleteLater();

@@ -8,6 +8,7 @@
 #pragma once
 #include <QObject>
 #include <QString>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,8 @@ class SweepRunner : public QObject {
   void onEpoch(int lane, int epoch, double valLoss, double valAccuracy);
   void onFinished(int lane, qint64 run, const QString& status, const QString& message);
   double best(const std::vector<double>& curve) const;
+  // Runs a write of the trial rows; a ProjectError becomes a log line (never thrown into Qt).
+  void record(const std::function<void()>& write);
 
   projects::Project& project_;
   SweepSettings s_;

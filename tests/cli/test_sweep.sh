@@ -7,6 +7,7 @@
 #              sweep), the sweep rows, and the best trial is the one the table names
 #   bad_input: each wrong flag exits 2 with a message naming it and stores nothing
 #   prune:     a diverging trial (lr 1) is stopped after its first epoch by the median rule
+#   interrupt: Ctrl-C stops it (exit 130); --resume runs the stopped trial again and the rest
 #   kill:      a sweep killed with SIGKILL while its second trial runs keeps its finished
 #              trial, marks the interrupted one, and --resume finishes the rest
 # Registered with ctest (label engine) by tests/CMakeLists.txt:  tests/cli/test_sweep.sh path/to/kiln CASE
@@ -122,6 +123,28 @@ kill)
   [[ $(sql "SELECT count(*) FROM epoch_metrics WHERE run = $finished_run") == 2 ]] || fail "the finished trial lost its curves"
   [[ $(sql "SELECT status FROM sweeps") == finished ]] || fail "the sweep did not finish"
   contains "$out" "interrupted" "the table"
+  ;;
+interrupt)
+  # Ctrl-C (SIGINT) stops the running trial after its batch and starts no more: exit 130, the
+  # sweep "stopped"; --resume queues the stopped trial again and runs the rest.
+  "$kiln" sweep --project "$work/p.kiln" --param lr=1e-3,2e-3 --epochs 2 --subset 600 --test-subset 100 \
+    --devices cpu --prune-startup 0 >"$work/int.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do
+    [[ $(sql "SELECT count(*) FROM sweep_trials WHERE status = 'running'" 2>/dev/null) == 1 ]] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -INT $pid; wait $pid
+  status=$?
+  [[ $status == 130 ]] || fail "a sweep stopped by SIGINT exited $status: $(cat "$work/int.out")"
+  [[ $(sql "SELECT trial, status FROM sweep_trials ORDER BY id" | tr '\n' ' ') == "0|stopped 1|queued " ]] ||
+    fail "after SIGINT: $(sql 'SELECT * FROM sweep_trials')"
+  [[ $(sql "SELECT status FROM sweeps") == stopped ]] || fail "the sweep is not 'stopped'"
+  contains "$(cat "$work/int.out")" "interrupted: stopping the running trials" "the sweep's output"
+  run 0 sweep --project "$work/p.kiln" --resume
+  [[ $(sql "SELECT trial, status FROM sweep_trials ORDER BY id" | tr '\n' ' ') == "0|stopped 1|finished 0|finished " ]] ||
+    fail "after --resume: $(sql 'SELECT * FROM sweep_trials')"
   ;;
 *) fail "unknown case $case" ;;
 esac

@@ -80,6 +80,16 @@ TEST(SweepStore, TrialsRunEndAndAreQueuedAgainAfterAnInterruption) {
   EXPECT_EQ(t[3].status, "queued");
   EXPECT_EQ(t[3].params_json, R"({"lr":0.01})");
   EXPECT_EQ(p.requeue_interrupted_trials(sweep), 0);  // once only
+  // A trial stopped by the user (Ctrl-C) is queued again too; a finished one never.
+  const int64_t run2 = p.begin_run({"t1 again", "{}", "cpu", 0});
+  p.start_trial(t[3].id, run2);
+  p.end_run(run2, RunStatus::stopped, "", "{}");
+  p.end_trial(t[3].id, "stopped", NAN, "stopped by the user");
+  EXPECT_EQ(p.requeue_interrupted_trials(sweep), 1);
+  t = p.sweep_trials(sweep);
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[4].trial, 1);
+  EXPECT_EQ(t[4].status, "queued");
 
   p.set_sweep_status(sweep, "finished");
   EXPECT_EQ(p.sweeps()[0].status, "finished");
