@@ -124,9 +124,34 @@ struct Evaluation {
   std::vector<Text> texts;
 };
 
+// A hyper-parameter sweep (Project::create_sweep; app/studio/sweep_runner.h runs it).
+// space_json: {"params": ["lr=1e-4:1e-2:log", ...], "search": "grid"|"random", "seed": S,
+// "trials": N, "devices": ["cpu", ...], "training": {...}, "dataset": {...}, "test_size": N}
+// as the runner wrote it; objective: "val_accuracy" (higher is better) or "val_loss".
+struct SweepRecord {
+  int64_t id = 0;
+  std::string name, space_json, objective;
+  int64_t graph_version = 0;         // the graph the trials start from (0: none)
+  std::string created_at, ended_at;  // ISO-8601 UTC; ended_at "" while running
+  std::string status = "running";    // running | finished | stopped
+};
+// One trial of a sweep: its parameter values ({"lr": 0.001, "batch-size": 64}) and, once
+// started, the run that trains it. status: queued | running | finished | pruned (the median
+// rule stopped it) | stopped | failed | interrupted (its process died; resume queues the
+// trial again as a new row with the same `trial` index).
+struct SweepTrial {
+  int64_t id = 0, sweep = 0;
+  int trial = 0;  // index in the sweep's plan, from 0
+  std::string params_json;
+  int64_t run = 0;  // 0 until started (or when the run was purged)
+  std::string status = "queued";
+  double objective = NAN;  // the run's best validation figure (NaN: none yet)
+  std::string message;
+};
+
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -216,7 +241,8 @@ class Project : private graph::BlobStore {
   // its MetricsWriter, so a live run is never taken for a dead one.
   static bool run_process_gone(const RunRecord& run, double now);
   // Stores status interrupted + kInterruptedMessage + ended_at for every running run whose
-  // process is gone (metrics kept); returns how many.
+  // process is gone (metrics kept), and marks the sweep trials of those runs interrupted;
+  // returns how many runs.
   int mark_interrupted_runs();
   std::vector<StepMetric> step_metrics(int64_t run) const;    // by step
   std::vector<EpochMetric> epoch_metrics(int64_t run) const;  // by epoch
@@ -255,6 +281,26 @@ class Project : private graph::BlobStore {
   // train_accuracy,val_loss,val_accuracy,seconds  (kind "step" or "epoch"; cells that do
   // not apply are empty; NaN as "nan"). ProjectError on an unknown run or unwritable file.
   void export_runs_csv(const std::vector<int64_t>& runs, const std::string& csv_path) const;
+
+  // ---- hyper-parameter sweeps (project_sweeps.cpp, schema 7) ----
+  // Stores a sweep (status running, created now) and its planned trials (queued, trial
+  // index = position in `trial_params`, each a JSON object) in one transaction; returns its id.
+  // ProjectError for an unknown graph_version or params that are not a JSON object.
+  int64_t create_sweep(const SweepRecord& sweep, const std::vector<std::string>& trial_params);
+  std::vector<SweepRecord> sweeps() const;  // by id
+  std::vector<SweepTrial> sweep_trials(int64_t sweep) const;  // by row id; ProjectError: unknown sweep
+  // The trial row runs as `run` (status running). ProjectError for an unknown trial or run.
+  void start_trial(int64_t trial, int64_t run);
+  // Ends a trial: status finished | pruned | stopped | failed, its objective (NaN: none) and
+  // why (pruned, failed). ProjectError for an unknown trial or another status.
+  void end_trial(int64_t trial, const std::string& status, double objective, const std::string& message);
+  // Sweep status finished or stopped, ended now (running again: ended_at cleared).
+  void set_sweep_status(int64_t sweep, const std::string& status);
+  // Resuming a sweep: every trial row still 'running' whose run is not running (the process
+  // died) becomes interrupted, then each interrupted or stopped (Ctrl-C) trial whose index has
+  // no later row is queued again as a new row with the same index and params (the old row
+  // and its run are kept). Returns the rows queued.
+  int requeue_interrupted_trials(int64_t sweep);
 
   Database& database() const { return *db_; }  // for tests and tools
 

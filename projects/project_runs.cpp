@@ -48,12 +48,17 @@ int Project::mark_interrupted_runs() {
   if (gone.empty()) return 0;
   int marked = 0;
   Transaction tx(*db_);
+  // A sweep trial running as one of these runs was interrupted with it (schema 7).
+  Statement trials = db_->prepare(
+      "UPDATE sweep_trials SET status = 'interrupted', message = ? WHERE run = ? AND status = 'running'");
   Statement u = db_->prepare(
       "UPDATE runs SET status = 'interrupted', message = ?, ended_at = ? WHERE id = ? AND status = 'running'");
   for (const auto& [id, heartbeat] : gone) {
     u.reset();  // it ended at its last heartbeat, not now
     u.bind(1, kInterruptedMessage).bind(2, heartbeat > 0 ? utc_from_unix(heartbeat) : utc_now()).bind(3, id).run();
     marked += db_->changes();
+    trials.reset();
+    trials.bind(1, kInterruptedMessage).bind(2, id).run();
   }
   tx.commit();
   return marked;

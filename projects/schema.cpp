@@ -132,6 +132,33 @@ constexpr const char* kSchema6 = R"sql(
 ALTER TABLE evaluations ADD COLUMN texts BLOB;
 )sql";
 
+// Schema 7: hyper-parameter sweeps (Project::create_sweep). A sweep keeps its search space,
+// objective and base settings as JSON; each planned trial is a row with its parameter values
+// and, once it runs, the run it trained (an ordinary run, tagged "sweep N"). A trial whose
+// run was interrupted is kept as 'interrupted' and queued again as a new row on resume.
+constexpr const char* kSchema7 = R"sql(
+CREATE TABLE sweeps(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  space_json TEXT NOT NULL,
+  objective TEXT NOT NULL,
+  graph_version INTEGER REFERENCES graph_versions(id),
+  created_at TEXT NOT NULL,
+  ended_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'stopped')));
+CREATE TABLE sweep_trials(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  sweep INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+  trial INTEGER NOT NULL,
+  params_json TEXT NOT NULL,
+  run INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  status TEXT NOT NULL
+    CHECK(status IN ('queued', 'running', 'finished', 'pruned', 'stopped', 'failed', 'interrupted')),
+  objective REAL,
+  message TEXT NOT NULL DEFAULT '');
+CREATE INDEX sweep_trials_by_sweep ON sweep_trials(sweep, trial);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -207,7 +234,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}};
   return steps;
 }
 
@@ -300,7 +327,8 @@ int check_project_file(const std::string& path, int supported) {
     }
     if (version == kCurrentSchema) {
       for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
-                                "checkpoints", "checkpoint_files", "exports", "evaluations", "blobs"}) {
+                                "checkpoints", "checkpoint_files", "exports", "evaluations", "blobs", "sweeps",
+                                "sweep_trials"}) {
         Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
         t.bind(1, table);
         if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");

@@ -22,6 +22,7 @@ int bench_command(const std::vector<std::string>& args);    // bench.cpp
 int analyze_command(const std::vector<std::string>& args);  // analyze.cpp
 int quantize_command(const std::vector<std::string>& args); // quantize.cpp
 int dataset_command(const std::vector<std::string>& args);  // dataset_cmd.cpp
+int sweep_command(const std::vector<std::string>& args);    // sweep.cpp (runs kiln-studio --headless --sweep)
 #ifdef KILN_HAVE_ONNX
 int onnx_suite_command(const std::vector<std::string>& args);   // onnx_suite.cpp
 int onnx_import_command(const std::vector<std::string>& args);  // onnx_import.cpp

@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"explain", "why an image model predicted its class: a Grad-CAM or saliency heat map over the image", explain_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
     {"analyze", "per-layer parameters, multiply-adds and memory of a graph, warnings, step time per device", analyze_command},
+    {"sweep", "hyper-parameter sweep of a Kiln Studio project (grid/random, median-rule pruning)", sweep_command},
     {"bench", "train and run a reference model on each device; step times, images/s, speedup", bench_command},
 #ifdef KILN_HAVE_ONNX
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},

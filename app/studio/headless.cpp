@@ -105,23 +105,9 @@ int train(const HeadlessOptions& o) {
       return 1;
     }
   }
-  int64_t testSize = 10000;
   if (o.epochs > 0) config.epochs = o.epochs;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
-  // --subset shrinks the training and validation images only: a run's test accuracy is
-  // comparable with the others' unless --test-subset (recorded as its "test_size") says otherwise.
-  if (o.subset > 0 && dataset.is_fashion_mnist()) {
-    int64_t images = 60000;
-    try {
-      images = dataset.num_classes() * DatasetSettings::kTrainPerClass;
-    } catch (const std::exception&) {  // TrainingSession::start reports the setting
-    }
-    dataset.train_size = std::min<int64_t>(o.subset, images);
-    dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(o.subset / 5, images - dataset.train_size));
-  }
-  if (!dataset.is_fashion_mnist()) testSize = o.testSubset > 0 ? o.testSubset : std::numeric_limits<int32_t>::max();
-  else if (o.testSubset > 0) dataset.test_size = std::min<int64_t>(o.testSubset, testSize);
-  if (o.testSeed >= 0) dataset.test_seed = static_cast<uint64_t>(o.testSeed);
+  const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
 
   TrainingSession session;
   session.setStoreSettings(false);  // --epochs/--subset/--test-subset/--device apply to this run only
@@ -203,6 +189,25 @@ int train(const HeadlessOptions& o) {
 }
 
 }  // namespace
+
+int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetSettings& dataset) {
+  int64_t testSize = 10000;
+  // --subset shrinks the training and validation images only: a run's test accuracy is
+  // comparable with the others' unless --test-subset (recorded as its "test_size") says otherwise.
+  if (subset > 0 && dataset.is_fashion_mnist()) {
+    int64_t images = 60000;
+    try {
+      images = dataset.num_classes() * DatasetSettings::kTrainPerClass;
+    } catch (const std::exception&) {  // TrainingSession::start reports the setting
+    }
+    dataset.train_size = std::min<int64_t>(subset, images);
+    dataset.validation_size = std::min<int64_t>(dataset.validation_size, std::min<int64_t>(subset / 5, images - dataset.train_size));
+  }
+  if (!dataset.is_fashion_mnist()) testSize = testSubset > 0 ? testSubset : std::numeric_limits<int32_t>::max();
+  else if (testSubset > 0) dataset.test_size = std::min<int64_t>(testSubset, testSize);
+  if (testSeed >= 0) dataset.test_seed = static_cast<uint64_t>(testSeed);
+  return testSize;
+}
 
 int runHeadless(const HeadlessOptions& o) {
   try {

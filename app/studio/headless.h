@@ -13,6 +13,8 @@
 #pragma once
 #include <QStringList>
 
+#include "widgets/project/dataset_settings.h"
+
 namespace kiln::studio {
 
 struct HeadlessOptions {
@@ -40,6 +42,12 @@ struct HeadlessOptions {
   qint64 maxLength = 0, vocabSize = 0;
   QString textColumn;
 };
+
+// --subset, --test-subset and --test-seed applied to a run's dataset settings (0 / -1: not
+// given): Fashion-MNIST trains on `subset` images (validation subset/5 at most) and tests
+// min(testSubset, 10000) drawn with testSeed; another dataset tests testSubset samples (all
+// when 0). Returns the test size for TrainingSession::start.
+int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetSettings& dataset);
 
 // Runs the mode inside an existing Q(Core)Application; returns the exit status.
 // Errors go to stderr in plain words.

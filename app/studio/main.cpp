@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/studio/headless.h"
+#include "app/studio/headless_sweep.h"
 #include "app/studio/main_window.h"
 #include "app/studio/screenshot_demo.h"
 
@@ -52,6 +53,21 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
   p.addOption({"text-column", "With --dataset text:FILE: the text column of a CSV or key of a JSON-lines file (default: text; "
                               "--label names the label column, default: label).", "name"});
+  // Hyper-parameter sweeps (headless_sweep.h; `kiln sweep` runs kiln-studio --headless --sweep).
+  p.addOption({"sweep", "With --headless --project: run a hyper-parameter sweep (see --param)."});
+  p.addOption({"param", "With --sweep: NAME=VALUES, repeatable. NAME: lr, batch-size, optimizer, scheduler, epochs, "
+                        "weight-decay or NODE.ATTRIBUTE (conv1.out_channels); VALUES: a list (64,128; sgd,adam) or a range "
+                        "LO:HI[:log][:POINTS] (grid search takes POINTS values, default 3).", "name=values"});
+  p.addOption({"trials", "With --sweep: trials of a random search (required), or at most n of a grid.", "n"});
+  p.addOption({"search", "With --sweep: grid (default) or random.", "kind"});
+  p.addOption({"seed", "With --sweep --search random: the seed of the draws (default 0): the same seed, the same trials.", "s"});
+  p.addOption({"devices", "With --sweep: device lanes, one trial per lane at a time (cpu,cuda:0; a device may repeat). "
+                          "Default: the project's device setting.", "list"});
+  p.addOption({"objective", "With --sweep: val_accuracy (default, higher is better) or val_loss.", "name"});
+  p.addOption({"prune-startup", "With --sweep: finished trials needed before the median rule stops bad trials "
+                                "(default 2; 0: never).", "n"});
+  p.addOption({"resume", "With --sweep: continue the project's latest unfinished sweep."});
+  p.addOption({"json", "With --sweep: print the results as one JSON object."});
   QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
   demo.setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOption(demo);
@@ -60,14 +76,14 @@ void addOptions(QCommandLineParser& p) {
   p.addOption(onnxShot);
 }
 
-long long number(const QCommandLineParser& p, const char* name, long long min = 1) {
+long long number(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1) {
   if (!p.isSet(name)) return 0;
   bool ok = false;
   long long v = p.value(name).toLongLong(&ok);
   if (!ok || v < min) {
-    std::fprintf(stderr, "kiln-studio: --%s needs a whole number >= %lld, got '%s'\n", name, min,
+    std::fprintf(stderr, "%s: --%s needs a whole number >= %lld, got '%s'\n", status == 2 ? "kiln sweep" : "kiln-studio", name, min,
                  p.value(name).toUtf8().constData());
-    std::exit(1);
+    std::exit(status);
   }
   return v;
 }
@@ -93,6 +109,31 @@ int main(int argc, char** argv) {
   if (!headless) QGuiApplication::setDesktopFileName("org.kiln.studio");
   QCommandLineParser parser;
   addOptions(parser);
+  const QStringList arguments = QCoreApplication::arguments();
+  if (headless && arguments.contains("--sweep")) {
+    // A sweep's wrong flag exits 2, as `kiln`'s command-line mistakes do.
+    if (!parser.parse(arguments)) {
+      std::fprintf(stderr, "kiln sweep: %s\n", parser.errorText().toUtf8().constData());
+      return 2;
+    }
+    if (parser.isSet("help")) parser.showHelp(0);
+    kiln::studio::SweepOptions o;
+    o.project = parser.value("project");
+    o.params = parser.values("param");
+    o.trials = number(parser, "trials", 1, 2);
+    if (parser.isSet("search")) o.search = parser.value("search");
+    o.seed = number(parser, "seed", 0, 2);
+    o.devices = parser.value("devices");
+    if (parser.isSet("objective")) o.objective = parser.value("objective");
+    if (parser.isSet("prune-startup")) o.pruneStartup = number(parser, "prune-startup", 0, 2);
+    o.resume = parser.isSet("resume");
+    o.json = parser.isSet("json");
+    o.epochs = static_cast<int>(number(parser, "epochs", 1, 2));
+    o.subset = number(parser, "subset", 1, 2);
+    o.testSubset = number(parser, "test-subset", 1, 2);
+    if (parser.isSet("test-seed")) o.testSeed = number(parser, "test-seed", 0, 2);
+    return kiln::studio::runHeadlessSweep(o);
+  }
   parser.process(*app);
 
   if (headless) {

@@ -54,6 +54,7 @@ class TestProjectBlobs : public QObject {
     Project p = Project::open(path.toStdString());
     QCOMPARE(p.database().pragma_int("user_version"), int64_t(Project::kSchemaVersion));
     QCOMPARE(count(p, "SELECT COUNT(*) FROM blobs"), int64_t(0));
+    QCOMPARE(count(p, "SELECT COUNT(*) FROM sweeps") + count(p, "SELECT COUNT(*) FROM sweep_trials"), int64_t(0));  // schema 7
     const auto versions = p.graph_versions();
     QCOMPARE(versions.size(), size_t(2));
     QCOMPARE(graph::from_json(versions[0].graph_json, &p.blobs()).name, std::string("Fashion-MNIST CNN"));
