@@ -1,4 +1,4 @@
-// Sweeps in the project file (schema 6): a sweep and its planned trials, a trial's run and
+// Sweeps in the project file (schema 7): a sweep and its planned trials, a trial's run and
 // end, and a trial whose process died: marked interrupted when the project is opened, and
 // queued again (a new row, the same index) by requeue_interrupted_trials.
 #include <gtest/gtest.h>
