@@ -102,8 +102,10 @@ class TestProjectOpen : public QObject {
 
   void futureVersion() {
     const QString path = make_project("future.kiln");
-    kiln_test::raw_sql(path, "PRAGMA user_version = 7; UPDATE meta SET value = '7' WHERE key = 'schema_version';");
-    expect_refused(path, QString("made by a newer Kiln: schema 7, this build reads <= %1").arg(kCurrentSchema));
+    const std::string next = std::to_string(kCurrentSchema + 1);
+    kiln_test::raw_sql(path, "PRAGMA user_version = " + next + "; UPDATE meta SET value = '" + next +
+                                 "' WHERE key = 'schema_version';");
+    expect_refused(path, QString("made by a newer Kiln: schema %1, this build reads <= %2").arg(kCurrentSchema + 1).arg(kCurrentSchema));
   }
 
   void validProjectOpensAfterRefusals() {
