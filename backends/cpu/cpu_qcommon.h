@@ -1,7 +1,9 @@
 // What the CPU's int8 kernels (cpu_qconv.cpp, cpu_qlinear.cpp) share.
 #pragma once
 #include <cstdint>
+#include <vector>
 
+#include "backends/cpu/dnnl_context.h"
 #include "engine/core/backend.h"
 
 namespace kiln::cpu {
@@ -11,5 +13,10 @@ namespace kiln::cpu {
 // scales > 0 and u8 zero points in [0, 255]. DTypeError / ValueError naming `op`.
 void check_quantized_args(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w,
                           const TensorArg& b, const QuantizedParams& q, int64_t O);
+
+// The oneDNN attributes of an int8 kernel: per-output-channel output scales (mask 1 << 1),
+// the source zero point (and the destination's for a u8 dst) as runtime arguments, and the
+// ReLU as an eltwise post-op (dev_guide_attributes_quantization, oneDNN 2.x).
+dnnl::primitive_attr int8_attr(const std::vector<float>& scales, bool u8_dst, bool relu);
 
 }  // namespace kiln::cpu

@@ -78,15 +78,7 @@ std::shared_ptr<QConvPlan> make_plan(const char* op, const QGeom& g, memory::dat
   plan->zp = memory::desc({1}, dt::s32, tag::x);
   const memory::dims strides{g.p.stride[0], g.p.stride[1]}, pad{g.p.padding[0], g.p.padding[1]};
   const memory::dims dil{g.p.dilation[0] - 1, g.p.dilation[1] - 1};
-  dnnl::primitive_attr attr;
-  attr.set_output_scales(1 << 1, scales);
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  if (dst_dt == dt::u8) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-  if (relu) {
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(po);
-  }
+  const dnnl::primitive_attr attr = int8_attr(scales, dst_dt == dt::u8, relu);
   using fwd = dnnl::convolution_forward;
   const memory::desc x_any(xd, dt::u8, tag::any), w_any(wd, dt::s8, tag::any), y_any(yd, dst_dt, tag::any);
   const auto kind = dnnl::prop_kind::forward_inference;
@@ -115,6 +107,19 @@ std::shared_ptr<QConvPlan> make_plan(const char* op, const QGeom& g, memory::dat
 }
 
 }  // namespace
+
+dnnl::primitive_attr int8_attr(const std::vector<float>& scales, bool u8_dst, bool relu) {
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(1 << 1, scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  if (u8_dst) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+  if (relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
 
 void check_quantized_args(const char* op, const TensorArg& out, const TensorArg& in, const TensorArg& w,
                           const TensorArg& b, const QuantizedParams& q, int64_t O) {

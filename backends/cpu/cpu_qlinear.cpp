@@ -38,15 +38,7 @@ std::shared_ptr<QLinearPlan> make_plan(int64_t M, int64_t K, int64_t N, memory::
   plan->dst = memory::desc({M, N}, dst_dt, tag::ab);
   plan->bias = memory::desc({1, N}, dt::s32, tag::ab);
   plan->zp = memory::desc({1}, dt::s32, tag::x);
-  dnnl::primitive_attr attr;
-  attr.set_output_scales(1 << 1, scales);
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  if (dst_dt == dt::u8) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-  if (relu) {
-    dnnl::post_ops po;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(po);
-  }
+  const dnnl::primitive_attr attr = int8_attr(scales, dst_dt == dt::u8, relu);
   try {
     dnnl::engine& eng = dnnl_engine();
     auto desc = has_bias ? dnnl::matmul::desc(plan->src, plan->wei, plan->bias, plan->dst)
