@@ -3,12 +3,19 @@
 """PyTorch side of tests/bench/cuda_vs_pytorch.sh: the same figures as bench_cuda_train.
 
   pytorch_cuda_bench.py train  [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30] [--amp bf16|f16]
-                               [--profile]
+                               [--strong] [--tf32 on|off] [--profile]
   pytorch_cuda_bench.py matmul [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 
 train: the reference model, Adam lr 1e-3, random images/labels held on the GPU (60,000,
 taken in order), loss.item() every step; prints {"images_per_second", ...} as JSON.
-PyTorch's defaults are kept (cuDNN TF32 on, matmul TF32 off, benchmark off).
+PyTorch's defaults are kept (cuDNN TF32 on, matmul TF32 off, benchmark off) unless --tf32 sets
+both cuDNN's and matmul's TF32 on or off.
+
+--strong runs PyTorch as a performance-minded user does: channels_last model and input for the
+convolutional models, cudnn.benchmark on, Adam(fused=True, capturable=True), and the whole step
+(forward, backward, optimizer) captured once with torch.cuda.graph and replayed; the batch is
+copied into the captured input, and the loss is summed on the GPU and read once at the end
+(PyTorch's "whole network capture" recipe, docs/source/notes/cuda.rst).
 """
 import argparse
 import json
@@ -57,6 +64,78 @@ def make_model(name):
                          nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+def set_tf32(mode):
+    if mode is not None:
+        torch.backends.cudnn.allow_tf32 = mode == "on"
+        torch.backends.cuda.matmul.allow_tf32 = mode == "on"
+
+
+def report(a, dt, total):
+    print(json.dumps({"bench": "train", "model": a.model, "framework": "pytorch " + torch.__version__,
+                      "batch_size": a.batch, "steps": a.steps, "amp": a.amp or "off",
+                      "mode": "strong" if a.strong else "eager", "tf32_conv": torch.backends.cudnn.allow_tf32,
+                      "images_per_second": a.steps * a.batch / dt, "mean_loss": total / a.steps}))
+
+
+def train_strong(a):
+    """The captured step (see the module's docstring)."""
+    assert a.amp != "f16", "--strong takes f32 or bf16 (GradScaler's step does not capture)"
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    n = 50000 if a.model == "resnet18" else 60000
+    x = torch.randn(n, 3, 32, 32, device=dev) if a.model == "resnet18" else torch.randn(n, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (n,), device=dev)
+    fmt = torch.channels_last if a.model != "mlp" else torch.contiguous_format
+    model = make_model(a.model).to(dev).to(memory_format=fmt)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True, capturable=True)
+    loss_fn = nn.CrossEntropyLoss()
+    amp = torch.bfloat16 if a.amp == "bf16" else None
+    static_x = x[:a.batch].clone().contiguous(memory_format=fmt)
+    static_y = y[:a.batch].clone()
+
+    def body():
+        with torch.autocast("cuda", dtype=amp or torch.float32, enabled=amp is not None, cache_enabled=False):
+            loss = loss_fn(model(static_x), static_y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = body()
+    total = torch.zeros((), device=dev)
+    pos = 0
+
+    def step():
+        nonlocal pos
+        if pos + a.batch > n:
+            pos = 0
+        static_x.copy_(x[pos:pos + a.batch])
+        static_y.copy_(y[pos:pos + a.batch])
+        pos += a.batch
+        graph.replay()
+        total.add_(static_loss.detach())
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    total.zero_()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    torch.cuda.synchronize()
+    report(a, time.perf_counter() - t0, total.item())
+
+
 def train(a):
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -97,10 +176,7 @@ def train(a):
     t0 = time.perf_counter()
     total = sum(step() for _ in range(a.steps))
     torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
-    print(json.dumps({"bench": "train", "model": a.model, "framework": "pytorch " + torch.__version__,
-                      "batch_size": a.batch, "steps": a.steps, "amp": a.amp or "off",
-                      "images_per_second": a.steps * a.batch / dt, "mean_loss": total / a.steps}))
+    report(a, time.perf_counter() - t0, total)
 
 
 def matmul(a):
@@ -130,9 +206,15 @@ def main():
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--strong", action="store_true", help="channels_last, fused capturable Adam, step as a CUDA graph")
+    p.add_argument("--tf32", choices=["on", "off"], help="cuDNN and matmul TF32 (default: PyTorch's)")
     p.add_argument("--profile", action="store_true", help="print per-kernel GPU times first (stderr)")
     a = p.parse_args()
-    train(a) if a.what == "train" else matmul(a)
+    set_tf32(a.tf32)
+    if a.what == "matmul":
+        matmul(a)
+    else:
+        train_strong(a) if a.strong else train(a)
 
 
 if __name__ == "__main__":
