@@ -26,6 +26,16 @@ struct TextConfig {
   uint64_t seed = 0;
 };
 
+// `kiln train --embedding-dim N --dropout P` for the built-in text models.
+struct TextModelOptions {
+  int64_t embedding_dim = 64;  // the embedding's width, which every layer after it keeps (text-transformer:
+                               // a multiple of its 4 heads; dim_feedforward is twice it)
+  // -1: each model's default (text-transformer: 0.1 inside its encoder layers, as PyTorch's
+  // nn.TransformerEncoderLayer; none elsewhere). P in [0, 1): Dropout(P) after the embedding (and
+  // the positions) and before the classifier, and P inside the encoder layers.
+  double dropout = -1;
+};
+
 // Adds --tokenizer, --max-length, --vocab-size, --min-freq, --sp-model, --no-lowercase,
 // --text-column, --label-column and --keep-duplicates (test-fraction and seed are the caller's).
 ArgParser& add_text_flags(ArgParser& p);

@@ -51,10 +51,15 @@ const std::vector<std::string>& text_model_names() {
   return n;
 }
 
-graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes) {
+graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes,
+                              const TextModelOptions& options) {
   KILN_CHECK(std::count(text_model_names().begin(), text_model_names().end(), name) > 0, ValueError,
              "unknown text model '", name, "' (known: text-bow, text-lstm, text-transformer)");
-  constexpr int64_t kDim = 64;
+  const int64_t dim = options.embedding_dim;
+  KILN_CHECK(dim > 0 && (name != "text-transformer" || dim % 4 == 0), ValueError, name, ": embedding dimension ", dim,
+             " must be positive", name == "text-transformer" ? " and a multiple of the 4 attention heads" : "");
+  const bool explicit_dropout = options.dropout >= 0;
+  KILN_CHECK(options.dropout < 1, ValueError, name, ": dropout ", options.dropout, " must be below 1");
   graph::Graph g;
   g.name = name;
   graph::NodeId prev = g.add_node("Input", "tokens", {{"shape", std::vector<int64_t>{max_length}},
@@ -65,17 +70,24 @@ graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64
     g.connect({prev, 0}, {n, 0});
     prev = n;
   };
-  chain("Embedding", "embedding", {{"num_embeddings", vocab_size}, {"embedding_dim", kDim}});
-  if (name == "text-lstm") {
-    chain("LSTM", "lstm", {{"hidden_size", kDim}});
-  } else if (name == "text-transformer") {
+  auto dropout = [&](const std::string& node) {
+    if (explicit_dropout && options.dropout > 0) chain("Dropout", node, {{"p", options.dropout}});
+  };
+  chain("Embedding", "embedding", {{"num_embeddings", vocab_size}, {"embedding_dim", dim}});
+  if (name == "text-transformer")
     chain("PositionalEmbedding", "positions", {{"mode", std::string("learned")}, {"max_length", max_length}});
+  dropout("embedding_dropout");
+  if (name == "text-lstm") {
+    chain("LSTM", "lstm", {{"hidden_size", dim}});
+  } else if (name == "text-transformer") {
     for (int i = 0; i < 2; ++i)
       chain("TransformerEncoderLayer", "encoder" + std::to_string(i),
-            {{"nhead", int64_t{4}}, {"dim_feedforward", 2 * kDim}, {"dropout", 0.1}, {"norm_first", true}});
+            {{"nhead", int64_t{4}}, {"dim_feedforward", 2 * dim}, {"dropout", explicit_dropout ? options.dropout : 0.1},
+             {"norm_first", true}});
   }
   chain("SequencePool", "pool", {{"mode", std::string("mean")}});
-  chain("Linear", "fc", {{"in_features", kDim}, {"out_features", classes}});
+  dropout("dropout");
+  chain("Linear", "fc", {{"in_features", dim}, {"out_features", classes}});
   chain("Output", "logits", {});
   graph::auto_layout(g);
   return g;

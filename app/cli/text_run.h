@@ -35,9 +35,13 @@ inline constexpr const char* kTextMetadataKey = "kiln.text";        // model.saf
 //   text-transformer  Input ids [T] -> Embedding(vocab, 64) -> PositionalEmbedding(learned, T) ->
 //             2 x TransformerEncoderLayer(nhead 4, dim_feedforward 128, dropout 0.1, norm_first) ->
 //             SequencePool(mean) -> Linear(64, classes); padded tokens are masked out as keys.
+// TextModelOptions change the width (64) and add dropout.
 const std::vector<std::string>& text_model_names();
-// The graph of built-in text model `name` (ValueError for another name).
-graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes);
+
+// The graph of built-in text model `name` (ValueError for another name, or an embedding_dim
+// that is not positive or, for text-transformer, not a multiple of 4).
+graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64_t vocab_size, int64_t classes,
+                              const TextModelOptions& options = {});
 
 struct TextData {
   TextConfig config;

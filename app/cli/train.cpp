@@ -137,7 +137,7 @@ int train_command(const std::vector<std::string>& argv) {
     text_data = load_text(c.text);
     if (!net)  // a built-in text model: its graph, sized by the data (text_run.h)
       net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
-                             static_cast<int64_t>(text_data->index->classes.size()));
+                             static_cast<int64_t>(text_data->index->classes.size()), c.text_model);
   }
   const bool regression = csv && table->schema.task == data::Task::regression;
   std::vector<int64_t> classes;
@@ -187,7 +187,11 @@ int train_command(const std::vector<std::string>& argv) {
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
-  if (text_data) options.run_settings["text"] = nlohmann::json::parse(run_text_json(*text_data)).dump();
+  if (text_data) {
+    options.run_settings["text"] = nlohmann::json::parse(run_text_json(*text_data)).dump();
+    options.run_settings["embedding_dim"] = std::to_string(c.text_model.embedding_dim);
+    options.run_settings["dropout"] = text(c.text_model.dropout);
+  }
   if (image)  // one line, so that a mismatch on --resume is one line too
     options.run_settings["images"] = nlohmann::json::parse(run_images_json(images->run)).dump();
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);

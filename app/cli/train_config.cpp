@@ -70,6 +70,11 @@ ArgParser train_parser() {
   add_table_flags(p);
   add_image_flags(p);
   add_text_flags(p);
+  p.flag("embedding-dim", "N", "64", "text models: the embedding's width, kept by the layers after it\n"
+                                    "(text-transformer: a multiple of its 4 heads)")
+   .flag("dropout", "P", "model's", "text models: Dropout(P) after the embedding and before the classifier, and P\n"
+                                   "inside the Transformer layers (default: text-transformer 0.1 inside its layers only,\n"
+                                   "the others none)");
   p.epilog(
       "Ctrl-C stops after the current batch (exit status 130); the last checkpoint (of the last\n"
       "finished epoch, or --checkpoint-every's in the middle of one) stays, and `--resume`\n"
@@ -118,6 +123,10 @@ TrainConfig train_config(const Args& args) {
   const bool text_model = std::count(text_model_names().begin(), text_model_names().end(), c.model) > 0;
   if (is_text_dataset(c.dataset)) {
     c.text = text_config(args, c.dataset, args.number("test-fraction", 0, 0.95), c.seed);
+    c.text_model.embedding_dim = args.integer("embedding-dim", 1);
+    if (args.given("dropout")) c.text_model.dropout = args.number("dropout", 0, 0.99);
+    if ((args.given("embedding-dim") || args.given("dropout")) && (args.given("graph") || args.given("onnx")))
+      args.fail("--embedding-dim and --dropout shape the built-in text models, not a --graph");
     if (!args.given("model") && !args.given("graph") && !args.given("onnx")) c.model = text_model_names().front();
     else if (args.given("model") && !text_model)
       args.fail("--model " + c.model + " reads images or tables; a text dataset trains a text model (text-bow, text-lstm, "
@@ -125,7 +134,7 @@ TrainConfig train_config(const Args& args) {
   } else {
     if (text_model) args.fail("--model " + c.model + " trains on text:DIR|FILE only");
     for (const char* f : {"tokenizer", "max-length", "vocab-size", "min-freq", "sp-model", "no-lowercase",
-                          "text-column", "label-column", "keep-duplicates"})
+                          "text-column", "label-column", "keep-duplicates", "embedding-dim", "dropout"})
       if (args.given(f)) args.fail(std::string("--") + f + " applies to --dataset text:DIR|FILE only");
   }
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;

@@ -16,6 +16,7 @@ struct TrainConfig {
   TableConfig table;                      // with csv:FILE: how the table is read and split
   ImageConfig images;                     // with imagefolder:DIR or images:FILE.csv (image_data.h)
   TextConfig text;                        // with text:DIR|FILE (text_data.h, text_run.h)
+  TextModelOptions text_model;            // --embedding-dim, --dropout of the built-in text models
   std::string model = "mlp";       // with --graph: "graph-<file stem>"
   std::string graph;               // --graph FILE.json: train this graph (engine/graph) instead of --model
   int epochs = 5;

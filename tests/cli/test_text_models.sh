@@ -73,6 +73,25 @@ for r, t in enumerate(("new", "neg")):
     native = [float(x) for x in open(f"{w}/{t}.csv").read().strip().split(",")[2::2]]
     assert all(abs(a - b) < 2e-5 for a, b in zip(onnx, native)) and len(native) == 2, (t, onnx, native)
 PY
+  if [[ $case == transformer ]]; then  # --embedding-dim and --dropout shape the built-in model
+    run 0 train --dataset "text:$d" --model "$model" --embedding-dim 32 --dropout 0.25 --epochs 1 --batch-size 8 \
+      --max-length 12 --threads 1 --out "$work/wide"
+    /usr/bin/python3 - "$work/wide/graph.json" <<'PY' || fail "--embedding-dim 32 --dropout 0.25 in the run's graph"
+import json, sys
+g = json.load(open(sys.argv[1]))
+nodes = {n["name"]: n for n in g["nodes"]}
+attrs = lambda name: nodes[name]["attrs"]
+assert attrs("embedding")["embedding_dim"] == 32, attrs("embedding")
+assert attrs("embedding_dropout")["p"] == 0.25 and attrs("dropout")["p"] == 0.25
+assert all(attrs(f"encoder{i}")["dropout"] == 0.25 for i in (0, 1))
+assert attrs("fc")["in_features"] == 32
+PY
+    run 1 train --dataset "text:$d" --model "$model" --embedding-dim 30 --epochs 1 --threads 1 --out "$work/bad_dim"
+    contains "$err" "embedding dimension 30 must be positive and a multiple of the 4 attention heads" "an odd width"
+    one_line "$err" "its message"
+    run 2 train --dataset "text:$d" --graph "$work/run/graph.json" --dropout 0.2 --epochs 1 --out "$work/bad_graph"
+    contains "$err" "--embedding-dim and --dropout shape the built-in text models, not a --graph" "dropout with a graph"
+  fi
   run 2 train --dataset fashion-mnist --model "$model" --epochs 1 --out "$work/bad"
   contains "$err" "--model $model trains on text:DIR|FILE only" "$model on images"
   one_line "$err" "its message"
