@@ -62,7 +62,7 @@ TensorArg contiguous(CudaBackend& be, const TensorArg& t, std::optional<Scratch>
 
 void CudaBackend::conv2d_forward(const TensorArg& out, const TensorArg& in_arg, const TensorArg& w_arg,
                                  const TensorArg& bias, const Conv2dParams& p) {
-  ProfileScope prof_(stream_, "conv2d_forward", in_arg);
+  ProfileScope prof_(stream_, "conv2d_forward", in_arg, &w_arg);
   const char* op = "conv2d_forward";
   const ConvGeom g = conv_geometry(op, in_arg, w_arg, out, p);
   if (bias.data)
@@ -81,7 +81,7 @@ void CudaBackend::conv2d_forward(const TensorArg& out, const TensorArg& in_arg, 
 
 void CudaBackend::conv2d_backward_input(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& w_arg,
                                         const Conv2dParams& p) {
-  ProfileScope prof_(stream_, "conv2d_backward_input", grad_out);
+  ProfileScope prof_(stream_, "conv2d_backward_input", grad_out, &w_arg);
   const char* op = "conv2d_backward_input";
   const ConvGeom g = conv_geometry(op, grad_in, w_arg, grad_out, p);
   if (grad_in.numel() == 0) return;
@@ -100,7 +100,7 @@ void CudaBackend::conv2d_backward_input(const TensorArg& grad_in, const TensorAr
 
 void CudaBackend::conv2d_backward_weight(const TensorArg& grad_weight, const TensorArg& grad_bias,
                                          const TensorArg& grad_out, const TensorArg& in_arg, const Conv2dParams& p) {
-  ProfileScope prof_(stream_, "conv2d_backward_weight", grad_out);
+  ProfileScope prof_(stream_, "conv2d_backward_weight", grad_out, &grad_weight);
   const char* op = "conv2d_backward_weight";
   const ConvGeom g = conv_geometry(op, in_arg, grad_weight, grad_out, p);
   if (grad_bias.data)

@@ -3,9 +3,11 @@
 // setting: descriptors and the fastest algorithms (timed once by cudnnFind*Algorithm, as
 // PyTorch with cudnn.benchmark on; KILN_CUDNN_FIND=0 takes the ones cuDNN's heuristics rank
 // first, cudnnGet*Algorithm_v7) among those whose workspace fits 1 GiB; f32 runs with CUDNN_FMA_MATH (no TF32) unless TF32 is allowed, f16/bf16 on tensor
-// cores. Errors carry cuDNN's string, the op and the shapes.
+// cores. Errors carry cuDNN's string, the op and the shapes. KILN_CUDNN_VERBOSE=1 prints each
+// new plan's ranking and choice to stderr.
 #include <cudnn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -50,6 +52,10 @@ struct Plan {
   cudnnConvolutionBwdDataAlgo_t bd{};
   cudnnConvolutionBwdFilterAlgo_t bf{};
   size_t fwd_ws = 0, bd_ws = 0, bf_ws = 0;
+  // The math type each chosen algorithm was ranked with: the three directions share one
+  // convolution descriptor, so each call sets its own before it runs (as PyTorch does with the
+  // perf result's mathType).
+  cudnnMathType_t fwd_math = CUDNN_DEFAULT_MATH, bd_math = CUDNN_DEFAULT_MATH, bf_math = CUDNN_DEFAULT_MATH;
 };
 
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -65,6 +71,25 @@ bool find() {
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
+}
+
+bool verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_CUDNN_VERBOSE");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+template <class Perf>
+void print_ranking(const char* what, const ConvGeom& g, DType t, const Perf* perf, int n, const Perf* chosen) {
+  if (!verbose()) return;
+  std::fprintf(stderr, "cudnn %s %s %s:", what, geom_str(g).c_str(), dtype_name(t));
+  for (int i = 0; i < n; ++i)
+    std::fprintf(stderr, " [algo %d %s %.3f ms %zu B math %d]", static_cast<int>(perf[i].algo),
+                 perf[i].status == CUDNN_STATUS_SUCCESS ? "ok" : "failed", perf[i].time, perf[i].memory,
+                 static_cast<int>(perf[i].mathType));
+  std::fprintf(stderr, " -> %d\n", chosen ? static_cast<int>(chosen->algo) : -1);
 }
 
 // The first ranked algorithm that ran in the heuristics and whose workspace fits.
@@ -143,7 +168,8 @@ Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
               "forward algorithm", g);
   const auto* f = pick(fp, n, fma_only);
   if (!f && fma_only) f = pick(fp, n, false);
-  if (f) p.have_fwd = true, p.fwd = f->algo, p.fwd_ws = f->memory;
+  print_ranking("forward", g, t, fp, n, f);
+  if (f) p.have_fwd = true, p.fwd = f->algo, p.fwd_ws = f->memory, p.fwd_math = f->mathType;
   cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   for (int pass = 0; pass < passes; ++pass)
     check_dnn(find() ? cudnnFindConvolutionBackwardDataAlgorithm(s.handle, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp)
@@ -151,7 +177,8 @@ Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
               "backward-data algorithm", g);
   const auto* d = pick(dp, n, fma_only);
   if (!d && fma_only) d = pick(dp, n, false);
-  if (d) p.have_bd = true, p.bd = d->algo, p.bd_ws = d->memory;
+  print_ranking("backward-data", g, t, dp, n, d);
+  if (d) p.have_bd = true, p.bd = d->algo, p.bd_ws = d->memory, p.bd_math = d->mathType;
   cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   for (int pass = 0; pass < passes; ++pass)
     check_dnn(find() ? cudnnFindConvolutionBackwardFilterAlgorithm(s.handle, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp)
@@ -159,7 +186,8 @@ Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
               "backward-filter algorithm", g);
   const auto* w = pick(wp, n, fma_only);
   if (!w && fma_only) w = pick(wp, n, false);
-  if (w) p.have_bf = true, p.bf = w->algo, p.bf_ws = w->memory;
+  print_ranking("backward-filter", g, t, wp, n, w);
+  if (w) p.have_bf = true, p.bf = w->algo, p.bf_ws = w->memory, p.bf_math = w->mathType;
   return s.plans.emplace(key, p).first->second;
 }
 
@@ -177,6 +205,7 @@ void cudnn_conv_forward(CudaBackend& be, const ConvGeom& g, const TensorArg& out
   Plan& p = plan_for(be, g, in.dtype);
   if (!p.have_fwd) return im2col_conv_forward(be, g, out, in, w, bias);
   cudnnHandle_t h = conv_state(be).handle;
+  check_dnn(cudnnSetConvolutionMathType(p.conv, p.fwd_math), "math type", g);
   const Scalars s{.dbl = in.dtype == DType::f64};
   Scratch ws(be, p.fwd_ws);
   const size_t es = dtype_size(in.dtype);
@@ -202,6 +231,7 @@ void cudnn_conv_backward_input(CudaBackend& be, const ConvGeom& g, const TensorA
                                const TensorArg& w) {
   Plan& p = plan_for(be, g, gx.dtype);
   if (!p.have_bd) return im2col_conv_backward_input(be, g, gx, gy, w);
+  check_dnn(cudnnSetConvolutionMathType(p.conv, p.bd_math), "math type", g);
   const Scalars s{.dbl = gx.dtype == DType::f64};
   Scratch ws(be, p.bd_ws);
   const size_t es = dtype_size(gx.dtype);
@@ -216,6 +246,7 @@ void cudnn_conv_backward_weight(CudaBackend& be, const ConvGeom& g, const Tensor
                                 const TensorArg& in) {
   Plan& p = plan_for(be, g, gw.dtype);
   if (!p.have_bf) return im2col_conv_backward_weight(be, g, gw, gy, in);
+  check_dnn(cudnnSetConvolutionMathType(p.conv, p.bf_math), "math type", g);
   const Scalars s{.dbl = gw.dtype == DType::f64};
   Scratch ws(be, p.bf_ws);
   const size_t es = dtype_size(gw.dtype);

@@ -81,13 +81,14 @@ bool profiling() {
   return on;
 }
 
-void ProfileScope::begin(cudaStream_t stream, const char* op, const TensorArg& first) {
+void ProfileScope::begin(cudaStream_t stream, const char* op, const TensorArg& first, const TensorArg* second) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream, &status);
   if (status != cudaStreamCaptureStatusNone) return;
   Profiler& p = profiler();
   std::lock_guard<std::mutex> lock(p.mutex);
   key_ = std::string(op) + " " + dtype_name(first.dtype) + " " + shape_str(first.shape);
+  if (second) key_ += " x " + shape_str(second->shape);
   cudaEvent_t e = p.event();
   cudaEventRecord(e, stream);
   ev_ = e;

@@ -1,7 +1,8 @@
 // Per-op GPU time of the CUDA backend, for finding where a training step spends its time.
 // With KILN_CUDA_PROFILE=1 in the environment, every backend entry point that opens a
 // ProfileScope records a CUDA event pair around its work on the device's stream; the times
-// are summed per key (op, dtype, first operand's shape; the first call of each key, which
+// are summed per key (op, dtype, first operand's shape, and a second operand's where the op
+// passes one, e.g. a convolution's weight; the first call of each key, which
 // pays for plans and algorithm searches, is left out) whenever the backend waits for the
 // device, and the table (milliseconds, calls, share) is printed to stderr at exit, largest
 // first. Work an op enqueues through another entry point (a reduce that first casts) is
@@ -18,8 +19,8 @@ bool profiling();  // KILN_CUDA_PROFILE=1
 
 class ProfileScope {
  public:
-  ProfileScope(cudaStream_t stream, const char* op, const TensorArg& first) {
-    if (profiling()) begin(stream, op, first);
+  ProfileScope(cudaStream_t stream, const char* op, const TensorArg& first, const TensorArg* second = nullptr) {
+    if (profiling()) begin(stream, op, first, second);
   }
   ~ProfileScope() {
     if (ev_) end();
@@ -28,7 +29,7 @@ class ProfileScope {
   ProfileScope& operator=(const ProfileScope&) = delete;
 
  private:
-  void begin(cudaStream_t stream, const char* op, const TensorArg& first);
+  void begin(cudaStream_t stream, const char* op, const TensorArg& first, const TensorArg* second);
   void end();
   cudaStream_t stream_ = nullptr;
   void* ev_ = nullptr;  // the begin event (cudaEvent_t)
