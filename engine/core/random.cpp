@@ -1,6 +1,7 @@
 #include "engine/core/random.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <numeric>
 #include <sstream>
@@ -70,12 +71,50 @@ Tensor normal(const Shape& shape, double mean, double std, DType dtype, Device d
   });
 }
 
-Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
+namespace {
+uint64_t splitmix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t next_key(Generator* gen) {
+  if (gen) return gen->engine()();
+  std::lock_guard<std::mutex> lock(default_mutex());
+  return default_generator().engine()();
+}
+
+// Fills out[0, n) with value or 0 (see bernoulli in the header).
+template <class T>
+void fill_bernoulli(T* out, int64_t n, uint64_t key, double p, T value) {
+  // keep when the top 53 bits, as a fraction of 2^53, are below p (p = 1 keeps all)
+  const uint64_t threshold = static_cast<uint64_t>(std::ldexp(p, 53));
+  const bool all = p >= 1;
+#pragma omp parallel for schedule(static) if (n > (int64_t{1} << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t z = splitmix64(key + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull);
+    out[i] = (all || (z >> 11) < threshold) ? value : T(0);
+  }
+}
+}  // namespace
+
+Tensor bernoulli_scaled(const Shape& shape, double p, double value, DType dtype, Device device, Generator* gen) {
   KILN_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli: p must be in [0, 1], got ", p);
-  return generate(shape, dtype, device, gen, [&](std::mt19937_64& e, std::vector<double>& v) {
-    std::uniform_real_distribution<double> d(0.0, 1.0);
-    for (double& x : v) x = d(e) < p ? 1.0 : 0.0;
-  });
+  const uint64_t key = next_key(gen);
+  const int64_t n = numel(shape);
+  if (device.type == DeviceType::cpu && (dtype == DType::f32 || dtype == DType::f64)) {
+    Tensor t = Tensor::empty(shape, dtype, device);
+    if (dtype == DType::f32) fill_bernoulli(t.data_ptr<float>(), n, key, p, static_cast<float>(value));
+    else fill_bernoulli(t.data_ptr<double>(), n, key, p, value);
+    return t;
+  }
+  std::vector<float> v(static_cast<size_t>(n));  // other types and devices: drawn here, converted there
+  fill_bernoulli(v.data(), n, key, p, static_cast<float>(value));
+  return Tensor::from_vector(v, shape, device).to(dtype);
+}
+
+Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
+  return bernoulli_scaled(shape, p, 1.0, dtype, device, gen);
 }
 
 Tensor randperm(int64_t n, Device device, Generator* gen) {

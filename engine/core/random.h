@@ -36,9 +36,18 @@ Tensor uniform(const Shape& shape, double low, double high, DType dtype = DType:
 // Normal with mean and std (torch.randn * std + mean).
 Tensor normal(const Shape& shape, double mean, double std, DType dtype = DType::f32, Device device = {},
               Generator* gen = nullptr);
-// 1 with probability p, else 0 (torch.bernoulli), in dtype.
+// 1 with probability p, else 0 (torch.bernoulli), in dtype. Counter-based, as PyTorch's CUDA
+// Philox draws are: a call takes one 64-bit draw of the generator as its key, and element i is
+// SplitMix64's output i of that key (Steele, Lea & Flood, "Fast splittable pseudorandom number
+// generators", OOPSLA 2014) compared with p in 53 bits. So a call advances the generator by one
+// draw whatever its size, and the CPU fills the elements in parallel with the same result on any
+// number of threads.
 Tensor bernoulli(const Shape& shape, double p, DType dtype = DType::f32, Device device = {},
                  Generator* gen = nullptr);
+// Dropout's scaled mask in one pass: `value` with probability p, else 0 (the elements bernoulli
+// gives for the same generator state, times value).
+Tensor bernoulli_scaled(const Shape& shape, double p, double value, DType dtype = DType::f32, Device device = {},
+                        Generator* gen = nullptr);
 // A random permutation of 0..n-1 as i64 (torch.randperm).
 Tensor randperm(int64_t n, Device device = {}, Generator* gen = nullptr);
 

@@ -13,8 +13,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   KILN_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   if (p == 1) return mul(x, scalar_like(0.0, x));
-  Tensor mask = bernoulli(x.shape(), 1.0 - p, x.dtype(), x.device());
-  return mul(x, mul(mask, scalar_like(1.0 / (1.0 - p), mask)));
+  return mul(x, bernoulli_scaled(x.shape(), 1.0 - p, 1.0 / (1.0 - p), x.dtype(), x.device()));
 }
 
 namespace {

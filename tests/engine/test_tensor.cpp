@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,36 @@ TEST(Tensor, SeededRandomIsReproducible) {
   float next = uniform({1}, 0, 1, DType::f32, {}, &g1).item<float>();
   g2.set_state(state);
   EXPECT_EQ(uniform({1}, 0, 1, DType::f32, {}, &g2).item<float>(), next);
+}
+
+// bernoulli is counter-based (random.h): one generator draw per call, the same mask on any
+// number of threads, and bernoulli_scaled is the same draw times its value.
+TEST(Tensor, BernoulliIsCounterBased) {
+  const int threads = omp_get_max_threads();
+  Generator a(7), b(7), c(7);
+  omp_set_num_threads(1);
+  const std::vector<float> one = bernoulli({1 << 18}, 0.1, DType::f32, {}, &a).to_vector<float>();
+  omp_set_num_threads(2);
+  const std::vector<float> two = bernoulli({1 << 18}, 0.1, DType::f32, {}, &b).to_vector<float>();
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one, two);
+  double kept = 0;
+  for (float v : one) kept += v;
+  EXPECT_NEAR(kept / static_cast<double>(one.size()), 0.1, 0.003);  // 5 standard deviations: 0.0029
+  EXPECT_EQ(a.state(), b.state());
+  bernoulli({3}, 0.5, DType::f32, {}, &c);  // any size takes one draw
+  EXPECT_EQ(a.state(), c.state());
+  Generator d(7);
+  const std::vector<double> scaled = bernoulli_scaled({1 << 18}, 0.1, 2.5, DType::f64, {}, &d).to_vector<double>();
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(scaled[i], 2.5 * one[i]) << i;
+  Generator e(7);
+  const std::vector<float> bf = bernoulli({1 << 10}, 0.1, DType::bf16, {}, &e).to_vector<float>();
+  EXPECT_TRUE(std::equal(bf.begin(), bf.end(), one.begin()));  // other dtypes: the same elements
+  for (double p : {0.0, 1.0}) {
+    const std::vector<float> all = bernoulli({4096}, p, DType::f32, {}, &e).to_vector<float>();
+    EXPECT_TRUE(std::all_of(all.begin(), all.end(), [&](float v) { return v == static_cast<float>(p); })) << p;
+  }
+  EXPECT_THROW(bernoulli({2}, 1.5), ValueError);
 }
 
 TEST(Tensor, DtypeErrorsNameTheOp) {
