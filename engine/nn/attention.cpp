@@ -13,9 +13,13 @@ namespace {
 
 std::string shape_of(const Tensor& t) { return t.defined() ? shape_str(t.shape()) : "undefined"; }
 
-// scores [N, h, L, S] with `mask` applied: bool -> -inf where true; floating -> added.
+// scores [N, h, L, S] with `mask` applied: bool -> -inf where true; floating -> added. A bool
+// mask becomes an additive one first (-inf / 0, on the mask's own broadcast shape, e.g. [N, 1, 1, S]),
+// so the full-size pass is one vectorized broadcast add; finite scores give the same result as
+// replacing them, and softmax sends the same zero gradient to the masked places.
 Tensor apply_mask(const Tensor& scores, const Tensor& mask) {
-  if (mask.dtype() == DType::bool_) return where(mask, scalar_like(-INFINITY, scores), scores);
+  if (mask.dtype() == DType::bool_)
+    return scores + where(mask, scalar_like(-INFINITY, scores), scalar_like(0.0, scores));
   return scores + mask.to(scores.dtype());
 }
 
@@ -74,8 +78,11 @@ AttentionResult MultiheadAttention::forward_attention(const Tensor& query, const
     const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * e, e) : Tensor();
     return linear(x, w, b).reshape({n, len, num_heads, hd}).permute({0, 2, 1, 3});  // [N, h, len, hd]
   };
-  const Tensor q = project(q_in, 0, l), k = project(k_in, 1, s), v = project(v_in, 2, s);
-  Tensor scores = matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(hd)));  // [N, h, L, S]
+  // q scaled by 1/sqrt(hd) before q k^T, as PyTorch's scaled_dot_product_attention does: a pass over
+  // [N, h, L, hd] instead of over the scores [N, h, L, S]
+  const Tensor q = project(q_in, 0, l) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  const Tensor k = project(k_in, 1, s), v = project(v_in, 2, s);
+  Tensor scores = matmul(q, k.transpose(-1, -2));  // [N, h, L, S]
 
   if (attn_mask.defined()) {
     KILN_CHECK(attn_mask.dtype() == DType::bool_ || is_floating(attn_mask.dtype()), DTypeError, me,
