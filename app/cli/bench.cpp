@@ -4,7 +4,11 @@
 //
 // Models: the reference mlp and cnn (engine/train/reference_models.h) on Fashion-MNIST-shaped
 // images [B, 1, 28, 28], and resnet18 (torchvision's resnet18 with CIFAR's 3x3 stem, no
-// max-pool, 10 classes) on [B, 3, 32, 32].
+// max-pool, 10 classes) on [B, 3, 32, 32]; the sequence models (issue 16's speed figure) on random
+// features [B, 128, 256]: lstm = LSTM(256, 256, 2 layers, batch_first), transformer =
+// TransformerEncoderLayer(d_model 256, nhead 4, dim_feedforward 2048, dropout 0.1, batch_first;
+// torch's defaults), each followed by the mean over the steps and Linear(256, 10).
+// tests/bench/seq_vs_pytorch.sh runs the same models in PyTorch beside them.
 // Each device gets the model with the same seed, Adam (lr 1e-3) and one batch of random
 // images with labels in [0, 10), held on the device, so
 // the figures are the engine's and the backend's (no data loading). A train step is
@@ -91,6 +95,36 @@ std::shared_ptr<nn::Module> resnet18() {
   return m;
 }
 
+constexpr int64_t kSeqLength = 128, kSeqWidth = 256;
+
+// A sequence body (LSTM or Transformer layer) on [N, T, E], then mean over T and Linear(E, 10).
+class SequenceClassifier : public nn::Module {
+ public:
+  explicit SequenceClassifier(const std::string& kind) : lstm_(kind == "lstm") {
+    if (lstm_)
+      rnn_ = register_module("lstm", std::make_shared<nn::LSTM>(nn::RNNOptions{
+                                         .input_size = kSeqWidth, .hidden_size = kSeqWidth, .num_layers = 2,
+                                         .batch_first = true}));
+    else
+      layer_ = register_module("encoder", std::make_shared<nn::TransformerEncoderLayer>(
+                                              nn::TransformerEncoderLayerOptions{
+                                                  .d_model = kSeqWidth, .nhead = 4, .batch_first = true}));
+    fc_ = register_module("fc", std::make_shared<nn::Linear>(kSeqWidth, 10));
+  }
+  Tensor forward(const Tensor& x) override {
+    return fc_->forward(mean(lstm_ ? rnn_->forward(x) : layer_->forward(x), {1}));
+  }
+  std::string type_name() const override { return "SequenceClassifier"; }
+
+ private:
+  bool lstm_;
+  std::shared_ptr<nn::LSTM> rnn_;
+  std::shared_ptr<nn::TransformerEncoderLayer> layer_;
+  std::shared_ptr<nn::Linear> fc_;
+};
+
+bool is_sequence_model(const std::string& name) { return name == "lstm" || name == "transformer"; }
+
 struct Row {
   DeviceInfo info;
   double train_ms = 0, infer_ms = 0;  // 0: no step completed
@@ -127,12 +161,16 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
   const Device dev = info.device;
   try {
     manual_seed(0);
-    const bool resnet = model_name == "resnet18";
-    std::shared_ptr<nn::Module> model = resnet ? resnet18() : train::make_model(model_name);
+    const bool resnet = model_name == "resnet18", sequence = is_sequence_model(model_name);
+    std::shared_ptr<nn::Module> model = resnet     ? resnet18()
+                                        : sequence ? std::make_shared<SequenceClassifier>(model_name)
+                                                   : train::make_model(model_name);
     model->to(dev);
     optim::Adam opt(model->parameters(), optim::AdamOptions{});
     Generator gen(1);
-    const Shape image = resnet ? Shape{batch, 3, 32, 32} : Shape{batch, 1, 28, 28};
+    const Shape image = resnet     ? Shape{batch, 3, 32, 32}
+                        : sequence ? Shape{batch, kSeqLength, kSeqWidth}
+                                   : Shape{batch, 1, 28, 28};
     Tensor x = uniform(image, 0, 1, DType::f32, Device(), &gen).to(dev);
     Tensor y = uniform({batch}, 0, 10, DType::f32, Device(), &gen).to(DType::i64).to(dev);
     Backend* b = backend_for(dev);
@@ -159,10 +197,12 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
 int bench_command(const std::vector<std::string>& argv) {
   ArgParser parser("bench", "Trains and runs a reference model on each device and compares step times.");
   std::vector<std::string> models = train::reference_model_names();
-  models.push_back("resnet18");
-  parser.flag("model", "mlp|cnn|resnet18", "cnn", "model: a reference model (engine/train/reference_models.h) or resnet18",
+  for (const char* m : {"resnet18", "lstm", "transformer"}) models.push_back(m);
+  parser.flag("model", "NAME", "cnn", "model: a reference model (engine/train/reference_models.h: mlp, cnn), resnet18\n"
+                                     "(CIFAR form), or lstm / transformer on random sequences [B, 128, 256]\n"
+                                     "(LSTM 2 layers hidden 256; TransformerEncoderLayer d 256, 4 heads)",
               models)
-      .flag("batch-size", "B", "128", "images per step")
+      .flag("batch-size", "B", "128", "images (sequences) per step")
       .flag("devices", "LIST", "all", "devices to compare: all, or a comma-separated list (cpu,vulkan:0)")
       .flag("steps", "N", "50", "timed steps of each kind per device")
       .flag("warmup", "N", "5", "untimed steps first (pipeline creation, caches)")
