@@ -20,6 +20,7 @@
 #include "app/cli/run_files.h"
 #include "app/cli/table_data.h"
 #include "app/cli/text_run.h"
+#include "app/cli/train_balance.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
@@ -146,6 +147,10 @@ int train_command(const std::vector<std::string>& argv) {
                           : image ? static_cast<int64_t>(images->run.classes.size())
                           : text_data  ? static_cast<int64_t>(text_data->index->classes.size())
                                   : static_cast<int64_t>(classes.size());
+  // --class-weights and --sampler weighted (train_balance.h): read the training labels, maybe a weighted loader.
+  const ClassBalance balance = class_balance(c, loaders.train, outputs, regression,
+                                             csv ? c.table.path + "'s label '" + table->schema.label + "'" : c.dataset,
+                                             device);
   if (net)
     check_graph_fits(*net, c.classes.empty() ? c.dataset : c.dataset + " --classes " + c.classes,
                      loaders.train->dataset(), outputs);
@@ -183,7 +188,8 @@ int train_command(const std::vector<std::string>& argv) {
                           {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision},
                           {"classes", c.classes}, {"train_subset", std::to_string(c.train_subset)},
                           {"onnx", c.onnx}, {"replace_head", std::to_string(c.replace_head)},
-                          {"freeze_until", c.freeze_until}, {"freeze_all_but_head", c.freeze_all_but_head ? "1" : "0"}};
+                          {"freeze_until", c.freeze_until}, {"freeze_all_but_head", c.freeze_all_but_head ? "1" : "0"},
+                          {"class_weights", c.class_weights}, {"sampler", c.sampler}};
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
@@ -194,8 +200,8 @@ int train_command(const std::vector<std::string>& argv) {
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
       model, optimizer, scheduler.scheduler,
-      [regression](const Tensor& output, const Tensor& target) {
-        return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target);
+      [regression, weight = balance.weight](const Tensor& output, const Tensor& target) {
+        return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target, weight);
       },
       options);
   if (c.resume) {
@@ -239,6 +245,13 @@ int train_command(const std::vector<std::string>& argv) {
                  static_cast<long long>(text_data->test->truncated()), text_data->index->skipped.size(), text_data->index->skipped.empty() ? "" : ":");
     for (const data::SkippedText& s : text_data->index->skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", s.origin.c_str(), s.reason.c_str());
+  }
+  if (balance.summary.contains("train_class_counts")) {
+    std::string text;
+    for (const auto& n : balance.summary["train_class_counts"]) text += (text.empty() ? "" : " ") + n.dump();
+    std::fprintf(stderr, "class balance: training samples per class %s; loss weights %s; sampler %s\n", text.c_str(),
+                 balance.loss_weights.empty() ? "none" : balance.summary["class_weights"].dump().c_str(),
+                 c.sampler.c_str());
   }
   const std::string resume_text =
       !c.resume                      ? ""
@@ -304,6 +317,7 @@ int train_command(const std::vector<std::string>& argv) {
       {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
       {"cuda_graph", trainer.cuda_graph_note()},
   };
+  for (const auto& [key, value] : balance.summary.items()) summary[key] = value;
   if (net) summary["graph"] = kRunGraphFile;
   if (!c.classes.empty()) summary["classes"] = classes;  // label i of the model is data set class classes[i]
   if (c.train_subset > 0) summary["train_subset"] = c.train_subset;
