@@ -22,6 +22,7 @@
 #include "app/cli/text_run.h"
 #include "app/cli/train_balance.h"
 #include "app/cli/train_config.h"
+#include "app/cli/train_data.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "app/cli/train_transfer.h"
@@ -42,63 +43,6 @@ namespace kiln::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Loaders {
-  std::unique_ptr<data::DataLoader> train, validation, test;
-};
-
-// The training set (less the validation share), validation set (when val_fraction > 0)
-// and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
-// csv: dataset, `images` those of an image dataset (null for the others). Images are decoded and
-// augmented on c.images.workers loader threads. `text`: the splits of a text: dataset. `classes`: set
-// to the classes kept (--classes, train_transfer.h) of the other datasets.
-Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images,
-                     const TextData* text, std::vector<int64_t>& classes) {
-  std::shared_ptr<const data::Dataset> train_set, test_set;
-  std::shared_ptr<const data::Dataset> val_set;
-  int workers = 1;
-  if (images) {
-    train_set = images->train;
-    test_set = images->test;
-    val_set = images->validation;
-    workers = std::max(1, c.images.workers);
-  } else if (text) {
-    train_set = text->train;
-    test_set = text->test;
-  } else if (table) {
-    train_set = std::make_shared<data::TensorDataset>(table->x_train, table->y_train);
-    test_set = std::make_shared<data::TensorDataset>(table->x_test, table->y_test);
-  } else {
-    train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
-    test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
-    classes = filter_splits(c, static_cast<int64_t>(class_names(c.dataset).size()), train_set, test_set);
-  }
-  if (c.val_fraction > 0 && !val_set) {
-    int64_t n = train_set->size();
-    int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.val_fraction * static_cast<double>(n))));
-    auto parts = data::random_split(train_set, {n - n_val, n_val}, c.seed);
-    train_set = parts[0];
-    val_set = parts[1];
-  }
-  if (c.limit_batches > 0) {
-    const int64_t cap = c.limit_batches * c.batch_size;
-    train_set = random_subset(train_set, cap, c.seed);
-    test_set = random_subset(test_set, cap, c.seed);
-    if (val_set) val_set = random_subset(val_set, cap, c.seed);
-  }
-  using Options = data::DataLoader::Options;
-  Loaders l;
-  const int prefetch = std::max(2, 2 * workers);
-  l.train = std::make_unique<data::DataLoader>(train_set, Options{.batch_size = c.batch_size, .shuffle = true,
-                                                                  .seed = c.seed, .num_workers = workers,
-                                                                  .prefetch = prefetch});
-  if (val_set)
-    l.validation = std::make_unique<data::DataLoader>(
-        val_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
-  l.test = std::make_unique<data::DataLoader>(
-      test_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
-  return l;
-}
 
 std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
 
@@ -126,23 +70,19 @@ int train_command(const std::vector<std::string>& argv) {
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
   net = transfer_graph(c);  // --graph or --onnx, with a new head and frozen nodes (train_transfer.h)
-  const bool csv = is_csv_dataset(c.dataset);
-  std::optional<data::TabularData> table;
-  if (csv) table = load_table(c.table);
-  const bool image = is_image_dataset(c.dataset);
-  std::optional<ImageData> images;
-  if (image) images = load_images(c.images);
-  const bool is_text = is_text_dataset(c.dataset);
-  std::optional<TextData> text_data;
-  if (is_text) {
-    text_data = load_text(c.text);
-    if (!net)  // a built-in text model: its graph, sized by the data (text_run.h)
-      net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
-                             static_cast<int64_t>(text_data->index->classes.size()));
-  }
+  // The dataset and its splits: a user's through data::open_dataset, as Kiln Studio (train_data.h).
+  TrainData opened = open_train_data(c);
+  const bool csv = opened.table.has_value();
+  std::optional<data::TabularData>& table = opened.table;
+  const bool image = opened.images.has_value();
+  std::optional<ImageData>& images = opened.images;
+  std::optional<TextData>& text_data = opened.text;
+  if (text_data && !net)  // a built-in text model: its graph, sized by the data (text_run.h)
+    net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
+                           static_cast<int64_t>(text_data->index->classes.size()));
   const bool regression = csv && table->schema.task == data::Task::regression;
-  std::vector<int64_t> classes;
-  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr, text_data ? &*text_data : nullptr, classes);
+  const std::vector<int64_t>& classes = opened.classes;
+  Loaders loaders = make_loaders(c, opened);
   const int64_t outputs = csv     ? table->schema.num_outputs()
                           : image ? static_cast<int64_t>(images->run.classes.size())
                           : text_data  ? static_cast<int64_t>(text_data->index->classes.size())
