@@ -48,52 +48,14 @@
 #include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
 #include "engine/train/reference_models.h"
+#include "engine/train/resnet.h"
 #include "engine/train/step_timing.h"
 
 namespace kiln::cli {
 
 namespace {
-// torchvision.models.resnet.BasicBlock: conv3x3-bn-relu-conv3x3-bn plus the shortcut (a 1x1
-// conv and bn when the stride or the width changes), then relu.
-class BasicBlock : public nn::Module {
- public:
-  BasicBlock(int64_t in, int64_t out, int64_t stride) {
-    conv1_ = register_module("conv1", std::make_shared<nn::Conv2d>(in, out, 3, stride, 1, 1, 1, false));
-    bn1_ = register_module("bn1", std::make_shared<nn::BatchNorm2d>(out));
-    conv2_ = register_module("conv2", std::make_shared<nn::Conv2d>(out, out, 3, 1, 1, 1, 1, false));
-    bn2_ = register_module("bn2", std::make_shared<nn::BatchNorm2d>(out));
-    if (stride != 1 || in != out) {
-      down_conv_ = register_module("downsample_conv", std::make_shared<nn::Conv2d>(in, out, 1, stride, 0, 1, 1, false));
-      down_bn_ = register_module("downsample_bn", std::make_shared<nn::BatchNorm2d>(out));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = bn2_->forward(conv2_->forward(relu(bn1_->forward(conv1_->forward(x)))));
-    Tensor shortcut = down_conv_ ? down_bn_->forward(down_conv_->forward(x)) : x;
-    return relu(add(y, shortcut));
-  }
-  std::string type_name() const override { return "BasicBlock"; }
-
- private:
-  std::shared_ptr<nn::Conv2d> conv1_, conv2_, down_conv_;
-  std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_, down_bn_;
-};
-
-std::shared_ptr<nn::Module> resnet18() {
-  auto m = std::make_shared<nn::Sequential>(std::make_shared<nn::Conv2d>(3, 64, 3, 1, 1, 1, 1, false),
-                                            std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::ReLU>());
-  int64_t in = 64;
-  for (int64_t width : {64, 128, 256, 512})
-    for (int b = 0; b < 2; ++b) {
-      const int64_t stride = (b == 0 && width != 64) ? 2 : 1;
-      m->push_back(std::make_shared<BasicBlock>(in, width, stride));
-      in = width;
-    }
-  m->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1, 1));
-  m->push_back(std::make_shared<nn::Flatten>());
-  m->push_back(std::make_shared<nn::Linear>(512, 10));
-  return m;
-}
+// ResNet-18 in its CIFAR form (engine/train/resnet.h): widths 64-512, two BasicBlocks a stage.
+std::shared_ptr<nn::Module> resnet18() { return train::resnet_cifar(3, 10, {64, 128, 256, 512}, 2); }
 
 constexpr int64_t kSeqLength = 128, kSeqWidth = 256;
 
@@ -198,8 +160,8 @@ int bench_command(const std::vector<std::string>& argv) {
   ArgParser parser("bench", "Trains and runs a reference model on each device and compares step times.");
   std::vector<std::string> models = train::reference_model_names();
   for (const char* m : {"resnet18", "lstm", "transformer"}) models.push_back(m);
-  parser.flag("model", "NAME", "cnn", "model: a reference model (engine/train/reference_models.h: mlp, cnn), resnet18\n"
-                                     "(CIFAR form), or lstm / transformer on random sequences [B, 128, 256]\n"
+  parser.flag("model", "NAME", "cnn", "model: a reference model (engine/train/reference_models.h: mlp, cnn, resnet),\n"
+                                     "resnet18 (CIFAR form), or lstm / transformer on random sequences [B, 128, 256]\n"
                                      "(LSTM 2 layers hidden 256; TransformerEncoderLayer d 256, 4 heads)",
               models)
       .flag("batch-size", "B", "128", "images (sequences) per step")

@@ -93,17 +93,14 @@ graph::Graph text_model_graph(const std::string& name, int64_t max_length, int64
   return g;
 }
 
-TextData load_text(const TextConfig& config) {
+TextData text_data(const TextConfig& config, const data::OpenedText& opened) {
   TextData d;
   d.config = config;
-  auto index = std::make_shared<data::TextIndex>(data::read_text_dataset(config.path, config.read));
-  data::TextSplit split = data::split_and_fit(index, config.test_fraction, config.seed, config.tokenizer);
-  KILN_CHECK(!split.train.empty(), ValueError, config.path, ": no training samples after the split");
-  d.index = index;
-  d.tokenizer = split.tokenizer;
+  d.index = opened.index;
+  d.tokenizer = opened.tokenizer;
   d.fingerprint = fnv1a(d.tokenizer->to_json());
-  d.train = std::make_shared<data::TextDataset>(index, split.train, d.tokenizer, config.max_length);
-  d.test = std::make_shared<data::TextDataset>(index, split.test, d.tokenizer, config.max_length);
+  d.train = opened.train;
+  d.test = opened.test;
   return d;
 }
 

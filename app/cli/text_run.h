@@ -17,6 +17,7 @@
 
 #include "app/cli/text_data.h"
 #include "engine/core/device.h"
+#include "engine/data/dataset_source.h"
 #include "engine/data/text/text_dataset.h"
 #include "engine/graph/graph.h"
 #include "engine/nn/module.h"
@@ -51,10 +52,9 @@ struct TextData {
   std::string fingerprint;                               // of tokenizer->to_json()
 };
 
-// Reads the data set, splits it (stratified, config.test_fraction, config.seed) and fits the
-// tokenizer on the training split. The engine's IoError naming the file and line for unreadable
-// data (text_index.h), ValueError for one class and for a split without training samples.
-TextData load_text(const TextConfig& config);
+// The TextData of a text dataset data::open_dataset opened (read, split stratified by
+// config.test_fraction and config.seed, the tokenizer fitted on the training split) with `config`.
+TextData text_data(const TextConfig& config, const data::OpenedText& opened);
 
 // What text.json holds.
 struct TextRun {

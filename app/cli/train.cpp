@@ -20,7 +20,9 @@
 #include "app/cli/run_files.h"
 #include "app/cli/table_data.h"
 #include "app/cli/text_run.h"
+#include "app/cli/train_balance.h"
 #include "app/cli/train_config.h"
+#include "app/cli/train_data.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "app/cli/train_transfer.h"
@@ -41,63 +43,6 @@ namespace kiln::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Loaders {
-  std::unique_ptr<data::DataLoader> train, validation, test;
-};
-
-// The training set (less the validation share), validation set (when val_fraction > 0)
-// and test set, each cut to limit_batches batches when that is set. `table`: the splits of a
-// csv: dataset, `images` those of an image dataset (null for the others). Images are decoded and
-// augmented on c.images.workers loader threads. `text`: the splits of a text: dataset. `classes`: set
-// to the classes kept (--classes, train_transfer.h) of the other datasets.
-Loaders make_loaders(const TrainConfig& c, const data::TabularData* table, const ImageData* images,
-                     const TextData* text, std::vector<int64_t>& classes) {
-  std::shared_ptr<const data::Dataset> train_set, test_set;
-  std::shared_ptr<const data::Dataset> val_set;
-  int workers = 1;
-  if (images) {
-    train_set = images->train;
-    test_set = images->test;
-    val_set = images->validation;
-    workers = std::max(1, c.images.workers);
-  } else if (text) {
-    train_set = text->train;
-    test_set = text->test;
-  } else if (table) {
-    train_set = std::make_shared<data::TensorDataset>(table->x_train, table->y_train);
-    test_set = std::make_shared<data::TensorDataset>(table->x_test, table->y_test);
-  } else {
-    train_set = open_dataset(c.dataset, c.data_dir, /*train=*/true);
-    test_set = open_dataset(c.dataset, c.data_dir, /*train=*/false);
-    classes = filter_splits(c, static_cast<int64_t>(class_names(c.dataset).size()), train_set, test_set);
-  }
-  if (c.val_fraction > 0 && !val_set) {
-    int64_t n = train_set->size();
-    int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(std::llround(c.val_fraction * static_cast<double>(n))));
-    auto parts = data::random_split(train_set, {n - n_val, n_val}, c.seed);
-    train_set = parts[0];
-    val_set = parts[1];
-  }
-  if (c.limit_batches > 0) {
-    const int64_t cap = c.limit_batches * c.batch_size;
-    train_set = random_subset(train_set, cap, c.seed);
-    test_set = random_subset(test_set, cap, c.seed);
-    if (val_set) val_set = random_subset(val_set, cap, c.seed);
-  }
-  using Options = data::DataLoader::Options;
-  Loaders l;
-  const int prefetch = std::max(2, 2 * workers);
-  l.train = std::make_unique<data::DataLoader>(train_set, Options{.batch_size = c.batch_size, .shuffle = true,
-                                                                  .seed = c.seed, .num_workers = workers,
-                                                                  .prefetch = prefetch});
-  if (val_set)
-    l.validation = std::make_unique<data::DataLoader>(
-        val_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
-  l.test = std::make_unique<data::DataLoader>(
-      test_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});
-  return l;
-}
 
 std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
 
@@ -125,27 +70,27 @@ int train_command(const std::vector<std::string>& argv) {
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
   net = transfer_graph(c);  // --graph or --onnx, with a new head and frozen nodes (train_transfer.h)
-  const bool csv = is_csv_dataset(c.dataset);
-  std::optional<data::TabularData> table;
-  if (csv) table = load_table(c.table);
-  const bool image = is_image_dataset(c.dataset);
-  std::optional<ImageData> images;
-  if (image) images = load_images(c.images);
-  const bool is_text = is_text_dataset(c.dataset);
-  std::optional<TextData> text_data;
-  if (is_text) {
-    text_data = load_text(c.text);
-    if (!net)  // a built-in text model: its graph, sized by the data (text_run.h)
-      net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
-                             static_cast<int64_t>(text_data->index->classes.size()), c.text_model);
-  }
+  // The dataset and its splits: a user's through data::open_dataset, as Kiln Studio (train_data.h).
+  TrainData opened = open_train_data(c);
+  const bool csv = opened.table.has_value();
+  std::optional<data::TabularData>& table = opened.table;
+  const bool image = opened.images.has_value();
+  std::optional<ImageData>& images = opened.images;
+  std::optional<TextData>& text_data = opened.text;
+  if (text_data && !net)  // a built-in text model: its graph, sized by the data (text_run.h)
+    net = text_model_graph(c.model, c.text.max_length, text_data->tokenizer->vocab_size(),
+                           static_cast<int64_t>(text_data->index->classes.size()), c.text_model);
   const bool regression = csv && table->schema.task == data::Task::regression;
-  std::vector<int64_t> classes;
-  Loaders loaders = make_loaders(c, table ? &*table : nullptr, images ? &*images : nullptr, text_data ? &*text_data : nullptr, classes);
+  const std::vector<int64_t>& classes = opened.classes;
+  Loaders loaders = make_loaders(c, opened);
   const int64_t outputs = csv     ? table->schema.num_outputs()
                           : image ? static_cast<int64_t>(images->run.classes.size())
                           : text_data  ? static_cast<int64_t>(text_data->index->classes.size())
                                   : static_cast<int64_t>(classes.size());
+  // --class-weights and --sampler weighted (train_balance.h): read the training labels, maybe a weighted loader.
+  const ClassBalance balance = class_balance(c, loaders.train, outputs, regression,
+                                             csv ? c.table.path + "'s label '" + table->schema.label + "'" : c.dataset,
+                                             device);
   if (net)
     check_graph_fits(*net, c.classes.empty() ? c.dataset : c.dataset + " --classes " + c.classes,
                      loaders.train->dataset(), outputs);
@@ -183,7 +128,8 @@ int train_command(const std::vector<std::string>& argv) {
                           {"limit_batches", std::to_string(c.limit_batches)}, {"precision", c.precision},
                           {"classes", c.classes}, {"train_subset", std::to_string(c.train_subset)},
                           {"onnx", c.onnx}, {"replace_head", std::to_string(c.replace_head)},
-                          {"freeze_until", c.freeze_until}, {"freeze_all_but_head", c.freeze_all_but_head ? "1" : "0"}};
+                          {"freeze_until", c.freeze_until}, {"freeze_all_but_head", c.freeze_all_but_head ? "1" : "0"},
+                          {"class_weights", c.class_weights}, {"sampler", c.sampler}};
   if (csv) {  // a resumed run must read and split the table the same way
     options.run_settings["table"] = run_table_json(c.table, table->schema);
   }
@@ -198,8 +144,8 @@ int train_command(const std::vector<std::string>& argv) {
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
       model, optimizer, scheduler.scheduler,
-      [regression](const Tensor& output, const Tensor& target) {
-        return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target);
+      [regression, weight = balance.weight](const Tensor& output, const Tensor& target) {
+        return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target, weight);
       },
       options);
   if (c.resume) {
@@ -243,6 +189,13 @@ int train_command(const std::vector<std::string>& argv) {
                  static_cast<long long>(text_data->test->truncated()), text_data->index->skipped.size(), text_data->index->skipped.empty() ? "" : ":");
     for (const data::SkippedText& s : text_data->index->skipped)
       std::fprintf(stderr, "  skipped %s: %s\n", s.origin.c_str(), s.reason.c_str());
+  }
+  if (balance.summary.contains("train_class_counts")) {
+    std::string text;
+    for (const auto& n : balance.summary["train_class_counts"]) text += (text.empty() ? "" : " ") + n.dump();
+    std::fprintf(stderr, "class balance: training samples per class %s; loss weights %s; sampler %s\n", text.c_str(),
+                 balance.loss_weights.empty() ? "none" : balance.summary["class_weights"].dump().c_str(),
+                 c.sampler.c_str());
   }
   const std::string resume_text =
       !c.resume                      ? ""
@@ -308,6 +261,7 @@ int train_command(const std::vector<std::string>& argv) {
       {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
       {"cuda_graph", trainer.cuda_graph_note()},
   };
+  for (const auto& [key, value] : balance.summary.items()) summary[key] = value;
   if (net) summary["graph"] = kRunGraphFile;
   if (!c.classes.empty()) summary["classes"] = classes;  // label i of the model is data set class classes[i]
   if (c.train_subset > 0) summary["train_subset"] = c.train_subset;

@@ -60,6 +60,16 @@ ArgParser train_parser() {
             "a checkpoint in the middle of an epoch too, every N optimizer steps or every N minutes\n"
             "(Nm), with the position in the epoch, so that --resume continues at the next batch (0: only\n"
             "at each epoch's end)")
+      .flag("class-weights", "W", "none",
+            "weights of the classes in the loss, for imbalanced data: none, balanced (scikit-learn's\n"
+            "n_samples / (n_classes * count of the class) over the training split) or W0,W1,... (one\n"
+            "positive number per class, in class order); cross_entropy's weight= as PyTorch's (the mean\n"
+            "divides by the summed weights of the batch's targets; the test loss is weighted too)")
+      .flag("sampler", "NAME", "random",
+            "how an epoch draws training samples: random = a shuffle (each sample once), weighted =\n"
+            "WeightedRandomSampler with replacement, weight 1 / count of the sample's class, so every\n"
+            "class is drawn equally often on average (seeded by --seed and the epoch)",
+            {"random", "weighted"})
       .flag("limit-batches", "N", "0", "train, validate and test on at most N batches each (for smoke tests)")
       .toggle("no-cuda-graph",
               "on a CUDA device, run every training step eagerly instead of recording the step once\n"
@@ -140,6 +150,9 @@ TrainConfig train_config(const Args& args) {
   c.threads = args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0;
   c.resume = args.given("resume");
   c.limit_batches = args.integer("limit-batches", 0);
+  c.class_weights = args.str("class-weights");
+  if (c.class_weights.empty()) args.fail("--class-weights needs none, balanced or W0,W1,... (one weight per class)");
+  c.sampler = args.str("sampler");
   {
     const std::string every = args.str("checkpoint-every");
     const bool minutes = !every.empty() && every.back() == 'm';

@@ -40,6 +40,9 @@ struct TrainConfig {
   int64_t checkpoint_every_steps = 0;
   double checkpoint_every_minutes = 10;
   int64_t limit_batches = 0;       // 0: no limit
+  // Imbalanced classes (train_balance.h): per-class loss weights, and how training samples are drawn.
+  std::string class_weights = "none";  // none | balanced | W0,W1,...
+  std::string sampler = "random";      // random (a shuffle) | weighted (WeightedRandomSampler)
   // Transfer learning (train_transfer.h): data and network edits.
   std::string classes;             // --classes 0-4: keep these classes, relabelled 0..k-1 ("": all)
   int64_t train_subset = 0;        // --train-subset N: a seeded N-sample subset of the training split (0: all)

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "engine/core/error.h"
+#include "engine/data/class_balance.h"
 
 namespace kiln::data {
 
@@ -15,6 +16,12 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Options options)
   KILN_CHECK(options_.num_workers >= 0, ValueError, "DataLoader: num_workers must be non-negative, got ",
              options_.num_workers);
   KILN_CHECK(options_.prefetch >= 1, ValueError, "DataLoader: prefetch must be at least 1, got ", options_.prefetch);
+  if (!options_.sample_weights.empty()) {
+    KILN_CHECK(static_cast<int64_t>(options_.sample_weights.size()) == dataset_->size(), ValueError,
+               "DataLoader: ", options_.sample_weights.size(), " sample weights for a dataset of ", dataset_->size(),
+               " samples; give one per sample");
+    weighted_sample(options_.sample_weights, 0, 0, 0);  // checks the weights now, not at the first epoch
+  }
 }
 
 DataLoader::~DataLoader() { stop_pass(); }
@@ -35,7 +42,9 @@ void DataLoader::set_epoch(int64_t epoch, int64_t first_batch) {
 void DataLoader::start_pass() {
   stop_pass();
   int64_t n = dataset_->size();
-  if (options_.shuffle) {
+  if (!options_.sample_weights.empty()) {
+    order_ = weighted_sample(options_.sample_weights, n, options_.seed, static_cast<uint64_t>(next_epoch_));
+  } else if (options_.shuffle) {
     order_ = seeded_permutation(n, options_.seed, static_cast<uint64_t>(next_epoch_));
   } else {
     order_.resize(static_cast<size_t>(n));

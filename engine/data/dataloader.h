@@ -1,8 +1,8 @@
 // DataLoader: batches of a Dataset, optionally shuffled, built ahead of time on
 // background threads (torch.utils.data.DataLoader).
 //
-// Note [Deterministic batches]: the order of an epoch is a permutation seeded by
-// (seed, epoch) only, and batch k always holds positions [k*B, (k+1)*B) of it.
+// Note [Deterministic batches]: the order of an epoch is a permutation (or, with sample weights,
+// a weighted draw) seeded by (seed, epoch) only, and batch k always holds positions [k*B, (k+1)*B) of it.
 // Workers may finish batches in any order; the consumer receives them in k order,
 // so a run is reproducible whatever the thread timing.
 #pragma once
@@ -30,9 +30,15 @@ class DataLoader {
     bool drop_last = false;  // drop a final batch smaller than batch_size
     int num_workers = 1;     // background threads; 0 builds batches in the consumer's thread
     int prefetch = 2;        // batches built ahead of the consumer (at least num_workers)
+    // Non-empty: a weighted sampler instead of the shuffle (torch.utils.data.WeightedRandomSampler(
+    // sample_weights, len(dataset), replacement=True)): each epoch draws size() samples with
+    // replacement, sample i with probability sample_weights[i] / sum, seeded by (seed, epoch) only
+    // (class_balance.h weighted_sample), so that a resumed epoch draws the same. One weight per sample.
+    std::vector<double> sample_weights{};
   };
 
-  // ValueError when dataset is null, batch_size < 1, num_workers < 0 or prefetch < 1.
+  // ValueError when dataset is null, batch_size < 1, num_workers < 0, prefetch < 1, or
+  // sample_weights is neither empty nor one finite non-negative weight per sample with a positive sum.
   DataLoader(std::shared_ptr<const Dataset> dataset, Options options);
   DataLoader(std::shared_ptr<const Dataset> dataset, int64_t batch_size)
       : DataLoader(std::move(dataset), Options{.batch_size = batch_size}) {}
@@ -43,6 +49,7 @@ class DataLoader {
   int64_t size() const;  // batches per epoch
   const Options& options() const { return options_; }
   const Dataset& dataset() const { return *dataset_; }
+  const std::shared_ptr<const Dataset>& dataset_ptr() const { return dataset_; }
 
   // The epoch the next pass uses (for the shuffle order). Each pass started by
   // begin() or by next() after the end of a pass advances it by one, so epochs

@@ -59,6 +59,7 @@ class Subset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   Batch get_batch_for_epoch(const std::vector<int64_t>& indices, int64_t epoch) const override;
   const std::vector<int64_t>& indices() const { return indices_; }
+  const Dataset& dataset() const { return *dataset_; }  // the dataset the indices point into
 
  private:
   std::vector<int64_t> map(const std::vector<int64_t>& indices) const;

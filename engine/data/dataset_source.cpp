@@ -1,45 +1,40 @@
 #include "engine/data/dataset_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/data/class_balance.h"
 
 namespace kiln::data {
 
 namespace {
 
-// Takes validation_fraction of all `total` samples out of `train` by seed (random_split).
-void split_validation(OpenedDataset& d, double validation_fraction, int64_t total, uint64_t seed) {
-  if (d.validation || validation_fraction <= 0) return;
-  const int64_t n = d.train->size();
-  const int64_t v = std::min<int64_t>(n - 1, static_cast<int64_t>(validation_fraction * static_cast<double>(total) + 0.5));
-  if (v <= 0) return;
-  auto parts = random_split(d.train, {n - v, v}, seed);
-  d.train = parts[0];
-  d.validation = parts[1];
+// Takes the validation split of `source` out of d.train (none when d has a val/ folder's).
+void take_validation(OpenedDataset& d, const DatasetSource& source, int64_t total) {
+  if (d.validation) return;
+  TrainValidation tv = split_validation(d.train, source.validation_fraction,
+                                        source.validation_of_train ? d.train->size() : total, source.seed);
+  d.train = tv.train;
+  d.validation = tv.validation;
 }
 
 }  // namespace
 
+TrainValidation split_validation(std::shared_ptr<const Dataset> train, double fraction, int64_t of, uint64_t seed) {
+  const int64_t n = train->size();
+  int64_t v = std::llround(fraction * static_cast<double>(of));
+  if (fraction > 0) v = std::max<int64_t>(v, 1);
+  v = std::min(v, n - 1);
+  if (v <= 0) return {std::move(train), nullptr};
+  auto parts = random_split(train, {n - v, v}, seed);
+  return {parts[0], parts[1]};
+}
+
 std::vector<int64_t> count_classes(const Dataset& dataset, int64_t classes) {
-  std::vector<int64_t> counts(static_cast<size_t>(classes), 0);
-  if (const std::vector<int64_t> labels = image_labels(dataset); !labels.empty()) {
-    for (int64_t y : labels)
-      if (y >= 0 && y < classes) ++counts[static_cast<size_t>(y)];
-    return counts;
-  }
-  const int64_t n = dataset.size(), batch = 512;
-  for (int64_t start = 0; start < n; start += batch) {
-    std::vector<int64_t> idx(static_cast<size_t>(std::min(batch, n - start)));
-    std::iota(idx.begin(), idx.end(), start);
-    const Tensor t = dataset.get_batch(idx).target.contiguous();
-    const int64_t* y = t.data_ptr<const int64_t>();
-    for (int64_t i = 0; i < t.numel(); ++i)
-      if (y[i] >= 0 && y[i] < classes) ++counts[static_cast<size_t>(y[i])];
-  }
-  return counts;
+  return class_counts(sample_labels(dataset), classes);
 }
 
 bool is_text_spec(const std::string& spec) { return spec.rfind(kTextSpecPrefix, 0) == 0; }
@@ -69,7 +64,7 @@ OpenedDataset open_text(const DatasetSource& source) {
   d.class_counts = index->class_counts();
   for (const SkippedText& s : index->skipped) d.skipped.push_back(s.origin + ": " + s.reason);
   d.text = std::move(t);
-  split_validation(d, source.validation_fraction, static_cast<int64_t>(index->samples.size()), source.seed);
+  take_validation(d, source, static_cast<int64_t>(index->samples.size()));
   return d;
 }
 
@@ -79,11 +74,13 @@ OpenedDataset open_dataset(const DatasetSource& source) {
   if (is_text_spec(source.spec)) return open_text(source);
   OpenedDataset d;
   if (is_image_dataset(source.spec)) {
-    ImageConfig c = image_config_from_spec(source.spec);
-    c.test_fraction = source.test_fraction;
-    c.seed = source.seed;
-    c.workers = std::max(1, source.workers);
-    c.cache_mb = source.cache_mb;
+    ImageConfig c = source.image ? *source.image : image_config_from_spec(source.spec);
+    if (!source.image) {
+      c.test_fraction = source.test_fraction;
+      c.seed = source.seed;
+      c.workers = std::max(1, source.workers);
+      c.cache_mb = source.cache_mb;
+    }
     ImageData images = load_images(c);
     d.kind = c.kind;
     d.path = c.path;
@@ -101,38 +98,45 @@ OpenedDataset open_dataset(const DatasetSource& source) {
       for (size_t k = 0; k < d.class_counts.size(); ++k) d.class_counts[k] += v[k];
     }
     d.images = std::move(images);
-    split_validation(d, source.validation_fraction, total, source.seed);
+    take_validation(d, source, total);
     return d;
   }
   KILN_CHECK(is_csv_dataset(source.spec), ValueError, "'", source.spec,
              "' is not a dataset spec: expected imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE");
   TableConfig c;
-  c.path = source.spec.substr(std::string(kCsvPrefix).size());
+  if (source.table) {
+    c = *source.table;
+  } else {
+    c.path = source.spec.substr(std::string(kCsvPrefix).size());
+    c.csv.header = source.header;
+    c.csv.skip_rows = source.skip_rows;
+    c.tabular.label = source.label.empty() ? "-1" : source.label;
+    c.tabular.test_fraction = source.test_fraction;
+    c.tabular.seed = source.seed;
+  }
   KILN_CHECK(!c.path.empty(), ValueError, "csv:FILE needs a file");
-  c.csv.header = source.header;
-  c.csv.skip_rows = source.skip_rows;
-  c.tabular.label = source.label.empty() ? "-1" : source.label;
-  c.tabular.test_fraction = source.test_fraction;
-  c.tabular.seed = source.seed;
   TabularData t = load_table(c);
-  KILN_CHECK(t.schema.task == Task::classification, ValueError, c.path, ": the label column '", t.schema.label,
+  const bool regression = t.schema.task == Task::regression;
+  KILN_CHECK(!regression || source.allow_regression, ValueError, c.path, ": the label column '", t.schema.label,
              "' is read for regression; a classifier needs classes");
-  KILN_CHECK(t.schema.classes.size() >= 2, ValueError, c.path, ": the label column '", t.schema.label, "' has one class ('",
+  KILN_CHECK(regression || t.schema.classes.size() >= 2, ValueError, c.path, ": the label column '", t.schema.label, "' has one class ('",
              t.schema.classes.empty() ? std::string() : t.schema.classes[0], "'); classification needs at least two");
   d.kind = "csv";
   d.path = c.path;
   d.train = std::make_shared<TensorDataset>(t.x_train, t.y_train);
   d.test = std::make_shared<TensorDataset>(t.x_test, t.y_test);
   d.sample_shape = {t.schema.num_features()};
-  d.classes = t.schema.classes;
-  const auto k = static_cast<int64_t>(d.classes.size());
-  d.class_counts = count_classes(*d.train, k);
-  const std::vector<int64_t> test_counts = count_classes(*d.test, k);
-  for (size_t i = 0; i < d.class_counts.size(); ++i) d.class_counts[i] += test_counts[i];
+  d.classes = t.schema.classes;  // none for regression
+  if (!regression) {
+    const auto k = static_cast<int64_t>(d.classes.size());
+    d.class_counts = count_classes(*d.train, k);
+    const std::vector<int64_t> test_counts = count_classes(*d.test, k);
+    for (size_t i = 0; i < d.class_counts.size(); ++i) d.class_counts[i] += test_counts[i];
+  }
   const int64_t total = d.train->size() + d.test->size();
   d.table = std::move(t);
   d.table_config = c;
-  split_validation(d, source.validation_fraction, total, source.seed);
+  take_validation(d, source, total);
   return d;
 }
 

@@ -29,6 +29,9 @@ struct DatasetSource {
   // the samples held out for testing, and the share of all samples taken out of the training
   // split for validation (by seed; none when 0; a val/ subfolder is used instead when present).
   double test_fraction = 0.2, validation_fraction = 0.1;
+  // Whether validation_fraction is a share of the training split (kiln train --val-fraction)
+  // rather than of all samples (the Studio's).
+  bool validation_of_train = false;
   uint64_t seed = 0;
   int workers = 2;          // image decoding threads
   int64_t cache_mb = 1024;  // decoded-image cache (image_source.h)
@@ -38,6 +41,14 @@ struct DatasetSource {
   TextReadOptions text_read;
   TokenizerOptions tokenizer;
   int64_t max_length = 256;
+  // kiln train's full reading settings (size, channels, augmentation, normalization; column types,
+  // missing values, task, ...): when set, they are used instead of the spec's defaults and the
+  // fields above (test_fraction, seed, workers, label ...) for that kind of dataset.
+  std::optional<ImageConfig> image;
+  std::optional<TableConfig> table;
+  // Whether a csv label read for regression is opened (kiln train) or refused (the Studio trains
+  // classifiers).
+  bool allow_regression = false;
 };
 
 // A text dataset as opened: what the Studio previews (samples with their tokens, the length
@@ -67,8 +78,8 @@ struct OpenedDataset {
   std::string description() const;
 };
 
-// Opens the dataset of `source`. ValueError for a spec of another kind, a regression label (the
-// Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's,
+// Opens the dataset of `source`. ValueError for a spec of another kind, a regression label (unless
+// allow_regression; the Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's,
 // table_source.h's and text_index.h's errors (IoError naming the file, line and column for bad
 // data, a missing folder or file) unchanged. Text: the tokenizer is fitted on the training split
 // only (validation taken out of it afterwards); ValueError for max_length < 1.
@@ -78,7 +89,18 @@ OpenedDataset open_dataset(const DatasetSource& source);
 bool is_text_spec(const std::string& spec);
 inline constexpr const char* kTextSpecPrefix = "text:";
 
-// The number of samples of each class in `dataset` (i64 targets in [0, classes)), read in batches.
+// The training and validation splits: round(fraction * of) samples taken out of `train` by seed
+// (random_split; at least 1 when fraction > 0, and at most all but one), the rest stays training.
+// `of`: the count the fraction is a share of (all samples, or train->size()). validation is null
+// when fraction <= 0 or `train` has fewer than two samples. Shared by open_dataset and kiln
+// train's Fashion-MNIST.
+struct TrainValidation {
+  std::shared_ptr<const Dataset> train, validation;
+};
+TrainValidation split_validation(std::shared_ptr<const Dataset> train, double fraction, int64_t of, uint64_t seed);
+
+// The number of samples of each class in `dataset` (i64 targets in [0, classes)): class_balance.h's
+// sample_labels (an image index, else the targets read in batches) counted.
 std::vector<int64_t> count_classes(const Dataset& dataset, int64_t classes);
 
 }  // namespace kiln::data

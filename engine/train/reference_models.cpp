@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/nn/nn.h"
+#include "engine/train/resnet.h"
 
 namespace kiln::train {
 
@@ -17,10 +18,13 @@ std::string known_models() {
   return s;
 }
 
+// The reference resnet's stages: He et al. 2016's CIFAR widths (section 4.2), one block each.
+const std::vector<int64_t> kResnetWidths{16, 32, 64};
+
 }  // namespace
 
 const std::vector<std::string>& reference_model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet"};
   return names;
 }
 
@@ -42,6 +46,11 @@ std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t in_featu
         std::make_shared<Flatten>(), std::make_shared<Linear>(3136, 128), std::make_shared<ReLU>(),
         std::make_shared<Linear>(128, out_features));
   }
+  if (name == "resnet") {
+    KILN_CHECK(in_features == 784, ValueError, "the resnet takes 28 x 28 images (784 values) here, not ", in_features,
+               " features; use the mlp for a table");
+    return make_image_model(name, 1, 28, 28, out_features);
+  }
   throw ValueError("unknown model '" + name + "'; known models: " + known_models());
 }
 
@@ -61,6 +70,7 @@ std::shared_ptr<nn::Module> make_image_model(const std::string& name, int64_t ch
         std::make_shared<Flatten>(), std::make_shared<Linear>(flat, 128), std::make_shared<ReLU>(),
         std::make_shared<Linear>(128, classes));
   }
+  if (name == "resnet") return resnet_cifar(channels, classes, kResnetWidths, 1);
   throw ValueError("unknown model '" + name + "'; known models: " + known_models());
 }
 

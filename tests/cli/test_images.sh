@@ -7,7 +7,7 @@
 #
 #   tests/cli/test_images.sh path/to/kiln CASE path/to/kiln_image_fixtures
 #
-# Cases: crafted bad_input inspect fashion_mnist digits
+# Cases: crafted bad_input inspect fashion_mnist digits resnet
 set -uo pipefail
 kiln=$1 case=$2 fixtures=$3
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
@@ -113,6 +113,22 @@ digits)  # scikit-learn's digits as 8 x 8 PNGs reach >= 95% with the cnn (97.8% 
   acc=$(summary test_accuracy); echo "test accuracy $acc"
   /usr/bin/python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.95 else 1)" || fail "test accuracy $acc < 0.95"
   [[ $(summary data.image_size) == "[8, 8]" ]] || fail "the image size is not 8 x 8"
+  ;;
+resnet)  # --model resnet is built for the folder's channels, size and classes, trains, evaluates, predicts
+  "$fixtures" shapes "$work/sh" 300 24 || fail "kiln_image_fixtures shapes"
+  run 0 train --dataset "imagefolder:$work/sh" --model resnet --epochs 4 --batch-size 16 --lr 0.003 --seed 0 \
+    --device cpu --out "$work/run"
+  contains "$err" "training resnet (" "the training line"
+  [[ $(summary model) == resnet && $(summary data.channels) == 3 && $(summary data.image_size) == "[24, 24]" ]] ||
+    fail "summary.json: not a resnet on 3 x 24 x 24 images"
+  # 8 layers of He et al.'s CIFAR widths 16-32-64 with a 3-channel stem and 3 classes (tests/engine/test_train_resnet.cpp).
+  [[ $(summary parameters) == 77587 ]] || fail "summary.json: $(summary parameters) parameters, not 77587"
+  acc=$(summary test_accuracy); echo "test accuracy $acc (300 images of 3 shapes, 4 epochs; 1.0 with seed 0)"
+  /usr/bin/python3 -c "import sys; sys.exit(0 if float('$acc') >= 0.9 else 1)" || fail "test accuracy $acc < 0.9 (chance: 0.33)"
+  run 0 eval --model-file "$work/run/model.safetensors"
+  contains "$out" "$(/usr/bin/python3 -c "print('accuracy %.2f%%' % (100 * $acc))")" "kiln eval (the same test split)"
+  run 0 predict --run "$work/run" --input "$work/sh/1_square"
+  contains "$out" "1_square" "kiln predict's classes"
   ;;
 *)
   echo "unknown case $case"; exit 2 ;;

@@ -4,6 +4,8 @@
 # (4000 rows of 4 features, 3 classes; 800 batches of 4 an epoch) on the CPU with two threads:
 #   kill9:   a run killed with SIGKILL after its first mid-epoch checkpoint resumes from it, and its
 #            per-step losses (metrics.csv) equal those of an uninterrupted run with the same seed
+#   kill9_weighted: the same with --sampler weighted --class-weights balanced (the weighted draws of
+#            the resumed epoch are those of the uninterrupted run)
 #   corrupt: a truncated checkpoint file gives one error naming it; a checkpoint whose save was
 #            killed between its renames (only checkpoint.old) is read with a message; a half-written
 #            checkpoint.new is ignored
@@ -27,8 +29,10 @@ flags=(--dataset "csv:$work/t.csv" --batch-size 4 --lr 0.001 --scheduler none --
 # scalar KEY DIR: a number of a checkpoint's trainer.json
 scalar() { /usr/bin/python3 -c "import json,sys; print(int(json.load(open(sys.argv[2] + '/trainer.json'))['scalars'].get(sys.argv[1], 0)))" "$1" "$2"; }
 
+[[ $case == kill9_weighted ]] && flags+=(--sampler weighted --class-weights balanced)
+
 case $case in
-kill9)
+kill9 | kill9_weighted)
   "$kiln" train "${flags[@]}" --epochs 50 --checkpoint-every 20 --out "$work/killed" >/dev/null 2>"$work/killed.err" &
   pid=$!
   for _ in $(seq 600); do  # up to 30 s for the first checkpoint

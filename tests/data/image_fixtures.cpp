@@ -10,7 +10,11 @@
 //   kiln_image_fixtures jpegs DIR N
 //       N photo-like JPEGs (quality 90) of about 500 x 375 (every fifth one 375 x 500: blurred noise,
 //       a gradient and a few shapes) in 10 class folders, DIR/<k>/<i>.jpg, for
-//       tests/bench/data_vs_torchvision.sh
+//       tests/bench/data_vs_torchvision.sh and tests/bench/image_folder_vs_tensor.sh
+//   kiln_image_fixtures shapes DIR N SIZE
+//       N colour PNGs of SIZE x SIZE in 3 class folders, DIR/<k>_<shape>/<i>.png: a filled circle,
+//       a filled square or horizontal stripes of a random colour, place and size on a noisy
+//       background (learnable in a few epochs; tests/cli/test_images.sh resnet)
 // Exit status 1 with a message for a missing input.
 #include <cmath>
 #include <cstdio>
@@ -95,6 +99,26 @@ void jpegs(const fs::path& dir, int64_t n) {
   }
 }
 
+void shapes(const fs::path& dir, int64_t n, int size) {
+  cv::RNG rng(2024);
+  const char* names[] = {"0_circle", "1_square", "2_stripes"};
+  for (int64_t i = 0; i < n; ++i) {
+    const int k = static_cast<int>(i % 3);
+    cv::Mat m(size, size, CV_8UC3);
+    rng.fill(m, cv::RNG::UNIFORM, 0, 96);
+    const cv::Scalar colour(rng.uniform(120, 256), rng.uniform(120, 256), rng.uniform(120, 256));
+    const int r = rng.uniform(size / 6, size / 3 + 1);
+    const cv::Point c(rng.uniform(r, size - r + 1), rng.uniform(r, size - r + 1));
+    if (k == 0) cv::circle(m, c, r, colour, cv::FILLED, cv::LINE_AA);
+    else if (k == 1) cv::rectangle(m, cv::Rect(c.x - r, c.y - r, 2 * r, 2 * r), colour, cv::FILLED);
+    else
+      for (int y = c.y - r; y < c.y + r; y += 4) cv::rectangle(m, cv::Rect(c.x - r, y, 2 * r, 2), colour, cv::FILLED);
+    const fs::path p = dir / names[k] / (std::to_string(i) + ".png");
+    fs::create_directories(p.parent_path());
+    if (!cv::imwrite(p.string(), m)) throw std::runtime_error("cannot write " + p.string());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,8 +133,10 @@ int main(int argc, char** argv) {
       digits(argv[2], argc > 3 ? argv[3] : "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz");
     } else if (mode == "jpegs") {
       jpegs(argv[2], argc > 3 ? std::stoll(argv[3]) : 2000);
+    } else if (mode == "shapes") {
+      shapes(argv[2], argc > 3 ? std::stoll(argv[3]) : 300, argc > 4 ? std::stoi(argv[4]) : 32);
     } else {
-      std::fprintf(stderr, "usage: kiln_image_fixtures crafted|fashion-mnist|digits|jpegs DIR [...]\n");
+      std::fprintf(stderr, "usage: kiln_image_fixtures crafted|fashion-mnist|digits|jpegs|shapes DIR [...]\n");
       return 2;
     }
   } catch (const std::exception& e) {

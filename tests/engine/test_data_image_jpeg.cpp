@@ -10,6 +10,7 @@
 
 #include "engine/data/image/image_cache.h"
 #include "engine/data/image/image_decode.h"
+#include "engine/data/image/image_index.h"
 #include "engine/data/image/jpeg_decode.h"
 #include "image_cases.h"
 #include "tests/engine/test_util.h"
@@ -93,6 +94,39 @@ TEST(ImageJpeg, DraftScalingKeepsTheShortSideAndMatchesAFullDecode) {
   const cv::Mat cached = shrink_to_short_side(half, 256);
   ASSERT_EQ(cached.size(), area.size());
   EXPECT_GT(cv::PSNR(cached, area), 35.0);
+}
+
+TEST(ImageJpeg, VerificationDecodesAsTheLoaderAndReportsFullSizes) {
+  // Two classes of large JPEGs (one EXIF-turned, one grey) and a PNG: verify_images caches what
+  // an uncached sample read gives (the reduced JPEG decode, then the shrink) and reports the files'
+  // own sizes and channels, not the reduced ones.
+  test::TempDir dir("kiln-verify");
+  const fs::path a = fs::path(dir.path) / "a", b = fs::path(dir.path) / "b";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  testdata::write_bytes(a / "wide.jpg", testdata::encode(".jpg", photo(240, 400, 1)));
+  testdata::write_bytes(a / "turned.jpg", testdata::with_exif_orientation(testdata::encode(".jpg", photo(240, 400, 2)), 6));
+  cv::Mat grey;
+  cv::cvtColor(photo(160, 160, 3), grey, cv::COLOR_BGR2GRAY);
+  testdata::write_bytes(b / "grey.jpg", testdata::encode(".jpg", grey));
+  testdata::write_bytes(b / "small.png", testdata::encode(".png", photo(40, 48, 4)));
+  for (bool cached : {true, false}) {
+    ImageIndex index = scan_image_folder(dir.path.string());
+    ImageCache cache(64 << 20);
+    const int64_t side = cache_short_side(32, 32);  // about 37: the large JPEGs decode at 1/2 or 1/4 scale
+    const ImageStats st = verify_images(index, 2, cached ? &cache : nullptr, 3, side);
+    ASSERT_EQ(index.samples.size(), 4u);
+    EXPECT_EQ(st.sizes, (std::map<std::pair<int64_t, int64_t>, int64_t>{{{240, 400}, 1}, {{400, 240}, 1},
+                                                                         {{160, 160}, 1}, {{40, 48}, 1}}));
+    EXPECT_EQ(st.channels, (std::map<int, int64_t>{{1, 1}, {3, 3}}));
+    EXPECT_EQ(st.depths, (std::map<int, int64_t>{{8, 4}}));
+    if (!cached) continue;
+    for (size_t i = 0; i < index.samples.size(); ++i) {
+      const std::string& path = index.samples[i].path;
+      const cv::Mat want = shrink_to_short_side(read_image(path, 3, side), side);  // ImageDataset's miss
+      EXPECT_EQ(max_abs_diff(cache.get(static_cast<int64_t>(i)), want), 0) << path;
+    }
+  }
 }
 
 TEST(ImageJpeg, ShrinkIsCloseToInterArea) {

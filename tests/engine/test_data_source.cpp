@@ -106,3 +106,47 @@ TEST(DataSource, TextFolderSplitsTokenizesAndListsSkippedFiles) {
   EXPECT_EQ(v.text->train->size(), 32);  // the tokenizer's split, before validation is taken out
   fs::remove_all(dir);
 }
+
+// The one validation split of kiln train (a share of the training split) and Kiln Studio (a share
+// of all samples), and kiln train's settings: a regression table, its own table config.
+TEST(DataSource, SplitValidationAndTrainSettings) {
+  auto ds = std::make_shared<data::TensorDataset>(Tensor::from_vector(std::vector<float>(10, 1.f), {10}),
+                                                  Tensor::from_vector(std::vector<int64_t>(10, 0), {10}));
+  data::TrainValidation tv = data::split_validation(ds, 0.2, 10, 3);
+  ASSERT_TRUE(tv.validation);
+  EXPECT_EQ(tv.train->size(), 8);
+  EXPECT_EQ(tv.validation->size(), 2);
+  auto same = data::random_split(ds, {8, 2}, 3);  // random_split by the seed, as before
+  EXPECT_EQ(dynamic_cast<const data::Subset&>(*tv.validation).indices(), same[1]->indices());
+  EXPECT_EQ(data::split_validation(ds, 0.2, 100, 3).validation->size(), 9);  // at most all but one
+  EXPECT_EQ(data::split_validation(ds, 0.01, 10, 3).validation->size(), 1);  // at least one when asked
+  EXPECT_FALSE(data::split_validation(ds, 0, 10, 3).validation);
+  auto one = std::make_shared<data::Subset>(ds, std::vector<int64_t>{4});
+  EXPECT_FALSE(data::split_validation(one, 0.5, 1, 3).validation);
+
+  const std::string file = write_table("reg.csv", "a,b,y\n" + [] {
+    std::string t;
+    for (int i = 0; i < 50; ++i) t += std::to_string(i) + "," + std::to_string(i % 5) + "," + std::to_string(0.5 * i) + "\n";
+    return t;
+  }());
+  data::DatasetSource s;
+  s.spec = "csv:" + file;
+  data::TableConfig c;
+  c.path = file;
+  c.tabular.label = "y";
+  c.tabular.task = data::Task::regression;
+  c.tabular.test_fraction = 0.2;
+  s.table = c;
+  EXPECT_THROW(data::open_dataset(s), ValueError);  // the Studio trains classifiers
+  s.allow_regression = true;
+  s.validation_fraction = 0.25;
+  s.validation_of_train = true;
+  const data::OpenedDataset d = data::open_dataset(s);
+  EXPECT_TRUE(d.classes.empty());
+  EXPECT_EQ(d.test->size(), 10);
+  ASSERT_TRUE(d.validation);
+  EXPECT_EQ(d.validation->size(), 10);  // a quarter of the 40 training rows
+  EXPECT_EQ(d.train->size(), 30);
+  EXPECT_EQ(d.train->get_batch({0}).target.dtype(), DType::f32);
+  fs::remove(file);
+}

@@ -94,15 +94,17 @@ cv::Mat decode_image(std::string_view bytes, const std::string& source) {
 
 cv::Mat read_image(const std::string& path) { return decode_image(read_file(path), path); }
 
-cv::Mat read_image(const std::string& path, int channels, int64_t min_short_side) {
+cv::Mat read_image(const std::string& path, int channels, int64_t min_short_side, ImageInfo* info) {
   KILN_CHECK(channels == 1 || channels == 3, ValueError, "images are read with 1 or 3 channels, not ", channels);
   const std::string bytes = read_file(path);
   if (is_jpeg(bytes)) {
     check_bytes(bytes, path);
-    cv::Mat m = decode_jpeg(bytes, path, channels, min_short_side);
+    cv::Mat m = decode_jpeg(bytes, path, channels, min_short_side, info);
     if (!m.empty()) return m;
   }
-  return to_channels(decode_image(bytes, path), channels);
+  cv::Mat m = decode_image(bytes, path);
+  if (info) *info = {m.rows, m.cols, m.channels(), m.depth() == CV_16U ? 16 : 8};
+  return to_channels(m, channels);
 }
 
 cv::Mat to_channels(const cv::Mat& image, int channels) {

@@ -27,11 +27,19 @@ cv::Mat decode_image(std::string_view bytes, const std::string& source);
 // Reads and decodes `path` (decode_image's errors, and IoError when it cannot be read).
 cv::Mat read_image(const std::string& path);
 
+// What an image file holds, before any conversion or reduced decoding: its size after the EXIF
+// orientation, its channels as decoded (1 grey or 3 colour) and its bit depth (8 or 16).
+struct ImageInfo {
+  int64_t height = 0, width = 0;
+  int channels = 0, depth = 8;
+};
+
 // Reads and decodes `path` to `channels` channels in R, G, B order: read_image then to_channels,
 // the same image, but JPEGs go straight through libjpeg-turbo (jpeg_decode.h: about twice as
 // fast), decoded at 1/2, 1/4 or 1/8 scale when the shorter side stays >= min_short_side (0:
-// full size; PIL's Image.draft). Errors as read_image, ValueError for channels other than 1 or 3.
-cv::Mat read_image(const std::string& path, int channels, int64_t min_short_side);
+// full size; PIL's Image.draft). `info` (may be null) is set to what the file holds (the full
+// size even when decoded smaller). Errors as read_image, ValueError for channels other than 1 or 3.
+cv::Mat read_image(const std::string& path, int channels, int64_t min_short_side, ImageInfo* info = nullptr);
 
 // The image with `channels` channels (1: grey, 3: RGB) in R, G, B order, the depth kept: grey
 // to RGB repeats the value, color to grey is ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B, as

@@ -199,10 +199,14 @@ ImageStats verify_images(ImageIndex& index, int threads, ImageCache* cache, int 
   auto work = [&] {
     for (size_t i; (i = next++) < n;) {
       try {
-        cv::Mat m = read_image(index.samples[i].path);
-        h[i] = m.rows, w[i] = m.cols, ch[i] = m.channels(), depth[i] = m.depth() == CV_16U ? 16 : 8;
+        // The loader's decoder (image_decode.h): JPEGs through libjpeg-turbo, at the reduced scale
+        // the cache keeps (or, with no cache, the smallest: every byte is still entropy-decoded, so
+        // a corrupt file still fails), so that the first pass costs what an uncached epoch does.
+        ImageInfo info;
+        cv::Mat m = read_image(index.samples[i].path, channels, cache ? short_side : 1, &info);
+        h[i] = info.height, w[i] = info.width, ch[i] = info.channels, depth[i] = info.depth;
         if (cache) {
-          cv::Mat small = shrink_to_short_side(to_channels(m, channels), short_side);
+          cv::Mat small = shrink_to_short_side(m, short_side);
           const int64_t b = static_cast<int64_t>(small.total() * small.elemSize());
           if (reserved.fetch_add(b) + b <= cache->limit()) kept[i] = small;
         }

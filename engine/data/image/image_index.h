@@ -59,9 +59,12 @@ struct ImageStats {
   int64_t bytes = 0;  // of the decodable files
 };
 // Decodes every sample once on `threads` threads (at least 1) and moves those that fail
-// (decode_image's errors) to `skipped` with the reason, keeping the order of the others. With a
-// cache, the decoded images (converted to `channels` and downscaled to cache_short_side, see
-// image_cache.h) are kept in it under their position in the final index, while it has room.
+// (decode_image's errors) to `skipped` with the reason, keeping the order of the others. Decoding
+// is the loader's (image_decode.h read_image with a reduced JPEG scale): with a cache, the images
+// converted to `channels` and downscaled to cache_short_side (image_cache.h), exactly as an
+// uncached ImageDataset sample reads them, are kept in it under their position in the final
+// index while it has room; without one, JPEGs are decoded at 1/8 scale. The stats are the files'
+// full sizes either way.
 class ImageCache;
 ImageStats verify_images(ImageIndex& index, int threads, ImageCache* cache = nullptr, int channels = 3,
                          int64_t cache_short_side = 0);

@@ -101,7 +101,8 @@ cv::Mat apply_exif_orientation(const cv::Mat& image, int orientation) {
   }
 }
 
-cv::Mat decode_jpeg(std::string_view bytes, const std::string& /*source*/, int channels, int64_t min_short_side) {
+cv::Mat decode_jpeg(std::string_view bytes, const std::string& /*source*/, int channels, int64_t min_short_side,
+                    ImageInfo* info) {
   Job j{};
   j.cinfo.err = jpeg_std_error(&j.err);
   j.err.error_exit = on_error;
@@ -130,6 +131,11 @@ cv::Mat decode_jpeg(std::string_view bytes, const std::string& /*source*/, int c
   if (!read_rows(j, image.data, image.step)) return {};
   if (channels == 1 && !grey) cv::cvtColor(image, image, cv::COLOR_RGB2GRAY);
   if (channels == 3 && grey) cv::cvtColor(image, image, cv::COLOR_GRAY2RGB);
+  if (info) {
+    const bool turned = orientation >= 5;  // transposed (EXIF orientations 5 to 8)
+    const int64_t h = j.cinfo.image_height, w = j.cinfo.image_width;
+    *info = {turned ? w : h, turned ? h : w, grey ? 1 : 3, 8};
+  }
   return apply_exif_orientation(image, orientation);
 }
 

@@ -12,6 +12,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "engine/data/image/image_decode.h"
+
 namespace kiln::data {
 
 // Decodes the JPEG `bytes` (from `source`, named in errors) to an 8-bit image with `channels`
@@ -19,10 +21,12 @@ namespace kiln::data {
 // orientation (APP1 tag 0x0112) is applied, as cv::imdecode does. With min_short_side > 0 the
 // image is decoded at the smallest scale 1/8, 1/4, 1/2 or 1 (libjpeg's scale_denom) whose shorter
 // side is still >= min_short_side (PIL's Image.draft); 0 decodes at full size.
-// Returns an empty Mat for JPEGs this path does not take (CMYK / YCCK, or not 8-bit samples): the
-// caller decodes those with OpenCV. Throws IoError "SOURCE: cannot decode the JPEG (libjpeg:
-// MESSAGE)" for a corrupt file.
-cv::Mat decode_jpeg(std::string_view bytes, const std::string& source, int channels, int64_t min_short_side);
+// `info` (may be null) is set to the file's full size after the orientation, its channels (1 or 3)
+// and depth 8, when a Mat is returned.
+// Returns an empty Mat for JPEGs this path does not take (CMYK / YCCK, or not 8-bit samples) or
+// that libjpeg cannot decode: the caller decodes those with OpenCV, whose errors name the file.
+cv::Mat decode_jpeg(std::string_view bytes, const std::string& source, int channels, int64_t min_short_side,
+                    ImageInfo* info = nullptr);
 
 // The EXIF orientation (1 to 8) in the APP1 segment `app1` (starting "Exif\0\0"), or 1 when there
 // is none or it is malformed. Source: the EXIF 2.32 specification, tag 0x0112 of IFD0.
