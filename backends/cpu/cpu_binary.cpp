@@ -157,7 +157,7 @@ void run_binary(const TensorArg& out, const TensorArg& a, const TensorArg& b) {
                  shape_str(out.shape), ")");
     }
     BinaryKernel<T, O, Op> k{it.inner_stride(0), it.inner_stride(1), it.inner_stride(2)};
-    launch<std::is_same_v<T, float>>(it, k, std::is_same_v<Op, Pow> ? kGrain / 16 : kGrain);
+    launch<multiversion_v<T>>(it, k, std::is_same_v<Op, Pow> ? kGrain / 16 : kGrain);
   });
 }
 

@@ -187,7 +187,10 @@ void CpuBackend::copy(const TensorArg& out, const TensorArg& in) {
     using D = typename decltype(dtag)::type;
     visit_dtype(in.dtype, [&](auto stag) {
       using S = typename decltype(stag)::type;
-      launch<false>(it, ConvertKernel<D, S>{it.inner_stride(0), it.inner_stride(1)});
+      // f32 <-> bf16 (autocast's casts) per ISA level; the rest on the baseline.
+      constexpr bool mv = (std::is_same_v<D, float> && std::is_same_v<S, bfloat16>) ||
+                          (std::is_same_v<D, bfloat16> && std::is_same_v<S, float>);
+      launch<mv>(it, ConvertKernel<D, S>{it.inner_stride(0), it.inner_stride(1)});
     });
   });
 }

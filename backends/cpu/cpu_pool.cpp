@@ -12,6 +12,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dnnl_context.h"
+#include "backends/cpu/max_pool_2x2.h"
+#include "backends/cpu/strided.h"
 #include "engine/core/error.h"
 
 namespace kiln::cpu {
@@ -81,37 +83,69 @@ Plane<T> plane(const TensorArg& t, int64_t i) {
 }
 
 // The common 2x2 window of stride 2 without padding or dilation over unit-stride rows, whole
-// windows only: max_forward's row loop written out for it (same comparisons in the same order,
-// so the same maximum, NaN propagation and index), without the general window arithmetic.
+// windows only (MaxPool2x2Job below runs it).
 bool window_2x2(const Pool2dParams& p, int64_t x_sw, int64_t y_sw, int64_t i_sw, const PoolGeom& g) {
   return p.kernel[0] == 2 && p.kernel[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && p.padding[0] == 0 &&
          p.padding[1] == 0 && p.dilation[0] == 1 && p.dilation[1] == 1 && x_sw == 1 && y_sw == 1 && i_sw == 1 &&
          2 * g.Wo <= g.W;
 }
 
-// One output row: rows r0 (plane row h0) and r1 (h0 + 1) -> y, ix; index0 = h0 * W, W the plane's width.
+// The 2x2 stride-2 window over whole planes (window_2x2, and 2 * Ho <= H): the same
+// comparisons in the same order as max_forward's general loop (so the same maximum, NaN
+// propagation and index), written branch-free so that the compiler vectorizes it (the
+// branches mispredicted on half the windows of real activations), compiled per ISA level
+// (launch_tasks); with AVX-512, max_pool_2x2_row's intrinsics instead (rows of 7 or 14
+// outputs are too short for the vectorizer). One task per plane.
 template <class T>
-void max_row_2x2(const T* r0, const T* r1, int64_t index0, int64_t W, int64_t Wo, T* y, int64_t* ix) {
-  for (int64_t ow = 0; ow < Wo; ++ow) {
-    const int64_t w = 2 * ow;
-    const Acc<T> v[4] = {static_cast<Acc<T>>(r0[w]), static_cast<Acc<T>>(r0[w + 1]), static_cast<Acc<T>>(r1[w]),
-                         static_cast<Acc<T>>(r1[w + 1])};
-    const int64_t at[4] = {index0 + w, index0 + w + 1, index0 + W + w, index0 + W + w + 1};
-    Acc<T> best = -std::numeric_limits<Acc<T>>::infinity();
-    int64_t best_index = at[0];
-    for (int k = 0; k < 4; ++k) {
-      const bool take = v[k] > best || std::isnan(v[k]);
-      best = take ? v[k] : best;
-      best_index = take ? at[k] : best_index;
+struct MaxPool2x2Job {
+  const PoolGeom* g;
+  const TensorArg *out, *indices, *in;
+  KILN_INLINE void operator()(int64_t b, int64_t e) const {
+    const int64_t W = g->W, Wo = g->Wo;
+    for (int64_t i = b; i < e; ++i) {
+      const Plane<T> x = plane<T>(*in, i), y = plane<T>(*out, i);
+      const Plane<int64_t> ix = plane<int64_t>(*indices, i);
+      for (int64_t oh = 0; oh < g->Ho; ++oh) {
+        const T* __restrict r0 = &x(2 * oh, 0);
+        const T* __restrict r1 = &x(2 * oh + 1, 0);
+        T* __restrict yr = &y(oh, 0);
+        int64_t* __restrict ir = &ix(oh, 0);
+        const int64_t index0 = 2 * oh * W;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, bfloat16>)
+          if (max_pool_2x2_row(r0, r1, yr, ir, Wo, index0, W)) continue;  // AVX-512: max_pool_2x2.h
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const Acc<T> v0 = static_cast<Acc<T>>(r0[2 * ow]), v1 = static_cast<Acc<T>>(r0[2 * ow + 1]);
+          const Acc<T> v2 = static_cast<Acc<T>>(r1[2 * ow]), v3 = static_cast<Acc<T>>(r1[2 * ow + 1]);
+          // best starts at -inf; v0 > -inf or NaN takes v0, and -inf kept is v0 too. The
+          // index goes as an offset 0..3 in the window, selected with masks.
+          Acc<T> best = v0;
+          int32_t at = 0;
+          bool take = (v1 > best) | (v1 != v1);
+          best = sel(take, v1, best);
+          at = (at & ~(0 - int32_t{take})) | (1 & (0 - int32_t{take}));
+          take = (v2 > best) | (v2 != v2);
+          best = sel(take, v2, best);
+          at = (at & ~(0 - int32_t{take})) | (2 & (0 - int32_t{take}));
+          take = (v3 > best) | (v3 != v3);
+          best = sel(take, v3, best);
+          at = (at & ~(0 - int32_t{take})) | (3 & (0 - int32_t{take}));
+          ir[ow] = index0 + 2 * ow + (at & 1) + (at >> 1) * W;
+          yr[ow] = static_cast<T>(best);
+        }
+      }
     }
-    y[ow] = static_cast<T>(best);
-    ix[ow] = best_index;
   }
-}
+};
 
 template <class T>
 void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indices, const TensorArg& in,
                  const Pool2dParams& p) {
+  const size_t r = in.shape.size();
+  if (window_2x2(p, in.strides[r - 1], out.strides[r - 1], indices.strides[r - 1], g) && 2 * g.Ho <= g.H) {
+    constexpr bool mv = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
+    launch_tasks<mv>(g.planes, std::max<int64_t>(1, kGrain / (4 * g.Ho * g.Wo)), MaxPool2x2Job<T>{&g, &out, &indices, &in});
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < g.planes; ++i) {
     const Plane<T> x = plane<T>(in, i), y = plane<T>(out, i);
@@ -120,10 +154,6 @@ void max_forward(const PoolGeom& g, const TensorArg& out, const TensorArg& indic
       int64_t h0 = oh * p.stride[0] - p.padding[0];
       const int64_t h1 = std::min(h0 + (p.kernel[0] - 1) * p.dilation[0] + 1, g.H);
       while (h0 < 0) h0 += p.dilation[0];
-      if (window_2x2(p, x.sw, y.sw, ix.sw, g) && h1 - h0 == 2) {
-        max_row_2x2(&x(h0, 0), &x(h0 + 1, 0), h0 * g.W, g.W, g.Wo, &y(oh, 0), &ix(oh, 0));
-        continue;
-      }
       for (int64_t ow = 0; ow < g.Wo; ++ow) {
         int64_t w0 = ow * p.stride[1] - p.padding[1];
         const int64_t w1 = std::min(w0 + (p.kernel[1] - 1) * p.dilation[1] + 1, g.W);
@@ -180,30 +210,48 @@ void max_forward_u8(const PoolGeom& g, const TensorArg& out, const TensorArg& in
   }
 }
 
+// One task per plane: the gradients summed at their maxima's positions in float, then
+// written (every element of grad_in). Compiled per ISA level for f32 and bf16 (the
+// conversions dominate at bf16).
 template <class T>
-void max_backward(const PoolGeom& g, const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
-  std::atomic<bool> bad_index{false};
-#pragma omp parallel
-  {
-    std::vector<Acc<T>> acc(static_cast<size_t>(g.H * g.W));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < g.planes; ++i) {
-      const Plane<T> gx = plane<T>(grad_in, i), gy = plane<T>(grad_out, i);
-      const Plane<int64_t> ix = plane<int64_t>(indices, i);
+struct MaxBackwardJob {
+  const PoolGeom* g;
+  const TensorArg *grad_in, *grad_out, *indices;
+  std::atomic<bool>* bad_index;
+  KILN_INLINE void operator()(int64_t b, int64_t e) const {
+    const int64_t HW = g->H * g->W;
+    std::vector<Acc<T>> acc(static_cast<size_t>(HW));
+    for (int64_t i = b; i < e; ++i) {
+      const Plane<T> gx = plane<T>(*grad_in, i), gy = plane<T>(*grad_out, i);
+      const Plane<int64_t> ix = plane<int64_t>(*indices, i);
       std::fill(acc.begin(), acc.end(), Acc<T>(0));
-      for (int64_t oh = 0; oh < g.Ho; ++oh)
-        for (int64_t ow = 0; ow < g.Wo; ++ow) {
+      for (int64_t oh = 0; oh < g->Ho; ++oh)
+        for (int64_t ow = 0; ow < g->Wo; ++ow) {
           const int64_t k = ix(oh, ow);
-          if (k < 0 || k >= g.H * g.W) {
-            bad_index = true;
+          if (k < 0 || k >= HW) {
+            *bad_index = true;
             continue;
           }
           acc[static_cast<size_t>(k)] += static_cast<Acc<T>>(gy(oh, ow));
         }
-      for (int64_t h = 0; h < g.H; ++h)
-        for (int64_t w = 0; w < g.W; ++w) gx(h, w) = static_cast<T>(acc[static_cast<size_t>(h * g.W + w)]);
+      for (int64_t h = 0; h < g->H; ++h) {
+        T* __restrict row = &gx(h, 0);
+        const Acc<T>* __restrict a = acc.data() + h * g->W;
+        if (gx.sw == 1)
+          for (int64_t w = 0; w < g->W; ++w) row[w] = static_cast<T>(a[w]);
+        else
+          for (int64_t w = 0; w < g->W; ++w) gx(h, w) = static_cast<T>(a[w]);
+      }
     }
   }
+};
+
+template <class T>
+void max_backward(const PoolGeom& g, const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& indices) {
+  std::atomic<bool> bad_index{false};
+  constexpr bool mv = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
+  launch_tasks<mv>(g.planes, std::max<int64_t>(1, kGrain / (2 * g.H * g.W)),
+                   MaxBackwardJob<T>{&g, &grad_in, &grad_out, &indices, &bad_index});
   KILN_CHECK(!bad_index, IndexError, "max_pool2d_backward: an index lies outside the ", g.H, "x", g.W, " plane");
 }
 

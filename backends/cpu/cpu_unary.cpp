@@ -244,7 +244,7 @@ void run_unary(const Op& op, const TensorArg& out, const TensorArg& in) {
       throw DTypeError("unary: float op reached an integer kernel");  // CpuBackend::unary routes these
     } else {
       UnaryKernel<T, Op> k{op, it.inner_stride(0), it.inner_stride(1)};
-      launch<std::is_same_v<T, float>>(it, k, Op::grain);
+      launch<multiversion_v<T>>(it, k, Op::grain);
     }
   });
 }

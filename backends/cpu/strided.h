@@ -248,6 +248,10 @@ KILN_INLINE void visit_size(size_t bytes, F&& f) {
 }
 
 template <class T> inline constexpr bool is_half_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+// Kernels on these types are compiled per ISA level (launch<true>): f32, and bf16, whose
+// conversions to and from float are integer bit operations the vectorizer handles (bf16
+// autocast training runs its activations' elementwise ops in bf16).
+template <class T> inline constexpr bool multiversion_v = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
 // Arithmetic type of T's kernels: float for f16/bf16, T otherwise.
 template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 // Accumulator of sums: double for floating types, int64 for integers and bool.

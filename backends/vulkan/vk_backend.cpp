@@ -56,6 +56,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::qconv2d_forward: case OpId::qlinear_forward:  // no int8 kernels: quantized models run in float
       return false;
+    case OpId::relu_backward:  // composed by the autograd rule
+      return false;
     case OpId::count:
       break;
   }

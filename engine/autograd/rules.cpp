@@ -137,7 +137,17 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       Tensor y = saved(n, 0);
       return {mul(g, mul(y, sub(scalar(1, g), y)))};
     }
-    case OpKind::relu: return {mul(g, gt(saved(n, 0), scalar(0, g)).to(g.dtype()))};
+    case OpKind::relu: {  // saved: the output y. g where y > 0, else 0, in one pass where the backend
+      // has relu_backward (PyTorch's threshold_backward); else g * (y > 0), three ops (which gives
+      // NaN, not 0, for an infinite g where y <= 0).
+      Tensor y = saved(n, 0);
+      if (g.dtype() == y.dtype() && g.shape() == y.shape() && y.backend()->supports(OpId::relu_backward, y.dtype())) {
+        Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
+        if (y.numel()) y.backend()->relu_backward(gx.arg(), g.arg(), y.arg());
+        return {gx};
+      }
+      return {mul(g, gt(y, scalar(0, g)).to(g.dtype()))};
+    }
     case OpKind::gelu: {
       // d/dx x*Phi(x) = Phi(x) + x*phi(x)
       Tensor x = input(n, 0);

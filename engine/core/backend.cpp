@@ -62,7 +62,7 @@ const char* op_id_name(OpId op) {
                                 "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
                                 "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
                                 "scatter_add", "index_select", "index_add", "adam_step", "batch_norm_forward",
-                                "batch_norm_backward", "qconv2d_forward", "qlinear_forward"};
+                                "batch_norm_backward", "qconv2d_forward", "qlinear_forward", "relu_backward"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
   return names[static_cast<int>(op)];
 }
@@ -70,6 +70,10 @@ const char* op_id_name(OpId op) {
 void Backend::adam_step(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
                         const AdamParams&) {
   throw DTypeError(detail::str_cat("adam_step is not supported on ", info().device.str()));
+}
+
+void Backend::relu_backward(const TensorArg&, const TensorArg&, const TensorArg&) {
+  throw DTypeError(detail::str_cat("relu_backward is not supported on ", info().device.str()));
 }
 
 void Backend::batch_norm_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,

@@ -69,6 +69,7 @@ enum class OpId : uint16_t {
   softmax_forward, softmax_backward, gather, scatter_add, index_select, index_add,
   adam_step, batch_norm_forward, batch_norm_backward,
   qconv2d_forward, qlinear_forward,  // int8 inference (dtype asked: u8, the input's)
+  relu_backward,
   count
 };
 const char* op_id_name(OpId op);
@@ -268,6 +269,12 @@ class Backend {
   virtual void abort_capture() {}
   virtual void replay(int64_t graph, const ReplayArgs& args);
   virtual void release_graph(int64_t /*graph*/) {}
+
+  // ---- fused backward (optional; the autograd rule composes other ops where a backend lacks it) ----
+  // grad_in = grad_out where out > 0, else 0 (PyTorch's threshold_backward(grad, out, 0); NaN in
+  // out gives 0): ReLU's backward in one pass instead of gt, a cast and mul. All three have
+  // one dtype and shape; any strides.
+  virtual void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out);
 
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.

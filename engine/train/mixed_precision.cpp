@@ -1,6 +1,7 @@
 #include "engine/train/mixed_precision.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "engine/core/error.h"
@@ -10,7 +11,15 @@
 namespace kiln::train {
 
 namespace {
+// KILN_CPU_BF16=0 pretends the CPU has none (tests of the f32 fallback; a comparison run).
+bool bf16_disabled() {
+  const char* env = std::getenv("KILN_CPU_BF16");
+  return env && std::string(env) == "0";
+}
+}  // namespace
+
 bool cpu_has_bf16_dot() {
+  if (bf16_disabled()) return false;
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line))
@@ -18,7 +27,6 @@ bool cpu_has_bf16_dot() {
       return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
   return false;
 }
-}  // namespace
 
 PrecisionPlan plan_precision(const std::string& precision, const Device& device) {
   KILN_CHECK(precision == "f32" || precision == "bf16" || precision == "f16", ValueError, "precision '", precision,
@@ -29,8 +37,9 @@ PrecisionPlan plan_precision(const std::string& precision, const Device& device)
     if (precision == "bf16" && cpu_has_bf16_dot()) {
       plan.autocast = DType::bf16;
     } else {
-      plan.note = precision == "bf16" ? "this CPU has no bf16 dot products (avx512_bf16 or AMX): training runs in f32"
-                                      : "f16 is for GPUs: training on the CPU runs in f32";
+      plan.note = precision != "bf16"  ? "f16 is for GPUs: training on the CPU runs in f32"
+                  : bf16_disabled() ? "KILN_CPU_BF16=0 turns bf16 off on this CPU: training runs in f32"
+                                    : "this CPU has no bf16 dot products (avx512_bf16 or AMX): training runs in f32";
     }
     return plan;
   }

@@ -23,9 +23,16 @@ struct PrecisionPlan {
   std::string note;               // set when the device runs f32 instead of what was asked
 };
 
-// "f32", "bf16" or "f16" (ValueError otherwise) on `device`. The CPU runs bf16 when it
-// has bf16 dot products (avx512_bf16 or AMX: oneDNN uses them), else f32 with a note;
-// f16 runs f32 on the CPU with a note.
+// Whether this CPU has bf16 dot products: avx512_bf16 or amx_bf16 in /proc/cpuinfo's flags,
+// which Debian's oneDNN 2.6 dispatches to (ONEDNN_VERBOSE=1 names jit_bf16:avx512_core_bf16 for
+// the convolutions and brg:avx512_core_bf16 for the matmuls on an AMD EPYC with AVX512-BF16,
+// 2026-12-02; AMX dispatch was not checked, for want of an AMX CPU: ONEDNN_MAX_CPU_ISA is the
+// switch where oneDNN holds an ISA back). False when KILN_CPU_BF16=0 is set (tests of the
+// f32 fallback).
+bool cpu_has_bf16_dot();
+
+// "f32", "bf16" or "f16" (ValueError otherwise) on `device`. The CPU runs bf16 when
+// cpu_has_bf16_dot(), else f32 with a note; f16 runs f32 on the CPU with a note.
 PrecisionPlan plan_precision(const std::string& precision, const Device& device);
 
 class GradScaler {

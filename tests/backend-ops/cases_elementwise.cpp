@@ -233,6 +233,24 @@ void add_adam(std::vector<Case>& out) {
       out.push_back(std::move(c));
     }
 }
+// The fused ReLU backward (grad where out > 0) against the CPU's, which the engine tests
+// check against the composed rule (tests/engine/test_cpu_fused.cpp).
+void add_relu_backward(std::vector<Case>& out) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (Layout layout : {Layout::contiguous, Layout::transposed})
+      for (const Shape& s : std::vector<Shape>{{7, 33}, {64, 300}}) {
+        Case c;
+        c.name = case_name("relu_backward", dt, s, layout_name(layout));
+        c.op = OpId::relu_backward;
+        c.dtype = dt;
+        Rng rng = rng_for(c.name);
+        c.bufs.push_back(output(rng, dt, s));
+        c.bufs.push_back(input(rng, dt, s, layout, uniform(-2, 2)));
+        c.bufs.push_back(input(rng, dt, s, Layout::contiguous, uniform(-1, 1)));
+        c.run = [](Backend& b, std::vector<TensorArg>& a) { b.relu_backward(a[0], a[1], a[2]); };
+        out.push_back(std::move(c));
+      }
+}
 }  // namespace
 
 void add_elementwise_cases(std::vector<Case>& out) {
@@ -240,6 +258,7 @@ void add_elementwise_cases(std::vector<Case>& out) {
   add_binary(out);
   add_copy_fill_where(out);
   add_adam(out);
+  add_relu_backward(out);
 }
 
 }  // namespace kiln::backend_ops

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""PyTorch side of tests/bench/train_vs_pytorch.sh: training throughput on Fashion-MNIST.
+"""PyTorch side of tests/bench/train_vs_pytorch.sh and bf16_vs_pytorch.sh: training throughput.
 
-Trains one of the two reference models (mlp, cnn) with Adam on the CPU, from tensors
-held in memory, and prints one JSON line: {"model", "images_per_second", ...}.
+Trains one of the reference models (mlp, cnn) or resnet18 (torchvision's, in the CIFAR
+form `kiln bench` uses: 3x3 stem, no max-pool, 10 classes) with Adam on the CPU, from
+tensors held in memory, and prints one JSON line: {"model", "images_per_second", ...}.
 Only training steps are timed (batching from a shuffled permutation, forward, loss,
 backward, optimizer step); a few warm-up steps run first and are not timed.
+--data random trains on one batch of uniform random images (labels in [0, 10)), as
+`kiln bench` does; --precision bf16 runs forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's CPU mixed precision).
 """
 import argparse
 import gzip
@@ -37,13 +41,21 @@ def make_model(name):
         return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
-    raise SystemExit(f"unknown model {name!r} (mlp, cnn)")
+    if name == "resnet18":
+        import torchvision
+        m = torchvision.models.resnet18(num_classes=10)
+        m.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        m.maxpool = nn.Identity()
+        return m
+    raise SystemExit(f"unknown model {name!r} (mlp, cnn, resnet18)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=["mlp", "cnn"], required=True)
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--model", choices=["mlp", "cnn", "resnet18"], required=True)
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                    help="the Fashion-MNIST directory, or 'random' (one random batch)")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -54,10 +66,15 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    images = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz"))
-    x = torch.from_numpy(((images.astype(np.float32) / 255.0 - MEAN) / STD)[:, None])
-    y = torch.from_numpy(labels.astype(np.int64))
+    if args.data == "random":
+        shape = (3, 32, 32) if args.model == "resnet18" else (1, 28, 28)
+        x = torch.rand((args.batch_size,) + shape)
+        y = torch.randint(0, 10, (args.batch_size,))
+    else:
+        images = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz"))
+        x = torch.from_numpy(((images.astype(np.float32) / 255.0 - MEAN) / STD)[:, None])
+        y = torch.from_numpy(labels.astype(np.int64))
     n = x.shape[0]
 
     model = make_model(args.model)
@@ -68,7 +85,8 @@ def main():
     def step(idx):
         xb, yb = x[idx], y[idx]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -93,7 +111,7 @@ def main():
     elapsed = time.perf_counter() - t0
 
     print(json.dumps({
-        "model": args.model, "images_per_second": seen / elapsed, "images": seen,
+        "model": args.model, "precision": args.precision, "images_per_second": seen / elapsed, "images": seen,
         "seconds": elapsed, "mean_loss": loss_sum / seen, "threads": torch.get_num_threads(),
         "batch_size": args.batch_size, "torch": torch.__version__,
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),

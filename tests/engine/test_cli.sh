@@ -8,7 +8,7 @@
 #
 # Cases: help usage bad_model bad_device devices eval_missing eval_wrong_shapes
 #        missing_data train_smoke interrupt graph_bad graph_train graph_eval eval_interrupt
-#        version dir_args device_reason
+#        version dir_args device_reason train_bf16
 set -uo pipefail
 kiln=$1 case=$2
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
@@ -31,7 +31,7 @@ write_wrong_shapes() {
 
 # Cases that train need the real data set; without it they are skipped (exit 77), naming the
 # package, or fail under KILN_REQUIRE_TEST_DEPS=1 (tests/common/test_deps.sh).
-if [[ $case == train_smoke || $case == interrupt || $case == graph_train || $case == graph_eval ||
+if [[ $case == train_smoke || $case == train_bf16 || $case == interrupt || $case == graph_train || $case == graph_eval ||
       $case == eval_interrupt ]] && [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
   missing_dep dataset-fashion-mnist "no Fashion-MNIST in /usr/share/datasets/fashion-mnist"
 fi
@@ -98,6 +98,28 @@ eval_wrong_shapes)
 missing_data)
   run 1 train --data-dir /nonexistent --epochs 1
   contains "$err" "dataset-fashion-mnist" "missing data"; contains "$err" "/nonexistent" "missing data"
+  ;;
+train_bf16)
+  # --precision bf16 on the CPU: bf16 where the CPU has bf16 dot products, else (and under
+  # KILN_CPU_BF16=0, which pretends it has none) f32 with a note; training works either way.
+  has_bf16=no
+  grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && has_bf16=yes
+  run 0 train --model cnn --epochs 1 --batch-size 64 --limit-batches 3 --val-fraction 0.1 --seed 3 --precision bf16 \
+    --out "$work/bf16"
+  summary=$(cat "$work/bf16/summary.json" 2>/dev/null)
+  if [[ $has_bf16 == yes ]]; then
+    contains "$summary" '"precision": "bf16"' "summary.json of a bf16 run on a CPU with avx512_bf16"
+  else
+    contains "$summary" '"precision": "f32"' "summary.json of a bf16 run on a CPU without bf16"
+    contains "$err" "no bf16 dot products" "the note of a CPU without bf16"
+  fi
+  export KILN_CPU_BF16=0
+  run 0 train --model cnn --epochs 1 --batch-size 64 --limit-batches 3 --val-fraction 0.1 --seed 3 --precision bf16 \
+    --out "$work/fallback"
+  unset KILN_CPU_BF16
+  contains "$(cat "$work/fallback/summary.json" 2>/dev/null)" '"precision": "f32"' "summary.json under KILN_CPU_BF16=0"
+  contains "$err" "KILN_CPU_BF16=0" "the note under KILN_CPU_BF16=0"
+  contains "$out" "test accuracy" "the final line under KILN_CPU_BF16=0"
   ;;
 train_smoke)
   run 0 train --model mlp --epochs 1 --batch-size 256 --limit-batches 4 --val-fraction 0.1 --seed 3 --out "$work/run"
