@@ -10,9 +10,11 @@
 # A benchmark, not a test: run it on a quiet machine.
 #
 #   tests/bench/onnx_vs_ort.sh [-t "2 16"] [-m "resnet18 ..."] [-r RUNS] [-k path/to/kiln] [-d MODEL_DIR]
+#                              [-b path/to/older/kiln]
 #
 # -t: thread counts (default "2 $(nproc)"), -r: timed runs per side (default 30, after one
-# warm-up), -d: reuse exported models there (default: export into a temporary folder).
+# warm-up), -d: reuse exported models there (default: export into a temporary folder), -b: also
+# time another kiln binary (a build of an older commit) in the same run: a "base ms" column.
 # onnxruntime: Python's (`import onnxruntime`: the GPU machine) when PYTHON has it, else the npm
 # package onnxruntime-node from KILN_NPM_DIR (default ~/.local/share/kiln/npm; installer/
 # quickstart.sh bench installs it). PYTHON: the interpreter with torch (default: the first of
@@ -23,11 +25,12 @@ here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 cd "$here/../.."
 
 threads="2 $(nproc)" models="resnet18 mobilenet_v3_small efficientnet_b0 convnext_tiny vit_tiny transformer"
-runs=30 kiln=build/bin/kiln model_dir=
-while getopts "t:m:r:k:d:h" opt; do
+runs=30 kiln=build/bin/kiln model_dir= base=
+while getopts "t:m:r:k:d:b:h" opt; do
   case $opt in
     t) threads=$OPTARG ;; m) models=$OPTARG ;; r) runs=$OPTARG ;; k) kiln=$OPTARG ;; d) model_dir=$OPTARG ;;
-    *) sed -n '3,19s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    b) base=$OPTARG ;;
+    *) sed -n '3,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 threads=$(tr ' ' '\n' <<<"$threads" | awk 'NF && !seen[$0]++' | tr '\n' ' ')
@@ -61,7 +64,7 @@ fi
 
 echo "batch-1 CPU inference, Kiln vs $ort_name, $runs runs after 1 warm-up; torch $("$python" -c 'import torch; print(torch.__version__)')"
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-20s %7s %10s %10s %8s %10s\n' model threads "kiln ms" "ort ms" ort/kiln "max rel"
+printf '%-20s %7s %10s %10s %8s %10s%s\n' model threads "kiln ms" "ort ms" ort/kiln "max rel" "${base:+    base ms}"
 status=0
 for m in $models; do
   d=$model_dir/$m
@@ -80,13 +83,20 @@ for m in $models; do
     fi
     kiln_ms=$(sed -nE 's/^latency: median ([0-9.]+) ms.*/\1/p' <<<"$kiln_out")
     read -r ort_ms _ <<<"$ort_line"
-    "$python" - "$m" "$t" "$kiln_ms" "$ort_ms" "$work/ort-$m.npy" "$out"/*.npy <<'PYEOF' || status=1
+    base_ms=
+    if [[ -n $base ]]; then
+      base_ms=$(OMP_NUM_THREADS=$t "$base" run "$d/model.onnx" --input "$d/input.npy" --device cpu --repeat "$runs" \
+                  --out-dir "$work/base-out" 2>&1 | sed -nE 's/^latency: median ([0-9.]+) ms.*/\1/p') || true
+      base_ms=${base_ms:-failed}
+    fi
+    "$python" - "$m" "$t" "$kiln_ms" "$ort_ms" "$work/ort-$m.npy" "$out"/*.npy "$base_ms" <<'PYEOF' || status=1
 import sys
 import numpy as np
 m, t, k, o = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 ref, got = np.load(sys.argv[5]).astype(np.float64), np.load(sys.argv[6]).astype(np.float64)
+base = f"{sys.argv[7]:>11}" if sys.argv[7] else ""
 rel = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30)) if ref.shape == got.shape else float("inf")
-print(f"{m:<20} {t:>7} {k:>10.3f} {o:>10.3f} {o / k:>8.2f} {rel:>10.1e}{'' if rel <= 1e-5 else '  OUTPUT DIFFERS'}")
+print(f"{m:<20} {t:>7} {k:>10.3f} {o:>10.3f} {o / k:>8.2f} {rel:>10.1e}{base}{'' if rel <= 1e-5 else '  OUTPUT DIFFERS'}")
 sys.exit(0 if rel <= 1e-5 else 1)
 PYEOF
   done
