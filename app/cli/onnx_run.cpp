@@ -3,7 +3,9 @@
 // --repeat N then runs it N more times and prints the latency (median and minimum, in ms;
 // outputs are read back to the host in each run, so the device has finished). Nodes the
 // device lacks an op or dtype for run on the CPU (onnx::SessionOptions), said in one line when
-// any did; --no-fallback keeps them on the device (their error is then the run's error).
+// any did; --no-fallback keeps them on the device (their error is then the run's error). On the
+// CPU the activation chains PyTorch exports run fused (onnx::SessionOptions::optimize, said in
+// one line); --no-optimize runs the nodes as written.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,7 +33,9 @@ int onnx_run_command(const std::vector<std::string>& argv) {
       .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)")
       .toggle("no-cuda-graph", "on a CUDA device, run every node eagerly instead of recording the second run of each "
                                "input shape set as a CUDA graph and replaying it (also KILN_CUDA_GRAPH=0)")
-      .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks");
+      .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks")
+      .toggle("no-optimize", "on the CPU, run the nodes as written: no load-time fusion of activation chains "
+                             "(x * sigmoid(x), the erf form of GELU) into one kernel each");
   parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results");
   std::vector<std::string> rest = argv;
   std::string path;
@@ -49,7 +53,12 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   onnx::SessionOptions session_options;
   session_options.cpu_fallback = !args.given("no-fallback");
   session_options.cuda_graph = !args.given("no-cuda-graph");
+  session_options.optimize = !args.given("no-optimize");
   onnx::Session session(onnx::load_model(path), device, session_options);
+  if (int64_t fused = std::count_if(session.rewrite_log().begin(), session.rewrite_log().end(),
+                                    [](const std::string& l) { return l.find("->") != std::string::npos; }))
+    std::printf("graph optimizations: %lld fusions (--no-optimize runs the nodes as written)\n",
+                static_cast<long long>(fused));
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
   std::stringstream list(args.str("input"));

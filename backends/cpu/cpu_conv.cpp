@@ -7,7 +7,9 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_packed.h"
 #include "backends/cpu/dnnl_context.h"
+#include "engine/core/read_only.h"
 #include "engine/core/error.h"
 
 namespace kiln::cpu {
@@ -167,6 +169,15 @@ void execute(const ConvPlan& plan, void* const ptr[kSlots]) {
     memory user(port.user, eng, ptr[port.slot]);
     if (!port.reordered) {
       args.emplace(port.arg, user);
+      continue;
+    }
+    if (!port.output && port.slot == kW && is_read_only(ptr[kW])) {  // an inference weight: packed once
+      args.emplace(port.arg, packed_weights(ptr[kW], port.user, port.inner, [&] {
+                     memory packed(port.inner, eng);
+                     port.reorder.execute(s, user, packed);
+                     s.wait();
+                     return packed;
+                   }));
       continue;
     }
     memory inner(port.inner, eng, scratch(static_cast<Scratch>(next++), port.inner.get_size()));

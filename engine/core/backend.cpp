@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/read_only.h"
 #include "engine/core/storage.h"
 
 namespace kiln {
@@ -138,6 +139,7 @@ Storage::Storage(Backend* backend, void* data, size_t nbytes, std::shared_ptr<vo
     : backend_(backend), data_(data), nbytes_(nbytes), keep_alive_(std::move(keep_alive)) {}
 
 Storage::~Storage() {
+  release_read_only(data_);  // engine/core/read_only.h: copies derived from it go first
   if (!keep_alive_) backend_->deallocate(data_, nbytes_);
 }
 

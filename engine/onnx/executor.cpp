@@ -1,14 +1,18 @@
 #include "engine/onnx/executor.h"
 
+#include <chrono>
 #include <mutex>
 #include <set>
 
 #include "engine/autograd/backward.h"
 #include "engine/core/grad_mode.h"
+#include "engine/core/read_only.h"
 #include "engine/onnx/executor_fallback.h"
 #include "engine/onnx/executor_graph.h"
 #include "engine/onnx/host_values.h"
 #include "engine/onnx/op_context.h"
+#include "engine/onnx/profile.h"
+#include "engine/onnx/rewrite.h"
 #include "engine/onnx/tensor_proto.h"
 
 namespace kiln::onnx {
@@ -230,6 +234,7 @@ class Runner {
       for (const Value& v : in) observed_in.push_back(v.tensor);
     auto where = [&n] { return "node '" + n.name + "' (" + n.op_type + ")"; };
     std::vector<Value> out;
+    const auto t0 = profile::enabled() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       if (on_host) out = run_op(n, std::move(in), Device{}, scope);
       else if (fallback_ && !has_subgraph(n)) out = run_op_or_fallback(n, std::move(in), scope);
@@ -238,6 +243,8 @@ class Runner {
       if (std::string(e.what()).rfind("node '", 0) == 0) throw;  // already names a node
       rethrow_with(where(), e);
     }
+    if (profile::enabled())
+      profile::record(n.op_type, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty()) continue;
       KILN_CHECK(i < out.size() && out[i].defined(), ValueError, where(), ": output ", i, " '", n.outputs[i],
@@ -320,6 +327,7 @@ Session::Session(Model model, Device device, SessionOptions options)
       break;
     }
   check_defined(model_.graph, {});
+  if (options_.optimize && device_.type == DeviceType::cpu) rewrite_log_ = inference_passes().run(model_.graph);
   const Backend* fallback = fallback_backend(device_, options_);
   if (device_.type != DeviceType::cpu) {
     host_plan_ = std::make_shared<const HostPlan>(plan_host_values(model_.graph));
@@ -327,6 +335,19 @@ Session::Session(Model model, Device device, SessionOptions options)
   }
   for (auto& [name, t] : model_.graph.initializers)
     if (!host_plan_ || !host_plan_->constants.count(name)) t = place(t, device_, fallback);
+  if (options_.optimize && device_.type == DeviceType::cpu) {
+    // The convolutions' weights are constants of this session: a copy of its own (no Tensor
+    // outside shares it), marked read-only so that the backend keeps them packed in its
+    // kernels' layout (engine/core/read_only.h).
+    for (const Node& n : model_.graph.nodes) {
+      if (!n.domain.empty() || n.op_type != "Conv" || n.inputs.size() < 2) continue;
+      auto it = model_.graph.initializers.find(n.inputs[1]);
+      if (it == model_.graph.initializers.end() || !it->second.defined() || it->second.numel() == 0) continue;
+      if (!packed_.insert(it->first).second) continue;  // read by an earlier Conv too
+      it->second = it->second.contiguous().clone();
+      mark_read_only(it->second);
+    }
+  }
 }
 
 std::string Session::cuda_graph_note() const { return captured_ ? captured_->note() : ""; }

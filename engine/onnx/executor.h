@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,15 @@ struct SessionOptions {
   // CPU fallback) stays eager for that shape set; Session::cuda_graph_note() says which. Also off
   // with KILN_CUDA_GRAPH=0. Outputs equal the eager run's. No effect on the CPU.
   bool cuda_graph = true;
+  // Load-time graph rewrites for inference (rewrite.h: activation chains PyTorch exports, such
+  // as x * sigmoid(x) and the erf form of GELU, run as one kernel each), on the CPU only. Off
+  // by default: the executor's other users (graph import, folding, the ONNX test suite) observe
+  // or test the nodes as written. `kiln run` turns it on. Outputs match the unfused graph
+  // within float rounding (the fused kernels evaluate the same formula in one pass). Also the
+  // Conv weights become the session's own read-only copies, which the CPU backend keeps in
+  // oneDNN's blocked layout between runs (engine/core/read_only.h) instead of reordering them
+  // in every run.
+  bool optimize = false;
 };
 
 // The nodes of a session that ran on the CPU instead of its device (SessionOptions::cpu_fallback).
@@ -96,6 +106,10 @@ class Session {
   // set", or why they run eagerly ("" on the CPU).
   std::string cuda_graph_note() const;
 
+  // What the load-time rewrites did (SessionOptions::optimize): one line per fusion and per
+  // candidate left unfused with why; empty when optimize is off or nothing matched.
+  const std::vector<std::string>& rewrite_log() const { return rewrite_log_; }
+
   const Model& model() const { return model_; }
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
@@ -107,6 +121,8 @@ class Session {
   std::shared_ptr<detail::FallbackLog> fallback_;
   std::shared_ptr<const HostPlan> host_plan_;  // shape arithmetic on the host (host_values.h); null on the CPU
   std::shared_ptr<detail::CapturedRuns> captured_;  // null on the CPU
+  std::vector<std::string> rewrite_log_;
+  std::set<std::string> packed_;  // initializers marked read-only (optimize on the CPU)
 };
 
 }  // namespace kiln::onnx

@@ -132,6 +132,7 @@ const OpTable& onnx_ops() {
     register_extra_ops(t);
     register_spectral_ops(t);
     register_text_ops(t);
+    register_fused_ops(t);
     return t;
   }();
   return table;

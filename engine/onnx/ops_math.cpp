@@ -175,10 +175,9 @@ void add_activations(OpTable& t) {
   t["HardSigmoid"] = [](OpContext& c) -> std::vector<Tensor> {
     return {hard_sigmoid(c.input(0), c.attr_float("alpha", 0.2), c.attr_float("beta", 0.5))};
   };
-  t["HardSwish"] = [](OpContext& c) -> std::vector<Tensor> {
-    const Tensor& x = c.input(0);
-    return {mul(x, hard_sigmoid(x, 1.0 / 6.0, 0.5))};
-  };
+  // x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish-14) = x * min(max(x + 3, 0), 6) / 6: the
+  // engine's one-pass hardswish (torch.nn.functional.hardswish)
+  t["HardSwish"] = unary_same<hardswish>;
   t["Softplus"] = [](OpContext& c) -> std::vector<Tensor> { return {softplus(c.input(0))}; };
   t["Softsign"] = [](OpContext& c) -> std::vector<Tensor> {
     const Tensor& x = c.input(0);

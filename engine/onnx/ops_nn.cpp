@@ -310,6 +310,22 @@ std::vector<Tensor> pool_op(OpContext& c) {
   std::vector<int64_t> end(in.size());
   for (size_t i = 0; i < in.size(); ++i) end[i] = w.pad_end[i] + extra[i];
   Tensor xf = is_floating(x.dtype()) ? x : x.to(DType::f32);
+  if (Max && x.dim() == 4) {
+    // The kernel pads itself (max over the window's elements inside the input, the same as
+    // -inf padding) when both sides pad alike by at most half the window (ResNet's 3x3 stride-2
+    // pool): no padded copy of x.
+    Pool2dParams p;
+    bool direct = true;
+    for (size_t i = 0; i < 2; ++i) {
+      p.kernel[i] = w.kernel[i];
+      p.stride[i] = w.strides[i];
+      p.dilation[i] = w.dilations[i];
+      p.padding[i] = w.pad_begin[i];
+      direct &= w.pad_begin[i] == w.pad_end[i] && w.pad_begin[i] >= 0 && extra[i] == 0 &&
+                2 * w.pad_begin[i] <= (w.kernel[i] - 1) * w.dilations[i] + 1;
+    }
+    if (direct) return {as(max_pool2d(xf, p), x.dtype())};
+  }
   if (Max) {
     Tensor xp = pad_spatial(xf, w.pad_begin, end, -std::numeric_limits<double>::infinity());
     return {as(pool_valid(xp, w, true), x.dtype())};

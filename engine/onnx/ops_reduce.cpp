@@ -107,6 +107,14 @@ std::vector<Tensor> softmax_op(OpContext& c) {
 std::vector<Tensor> matmul_op(OpContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
+  if (is_floating(a.dtype()) && a.dim() > 2 && b.dim() == 2 && a.size(-1) == b.size(0) && a.is_contiguous() &&
+      a.numel() > 0) {
+    // [..., M, K] @ [K, N] as one [prod(...) * M, K] @ [K, N] product (torch.matmul folds the
+    // same way), not a batch of small ones: ConvNeXt's and the transformers' linear layers
+    Shape out = a.shape();
+    out.back() = b.size(1);
+    return {as(matmul(a.reshape({-1, a.size(-1)}), b), a.dtype()).reshape(out)};
+  }
   if (is_floating(a.dtype())) return {as(matmul(a, b), a.dtype())};
   return {matmul(a.to(DType::f64), b.to(DType::f64)).to(a.dtype())};
 }

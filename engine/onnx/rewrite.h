@@ -1,0 +1,75 @@
+// Load-time graph rewrites of the ONNX executor's IR (onnx::Model) for inference, in the style
+// of onnxruntime's graph transformers (onnxruntime/core/optimizer/gelu_fusion.cc and friends):
+// each pass is one small pattern -> replacement with its own test, reports whether it changed
+// the graph, and OnnxPassRunner repeats its list until a round changes nothing.
+//
+// Why not graph::GraphPass (engine/graph/rewrite.h), the framework shared with quantization:
+// that one rewrites graph::Graph, Kiln's module IR (NodeId-keyed typed nodes, parameters in
+// initial_state, checked with graph::analyze()), while the executor runs onnx::Model directly
+// (nodes of any ONNX op keyed by value names, initializers, subgraphs), and an ONNX file with ops
+// graph::Graph has no node for still runs here. So the passes have GraphPass's interface
+// (name(), apply() -> changed, a runner with a round limit, a log of changes and of candidates
+// left alone) over onnx::Graph.
+//
+// A fused node has domain kFusedDomain ("kiln.fused") and runs as one engine kernel
+// (ops_fused.cpp); its inputs and outputs are those of the pattern it replaces, so every
+// value read elsewhere keeps its name. A pattern matches only when every intermediate value
+// has exactly one reader (none in a subgraph, none a graph output) and its constants are
+// scalars of the expected value (within 1e-6 relative, as onnxruntime's gelu_fusion.cc checks
+// them): anything else is left unfused and runs as before.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/onnx/model.h"
+
+namespace kiln::onnx {
+
+inline constexpr const char* kFusedDomain = "kiln.fused";
+
+struct OnnxRewriteContext {
+  Graph& graph;                  // the main graph; rewritten in place
+  std::vector<std::string> log;  // one line per change and per candidate left alone, with why
+};
+
+class OnnxPass {
+ public:
+  virtual ~OnnxPass() = default;
+  virtual std::string name() const = 0;  // "FuseSiLU"
+  // Applies the pass once over the main graph; returns whether it changed anything.
+  virtual bool apply(OnnxRewriteContext& ctx) const = 0;
+};
+
+class OnnxPassRunner {
+ public:
+  OnnxPassRunner& add(std::unique_ptr<OnnxPass> pass);
+  // Runs the passes in order, again while a round changed something, at most max_rounds
+  // rounds (onnxruntime's GraphTransformerManager steps). Returns the log.
+  std::vector<std::string> run(Graph& graph, int max_rounds = 4) const;
+
+ private:
+  std::vector<std::unique_ptr<OnnxPass>> passes_;
+};
+
+// The inference passes in their order: FuseGelu, FuseSiLU (rewrite_activations.cpp).
+OnnxPassRunner inference_passes();
+std::unique_ptr<OnnxPass> make_fuse_silu();  // Mul(x, Sigmoid(x)) -> kiln.fused.SiLU(x)
+// Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) and its operand orders (torch.onnx's export of
+// F.gelu, approximate "none") -> kiln.fused.Gelu(x).
+std::unique_ptr<OnnxPass> make_fuse_gelu();
+
+// ---- helpers the passes share ----
+
+// How many nodes read each value name in g, those of its subgraphs (If/Loop/Scan bodies,
+// which may read outer values) included; graph outputs count as readers too.
+std::map<std::string, int> reader_counts(const Graph& g);
+// The value of `name` when it is a one-element floating tensor: an initializer or the output
+// of a Constant node of g (value / value_float). nullopt otherwise.
+std::optional<double> scalar_constant(const Graph& g, const std::string& name);
+// Whether a is b within 1e-6 relative.
+bool near(double a, double b);
+
+}  // namespace kiln::onnx
