@@ -84,6 +84,9 @@ OpenedDataset open_dataset(const DatasetSource& source) {
     c.seed = source.seed;
     c.workers = std::max(1, source.workers);
     c.cache_mb = source.cache_mb;
+    c.height = source.image_height, c.width = source.image_width;
+    c.augment = source.augment;
+    c.rotation = source.rotation;
     ImageData images = load_images(c);
     d.kind = c.kind;
     d.path = c.path;

@@ -30,6 +30,12 @@ struct DatasetSource {
   // split for validation (by seed; none when 0; a val/ subfolder is used instead when present).
   double test_fraction = 0.2, validation_fraction = 0.1;
   uint64_t seed = 0;
+  // images: the input size (0 x 0: the most common size of the training images), the training
+  // augmentation (none | flip | standard) and RandomRotation of up to `rotation` degrees, as
+  // `kiln train --image-size HxW --augment A --rotation DEG` (ImageConfig, image_source.h).
+  int64_t image_height = 0, image_width = 0;
+  std::string augment = "none";
+  double rotation = 0;
   int workers = 2;          // image decoding threads
   int64_t cache_mb = 1024;  // decoded-image cache (image_source.h)
   // text: the columns (or JSON keys) of a table, whether identical texts are dropped before the

@@ -92,6 +92,7 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
                       .arg(s.skipped.isEmpty() ? QString() : QObject::tr(", %n file(s) skipped", nullptr, int(s.skipped.size())))
                       .arg(split);
       const data::Dataset& train = *d.images->train;  // the ImageDataset before validation was split off
+      s.image_train = d.images->train;
       const int64_t n = train.size();
       for (int k = 0; k < samples && k < n; ++k) {
         const int64_t i = static_cast<int64_t>(k) * n / samples;  // evenly spaced over the split
