@@ -217,14 +217,22 @@ void TrainingSession::poll() {
                      progressed = true;
                      if (writer_) write([&] { writer_->epoch(lastEpoch_); });
                      emit epochEnded(e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy);
-                     emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
-                                         .arg(e.epoch + 1)
-                                         .arg(epochs_)
-                                         .arg(e.train_loss, 0, 'f', 4)
-                                         .arg(100 * e.train_accuracy, 0, 'f', 2)
-                                         .arg(e.val_loss, 0, 'f', 4)
-                                         .arg(100 * e.val_accuracy, 0, 'f', 2)
-                                         .arg(e.seconds, 0, 'f', 1));
+                     if (std::isnan(e.train_accuracy))  // regression (mse_loss): losses only
+                       emit logMessage(tr("epoch %1/%2: train loss %3; validation loss %4 (%5 s)")
+                                           .arg(e.epoch + 1)
+                                           .arg(epochs_)
+                                           .arg(e.train_loss, 0, 'f', 4)
+                                           .arg(e.val_loss, 0, 'f', 4)
+                                           .arg(e.seconds, 0, 'f', 1));
+                     else
+                       emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
+                                           .arg(e.epoch + 1)
+                                           .arg(epochs_)
+                                           .arg(e.train_loss, 0, 'f', 4)
+                                           .arg(100 * e.train_accuracy, 0, 'f', 2)
+                                           .arg(e.val_loss, 0, 'f', 4)
+                                           .arg(100 * e.val_accuracy, 0, 'f', 2)
+                                           .arg(e.seconds, 0, 'f', 1));
                    },
                    [&](const train::CheckpointSaved&) {},
                    [&](const train::Finished& f) {

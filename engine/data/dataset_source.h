@@ -23,6 +23,7 @@ struct DatasetSource {
   // csv: the label column (header name or 0-based index, negative from the end; "" = the last),
   // whether the first row (after skip_rows) is a header, lines skipped before it.
   std::string label;
+  std::string task = "classification";  // csv: classification | regression (`kiln train --task`)
   bool header = true;
   int64_t skip_rows = 0;
   // Stratified by class (images: unless the folder has train/ and test/ subfolders): the share of
@@ -62,8 +63,9 @@ struct OpenedDataset {
   // Per sample: images [channels, height, width] f32 (normalized), tables [features] f32
   // (standardized), text [max_length] i64 token ids (0 = padding).
   std::vector<int64_t> sample_shape;
-  std::vector<std::string> classes;
+  std::vector<std::string> classes;   // empty for regression
   std::vector<int64_t> class_counts;  // samples per class over train, validation and test
+  bool regression = false;            // csv with task regression: f32 targets [1], one output
   std::vector<std::string> skipped;   // images: "PATH: REASON" of every file left out
   std::optional<ImageData> images;    // the image loading's results (run description, summary)
   std::optional<TabularData> table;   // the table's (schema, rows)
@@ -73,8 +75,9 @@ struct OpenedDataset {
   std::string description() const;
 };
 
-// Opens the dataset of `source`. ValueError for a spec of another kind, a regression label (the
-// Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's,
+// Opens the dataset of `source`. ValueError for a spec of another kind, a task other than
+// classification or regression (regression: csv only), a classification dataset with fewer than
+// two classes, and image_source.h's,
 // table_source.h's and text_index.h's errors (IoError naming the file, line and column for bad
 // data, a missing folder or file) unchanged. Text: the tokenizer is fitted on the training split
 // only (validation taken out of it afterwards); ValueError for max_length < 1.

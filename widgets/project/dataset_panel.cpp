@@ -271,7 +271,8 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
                       s.test_fraction != settings_.test_fraction || s.validation_fraction != settings_.validation_fraction ||
                       s.text_column != settings_.text_column || s.tokenizer != settings_.tokenizer ||
                       s.max_length != settings_.max_length || s.vocab_size != settings_.vocab_size ||
-                      s.image_height != settings_.image_height || s.image_width != settings_.image_width;
+                      s.image_height != settings_.image_height || s.image_width != settings_.image_width ||
+                      s.task != settings_.task;
   settings_ = s;
   updating_ = true;
   source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(s.name))));
@@ -324,6 +325,7 @@ void DatasetPanel::onSourceChanged(int index) {
   if (name == settings_.name) return;
   DatasetSettings s = settings_;
   s.name = name;
+  if (name != "csv") s.task = "classification";  // regression is a table's
   if (name == "fashion-mnist") {
     emit chosen();
     setSettings(s);

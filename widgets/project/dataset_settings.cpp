@@ -49,6 +49,7 @@ data::DatasetSource DatasetSettings::source(uint64_t seed) const {
   data::DatasetSource s;
   s.spec = spec();
   s.label = label;
+  s.task = task;
   s.header = header;
   s.skip_rows = skip_rows;
   s.test_fraction = test_fraction;
@@ -85,6 +86,10 @@ void DatasetSettings::validate() const {
                  (image_height >= 1 && image_height <= 8192 && image_width >= 1 && image_width <= 8192),
              ValueError, kWhat, ": 'image_height' and 'image_width' must be 1 to 8192 (or both 0: the most common size), got ",
              image_height, " and ", image_width);
+  KILN_CHECK(task == "classification" || task == "regression", ValueError, kWhat,
+             ": 'task' must be classification or regression, got '", task, "'");
+  KILN_CHECK(task == "classification" || name == "csv", ValueError, kWhat,
+             ": 'task' regression needs a CSV table (name csv), not ", name);
   KILN_CHECK(augment == "none" || augment == "flip" || augment == "standard", ValueError, kWhat,
              ": 'augment' must be none, flip or standard, got '", augment, "'");
   KILN_CHECK(rotation >= 0 && rotation <= 180, ValueError, kWhat, ": 'rotation' must be 0 to 180 degrees, got ", rotation);
@@ -124,6 +129,7 @@ std::string DatasetSettings::to_json() const {
       o["label"] = QString::fromStdString(label);
       o["header"] = header;
       o["skip_rows"] = static_cast<double>(skip_rows);
+      if (task != "classification") o["task"] = QString::fromStdString(task);
     }
     if (image_height != 0) o["image_height"] = static_cast<double>(image_height);
     if (image_width != 0) o["image_width"] = static_cast<double>(image_width);
@@ -167,6 +173,7 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.image_height = read_int(o, "image_height", s.image_height);
   s.image_width = read_int(o, "image_width", s.image_width);
   s.augment = read_string(o, "augment", s.augment);
+  s.task = read_string(o, "task", s.task);
   if (o.contains("rotation")) {
     KILN_CHECK(o.value("rotation").isDouble(), ValueError, kWhat, ": 'rotation' must be a number, got ",
                describe(o.value("rotation")));

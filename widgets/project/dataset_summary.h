@@ -29,6 +29,7 @@ struct DatasetSummary {
   QStringList skipped;                 // "PATH: REASON" of every file left out
   QStringList columns;                 // csv: the header's columns (the label's choices)
   QString label;                       // csv: the label column read
+  bool regression = false;             // csv: the label is a number predicted (no classes)
   QString details;                     // one line: splits, image size and channels / rows and features
   int64_t total = 0;                   // samples in all splits
   // text: the tokenizer fitted on the training split, samples of it with their tokens, and the

@@ -39,6 +39,14 @@ SourceOptions::SourceOptions(QWidget* parent) : QWidget(parent) {
                           "them instead); test and validation together at most 90 %"));
   validation_ = percent_spin(tr("Share of all samples taken out of the training split to measure validation loss "
                                 "and accuracy each epoch (a val/ subfolder is used instead when present)"));
+  taskBox_ = new QWidget;
+  task_ = new QComboBox;
+  task_->addItem(tr("Classification"), "classification");
+  task_->addItem(tr("Regression"), "regression");
+  task_->setToolTip(tr("Classification: the label column's values are the classes. Regression: the label is a number "
+                       "the model predicts (one output, mean squared error loss)"));
+  form_layout(taskBox_)->addRow(tr("Task:"), task_);
+  form->addRow(taskBox_);
   form->addRow(tr("Test share:"), test_);
   form->addRow(tr("Validation share:"), validation_);
   imageBox_ = new QWidget;
@@ -83,6 +91,7 @@ SourceOptions::SourceOptions(QWidget* parent) : QWidget(parent) {
     connect(s, &QDoubleSpinBox::valueChanged, this, &SourceOptions::onEdited);
   for (QSpinBox* s : {height_, width_}) connect(s, &QSpinBox::valueChanged, this, &SourceOptions::onEdited);
   connect(augment_, &QComboBox::activated, this, &SourceOptions::onEdited);
+  connect(task_, &QComboBox::activated, this, &SourceOptions::onEdited);
 }
 
 void SourceOptions::setSettings(const DatasetSettings& s) {
@@ -98,6 +107,8 @@ void SourceOptions::setSettings(const DatasetSettings& s) {
   augment_->setCurrentIndex(std::max(0, augment_->findData(QString::fromStdString(s.augment))));
   rotation_->setValue(s.rotation);
   imageBox_->setVisible(s.name == "imagefolder" || s.name == "images");
+  task_->setCurrentIndex(std::max(0, task_->findData(QString::fromStdString(s.task))));
+  taskBox_->setVisible(s.name == "csv");
   updating_ = false;
 }
 
@@ -109,6 +120,7 @@ DatasetSettings SourceOptions::applied(DatasetSettings s) const {
   s.image_width = s.image_height == 0 ? 0 : width_->value() == 0 ? s.image_height : width_->value();
   if (s.image_height == 0) s.image_width = 0;
   s.augment = augment_->currentData().toString().toStdString();
+  if (s.name == "csv") s.task = task_->currentData().toString().toStdString();
   s.rotation = rotation_->value();
   return s;
 }

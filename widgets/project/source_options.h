@@ -1,5 +1,6 @@
 // SourceOptions: the Dataset panel's settings of a source other than Fashion-MNIST that are not
-// its path or columns: the shares held out for testing and validation (every source), and for
+// its path or columns: the shares held out for testing and validation (every source), a CSV
+// table's task (classification or regression), and for
 // an image folder or manifest the model's input size, the training augmentation and the random
 // rotation (DatasetSettings' fields, as `kiln train --test-fraction --validation-fraction
 // --image-size --augment --rotation`).
@@ -28,6 +29,7 @@ class SourceOptions : public QWidget {
   QDoubleSpinBox* validationPercentSpin() const { return validation_; }
   QSpinBox* heightSpin() const { return height_; }  // 0 shows "auto"
   QSpinBox* widthSpin() const { return width_; }    // 0 shows "= height"
+  QComboBox* taskCombo() const { return task_; }    // csv: classification | regression
   QComboBox* augmentCombo() const { return augment_; }
   QDoubleSpinBox* rotationSpin() const { return rotation_; }
 
@@ -39,6 +41,8 @@ class SourceOptions : public QWidget {
   QDoubleSpinBox* test_ = nullptr;
   QDoubleSpinBox* validation_ = nullptr;
   QWidget* imageBox_ = nullptr;
+  QWidget* taskBox_ = nullptr;
+  QComboBox* task_ = nullptr;
   QSpinBox* height_ = nullptr;
   QSpinBox* width_ = nullptr;
   QComboBox* augment_ = nullptr;
