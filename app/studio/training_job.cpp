@@ -413,10 +413,14 @@ void TrainingJob::evaluate_regression(nn::Module& model, const Device& device, c
   result_.actual = tested->actual;
   const train::RegressionMetrics m = train::regression_metrics(result_.predicted, result_.actual);
   result_.regression = m;
-  std::ostringstream os;
-  os << "test regression of '" << d.table->schema.label << "' on " << m.count << " rows: MAE " << m.mae << ", RMSE "
-     << m.rmse << ", R² " << m.r2;
-  message(os.str());
+  projects::Evaluation& ev = result_.evaluation;  // stored with the run: the scatter of a reopened run
+  ev.count = m.count;
+  ev.loss = tested->metrics.loss();
+  ev.accuracy = std::nan("");
+  ev.target = d.table->schema.label;
+  std::replace(ev.target.begin(), ev.target.end(), '\n', ' ');
+  for (size_t i = 0; i < result_.actual.size(); ++i) ev.regression.push_back({result_.actual[i], result_.predicted[i]});
+  result_.evaluated = true;
 }
 
 void TrainingJob::evaluate(nn::Module& model, const Device& device) {

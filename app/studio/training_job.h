@@ -88,7 +88,7 @@ struct JobResult {
   std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
   // A regression table (DatasetSettings::task): the test rows' MAE, RMSE and R² (in the label's
-  // unit; `evaluation` stays unset) and each evaluated row's predicted and actual value.
+  // unit) and each evaluated row's predicted and actual value (also in `evaluation.regression`).
   std::optional<train::RegressionMetrics> regression;
   std::vector<double> predicted, actual;
 };

@@ -283,6 +283,11 @@ void TrainingSession::finish() {
   if (r.evaluated) {
     m["test_loss"] = number(r.evaluation.loss);
     m["test_accuracy"] = number(r.evaluation.accuracy);
+    if (r.regression) {
+      m["test_mae"] = number(r.regression->mae);
+      m["test_rmse"] = number(r.regression->rmse);
+      m["test_r2"] = number(r.regression->r2);
+    }
     m["test_images"] = r.evaluation.count;
   }
   m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
@@ -295,12 +300,20 @@ void TrainingSession::finish() {
     shown.imageDir = datasetDir_;  // the run's own copy of the test images
     for (const std::string& f : r.test_files) shown.imageFiles << QString::fromStdString(f);
     emit evaluated(shown);
-    emit logMessage(tr("test accuracy %1 % on %2 %3")
-                        .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
-                        .arg(r.evaluation.count)
-                        .arg(!r.evaluation.texts.empty()                   ? tr("test texts")
-                             : datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows")
-                                                                              : tr("images")));
+    if (r.regression)
+      emit logMessage(tr("test regression of '%1' on %2 rows: MAE %3, RMSE %4, R² %5")
+                          .arg(QString::fromStdString(r.evaluation.target))
+                          .arg(r.regression->count)
+                          .arg(r.regression->mae, 0, 'g', 4)
+                          .arg(r.regression->rmse, 0, 'g', 4)
+                          .arg(r.regression->r2, 0, 'f', 3));
+    else
+      emit logMessage(tr("test accuracy %1 % on %2 %3")
+                          .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
+                          .arg(r.evaluation.count)
+                          .arg(!r.evaluation.texts.empty()                   ? tr("test texts")
+                               : datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows")
+                                                                                : tr("images")));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
   // (through their own connections); finished() follows when they are on disk.

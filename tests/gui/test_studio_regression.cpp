@@ -2,7 +2,10 @@
 // table; a regression table opens with one output and no classes, the graph is fitted to one
 // output, and Studio training (kiln-studio --headless) trains it with mse_loss and reports the
 // test rows' MAE, RMSE and R² (engine/train/regression_metrics.h, checked against numbers
-// worked by hand).
+// worked by hand); the evaluation is kept with the run (schema 8: a schema-7 project made by the
+// Kiln before it, tests/fixtures/project_schema7.kiln, opens with its evaluation intact) and the
+// evaluation view of the reopened run shows the predicted-vs-actual scatter instead of a
+// confusion matrix.
 #include <QComboBox>
 #include <QFile>
 #include <QTableWidget>
@@ -10,12 +13,19 @@
 #include <QtTest>
 #include <cmath>
 
+#include <qcustomplot.h>
+
+#include "app/studio/run_restore.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset_source.h"
 #include "engine/train/regression_metrics.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
+#include "projects/schema.h"
 #include "widgets/project/dataset_panel.h"
+#include "widgets/training/evaluation_view.h"
+#include "widgets/training/live_plots.h"
+#include "widgets/training/regression_plot.h"
 
 using namespace kiln::studio;
 
@@ -125,6 +135,74 @@ class TestStudioRegression : public QObject {
     auto p = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(p.runs().size(), size_t(1));
     QCOMPARE(p.runs()[0].status, kiln::projects::RunStatus::finished);
+    // Kept with the run: the points, whose metrics are the ones logged.
+    const auto e = p.evaluation(p.runs()[0].id);
+    QVERIFY(e.has_value());
+    QVERIFY(e->is_regression());
+    QCOMPARE(e->target, std::string("y"));
+    QCOMPARE(e->regression.size(), size_t(40));
+    QVERIFY(e->class_names.empty() && e->confusion.empty());
+    std::vector<double> actual, predicted;
+    for (const auto& pt : e->regression) actual.push_back(pt.actual), predicted.push_back(pt.predicted);
+    const auto stored = kiln::train::regression_metrics(predicted, actual);
+    QVERIFY(std::abs(stored.mae - mae) <= 1e-3 * mae && std::abs(stored.r2 - r2) <= 1e-3);
+    for (const auto& pt : e->regression) {  // y = 3a - 2b + 1 with a, b in {0, 0.1, .., 0.9} (read as f32)
+      QVERIFY2(pt.actual >= -0.8 - 1e-5 && pt.actual <= 3.7 + 1e-5, qPrintable(QString::number(pt.actual)));
+      QVERIFY(std::isfinite(pt.predicted));
+    }
+    // The reopened run's evaluation view: the scatter and the metrics, no confusion matrix.
+    LivePlots plots;
+    EvaluationView view;
+    QString error;
+    QVERIFY2(showStoredRun(p, p.runs()[0].id, &plots, &view, &error), qPrintable(error));
+    QVERIFY(view.regressionPlot()->isVisibleTo(&view));
+    QVERIFY(!view.confusionTable()->isVisibleTo(&view));
+    QCOMPARE(view.regressionPlot()->pointCount(), 40);
+    QCOMPARE(view.regressionPlot()->metrics().count, int64_t(40));
+    QVERIFY2(view.summaryText().contains("Test regression of 'y'") && view.summaryText().contains("R²"),
+             qPrintable(view.summaryText()));
+    QCOMPARE(view.regressionPlot()->plot()->xAxis->label(), QString("actual y"));
+    // A classification result afterwards brings the matrix back.
+    EvaluationResult c;
+    c.count = 2;
+    c.classNames = {"a", "b"};
+    c.confusion = {1, 0, 0, 1};
+    view.setResult(c);
+    QVERIFY(view.confusionTable()->isVisibleTo(&view));
+    QVERIFY(!view.regressionPlot()->isVisibleTo(&view));
+  }
+
+  // A schema-7 project (made by the Kiln before schema 8: kiln-studio --headless --new --template
+  // table_mlp on a 40-row two-class CSV, 1 epoch, then VACUUM) opens migrated with its
+  // classification evaluation intact and stores a regression evaluation.
+  void schema7ProjectMigrates() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("old.kiln");
+    QVERIFY(QFile::copy(KILN_SOURCE_DIR "/tests/fixtures/project_schema7.kiln", path));
+    QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+    QCOMPARE(kiln::projects::check_project_file(path.toStdString(), kiln::projects::kCurrentSchema), 7);
+    auto p = kiln::projects::Project::open(path.toStdString());
+    QCOMPARE(p.database().pragma_int("user_version"), int64_t(kiln::projects::kCurrentSchema));
+    QCOMPARE(p.runs().size(), size_t(1));
+    const auto e = p.evaluation(p.runs()[0].id);
+    QVERIFY(e.has_value());
+    QCOMPARE(e->class_names, std::vector<std::string>({"high", "low"}));
+    QCOMPARE(e->count, int64_t(8));
+    QCOMPARE(e->predictions.size(), size_t(8));
+    QVERIFY(!e->is_regression());
+    QCOMPARE(e->target, std::string());
+    kiln::projects::Evaluation r;
+    r.count = 3;
+    r.loss = 0.5;
+    r.target = "price";
+    r.regression = {{1, 1.5}, {2, 2}, {3, 2.5}};
+    p.set_evaluation(p.runs()[0].id, r);
+    const auto back = p.evaluation(p.runs()[0].id);
+    QCOMPARE(back->target, std::string("price"));
+    QCOMPARE(back->regression.size(), size_t(3));
+    QCOMPARE(back->regression[2].predicted, 2.5);
+    r.count = 4;  // a point per evaluated row
+    QVERIFY_THROWS_EXCEPTION(kiln::projects::ProjectError, p.set_evaluation(p.runs()[0].id, r));
   }
 };
 
