@@ -122,6 +122,17 @@ struct Evaluation {
     std::string origin, text, tokens;
   };
   std::vector<Text> texts;
+  // A regression run (schema 8; empty for classification and older evaluations): the label
+  // column's name and every evaluated test row's actual and predicted value, in test-split
+  // order. class_names, confusion and predictions are then empty, loss is the mean squared
+  // error and accuracy NaN; the Studio computes MAE, RMSE and R² from the points
+  // (engine/train/regression_metrics.h).
+  std::string target;
+  struct Point {
+    double actual = 0, predicted = 0;
+  };
+  std::vector<Point> regression;
+  bool is_regression() const { return !regression.empty(); }
 };
 
 // A hyper-parameter sweep (Project::create_sweep; app/studio/sweep_runner.h runs it).
@@ -151,7 +162,7 @@ struct SweepTrial {
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.

@@ -14,6 +14,8 @@ namespace {
 // (int32 index, int32 truth, int32 predicted, float32 probability), little-endian.
 static_assert(sizeof(Evaluation::Prediction) == 16, "the stored prediction record is 16 bytes");
 static_assert(std::endian::native == std::endian::little, "predictions are stored little-endian");
+// evaluations.regression: Evaluation::Point records (float64 actual, float64 predicted), little-endian.
+static_assert(sizeof(Evaluation::Point) == 16, "the stored regression point is 16 bytes");
 
 // evaluations.texts: for each Evaluation::Text its origin, text and tokens, each as a
 // little-endian uint32 byte count followed by the UTF-8 bytes.
@@ -116,9 +118,15 @@ void Project::set_evaluation(int64_t run, const Evaluation& e) {
   if (!e.texts.empty() && e.texts.size() != static_cast<size_t>(e.count))
     throw ProjectError(where + ": " + std::to_string(e.texts.size()) + " texts for " + std::to_string(e.count) +
                        " evaluated samples");
+  if (!e.regression.empty() && (c != 0 || e.regression.size() != static_cast<size_t>(e.count)))
+    throw ProjectError(where + ": a regression evaluation has no classes and one point per evaluated sample, got " +
+                       std::to_string(c) + " classes and " + std::to_string(e.regression.size()) + " points for " +
+                       std::to_string(e.count) + " samples");
+  if (e.target.find('\n') != std::string::npos) throw ProjectError(where + ": the target name has a line break");
   Statement s = db_->prepare(
       "INSERT OR REPLACE INTO evaluations(run, count, loss, accuracy, class_names, confusion, misclassified, "
-      "image_height, image_width, images, created_at, predictions, texts) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "image_height, image_width, images, created_at, predictions, texts, target, regression) "
+      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, run).bind(2, e.count).bind(3, e.loss).bind(4, e.accuracy).bind(5, names);
   s.bind_blob(6, e.confusion.data(), e.confusion.size() * sizeof(int64_t));
   s.bind(7, miss.str()).bind(8, e.image_height).bind(9, e.image_width);
@@ -130,13 +138,16 @@ void Project::set_evaluation(int64_t run, const Evaluation& e) {
   const std::string texts = pack_texts(e.texts);
   if (e.texts.empty()) s.bind_null(13);
   else s.bind_blob(13, texts.data(), texts.size());
+  s.bind(14, e.target);
+  if (e.regression.empty()) s.bind_null(15);
+  else s.bind_blob(15, e.regression.data(), e.regression.size() * sizeof(Evaluation::Point));
   s.run();
 }
 
 std::optional<Evaluation> Project::evaluation(int64_t run) const {
   Statement s = db_->prepare(
       "SELECT count, loss, accuracy, class_names, confusion, misclassified, image_height, image_width, images, "
-      "predictions, texts "
+      "predictions, texts, target, regression "
       "FROM evaluations WHERE run = ?");
   s.bind(1, run);
   if (!s.step()) return std::nullopt;
@@ -184,6 +195,15 @@ std::optional<Evaluation> Project::evaluation(int64_t run) const {
                            " has a label outside 0.." + std::to_string(c) + "-1");
   }
   if (!s.is_null(10)) e.texts = unpack_texts(s.blob(10), where);
+  e.target = s.text(11);
+  if (!s.is_null(12)) {
+    const std::vector<char> points = s.blob(12);
+    if (points.size() % sizeof(Evaluation::Point) != 0)
+      throw ProjectError(where + " is damaged: " + std::to_string(points.size()) +
+                         " regression bytes, not a multiple of 16");
+    e.regression.resize(points.size() / sizeof(Evaluation::Point));
+    std::memcpy(e.regression.data(), points.data(), points.size());
+  }
   return e;
 }
 

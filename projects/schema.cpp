@@ -159,6 +159,14 @@ CREATE TABLE sweep_trials(
 CREATE INDEX sweep_trials_by_sweep ON sweep_trials(sweep, trial);
 )sql";
 
+// Schema 8: the evaluation of a regression run (a CSV table's numeric label) keeps the label
+// column's name and each test row's actual and predicted value (Evaluation::regression), so a
+// reopened run shows its predicted-vs-actual scatter, MAE, RMSE and R².
+constexpr const char* kSchema8 = R"sql(
+ALTER TABLE evaluations ADD COLUMN target TEXT NOT NULL DEFAULT '';
+ALTER TABLE evaluations ADD COLUMN regression BLOB;
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -234,7 +242,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}};
   return steps;
 }
 

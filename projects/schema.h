@@ -16,7 +16,7 @@ namespace kiln::projects {
 inline constexpr int32_t kApplicationId = 0x4B494C4E;
 inline constexpr const char* kApplicationName = "kiln-project";
 // The schema this build writes and reads (Project::kSchemaVersion is the same value).
-inline constexpr int kCurrentSchema = 7;
+inline constexpr int kCurrentSchema = 8;
 
 // One step of the schema: SQL that turns a version `from` file into a version
 // `from + 1` file. The list is ordered, one step per version, starting at 0.
@@ -29,8 +29,9 @@ struct Migration {
 // 1 -> 2 adds the 'interrupted' run status and the runs' liveness (pid, host, heartbeat_at);
 // 2 -> 3 adds checkpoints.val_accuracy and the evaluations table; 3 -> 4 adds runs.tags,
 // runs.deleted_at and evaluations.predictions; 4 -> 5 adds the blobs table (tensor bytes
-// of graph JSON, Project::blobs); 5 -> 6 adds the sweeps and sweep_trials tables
-// (hyper-parameter sweeps, Project::create_sweep).
+// of graph JSON, Project::blobs); 5 -> 6 adds evaluations.texts; 6 -> 7 adds the sweeps and
+// sweep_trials tables (hyper-parameter sweeps, Project::create_sweep); 7 -> 8 adds
+// evaluations.target and evaluations.regression (a regression run's test values).
 const std::vector<Migration>& migrations();
 
 // Runs steps[from .. to) on db, each in its own transaction (BEGIN IMMEDIATE) with

@@ -24,7 +24,6 @@ TrainData open_train_data(const TrainConfig& c) {
   s.seed = c.seed;
   s.validation_fraction = c.val_fraction;
   s.validation_of_train = true;
-  s.allow_regression = true;
   if (is_image_dataset(c.dataset)) s.image = c.images;
   if (is_csv_dataset(c.dataset)) s.table = c.table;
   if (is_text_dataset(c.dataset)) {

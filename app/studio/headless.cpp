@@ -74,6 +74,7 @@ int train(const HeadlessOptions& o) {
     dataset.name = colon == std::string::npos ? spec : spec.substr(0, colon);
     dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
     dataset.label = o.label.toStdString();
+    if (dataset.name != "csv") dataset.task = "classification";  // a stored table's regression is not the new source's
     dataset.skip_rows = o.skipRows;
     dataset.header = !o.noHeader;
     if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
@@ -89,7 +90,7 @@ int train(const HeadlessOptions& o) {
       const data::OpenedDataset d = data::open_dataset(dataset.source(config.seed));
       out(QString::fromStdString(d.description()));
       for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
-      const auto k = static_cast<int64_t>(d.classes.size());
+      const auto k = d.regression ? int64_t{1} : static_cast<int64_t>(d.classes.size());
       const std::vector<std::string> changes =
           d.text ? graph::fit_graph_to_text(g, d.text->max_length, d.text->tokenizer->vocab_size(), k)
                  : graph::fit_graph_to_data(g, d.sample_shape, k);

@@ -82,7 +82,7 @@ void MainWindow::fitGraphToDataset() {
   try {
     changes = fashion           ? graph::fit_graph_to_data(fitted, {1, 28, 28}, settings.num_classes())
               : s.kind == "text" ? graph::fit_graph_to_text(fitted, s.sample_shape[0], s.vocab_size, s.class_names.size())
-                                 : graph::fit_graph_to_data(fitted, s.sample_shape, s.class_names.size());
+                                 : graph::fit_graph_to_data(fitted, s.sample_shape, s.regression ? 1 : s.class_names.size());
   } catch (const std::exception& e) {
     log_->info(tr("the graph was not fitted to the dataset: %1").arg(QString::fromStdString(e.what())));
     return;

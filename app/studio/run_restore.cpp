@@ -35,6 +35,11 @@ EvaluationResult toEvaluationResult(const projects::Evaluation& e) {
     r.texts << QString::fromStdString(t.text);
     r.textTokens << QString::fromStdString(t.tokens);
   }
+  r.target = QString::fromStdString(e.target);
+  for (const projects::Evaluation::Point& p : e.regression) {
+    r.actual << p.actual;
+    r.predicted << p.predicted;
+  }
   // The Studio trains on Fashion-MNIST only; a run's own directory replaces this (TrainingSession).
   if (!e.predictions.empty()) r.imageDir = QString::fromUtf8(data::FashionMNIST::kDefaultDir);
   return r;

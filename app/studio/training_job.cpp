@@ -201,7 +201,7 @@ void TrainingJob::run() {
       opened = data::open_dataset(spec_.dataset.source(c.seed));
       message(opened->description());
       for (const std::string& f : opened->skipped) message("skipped " + f);
-      k = static_cast<int64_t>(opened->classes.size());
+      k = opened->regression ? 1 : static_cast<int64_t>(opened->classes.size());
       const graph::SymShape sample(opened->sample_shape.begin(), opened->sample_shape.end());
       std::vector<std::string> blockers =
           training_blockers(spec_.graph, analysis, c.batch_size, k, sample, dataset_name(spec_.dataset),
@@ -265,7 +265,10 @@ void TrainingJob::run() {
     }
     optim::Scheduler scheduler = optim::make_scheduler(c.scheduler_config(train_loader.size()), *optimizer);
     to.scheduler_per_batch = scheduler.per_batch;
-    auto loss = [](const Tensor& logits, const Tensor& target) { return nn::functional::cross_entropy(logits, target); };
+    const bool regression = opened && opened->regression;
+    auto loss = [regression](const Tensor& output, const Tensor& target) {
+      return regression ? nn::functional::mse_loss(output, target) : nn::functional::cross_entropy(output, target);
+    };
     auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler.scheduler, loss, to);
     total_steps_ = result_.total_steps = train_loader.size() * c.epochs;
     {
@@ -291,7 +294,8 @@ void TrainingJob::run() {
       message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
     }
     if (!result_.cancelled && spec_.test_size > 0) {
-      if (opened) evaluate_opened(*model, device, *opened);
+      if (opened && opened->regression) evaluate_regression(*model, device, *opened);
+      else if (opened) evaluate_opened(*model, device, *opened);
       else evaluate(*model, device);
       if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
     }
@@ -304,9 +308,10 @@ void TrainingJob::run() {
 }
 
 std::optional<train::Evaluation> TrainingJob::run_test(nn::Module& model, const Device& device,
-                                                      data::DataLoader& loader, int64_t classes) {
+                                                      data::DataLoader& loader, int64_t classes, bool regression) {
   train::EvaluateOptions options;
   options.num_classes = classes;
+  if (regression) options.loss = [](const Tensor& y, const Tensor& t) { return nn::functional::mse_loss(y, t); };
   options.device = device;
   options.keep_predictions = true;
   test_batches_ = loader.size();
@@ -392,6 +397,29 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
   ev.confusion = e.metrics.confusion();
   ev.class_names = d.classes;
   for (std::string& name : ev.class_names) std::replace(name.begin(), name.end(), '\n', ' ');
+  result_.evaluated = true;
+}
+
+void TrainingJob::evaluate_regression(nn::Module& model, const Device& device, const data::OpenedDataset& d) {
+  const int64_t n = std::min(spec_.test_size, d.test->size());
+  message("evaluating on " + std::to_string(n) + (n < d.test->size() ? " of the " + std::to_string(d.test->size()) : std::string()) +
+          " test rows");
+  std::vector<int64_t> first(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) first[static_cast<size_t>(i)] = i;
+  data::DataLoader loader(std::make_shared<data::Subset>(d.test, first), data::DataLoader::Options{.batch_size = 256});
+  const std::optional<train::Evaluation> tested = run_test(model, device, loader, 1, true);
+  if (!tested || tested->actual.empty()) return;
+  result_.predicted = tested->outputs;
+  result_.actual = tested->actual;
+  const train::RegressionMetrics m = train::regression_metrics(result_.predicted, result_.actual);
+  result_.regression = m;
+  projects::Evaluation& ev = result_.evaluation;  // stored with the run: the scatter of a reopened run
+  ev.count = m.count;
+  ev.loss = tested->metrics.loss();
+  ev.accuracy = std::nan("");
+  ev.target = d.table->schema.label;
+  std::replace(ev.target.begin(), ev.target.end(), '\n', ' ');
+  for (size_t i = 0; i < result_.actual.size(); ++i) ev.regression.push_back({result_.actual[i], result_.predicted[i]});
   result_.evaluated = true;
 }
 

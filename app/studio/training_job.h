@@ -16,6 +16,7 @@
 #include "engine/data/dataset_source.h"
 #include "engine/graph/analysis.h"
 #include "engine/train/evaluate.h"
+#include "engine/train/regression_metrics.h"
 #include "engine/graph/graph.h"
 #include "engine/train/trainer.h"
 #include "projects/project.h"
@@ -86,6 +87,10 @@ struct JobResult {
   projects::Evaluation evaluation;
   std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
+  // A regression table (DatasetSettings::task): the test rows' MAE, RMSE and R² (in the label's
+  // unit) and each evaluated row's predicted and actual value (also in `evaluation.regression`).
+  std::optional<train::RegressionMetrics> regression;
+  std::vector<double> predicted, actual;
 };
 
 class TrainingJob {
@@ -116,9 +121,11 @@ class TrainingJob {
   void message(const std::string&);
   void evaluate(nn::Module& model, const Device& device);
   void evaluate_opened(nn::Module& model, const Device& device, const data::OpenedDataset& d);
-  // Runs train::evaluate on `loader` with the pause/stop hooks; nullopt when stopped.
+  void evaluate_regression(nn::Module& model, const Device& device, const data::OpenedDataset& d);
+  // Runs train::evaluate on `loader` with the pause/stop hooks (regression: mse_loss, outputs
+  // kept); nullopt when stopped.
   std::optional<train::Evaluation> run_test(nn::Module& model, const Device& device, data::DataLoader& loader,
-                                            int64_t classes);
+                                            int64_t classes, bool regression = false);
 
   JobSpec spec_;
   JobResult result_;

@@ -217,14 +217,22 @@ void TrainingSession::poll() {
                      progressed = true;
                      if (writer_) write([&] { writer_->epoch(lastEpoch_); });
                      emit epochEnded(e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy);
-                     emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
-                                         .arg(e.epoch + 1)
-                                         .arg(epochs_)
-                                         .arg(e.train_loss, 0, 'f', 4)
-                                         .arg(100 * e.train_accuracy, 0, 'f', 2)
-                                         .arg(e.val_loss, 0, 'f', 4)
-                                         .arg(100 * e.val_accuracy, 0, 'f', 2)
-                                         .arg(e.seconds, 0, 'f', 1));
+                     if (std::isnan(e.train_accuracy))  // regression (mse_loss): losses only
+                       emit logMessage(tr("epoch %1/%2: train loss %3; validation loss %4 (%5 s)")
+                                           .arg(e.epoch + 1)
+                                           .arg(epochs_)
+                                           .arg(e.train_loss, 0, 'f', 4)
+                                           .arg(e.val_loss, 0, 'f', 4)
+                                           .arg(e.seconds, 0, 'f', 1));
+                     else
+                       emit logMessage(tr("epoch %1/%2: train loss %3, accuracy %4 %; validation loss %5, accuracy %6 % (%7 s)")
+                                           .arg(e.epoch + 1)
+                                           .arg(epochs_)
+                                           .arg(e.train_loss, 0, 'f', 4)
+                                           .arg(100 * e.train_accuracy, 0, 'f', 2)
+                                           .arg(e.val_loss, 0, 'f', 4)
+                                           .arg(100 * e.val_accuracy, 0, 'f', 2)
+                                           .arg(e.seconds, 0, 'f', 1));
                    },
                    [&](const train::CheckpointSaved&) {},
                    [&](const train::Finished& f) {
@@ -275,6 +283,11 @@ void TrainingSession::finish() {
   if (r.evaluated) {
     m["test_loss"] = number(r.evaluation.loss);
     m["test_accuracy"] = number(r.evaluation.accuracy);
+    if (r.regression) {
+      m["test_mae"] = number(r.regression->mae);
+      m["test_rmse"] = number(r.regression->rmse);
+      m["test_r2"] = number(r.regression->r2);
+    }
     m["test_images"] = r.evaluation.count;
   }
   m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
@@ -287,12 +300,20 @@ void TrainingSession::finish() {
     shown.imageDir = datasetDir_;  // the run's own copy of the test images
     for (const std::string& f : r.test_files) shown.imageFiles << QString::fromStdString(f);
     emit evaluated(shown);
-    emit logMessage(tr("test accuracy %1 % on %2 %3")
-                        .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
-                        .arg(r.evaluation.count)
-                        .arg(!r.evaluation.texts.empty()                   ? tr("test texts")
-                             : datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows")
-                                                                              : tr("images")));
+    if (r.regression)
+      emit logMessage(tr("test regression of '%1' on %2 rows: MAE %3, RMSE %4, R² %5")
+                          .arg(QString::fromStdString(r.evaluation.target))
+                          .arg(r.regression->count)
+                          .arg(r.regression->mae, 0, 'g', 4)
+                          .arg(r.regression->rmse, 0, 'g', 4)
+                          .arg(r.regression->r2, 0, 'f', 3));
+    else
+      emit logMessage(tr("test accuracy %1 % on %2 %3")
+                          .arg(100 * r.evaluation.accuracy, 0, 'f', 2)
+                          .arg(r.evaluation.count)
+                          .arg(!r.evaluation.texts.empty()                   ? tr("test texts")
+                               : datasetDir_.isEmpty() && r.test_files.empty() ? tr("test rows")
+                                                                                : tr("images")));
   }
   // The last commit of the metrics and the run's end are written off the UI thread
   // (through their own connections); finished() follows when they are on disk.

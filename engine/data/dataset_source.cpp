@@ -71,6 +71,9 @@ OpenedDataset open_text(const DatasetSource& source) {
 }  // namespace
 
 OpenedDataset open_dataset(const DatasetSource& source) {
+  const Task task = parse_task(source.task);
+  KILN_CHECK(task == Task::classification || is_csv_dataset(source.spec), ValueError, "'", source.spec,
+             "': regression needs a table (csv:FILE) with a numeric label column");
   if (is_text_spec(source.spec)) return open_text(source);
   OpenedDataset d;
   if (is_image_dataset(source.spec)) {
@@ -80,6 +83,9 @@ OpenedDataset open_dataset(const DatasetSource& source) {
       c.seed = source.seed;
       c.workers = std::max(1, source.workers);
       c.cache_mb = source.cache_mb;
+      c.height = source.image_height, c.width = source.image_width;
+      c.augment = source.augment;
+      c.rotation = source.rotation;
     }
     ImageData images = load_images(c);
     d.kind = c.kind;
@@ -113,16 +119,16 @@ OpenedDataset open_dataset(const DatasetSource& source) {
     c.tabular.label = source.label.empty() ? "-1" : source.label;
     c.tabular.test_fraction = source.test_fraction;
     c.tabular.seed = source.seed;
+    c.tabular.task = task;
   }
   KILN_CHECK(!c.path.empty(), ValueError, "csv:FILE needs a file");
   TabularData t = load_table(c);
   const bool regression = t.schema.task == Task::regression;
-  KILN_CHECK(!regression || source.allow_regression, ValueError, c.path, ": the label column '", t.schema.label,
-             "' is read for regression; a classifier needs classes");
   KILN_CHECK(regression || t.schema.classes.size() >= 2, ValueError, c.path, ": the label column '", t.schema.label, "' has one class ('",
              t.schema.classes.empty() ? std::string() : t.schema.classes[0], "'); classification needs at least two");
   d.kind = "csv";
   d.path = c.path;
+  d.regression = regression;
   d.train = std::make_shared<TensorDataset>(t.x_train, t.y_train);
   d.test = std::make_shared<TensorDataset>(t.x_test, t.y_test);
   d.sample_shape = {t.schema.num_features()};
@@ -144,7 +150,10 @@ std::string OpenedDataset::description() const {
   std::ostringstream s;
   const int64_t n = train->size() + test->size() + (validation ? validation->size() : 0);
   s << (kind == "csv" ? "the table " : kind == "images" ? "the image manifest " : kind == "text" ? "the texts " : "the image folder ")
-    << path << ": " << classes.size() << " classes, " << n << (kind == "csv" ? " rows" : kind == "text" ? " texts" : " images");
+    << path << ": ";
+  if (regression) s << "regression of '" << (table ? table->schema.label : std::string()) << "', ";
+  else s << classes.size() << " classes, ";
+  s << n << (kind == "csv" ? " rows" : kind == "text" ? " texts" : " images");
   if (!skipped.empty()) s << " (" << skipped.size() << " files skipped)";
   s << ", samples [";
   for (size_t i = 0; i < sample_shape.size(); ++i) s << (i ? ", " : "") << sample_shape[i];

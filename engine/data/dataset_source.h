@@ -23,6 +23,7 @@ struct DatasetSource {
   // csv: the label column (header name or 0-based index, negative from the end; "" = the last),
   // whether the first row (after skip_rows) is a header, lines skipped before it.
   std::string label;
+  std::string task = "classification";  // csv: classification | regression (`kiln train --task`)
   bool header = true;
   int64_t skip_rows = 0;
   // Stratified by class (images: unless the folder has train/ and test/ subfolders): the share of
@@ -33,6 +34,12 @@ struct DatasetSource {
   // rather than of all samples (the Studio's).
   bool validation_of_train = false;
   uint64_t seed = 0;
+  // images: the input size (0 x 0: the most common size of the training images), the training
+  // augmentation (none | flip | standard) and RandomRotation of up to `rotation` degrees, as
+  // `kiln train --image-size HxW --augment A --rotation DEG` (ImageConfig, image_source.h).
+  int64_t image_height = 0, image_width = 0;
+  std::string augment = "none";
+  double rotation = 0;
   int workers = 2;          // image decoding threads
   int64_t cache_mb = 1024;  // decoded-image cache (image_source.h)
   // text: the columns (or JSON keys) of a table, whether identical texts are dropped before the
@@ -46,9 +53,6 @@ struct DatasetSource {
   // fields above (test_fraction, seed, workers, label ...) for that kind of dataset.
   std::optional<ImageConfig> image;
   std::optional<TableConfig> table;
-  // Whether a csv label read for regression is opened (kiln train) or refused (the Studio trains
-  // classifiers).
-  bool allow_regression = false;
 };
 
 // A text dataset as opened: what the Studio previews (samples with their tokens, the length
@@ -67,8 +71,9 @@ struct OpenedDataset {
   // Per sample: images [channels, height, width] f32 (normalized), tables [features] f32
   // (standardized), text [max_length] i64 token ids (0 = padding).
   std::vector<int64_t> sample_shape;
-  std::vector<std::string> classes;
+  std::vector<std::string> classes;   // empty for regression
   std::vector<int64_t> class_counts;  // samples per class over train, validation and test
+  bool regression = false;            // csv with task regression: f32 targets [1], one output
   std::vector<std::string> skipped;   // images: "PATH: REASON" of every file left out
   std::optional<ImageData> images;    // the image loading's results (run description, summary)
   std::optional<TabularData> table;   // the table's (schema, rows)
@@ -78,8 +83,9 @@ struct OpenedDataset {
   std::string description() const;
 };
 
-// Opens the dataset of `source`. ValueError for a spec of another kind, a regression label (unless
-// allow_regression; the Studio trains classifiers), a dataset with fewer than two classes, and image_source.h's,
+// Opens the dataset of `source`. ValueError for a spec of another kind, a task other than
+// classification or regression (regression: csv only), a classification dataset with fewer than
+// two classes, and image_source.h's,
 // table_source.h's and text_index.h's errors (IoError naming the file, line and column for bad
 // data, a missing folder or file) unchanged. Text: the tokenizer is fitted on the training split
 // only (validation taken out of it afterwards); ValueError for max_length < 1.

@@ -96,6 +96,7 @@ ImageData load_images(const ImageConfig& config, const ImageRun*) { no_opencv(co
 std::string inspect_images(const ImageConfig& config) { no_opencv(config); }
 Thumbnail image_thumbnail(const Dataset&, int64_t, int64_t) { return {}; }
 std::string image_sample_path(const Dataset&, int64_t) { return {}; }
+std::vector<Thumbnail> augmentation_preview(const Dataset&, int64_t, const std::string&, double, int) { return {}; }
 std::vector<int64_t> image_labels(const Dataset&) { return {}; }
 
 #endif

@@ -89,6 +89,17 @@ struct Thumbnail {
 // side is at most max_side, 16-bit values scaled to 8 bits. An empty Thumbnail for a dataset of
 // another kind; IndexError for i outside it; IoError naming the file when it no longer decodes.
 Thumbnail image_thumbnail(const Dataset& dataset, int64_t i, int64_t max_side);
+// The augmentation preview of the Studio's Dataset panel: sample i of a dataset built by
+// load_images (its training split) under `draws` draws of its training transforms with
+// `augment` (none | flip | standard) and `rotation` (degrees, 0 to 180) in place of its own:
+// ImageTransform::apply with train on and draw d's generator sample_generator(seed, d, sample),
+// i.e. the draws the DataLoader makes for that sample in epochs 0 .. draws-1. Normalization is
+// undone (x * std + mean, clamped to [0, 1], scaled to 255), so each picture is the model's
+// input size (height x width) as the model sees it. Empty for a dataset of another kind (and in
+// a build without OpenCV); IndexError for i outside it, ValueError for an unknown augment name,
+// a rotation outside [0, 180] or draws < 0, IoError naming the file when it no longer decodes.
+std::vector<Thumbnail> augmentation_preview(const Dataset& dataset, int64_t i, const std::string& augment,
+                                            double rotation, int draws);
 // The file of sample i of such a dataset ("" for a dataset of another kind).
 std::string image_sample_path(const Dataset& dataset, int64_t i);
 // The class of every sample of such a dataset, from its index (nothing decoded); empty for a

@@ -46,7 +46,11 @@ Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateO
     Tensor logits = model.forward(x);
     Tensor loss = options.loss ? options.loss(logits, y) : nn::functional::cross_entropy(logits, y);
     out.metrics.update(logits, y, loss.item<double>(), options.keep_predictions ? &out.predictions : nullptr);
-    if (options.keep_predictions) {
+    if (options.keep_predictions && is_floating(batch.target.dtype())) {
+      const std::vector<double> o = logits.to_vector<double>(), t = batch.target.to_vector<double>();
+      out.outputs.insert(out.outputs.end(), o.begin(), o.end());
+      out.actual.insert(out.actual.end(), t.begin(), t.end());
+    } else if (options.keep_predictions) {
       const std::vector<int64_t> t = batch.target.to_vector<int64_t>();
       out.targets.insert(out.targets.end(), t.begin(), t.end());
       append_top_probabilities(logits, out.probabilities);

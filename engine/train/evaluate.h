@@ -35,6 +35,9 @@ struct Evaluation {
   std::vector<int64_t> predictions, targets;
   std::vector<float> probabilities;  // softmax probability of each prediction, in [0, 1]
   bool stopped = false;           // should_stop ended the pass early
+  // With keep_predictions and a floating target (regression, output [B, 1]): each sample's
+  // output and target instead (predictions, targets and probabilities stay empty).
+  std::vector<double> outputs, actual;
 };
 
 // One pass over `loader` (from its epoch 0: set_epoch(0) first, so a loader whose earlier

@@ -137,12 +137,11 @@ TEST(DataSource, SplitValidationAndTrainSettings) {
   c.tabular.task = data::Task::regression;
   c.tabular.test_fraction = 0.2;
   s.table = c;
-  EXPECT_THROW(data::open_dataset(s), ValueError);  // the Studio trains classifiers
-  s.allow_regression = true;
   s.validation_fraction = 0.25;
   s.validation_of_train = true;
   const data::OpenedDataset d = data::open_dataset(s);
   EXPECT_TRUE(d.classes.empty());
+  EXPECT_TRUE(d.regression);
   EXPECT_EQ(d.test->size(), 10);
   ASSERT_TRUE(d.validation);
   EXPECT_EQ(d.validation->size(), 10);  // a quarter of the 40 training rows

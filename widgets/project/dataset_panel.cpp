@@ -121,6 +121,8 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   textLayout->addRow(tr("Max length:"), maxLength_);
   textLayout->addRow(tr("Vocabulary size:"), vocabSize_);
   sourceLayout->addRow(textBox_);
+  options_ = new SourceOptions;
+  sourceLayout->addRow(options_);
   textMenu_ = new QMenu(this);
   textMenu_->addAction(tr("Folder (one subfolder of .txt files per class)…"), this, [this] { chooseTextPath(true); });
   textMenu_->addAction(tr("CSV or JSON-lines file…"), this, [this] { chooseTextPath(false); });
@@ -185,6 +187,8 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   scroll->setMinimumHeight(160);
   layout->addWidget(scroll, 3);
   gridScroll_ = scroll;
+  preview_ = new AugmentPreview;
+  layout->addWidget(preview_);
   textPreview_ = new TextPreview;
   textPreview_->hide();
   layout->addWidget(textPreview_, 3);
@@ -236,6 +240,13 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
     emit chosen();
     setSettings(s);
   });
+  connect(options_, &SourceOptions::edited, this, [this] {
+    if (updating_ || settings_.is_fashion_mnist()) return;
+    const DatasetSettings s = options_->applied(settings_);
+    if (s == settings_) return;
+    emit chosen();
+    setSettings(s);
+  });
   connect(label_, &QComboBox::activated, this, &DatasetPanel::onCsvOptionsChanged);
   connect(header_, &QCheckBox::toggled, this, &DatasetPanel::onCsvOptionsChanged);
   connect(skipRows_, &QSpinBox::valueChanged, this, &DatasetPanel::onCsvOptionsChanged);
@@ -259,7 +270,9 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
                       s.label != settings_.label || s.header != settings_.header || s.skip_rows != settings_.skip_rows ||
                       s.test_fraction != settings_.test_fraction || s.validation_fraction != settings_.validation_fraction ||
                       s.text_column != settings_.text_column || s.tokenizer != settings_.tokenizer ||
-                      s.max_length != settings_.max_length || s.vocab_size != settings_.vocab_size;
+                      s.max_length != settings_.max_length || s.vocab_size != settings_.vocab_size ||
+                      s.image_height != settings_.image_height || s.image_width != settings_.image_width ||
+                      s.task != settings_.task;
   settings_ = s;
   updating_ = true;
   source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(s.name))));
@@ -273,6 +286,7 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   tokenizer_->setCurrentIndex(std::max(0, tokenizer_->findData(QString::fromStdString(s.tokenizer))));
   maxLength_->setValue(int(s.max_length));
   vocabSize_->setValue(int(std::min<int64_t>(s.vocab_size, vocabSize_->maximum())));
+  options_->setSettings(s);
   if (s.is_fashion_mnist()) {
     classes_->setText(QString::fromStdString(s.classes));
     classesError_->hide();
@@ -288,6 +302,7 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
   showSourceWidgets();
   updateSummaryText();
   if (reload) s.is_fashion_mnist() ? load(QString::fromStdString(s.dir)) : loadSource();
+  preview_->setTransforms(s.augment, s.rotation);
   emit settingsChanged(settings_);
 }
 
@@ -310,6 +325,7 @@ void DatasetPanel::onSourceChanged(int index) {
   if (name == settings_.name) return;
   DatasetSettings s = settings_;
   s.name = name;
+  if (name != "csv") s.task = "classification";  // regression is a table's
   if (name == "fashion-mnist") {
     emit chosen();
     setSettings(s);
@@ -421,6 +437,7 @@ void DatasetPanel::onCsvOptionsChanged() {
 void DatasetPanel::loadSource() {
   loaded_ = false;
   error_.clear();
+  preview_->setDataset(nullptr);
   status_->setStyleSheet({});
   setStatus(tr("Reading %1…").arg(elideLongWords(QString::fromStdString(settings_.path), kLongWord).toHtmlEscaped()),
             QString::fromStdString(settings_.path));
@@ -512,6 +529,7 @@ void DatasetPanel::updateSummaryText() {
 void DatasetPanel::load(const QString& dir) {
   loaded_ = false;
   error_.clear();
+  preview_->setDataset(nullptr);
   setStatus(tr("Reading Fashion-MNIST from %1…").arg(elideLongWords(dir, kLongWord).toHtmlEscaped()), dir);
   watcher_.waitForFinished();
   watcher_.setFuture(QtConcurrent::run(summarize_fashion_mnist, dir, kSamples));
@@ -605,6 +623,7 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
   QStringList labels;
   for (int l : s.sample_labels) labels << s.class_names.value(l);
   grid_->setSamples(s.samples, labels);
+  preview_->setDataset(s.image_train);
   // The label column's choices: the header's columns.
   if (s.kind == "csv") {
     updating_ = true;

@@ -14,9 +14,11 @@
 #include <array>
 #include <vector>
 
+#include "widgets/project/augment_preview.h"
 #include "widgets/project/dataset_settings.h"
 #include "widgets/project/dataset_summary.h"
 #include "widgets/project/sample_grid.h"
+#include "widgets/project/source_options.h"
 #include "widgets/project/text_preview.h"
 
 class QCheckBox;
@@ -69,6 +71,11 @@ class DatasetPanel : public QWidget {
   QLineEdit* textColumnEdit() const { return textColumn_; }
   QLineEdit* textLabelEdit() const { return textLabel_; }
   const TextPreview* textPreview() const { return textPreview_; }
+  // Another source than Fashion-MNIST: the test and validation shares, an image source's size,
+  // augmentation and rotation (applied when changed: a new share or size reads the data again),
+  // and the preview of one training image under the augmentation's random draws.
+  SourceOptions* sourceOptions() const { return options_; }
+  const AugmentPreview* augmentPreview() const { return preview_; }
   QLabel* summaryLabel() const { return summary_; }
   QLabel* statusLabel() const { return status_; }
   const DatasetSummary& summary() const { return shown_; }  // the last summary shown
@@ -131,6 +138,8 @@ class DatasetPanel : public QWidget {
   QSpinBox* maxLength_ = nullptr;
   QSpinBox* vocabSize_ = nullptr;
   TextPreview* textPreview_ = nullptr;
+  SourceOptions* options_ = nullptr;
+  AugmentPreview* preview_ = nullptr;
   QWidget* gridScroll_ = nullptr;
   QMenu* textMenu_ = nullptr;
   QLabel* title_ = nullptr;

@@ -49,11 +49,17 @@ data::DatasetSource DatasetSettings::source(uint64_t seed) const {
   data::DatasetSource s;
   s.spec = spec();
   s.label = label;
+  s.task = task;
   s.header = header;
   s.skip_rows = skip_rows;
   s.test_fraction = test_fraction;
   s.validation_fraction = validation_fraction;
   s.seed = seed;
+  if (name == "imagefolder" || name == "images") {
+    s.image_height = image_height, s.image_width = image_width;
+    s.augment = augment;
+    s.rotation = rotation;
+  }
   if (name == "text") {
     s.text_read.text_column = text_column;
     s.text_read.label_column = label.empty() ? "label" : label;
@@ -76,6 +82,17 @@ void DatasetSettings::validate() const {
                ": 'vocab_size' must be 3 (<pad>, <unk> and one piece) to 10000000, got ", vocab_size);
     KILN_CHECK(!text_column.empty(), ValueError, kWhat, ": 'text_column' must name the text column");
   }
+  KILN_CHECK((image_height == 0 && image_width == 0) ||
+                 (image_height >= 1 && image_height <= 8192 && image_width >= 1 && image_width <= 8192),
+             ValueError, kWhat, ": 'image_height' and 'image_width' must be 1 to 8192 (or both 0: the most common size), got ",
+             image_height, " and ", image_width);
+  KILN_CHECK(task == "classification" || task == "regression", ValueError, kWhat,
+             ": 'task' must be classification or regression, got '", task, "'");
+  KILN_CHECK(task == "classification" || name == "csv", ValueError, kWhat,
+             ": 'task' regression needs a CSV table (name csv), not ", name);
+  KILN_CHECK(augment == "none" || augment == "flip" || augment == "standard", ValueError, kWhat,
+             ": 'augment' must be none, flip or standard, got '", augment, "'");
+  KILN_CHECK(rotation >= 0 && rotation <= 180, ValueError, kWhat, ": 'rotation' must be 0 to 180 degrees, got ", rotation);
   if (!is_fashion_mnist()) {
     KILN_CHECK(!path.empty(), ValueError, kWhat, ": 'path' must name the ", name == "imagefolder" ? "folder" : "file",
                " of the ", name, " dataset");
@@ -112,7 +129,12 @@ std::string DatasetSettings::to_json() const {
       o["label"] = QString::fromStdString(label);
       o["header"] = header;
       o["skip_rows"] = static_cast<double>(skip_rows);
+      if (task != "classification") o["task"] = QString::fromStdString(task);
     }
+    if (image_height != 0) o["image_height"] = static_cast<double>(image_height);
+    if (image_width != 0) o["image_width"] = static_cast<double>(image_width);
+    if (augment != "none") o["augment"] = QString::fromStdString(augment);
+    if (rotation != 0) o["rotation"] = rotation;
     if (name == "text") {
       o["label"] = QString::fromStdString(label);
       o["text_column"] = QString::fromStdString(text_column);
@@ -148,6 +170,15 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.tokenizer = read_string(o, "tokenizer", s.tokenizer);
   s.max_length = read_int(o, "max_length", s.max_length);
   s.vocab_size = read_int(o, "vocab_size", s.vocab_size);
+  s.image_height = read_int(o, "image_height", s.image_height);
+  s.image_width = read_int(o, "image_width", s.image_width);
+  s.augment = read_string(o, "augment", s.augment);
+  s.task = read_string(o, "task", s.task);
+  if (o.contains("rotation")) {
+    KILN_CHECK(o.value("rotation").isDouble(), ValueError, kWhat, ": 'rotation' must be a number, got ",
+               describe(o.value("rotation")));
+    s.rotation = o.value("rotation").toDouble();
+  }
   if (o.contains("header")) {
     KILN_CHECK(o.value("header").isBool(), ValueError, kWhat, ": 'header' must be true or false, got ", describe(o.value("header")));
     s.header = o.value("header").toBool();

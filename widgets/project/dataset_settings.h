@@ -36,6 +36,9 @@ struct DatasetSettings {
   std::string label;
   bool header = true;
   int64_t skip_rows = 0;
+  // csv: classification (classes from the label's values) or regression (a numeric label, one
+  // output, mse_loss), as `kiln train --task`.
+  std::string task = "classification";
   double test_fraction = 0.2, validation_fraction = 0.1;
   // name "text" (engine/data/text: a folder of class subfolders of .txt files, or a CSV/TSV/
   // JSON-lines file): the text column of a table or JSON key (the label column is `label`, "" =
@@ -47,25 +50,39 @@ struct DatasetSettings {
   int64_t max_length = 256;
   int64_t vocab_size = 20000;
 
+  // name "imagefolder" or "images": the model's input size (0 x 0: the most common size of the
+  // training images), the training augmentation (none | flip | standard = RandomResizedCrop +
+  // flip + ColorJitter) and RandomRotation of up to `rotation` degrees; as `kiln train
+  // --image-size HxW --augment A --rotation DEG` (app/cli/image_data.cpp) and their defaults.
+  int64_t image_height = 0, image_width = 0;
+  std::string augment = "none";
+  double rotation = 0;
+
   bool is_fashion_mnist() const { return name == "fashion-mnist"; }
+  bool is_regression() const { return task == "regression"; }
   // "imagefolder:PATH", "images:PATH", "csv:PATH" or "text:PATH" (engine/data/image_source.h,
   // table_source.h, dataset_source.h); "" for Fashion-MNIST.
   std::string spec() const { return is_fashion_mnist() ? std::string() : name + ":" + path; }
   // What data::open_dataset opens for another source than Fashion-MNIST: spec(), the CSV options,
-  // the text columns and tokenizer, the split fractions and `seed` (the stratified split's); the
-  // engine's default cache size.
+  // the text columns and tokenizer, the image size and augmentation, the split fractions and
+  // `seed` (the stratified split's and the augmentation draws'); the engine's default cache size.
   data::DatasetSource source(uint64_t seed) const;
 
   // ValueError naming the field: unknown name; for another source than Fashion-MNIST an empty
   // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); text: an unknown
-  // tokenizer, max_length outside [1, 65536], vocab_size outside [3, 10000000]; train_size < 1,
+  // tokenizer, max_length outside [1, 65536], vocab_size outside [3, 10000000]; a task other than
+  // classification or regression, regression for another source than csv; images: an
+  // image size outside [1, 8192] unless both are 0, an unknown augment, a rotation outside
+  // [0, 180]; train_size < 1,
   // validation_size < 0, train_size + validation_size over the training images of the classes
   // (60000, 6000 a class), test_size outside [0, 10000], or a malformed classes spec.
   void validate() const;
   int64_t num_classes() const;              // k: 10 without a class filter (validate()'s errors)
   std::vector<int64_t> class_list() const;  // the kept classes ascending (all ten when `classes` is "")
   // {"dir":"...","name":"fashion-mnist","train_size":55000,"validation_size":5000} (sorted keys;
-  // "classes", "test_size" and "test_seed" only when set, as projects before them wrote it).
+  // "classes", "test_size" and "test_seed" only when set, as projects before them wrote it; so
+  // are an image source's "image_height", "image_width", "augment" and "rotation", and a
+  // table's "task" when regression).
   std::string to_json() const;
   // Missing keys keep their defaults; ValueError "dataset settings: 'train_size' must be an
   // integer, got ..." for a wrong type, for text that is not a JSON object, or validate()'s.

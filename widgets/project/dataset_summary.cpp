@@ -77,11 +77,17 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
       for (const data::ColumnInfo& c : d.table->schema.columns) s.columns << QString::fromStdString(c.name);
       s.label = QString::fromStdString(d.table->schema.label);
       s.columns.insert(static_cast<qsizetype>(std::min<int64_t>(d.table->schema.label_index, s.columns.size())), s.label);
-      s.details = QObject::tr("%1 rows (%2 dropped), %3 features, %4 classes in column '%5'; %6.")
-                      .arg(thousands(d.table->rows), thousands(d.table->rows_dropped))
-                      .arg(d.sample_shape[0])
-                      .arg(d.classes.size())
-                      .arg(s.label, split);
+      s.regression = d.regression;
+      s.details = d.regression ? QObject::tr("%1 rows (%2 dropped), %3 features, regression of the number in column "
+                                             "'%4' (one output); %5.")
+                                     .arg(thousands(d.table->rows), thousands(d.table->rows_dropped))
+                                     .arg(d.sample_shape[0])
+                                     .arg(s.label, split)
+                               : QObject::tr("%1 rows (%2 dropped), %3 features, %4 classes in column '%5'; %6.")
+                                     .arg(thousands(d.table->rows), thousands(d.table->rows_dropped))
+                                     .arg(d.sample_shape[0])
+                                     .arg(d.classes.size())
+                                     .arg(s.label, split);
     } else {
       s.details = QObject::tr("%1 images of %2 classes, %3 channel(s), %4 × %5 (the most common size; others are resized)%6; %7.")
                       .arg(thousands(s.total))
@@ -92,6 +98,7 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
                       .arg(s.skipped.isEmpty() ? QString() : QObject::tr(", %n file(s) skipped", nullptr, int(s.skipped.size())))
                       .arg(split);
       const data::Dataset& train = *d.images->train;  // the ImageDataset before validation was split off
+      s.image_train = d.images->train;
       const int64_t n = train.size();
       for (int k = 0; k < samples && k < n; ++k) {
         const int64_t i = static_cast<int64_t>(k) * n / samples;  // evenly spaced over the split

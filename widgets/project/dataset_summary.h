@@ -6,6 +6,7 @@
 #include <QString>
 #include <QStringList>
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "widgets/project/dataset_settings.h"
@@ -28,12 +29,16 @@ struct DatasetSummary {
   QStringList skipped;                 // "PATH: REASON" of every file left out
   QStringList columns;                 // csv: the header's columns (the label's choices)
   QString label;                       // csv: the label column read
+  bool regression = false;             // csv: the label is a number predicted (no classes)
   QString details;                     // one line: splits, image size and channels / rows and features
   int64_t total = 0;                   // samples in all splits
   // text: the tokenizer fitted on the training split, samples of it with their tokens, and the
   // token counts of all samples before truncation (text_preview.h).
   TextSummary text;
   int64_t vocab_size = 0;              // text: the fitted vocabulary's size (the Embedding's rows)
+  // images: the training split as loaded (before validation was split off; its decoded images
+  // cached), what the augmentation preview draws from; null for other sources.
+  std::shared_ptr<const data::Dataset> image_train;
 };
 // Reads both splits from dir (kiln::data::FashionMNIST) and takes `samples` training
 // images, evenly spaced. Never throws: errors go into DatasetSummary::error.

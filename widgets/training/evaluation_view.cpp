@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "widgets/training/cell_samples.h"
+#include "widgets/training/regression_plot.h"
 
 namespace kiln::studio {
 
@@ -56,7 +57,8 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   auto* grid = new QGridLayout(matrix);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(2);
-  top->addWidget(new QLabel(tr("Show:"), this));
+  showLabel_ = new QLabel(tr("Show:"), this);
+  top->addWidget(showLabel_);
   normalization_ = new QComboBox(this);
   normalization_->addItem(tr("Counts"), static_cast<int>(Normalization::Counts));
   normalization_->addItem(tr("Normalized by row (recall)"), static_cast<int>(Normalization::ByRow));
@@ -110,6 +112,8 @@ EvaluationView::EvaluationView(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
+  regression_ = new RegressionPlot(this);
+  layout->addWidget(regression_, 1);
 
   connect(normalization_, &QComboBox::currentIndexChanged, this, [this] { fillConfusion(); });
   connect(confusion_, &QTableWidget::cellClicked, this, [this](int row, int column) { showCell(row, column); });
@@ -125,6 +129,10 @@ void EvaluationView::clear() {
   report_->setRowCount(0);
   cellSamples_->clear();
   misclassified_->clear();
+  regression_->clear();
+  regression_->hide();
+  for (QWidget* w : {static_cast<QWidget*>(split_), static_cast<QWidget*>(normalization_), static_cast<QWidget*>(showLabel_)})
+    w->show();
 }
 
 QString EvaluationView::summaryText() const { return summary_->text(); }
@@ -139,6 +147,26 @@ Normalization EvaluationView::normalization() const {
 
 void EvaluationView::setResult(const EvaluationResult& r) {
   clear();
+  if (r.isRegression()) {
+    result_ = r;
+    for (QWidget* w : {static_cast<QWidget*>(split_), static_cast<QWidget*>(normalization_), static_cast<QWidget*>(showLabel_)})
+      w->hide();
+    regression_->show();
+    try {
+      regression_->setPoints(r.actual, r.predicted, r.target);
+    } catch (const std::exception& e) {  // points of another count than values: say so
+      summary_->setText(tr("Evaluation result is inconsistent: %1").arg(QString::fromUtf8(e.what()).toHtmlEscaped()));
+      return;
+    }
+    const train::RegressionMetrics& m = regression_->metrics();
+    summary_->setText(tr("<b>Test regression of '%1'</b> on %2 rows · MAE %3 · RMSE %4 · R² %5")
+                          .arg(r.target.toHtmlEscaped())
+                          .arg(m.count)
+                          .arg(m.mae, 0, 'g', 4)
+                          .arg(m.rmse, 0, 'g', 4)
+                          .arg(m.r2, 0, 'f', 3));
+    return;
+  }
   const int c = static_cast<int>(r.classNames.size());
   if (c == 0 || r.confusion.size() != static_cast<size_t>(c) * c) {
     summary_->setText(tr("Evaluation result is inconsistent: %1 classes but a confusion matrix of %2 cells.")

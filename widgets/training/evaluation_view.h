@@ -3,7 +3,8 @@
 // counts or normalized by row = recall or by column = precision, sklearn's
 // confusion_matrix `normalize`), the per-class precision, recall, F1 and support with
 // their macro and weighted averages (classification_report.h), the samples of a clicked
-// cell (cell_samples.h) and a grid of misclassified images with both labels.
+// cell (cell_samples.h) and a grid of misclassified images with both labels; for a
+// regression run the predicted-vs-actual scatter with MAE, RMSE and R² (regression_plot.h).
 #pragma once
 #include <QImage>
 #include <QStringList>
@@ -24,6 +25,7 @@ class QTableWidget;
 namespace kiln::studio {
 
 class CellSamples;
+class RegressionPlot;
 
 struct EvaluationResult {
   int64_t count = 0;      // images evaluated
@@ -52,6 +54,12 @@ struct EvaluationResult {
   // its text on one line (shortened) and the tokens the model saw. Misclassified texts are
   // listed with them instead of images.
   QStringList texts, textOrigins, textTokens;
+  // A regression run (projects::Evaluation::regression; else empty): the label column's name
+  // and each test row's actual and predicted value. The view then shows the predicted-vs-actual
+  // scatter with MAE, RMSE and R² instead of the confusion matrix (classNames is empty).
+  QString target;
+  QVector<double> actual, predicted;
+  bool isRegression() const { return !actual.isEmpty(); }
 };
 
 class EvaluationView : public QWidget {
@@ -68,6 +76,7 @@ class EvaluationView : public QWidget {
   // F1-score, support (scikit-learn's classification_report layout).
   QTableWidget* reportTable() const { return report_; }
   CellSamples* cellSamples() const { return cellSamples_; }
+  RegressionPlot* regressionPlot() const { return regression_; }  // shown for a regression result
   QComboBox* normalizationBox() const { return normalization_; }
   QLabel* trueAxisTitle() const { return trueTitle_; }
   QLabel* predictedAxisTitle() const { return predictedTitle_; }
@@ -89,6 +98,8 @@ class EvaluationView : public QWidget {
   EvaluationResult result_;
   QLabel *summary_, *trueTitle_, *predictedTitle_;
   QComboBox* normalization_;
+  QLabel* showLabel_;
+  RegressionPlot* regression_;
   QTableWidget *confusion_, *report_;
   QTabWidget* tabs_;
   QSplitter* split_;

@@ -32,6 +32,8 @@ class ImageDataset : public Dataset {
   const ImageIndex& index() const { return *index_; }
   const std::vector<int64_t>& positions() const { return positions_; }
   const ImageTransform& transform() const { return transform_; }
+  uint64_t seed() const { return seed_; }  // of the augmentation draws
+  bool train() const { return train_; }
 
  private:
   std::shared_ptr<const ImageIndex> index_;
