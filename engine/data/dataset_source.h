@@ -23,7 +23,7 @@ struct DatasetSource {
   // csv: the label column (header name or 0-based index, negative from the end; "" = the last),
   // whether the first row (after skip_rows) is a header, lines skipped before it.
   std::string label;
-  std::string task = "classification";  // csv: classification | regression (`kiln train --task`)
+  std::string task = "classification";  // csv: classification | regression (`table`, when set, has its own)
   bool header = true;
   int64_t skip_rows = 0;
   // Stratified by class (images: unless the folder has train/ and test/ subfolders): the share of
