@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/splitmix.h"
 
 namespace kiln {
 
@@ -72,12 +73,6 @@ Tensor normal(const Shape& shape, double mean, double std, DType dtype, Device d
 }
 
 namespace {
-uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t next_key(Generator* gen) {
   if (gen) return gen->engine()();
   std::lock_guard<std::mutex> lock(default_mutex());
@@ -92,7 +87,7 @@ void fill_bernoulli(T* out, int64_t n, uint64_t key, double p, T value) {
   const bool all = p >= 1;
 #pragma omp parallel for schedule(static) if (n > (int64_t{1} << 16))
   for (int64_t i = 0; i < n; ++i) {
-    const uint64_t z = splitmix64(key + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull);
+    const uint64_t z = mix64(key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull);  // output i+1
     out[i] = (all || (z >> 11) < threshold) ? value : T(0);
   }
 }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/core/error.h"
+#include "engine/core/splitmix.h"
 #include "engine/data/image_source.h"
 
 namespace kiln::data {
@@ -25,15 +26,6 @@ std::vector<int64_t> indexed_labels(const Dataset& dataset) {
     return labels;
   }
   return image_labels(dataset);
-}
-
-// SplitMix64's finalizer, as seeded_permutation's (dataset.cpp): neighbouring (seed, epoch) pairs
-// give unrelated draws.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
 }
 
 }  // namespace

@@ -5,19 +5,9 @@
 
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
+#include "engine/core/splitmix.h"
 
 namespace kiln::data {
-
-namespace {
-// SplitMix64 finalizer: spreads (seed, stream) over the whole 64-bit seed space so
-// that neighbouring seeds and epochs give unrelated permutations.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed, uint64_t stream) {
   KILN_CHECK(n >= 0, ValueError, "seeded_permutation: n must be non-negative, got ", n);

@@ -18,27 +18,14 @@
 #include "engine/data/image_source.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
+#include "tests/gui/image_folder_util.h"
 #include "widgets/project/dataset_panel.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeImageFolder;
 namespace data = kiln::data;
 
 namespace {
-
-// root/<class>/<i>.png: `per_class` 16 x 16 RGB images per class, each class its own colour and
-// a white square off the centre (so that a flip or a crop changes the picture).
-void writeImageFolder(const QString& root, const QStringList& classes, int per_class) {
-  for (int c = 0; c < classes.size(); ++c) {
-    QVERIFY(QDir().mkpath(root + "/" + classes[c]));
-    for (int i = 0; i < per_class; ++i) {
-      QImage img(16, 16, QImage::Format_RGB888);
-      img.fill(QColor(40 * c + 3 * i, 200 - 60 * c, 30 + 50 * c));
-      for (int y = 0; y < 4; ++y)
-        for (int x = 0; x < 4; ++x) img.setPixelColor(1 + 5 * (c % 3) + x, 1 + 4 * (c % 3) + y, Qt::white);
-      QVERIFY(img.save(QString("%1/%2/%3.png").arg(root, classes[c]).arg(i)));
-    }
-  }
-}
 
 bool waitLoaded(DatasetPanel& panel) {
   return QTest::qWaitFor([&] { return panel.isLoaded() || !panel.errorText().isEmpty(); }, 60000);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/gui/headless_studio.h"
+#include "tests/gui/image_folder_util.h"
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
@@ -24,24 +25,9 @@
 #include "widgets/project/dataset_panel.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeImageFolder;
 
 namespace {
-
-
-// root/<class>/<i>.png: `per_class` 16 x 16 RGB images per class, each class its own colour
-// and a bright square whose place depends on the class (so a model can tell them apart).
-void writeImageFolder(const QString& root, const QStringList& classes, int per_class) {
-  for (int c = 0; c < classes.size(); ++c) {
-    QVERIFY(QDir().mkpath(root + "/" + classes[c]));
-    for (int i = 0; i < per_class; ++i) {
-      QImage img(16, 16, QImage::Format_RGB888);
-      img.fill(QColor(40 * c + 3 * i, 200 - 60 * c, 30 + 50 * c));
-      for (int y = 0; y < 4; ++y)
-        for (int x = 0; x < 4; ++x) img.setPixelColor(1 + 5 * (c % 3) + x, 1 + 4 * (c % 3) + y, Qt::white);
-      QVERIFY(img.save(QString("%1/%2/%3.png").arg(root, classes[c]).arg(i)));
-    }
-  }
-}
 
 void writeFile(const QString& path, const QByteArray& bytes) {
   QFile f(path);

@@ -6,18 +6,12 @@
 #include <opencv2/imgproc.hpp>
 
 #include "engine/core/error.h"
+#include "engine/core/splitmix.h"
 #include "engine/data/image/image_decode.h"
 
 namespace kiln::data {
 
 namespace {
-
-uint64_t mix64(uint64_t x) {  // SplitMix64's finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 int64_t randint(std::mt19937_64& g, int64_t lo, int64_t hi) {  // in [lo, hi)
   return lo + static_cast<int64_t>(g() % static_cast<uint64_t>(hi - lo));
