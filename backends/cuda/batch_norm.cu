@@ -19,11 +19,6 @@
 namespace kiln::cuda {
 namespace {
 
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
 // Sums a and b over the block (256 threads); thread 0 gets the totals.
 __device__ __forceinline__ void block_sum2(float& a, float& b) {
   __shared__ float sh[2][kThreads / 32];

@@ -97,6 +97,13 @@ void launch_binary(cudaStream_t s, const char* name, const TensorArg& out, const
   O* o = ptr<O>(out);
   const T* x = ptr<const T>(a);
   const T* y = ptr<const T>(b);
+  if (launch_vectorized(name, s, out, o,
+                        [=] __device__(T p, T q) {
+                          using C = acc_t<T>;
+                          return convert<O>(op(convert<C>(p), convert<C>(q)));
+                        },
+                        {&a, &b}, x, y))
+    return;
   launch_elementwise<3>(name, s, out.shape, {&out.strides, &a.strides, &b.strides},
                         [=] __device__(const int64_t(&off)[3]) {
                           using C = acc_t<T>;

@@ -8,6 +8,7 @@
 // operand k from its base pointer (TensorArg data + offset). When every operand is
 // contiguous after coalescing, off[k] is the linear index and no division runs.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -206,6 +207,65 @@ void launch_elementwise(const char* op, cudaStream_t stream, const Shape& shape,
   Indexer<N> ix = make_indexer<N>(op, shape, strides);
   elementwise_kernel<N><<<grid_for(n), kThreads, 0, stream>>>(n, ix, ix.contiguous(), f);
   check_launch(op, shape);
+}
+
+// ---- the contiguous fast path (Note [elementwise launcher]) ----
+// When every operand is contiguous and 16-byte aligned, launch_vectorized runs
+// o[i] = f(a[i]) or f(a[i], b[i]) with one 16-byte load per operand per V elements (V fills
+// 16 bytes of the widest type), which keeps enough bytes in flight to near the memory
+// bandwidth; the indexed launcher's 2-byte accesses reach about a quarter of it (H200, bf16).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <int V, class O, class F, class A>
+__global__ void vectorized_kernel(int64_t n, O* o, F f, const A* a) {
+  const int64_t nvec = n / V, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t q = tid; q < nvec; q += step) {
+    const Pack<A, V> pa = reinterpret_cast<const Pack<A, V>*>(a)[q];
+    Pack<O, V> po;
+#pragma unroll
+    for (int k = 0; k < V; ++k) po.v[k] = f(pa.v[k]);
+    reinterpret_cast<Pack<O, V>*>(o)[q] = po;
+  }
+  if (const int64_t i = nvec * V + tid; i < n) o[i] = f(a[i]);  // the tail, fewer than V
+}
+
+template <int V, class O, class F, class A, class B>
+__global__ void vectorized_kernel(int64_t n, O* o, F f, const A* a, const B* b) {
+  const int64_t nvec = n / V, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t q = tid; q < nvec; q += step) {
+    const Pack<A, V> pa = reinterpret_cast<const Pack<A, V>*>(a)[q];
+    const Pack<B, V> pb = reinterpret_cast<const Pack<B, V>*>(b)[q];
+    Pack<O, V> po;
+#pragma unroll
+    for (int k = 0; k < V; ++k) po.v[k] = f(pa.v[k], pb.v[k]);
+    reinterpret_cast<Pack<O, V>*>(o)[q] = po;
+  }
+  if (const int64_t i = nvec * V + tid; i < n) o[i] = f(a[i], b[i]);  // the tail, fewer than V
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Runs the fast path and returns true when `out` and the inputs `ins` (one or two, whose typed
+// base pointers are a[, b]) are contiguous and aligned; returns false, launching nothing,
+// otherwise. f: (A[, B]) -> O on the device; in place (o == a) is allowed.
+template <class O, class F, class A, class... B>
+bool launch_vectorized(const char* op, cudaStream_t stream, const TensorArg& out, O* o, F f,
+                       std::initializer_list<const TensorArg*> ins, const A* a, const B*... b) {
+  static_assert(sizeof...(B) <= 1, "one or two inputs");
+  if (!out.is_contiguous() || !aligned16(o) || !aligned16(a) || !(aligned16(b) && ...)) return false;
+  for (const TensorArg* t : ins)
+    if (!t->is_contiguous()) return false;
+  constexpr int V = static_cast<int>(16 / std::max({sizeof(O), sizeof(A), sizeof(B)...}));
+  const int64_t n = out.numel();
+  if (n == 0) return true;
+  vectorized_kernel<V><<<grid_for(n / V + 1), kThreads, 0, stream>>>(n, o, f, a, b...);
+  check_launch(op, out.shape);
+  return true;
 }
 
 // "[2, 3] f32, [3] f32" for error messages.

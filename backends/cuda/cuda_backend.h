@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
   void copy(const TensorArg& out, const TensorArg& in) override;
   void fill(const TensorArg& out, double value) override;
   void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
+  void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
   // unary.cu, binary.cu

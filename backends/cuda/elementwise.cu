@@ -1,4 +1,4 @@
-// CudaBackend::copy (with dtype conversion), fill, where and adam_step.
+// CudaBackend::copy (with dtype conversion), fill, where, relu_backward and adam_step.
 #include <cmath>
 #include <optional>
 
@@ -56,6 +56,7 @@ void CudaBackend::copy(const TensorArg& out, const TensorArg& in) {
     O* o = ptr<O>(out);
     KILN_CUDA_DISPATCH_ALL(in.dtype, "copy", {
       const T* a = ptr<const T>(in);
+      if (launch_vectorized("copy", stream_, out, o, [=] __device__(T x) { return convert<O>(x); }, {&in}, a)) return;
       launch_elementwise<2>("copy", stream_, out.shape, {&out.strides, &in.strides},
                             [=] __device__(const int64_t(&off)[2]) { o[off[0]] = convert<O>(a[off[1]]); });
     });
@@ -91,6 +92,31 @@ void CudaBackend::where(const TensorArg& out, const TensorArg& cond, const Tenso
     const T* y = ptr<const T>(b);
     launch_elementwise<4>("where", stream_, out.shape, {&out.strides, &cond.strides, &a.strides, &b.strides},
                           [=] __device__(const int64_t(&off)[4]) { o[off[0]] = c[off[1]] ? x[off[2]] : y[off[3]]; });
+  });
+}
+
+// ReLU's backward in one pass (backend.h): grad_in = grad_out where out > 0, else 0; the
+// comparison in float, so NaN and -0 give 0 as the composed rule mul(g, gt(y, 0)) does.
+void CudaBackend::relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) {
+  ProfileScope prof_(stream_, "relu_backward", grad_in);
+  check_shape("relu_backward", "grad_out", grad_out, grad_in.shape);
+  check_shape("relu_backward", "out", out, grad_in.shape);
+  KILN_CHECK(grad_out.dtype == grad_in.dtype && out.dtype == grad_in.dtype, DTypeError, "relu_backward: dtypes ",
+             dtype_name(grad_in.dtype), ", ", dtype_name(grad_out.dtype), " and ", dtype_name(out.dtype), " differ");
+  if (grad_in.numel() == 0) return;
+  make_current();
+  KILN_CUDA_DISPATCH_FLOAT(grad_in.dtype, "relu_backward", {
+    T* o = ptr<T>(grad_in);
+    const T* g = ptr<const T>(grad_out);
+    const T* y = ptr<const T>(out);
+    if (launch_vectorized(
+            "relu_backward", stream_, grad_in, o,
+            [=] __device__(T gv, T yv) { return convert<float>(yv) > 0.0f ? gv : convert<T>(0.0); }, {&grad_out, &out}, g, y))
+      return;
+    launch_elementwise<3>("relu_backward", stream_, grad_in.shape, {&grad_in.strides, &grad_out.strides, &out.strides},
+                          [=] __device__(const int64_t(&off)[3]) {
+                            o[off[0]] = convert<float>(y[off[2]]) > 0.0f ? g[off[1]] : convert<T>(0.0);
+                          });
   });
 }
 

@@ -152,6 +152,9 @@ template <class T, class Op>
 void launch_unary(cudaStream_t s, const char* name, const TensorArg& out, const TensorArg& in, Op op) {
   T* o = ptr<T>(out);
   const T* a = ptr<const T>(in);
+  if (launch_vectorized(name, s, out, o, [=] __device__(T x) { return convert<T>(op(convert<acc_t<T>>(x))); }, {&in},
+                        a))
+    return;
   launch_elementwise<2>(name, s, out.shape, {&out.strides, &in.strides}, [=] __device__(const int64_t(&off)[2]) {
     o[off[0]] = convert<T>(op(convert<acc_t<T>>(a[off[1]])));
   });
