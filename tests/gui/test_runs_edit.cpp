@@ -202,6 +202,28 @@ class TestRunsEdit : public QObject {
     QCOMPARE(view.rowCount(), 3);
   }
 
+  // A regression run has no accuracy: the test column shows R², the validation column nothing
+  // (not "0.00 %"); a classification run beside it keeps its percentages.
+  void regressionRunShowsRSquared() {
+    Project p = Project::create(file("regression.kiln").toStdString());
+    fill(p);
+    const int64_t id = p.begin_run({"sgd lr 0.01, 1 epoch(s)",
+                                    "{\"epochs\":1,\"dataset\":{\"name\":\"csv\",\"task\":\"regression\"}}", "cpu", 0});
+    {
+      MetricsWriter w(p.path(), id);
+      w.epoch({1, 0.5, 0, 0.6, 0, 0.01, 1});
+    }
+    p.end_run(id, RunStatus::finished, "",
+              "{\"val_accuracy\":0,\"test_mae\":0.25,\"test_rmse\":0.5,\"test_r2\":0.93125}");
+    RunsView view(&p);
+    QCOMPARE(view.rowCount(), 4);
+    const QStringList test = column(view, RunsModel::TestAccuracy), val = column(view, RunsModel::ValAccuracy);
+    const qsizetype row = test.indexOf("R² 0.9313");
+    QVERIFY2(row >= 0, qPrintable(test.join(" | ")));
+    QCOMPARE(val[row], QString());
+    QCOMPARE(val.count("70.00 %") + val.count("71.00 %") + val.count("72.00 %"), qsizetype(3));
+  }
+
   void longNameStaysInsideTheViewport() {
     Project p = Project::create(file("long.kiln").toStdString());
     const auto ids = fill(p);

@@ -108,8 +108,11 @@ RunsModel::Row RunsModel::makeRow(const projects::RunSummary& s) const {
   const double images_per_second = final_or("images_per_second", s.mean_images_per_second);
   const double train_loss = final_or("train_loss", s.last_epoch.train_loss);
   const double val_loss = final_or("val_loss", s.last_epoch.val_loss);
-  const double val_accuracy = final_or("val_accuracy", s.last_epoch.val_accuracy);
-  const double test_accuracy = final_or("test_accuracy", s.test_accuracy);
+  // A regression run has no accuracy: its test column shows R² (test_r2), its validation column nothing.
+  const bool regression = config.value("dataset").toObject().value("task").toString() == "regression" ||
+                          final_metrics.contains("test_r2");
+  const double val_accuracy = regression ? NAN : final_or("val_accuracy", s.last_epoch.val_accuracy);
+  const double test_accuracy = regression ? number(final_metrics, "test_r2") : final_or("test_accuracy", s.test_accuracy);
 
   Row r;
   r.run = run;
@@ -132,7 +135,9 @@ RunsModel::Row RunsModel::makeRow(const projects::RunSummary& s) const {
   r.text[TrainLoss] = fixed(train_loss, 4);
   r.text[ValLoss] = fixed(val_loss, 4);
   r.text[ValAccuracy] = percent(val_accuracy);
-  r.text[TestAccuracy] = percent(test_accuracy);
+  r.text[TestAccuracy] = !regression ? percent(test_accuracy)
+                         : std::isfinite(test_accuracy) ? QString("R² %1").arg(test_accuracy, 0, 'f', 4)
+                                                        : QString();
   const double numbers[ColumnCount] = {NAN, NAN, NAN, NAN, seconds >= 0 ? double(seconds) : NAN, double(done),
                                        train_size, batch_size, NAN, lr.isDouble() ? lr.toDouble() : NAN, NAN,
                                        images_per_second, train_loss, val_loss, val_accuracy, test_accuracy};

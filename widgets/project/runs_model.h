@@ -6,7 +6,9 @@
 // "epochs", "batch_size" and "dataset" / "train_size" (widgets/training/training_config.h);
 // final_metrics_json keys "train_loss", "val_loss", "val_accuracy", "images_per_second"
 // falling back to the last epoch_metrics row (and the mean of the step rows' images/s),
-// and "test_accuracy" (else the stored evaluation's accuracy).
+// and "test_accuracy" (else the stored evaluation's accuracy). A regression run ("dataset" /
+// "task" is "regression", or final metrics with "test_r2") shows R² in the test column and
+// no validation accuracy.
 // The Name and Tags cells are editable (Qt::EditRole; tags as "a, b"): setData renames
 // or re-tags the run through the edit function given with setEditor (RunsView routes it
 // through its undo stack), else directly in the project.
