@@ -1,6 +1,7 @@
 #include "engine/onnx/graph_import_native.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/graph/op_schema.h"
@@ -45,7 +46,13 @@ class Builder {
         add_onnx(n);
         continue;
       }
-      if (deferred_.count(k)) continue;  // the Sigmoid of x * Sigmoid(x): with its Mul
+      if (auto it = gelu_.find(k); it != gelu_.end()) {  // the chain's last node
+        const std::string& x = it->second.x;
+        if (!try_native(n, view(n, "Gelu", {x}, n.outputs), {x}))
+          for (size_t i : it->second.nodes) add_single(nodes[i]);
+        continue;
+      }
+      if (deferred_.count(k)) continue;  // the Sigmoid of x * Sigmoid(x) and GELU chains: with their last node
       if (n.op_type == "Identity" && n.inputs.size() == 1 && !n.inputs[0].empty() && n.outputs.size() == 1 &&
           !graph_outputs_.count(n.outputs[0])) {
         ctx_.producer[n.outputs[0]] = port_of(n.inputs[0]);  // removed
@@ -117,11 +124,78 @@ class Builder {
     return it != uses_.end() && it->second.size() == 1 && !graph_outputs_.count(value);
   }
 
-  // x * Sigmoid(x) -> SiLU; MatMul(x, W) + b -> Linear (OnnxNodeView).
+  // The value's constant when it is a one-element floating constant equal to `want` (1e-6 relative).
+  bool scalar_is(const std::string& value, double want) const {
+    auto it = ctx_.constants.find(resolve(value));
+    if (it == ctx_.constants.end() || it->second.numel() != 1 || !is_floating(it->second.dtype())) return false;
+    return std::abs(it->second.to_vector<double>()[0] - want) <= 1e-6 * std::abs(want);
+  }
+  // The node of type op (ai.onnx, two inputs) that is the only reader of `value`; -1 if none.
+  long only_reader(const std::string& value, const char* op) const {
+    if (!read_once_by_node(value)) return -1;
+    const Use u = uses_.at(value)[0];
+    const Node& r = ctx_.g.nodes[u.node];
+    return r.op_type == op && r.domain.empty() && r.inputs.size() == 2 ? static_cast<long>(u.node) : -1;
+  }
+  static const std::string& other_input(const Node& n, const std::string& value) {
+    return n.inputs[0] == value ? n.inputs[1] : n.inputs[0];
+  }
+
+  // Erf node k in torch.onnx's export of F.gelu (approximate "none"), export_gelu's form too:
+  // x / sqrt 2 (or x * (1 / sqrt 2)), Erf, + 1, then * x and * 0.5 in either order; each
+  // intermediate read once. Planned as one GELU carried by the chain's last node.
+  void plan_gelu(size_t k, const std::map<std::string, size_t>& made_by) {
+    const auto& nodes = ctx_.g.nodes;
+    const Node& erf = nodes[k];
+    if (erf.inputs.size() != 1 || erf.outputs.size() != 1 || !read_once_by_node(erf.inputs[0])) return;
+    auto d_it = made_by.find(erf.inputs[0]);
+    if (d_it == made_by.end()) return;
+    const Node& d = nodes[d_it->second];
+    std::string x;
+    if (d.op_type == "Div" && d.inputs.size() == 2 && scalar_is(d.inputs[1], std::sqrt(2.0))) x = d.inputs[0];
+    for (size_t i = 0; d.op_type == "Mul" && d.inputs.size() == 2 && i < 2; ++i)
+      if (scalar_is(d.inputs[i], 1 / std::sqrt(2.0))) x = d.inputs[1 - i];
+    if (x.empty() || !d.domain.empty() || ctx_.constants.count(resolve(x))) return;
+    const long add = only_reader(erf.outputs[0], "Add");
+    if (add < 0 || !scalar_is(other_input(nodes[static_cast<size_t>(add)], erf.outputs[0]), 1.0)) return;
+    const std::string& a = nodes[static_cast<size_t>(add)].outputs[0];
+    const long m1 = only_reader(a, "Mul");
+    if (m1 < 0) return;
+    const std::string& partner = other_input(nodes[static_cast<size_t>(m1)], a);
+    std::vector<size_t> chain{d_it->second, k, static_cast<size_t>(add), static_cast<size_t>(m1)};
+    if (partner == x) {  // (x * (erf + 1)) * 0.5
+      const std::string& xa = nodes[static_cast<size_t>(m1)].outputs[0];
+      const long m2 = only_reader(xa, "Mul");
+      if (m2 < 0 || !scalar_is(other_input(nodes[static_cast<size_t>(m2)], xa), 0.5)) return;
+      chain.push_back(static_cast<size_t>(m2));
+    } else {  // (x * 0.5) * (erf + 1)
+      auto h_it = made_by.find(partner);
+      if (h_it == made_by.end() || !read_once_by_node(partner)) return;
+      const Node& h = nodes[h_it->second];
+      if (h.op_type != "Mul" || !h.domain.empty() || h.inputs.size() != 2 || other_input(h, x) == x ||
+          (h.inputs[0] != x && h.inputs[1] != x) || !scalar_is(other_input(h, x), 0.5))
+        return;
+      chain.push_back(h_it->second);
+    }
+    std::sort(chain.begin(), chain.end());
+    for (size_t i : chain)
+      if (nodes[i].outputs.size() != 1 || deferred_.count(i) || done_.count(i) || gelu_.count(i)) return;
+    for (size_t i = 0; i + 1 < chain.size(); ++i) deferred_.insert(chain[i]);
+    gelu_[chain.back()] = {x, chain};
+  }
+
+  // x * Sigmoid(x) -> SiLU; Erf's chain -> GELU; MatMul(x, W) + b -> Linear (OnnxNodeView).
   void plan_fusions() {
     const auto& nodes = ctx_.g.nodes;
+    std::map<std::string, size_t> made_by;
+    for (size_t k = 0; k < nodes.size(); ++k)
+      for (const std::string& o : nodes[k].outputs)
+        if (!o.empty()) made_by[o] = k;
+    for (size_t k = 0; k < nodes.size(); ++k)
+      if (nodes[k].op_type == "Erf" && nodes[k].domain.empty()) plan_gelu(k, made_by);
     for (size_t k = 0; k < nodes.size(); ++k) {
       const Node& n = nodes[k];
+      if (deferred_.count(k) || gelu_.count(k)) continue;
       if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0].empty() || !read_once_by_node(n.outputs[0])) continue;
       const Use use = uses_.at(n.outputs[0])[0];
       const Node& next = nodes[use.node];
@@ -266,7 +340,12 @@ class Builder {
   std::map<std::string, std::vector<Use>> uses_;  // value -> the node inputs that read it
   std::set<std::string> graph_outputs_;
   std::map<size_t, size_t> silu_;      // Mul node -> its Sigmoid node
-  std::set<size_t> deferred_;          // Sigmoid nodes added with their Mul
+  std::set<size_t> deferred_;          // Sigmoid nodes added with their Mul, GELU chains' nodes with their last
+  struct GeluChain {
+    std::string x;              // GELU's input
+    std::vector<size_t> nodes;  // the chain's nodes in model order, for adding them one by one if GELU does not fit
+  };
+  std::map<size_t, GeluChain> gelu_;  // by the chain's last node
   std::map<size_t, size_t> bias_add_;  // MatMul node -> the Add of its bias
   std::set<size_t> done_;              // Add nodes a fused Linear replaced, Identity nodes of constants
   std::map<std::string, std::string> alias_;  // an Identity's output -> the constant it passes on

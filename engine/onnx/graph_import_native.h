@@ -9,6 +9,10 @@
 //   made only for a constant an onnx.<Op> node (or a graph output) reads.
 // - An initializer that several native nodes consume is copied into each (a warning names
 //   them: training lets the copies diverge).
+// - Chains fuse into one native node: x * Sigmoid(x) -> SiLU, MatMul + bias Add -> Linear, and
+//   GELU's Erf form (x / sqrt 2, Erf, + 1, * x, * 0.5, as torch.onnx and Kiln's own export write
+//   F.gelu) -> GELU, named after the chain's last node; a chain whose fused node does not fit
+//   is added node by node.
 // - Fallbacks are warnings naming the node: "node '/conv1/Conv' (Conv) stays onnx.Conv: its
 //   weight (input 1) is computed at run time, not an initializer".
 #pragma once

@@ -253,6 +253,74 @@ TEST(OnnxNative, HardSigmoidOnlyInTorchsForm) {
   EXPECT_TRUE(alpha_written);
 }
 
+// GELU's Erf form as torch.onnx writes F.gelu (x / sqrt 2, Erf, + 1, * x, * 0.5), with the
+// operands in the other orders (x * (1 / sqrt 2); (x * 0.5) * (erf + 1)), becomes one native
+// GELU named after the chain's last node; a chain whose intermediate has a second reader stays
+// node by node. Export writes GELU in that form again, and re-import gives the same graph.
+TEST(OnnxNative, GeluErfChainsBecomeGelu) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 6});
+  *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 6});
+  *g.add_output() = value_info("side", ::onnx::TensorProto::FLOAT, {-1, 6});
+  add_float_initializer(g, "sqrt2", {}, {1.4142135f});
+  add_float_initializer(g, "inv_sqrt2", {}, {0.70710677f});
+  add_float_initializer(g, "one", {}, {1.f});
+  add_float_initializer(g, "half", {}, {0.5f});
+  weights(g, "fc.w", {6, 6}, 11);
+  add_node(g, "MatMul", {"x", "fc.w"}, {"h"}, "/fc/MatMul");
+  // torch's order: ((x * (erf(x / sqrt 2) + 1)) * 0.5
+  add_node(g, "Div", {"h", "sqrt2"}, {"a1"}, "/act1/Div");
+  add_node(g, "Erf", {"a1"}, {"a2"}, "/act1/Erf");
+  add_node(g, "Add", {"a2", "one"}, {"a3"}, "/act1/Add");
+  add_node(g, "Mul", {"h", "a3"}, {"a4"}, "/act1/Mul");
+  add_node(g, "Mul", {"a4", "half"}, {"g1"}, "/act1/Mul_1");
+  // the other orders: (x * 0.5) * (1 + erf(x * (1 / sqrt 2)))
+  add_node(g, "Mul", {"inv_sqrt2", "g1"}, {"b1"}, "/act2/Mul");
+  add_node(g, "Erf", {"b1"}, {"b2"}, "/act2/Erf");
+  add_node(g, "Add", {"one", "b2"}, {"b3"}, "/act2/Add");
+  add_node(g, "Mul", {"g1", "half"}, {"b4"}, "/act2/Mul_1");
+  add_node(g, "Mul", {"b4", "b3"}, {"g2"}, "/act2/Mul_2");
+  // a chain whose Erf output is also read elsewhere: not a GELU
+  add_node(g, "Div", {"g2", "sqrt2"}, {"c1"}, "/act3/Div");
+  add_node(g, "Erf", {"c1"}, {"c2"}, "/act3/Erf");
+  add_node(g, "Add", {"c2", "one"}, {"c3"}, "/act3/Add");
+  add_node(g, "Mul", {"g2", "c3"}, {"c4"}, "/act3/Mul");
+  add_node(g, "Mul", {"c4", "half"}, {"y"}, "/act3/Mul_1");
+  add_node(g, "Neg", {"c2"}, {"side"}, "/side/Neg");
+  Tensor x = randn({3, 6}, 12);
+  kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 17), {x});
+  const graph::Graph& gr = ig.graph;
+  EXPECT_EQ(node_named(gr, "act1_Mul_1").op, "GELU");
+  EXPECT_EQ(graph::attr_string(node_named(gr, "act1_Mul_1").attrs, "approximate"), "none");
+  EXPECT_EQ(node_named(gr, "act2_Mul_2").op, "GELU");
+  for (const char* gone : {"act1_Div", "act1_Erf", "act1_Add", "act1_Mul", "act2_Mul", "act2_Erf", "act2_Mul_1"})
+    EXPECT_EQ(gr.find_by_name(gone), nullptr) << gone;
+  EXPECT_EQ(node_named(gr, "act3_Erf").op, "onnx.Erf");  // read twice: kept as it is
+  EXPECT_NE(node_named(gr, "act3_Mul_1").op, "GELU");
+  // GELU exports as the Erf chain, which imports as GELU again (the second activation's
+  // operand orders become the first's).
+  ::onnx::GraphProto g2;
+  g2.set_name("mlp");
+  *g2.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 6});
+  *g2.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 6});
+  weights(g2, "fc.w", {6, 6}, 11);
+  add_node(g2, "MatMul", {"x", "fc.w"}, {"h"}, "/fc/MatMul");
+  add_node(g2, "Div", {"h", "sqrt2"}, {"a1"}, "/act/Div");
+  add_float_initializer(g2, "sqrt2", {}, {1.4142135f});
+  add_float_initializer(g2, "one", {}, {1.f});
+  add_float_initializer(g2, "half", {}, {0.5f});
+  add_node(g2, "Erf", {"a1"}, {"a2"}, "/act/Erf");
+  add_node(g2, "Add", {"a2", "one"}, {"a3"}, "/act/Add");
+  add_node(g2, "Mul", {"h", "a3"}, {"a4"}, "/act/Mul");
+  add_node(g2, "Mul", {"a4", "half"}, {"y"}, "/act/Mul_1");
+  kiln::onnx::ImportedGraph native = import_and_compare(model_with(g2, 17), {x});
+  EXPECT_EQ(count(native.graph).native, count(native.graph).total) << (native.warnings.empty() ? "" : native.warnings[0]);
+  const std::string bytes = kiln::onnx::export_model(native.graph, native.state_dict);
+  kiln::onnx::check_model_bytes(bytes);
+  kiln::onnx::ImportedGraph again = kiln::onnx::import_graph(kiln::onnx::parse_model(bytes, ""));
+  EXPECT_EQ(graph::to_json(again.graph), graph::to_json(native.graph));
+}
+
 // Bad input: a Conv weight computed at run time, asymmetric pads: onnx.Conv with a warning
 // naming the node; the model still imports and runs.
 TEST(OnnxNative, ImpossibleMappingsFallBackNamingTheNode) {
