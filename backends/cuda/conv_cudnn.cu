@@ -1,18 +1,20 @@
 // conv2d through cuDNN's convolution API (cudnnConvolutionForward, BackwardData,
 // BackwardFilter; bias through cudnnAddTensor). One plan per shape, dtype and TF32
-// setting: descriptors and the fastest algorithms (timed once by cudnnFind*Algorithm, as
-// PyTorch with cudnn.benchmark on; KILN_CUDNN_FIND=0 takes the ones cuDNN's heuristics rank
+// setting: descriptors and the fastest algorithms (timed by cudnnFind*Algorithm, the median of
+// three searches: ranked(); PyTorch with cudnn.benchmark on searches once; KILN_CUDNN_FIND=0 takes the ones cuDNN's heuristics rank
 // first, cudnnGet*Algorithm_v7) among those whose workspace fits 1 GiB; f32 runs with CUDNN_FMA_MATH (no TF32) unless TF32 is allowed, f16/bf16 on tensor
 // cores. Errors carry cuDNN's string, the op and the shapes. KILN_CUDNN_VERBOSE=1 prints each
 // new plan's ranking and choice to stderr.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/conv.h"
@@ -62,15 +64,50 @@ using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int
                        int64_t, int64_t, int64_t, int64_t, int, bool>;
 
 // KILN_CUDNN_FIND=0: take the algorithm cuDNN's heuristics rank first; otherwise (default)
-// time them once per shape (cudnnFind*, as torch.backends.cudnn.benchmark) and take the fastest.
-// The search runs twice and the second ranking counts: the first loads the candidates' kernels
-// (CUDA loads modules lazily), which would otherwise decide the ranking.
+// time them per shape (cudnnFind*, as torch.backends.cudnn.benchmark) and take the fastest
+// (ranked(): one search to load the candidates' kernels, CUDA loading modules lazily, then
+// kTimedSearches whose median time per algorithm ranks them: cudnnFind times each algorithm
+// once, and on the H200 a single search picked a 3x slower kernel for a small bf16 conv in
+// some runs, which moved ResNet-18's step time by 50% from run to run).
 bool find() {
   static const bool on = [] {
     const char* v = std::getenv("KILN_CUDNN_FIND");
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
+}
+
+constexpr int kTimedSearches = 3;
+
+// The candidates of one direction, best first, in perf[0, returned count): the heuristics'
+// ranking, or the timed searches' (algorithm, math type) pairs that ran, by median time.
+// search(perf, &n) runs cudnnGet*_v7 or cudnnFind* into perf.
+template <class Perf, class Search>
+int ranked(Search search, Perf* perf, int capacity) {
+  int n = 0;
+  search(perf, &n);
+  if (!find()) return n;
+  std::map<std::pair<int, int>, std::pair<Perf, std::vector<float>>> seen;  // (algo, math) -> perf, times
+  for (int pass = 0; pass < kTimedSearches; ++pass) {
+    search(perf, &n);
+    for (int i = 0; i < n; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      auto& [first, times] = seen[{static_cast<int>(perf[i].algo), static_cast<int>(perf[i].mathType)}];
+      if (times.empty()) first = perf[i];
+      times.push_back(perf[i].time);
+    }
+  }
+  std::vector<Perf> out;
+  for (auto& [key, entry] : seen) {
+    std::vector<float>& t = entry.second;
+    std::sort(t.begin(), t.end());
+    entry.first.time = t[t.size() / 2];
+    out.push_back(entry.first);
+  }
+  std::sort(out.begin(), out.end(), [](const Perf& a, const Perf& b) { return a.time < b.time; });
+  n = std::min(static_cast<int>(out.size()), capacity);
+  std::copy(out.begin(), out.begin() + n, perf);
+  return n;
 }
 
 bool verbose() {
@@ -159,31 +196,41 @@ Plan& plan_for(CudaBackend& be, const ConvGeom& g, DType t) {
                                                  : t == DType::f32 ? CUDNN_DEFAULT_MATH
                                                                    : CUDNN_TENSOR_OP_MATH),
             "math type", g);
-  int n = 0;
-  const int passes = find() ? 2 : 1;
   cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  for (int pass = 0; pass < passes; ++pass)
-    check_dnn(find() ? cudnnFindConvolutionForwardAlgorithm(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp)
-                     : cudnnGetConvolutionForwardAlgorithm_v7(s.handle, p.x, p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fp),
-              "forward algorithm", g);
+  int n = ranked(
+      [&](cudnnConvolutionFwdAlgoPerf_t* perf, int* count) {
+        constexpr int cap = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+        check_dnn(find() ? cudnnFindConvolutionForwardAlgorithm(s.handle, p.x, p.w, p.conv, p.y, cap, count, perf)
+                         : cudnnGetConvolutionForwardAlgorithm_v7(s.handle, p.x, p.w, p.conv, p.y, cap, count, perf),
+                  "forward algorithm", g);
+      },
+      fp, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
   const auto* f = pick(fp, n, fma_only);
   if (!f && fma_only) f = pick(fp, n, false);
   print_ranking("forward", g, t, fp, n, f);
   if (f) p.have_fwd = true, p.fwd = f->algo, p.fwd_ws = f->memory, p.fwd_math = f->mathType;
   cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  for (int pass = 0; pass < passes; ++pass)
-    check_dnn(find() ? cudnnFindConvolutionBackwardDataAlgorithm(s.handle, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp)
-                     : cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, p.w, p.y, p.conv, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, dp),
-              "backward-data algorithm", g);
+  n = ranked(
+      [&](cudnnConvolutionBwdDataAlgoPerf_t* perf, int* count) {
+        constexpr int cap = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+        check_dnn(find() ? cudnnFindConvolutionBackwardDataAlgorithm(s.handle, p.w, p.y, p.conv, p.x, cap, count, perf)
+                         : cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, p.w, p.y, p.conv, p.x, cap, count, perf),
+                  "backward-data algorithm", g);
+      },
+      dp, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
   const auto* d = pick(dp, n, fma_only);
   if (!d && fma_only) d = pick(dp, n, false);
   print_ranking("backward-data", g, t, dp, n, d);
   if (d) p.have_bd = true, p.bd = d->algo, p.bd_ws = d->memory, p.bd_math = d->mathType;
   cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  for (int pass = 0; pass < passes; ++pass)
-    check_dnn(find() ? cudnnFindConvolutionBackwardFilterAlgorithm(s.handle, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp)
-                     : cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, p.x, p.y, p.conv, p.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, wp),
-              "backward-filter algorithm", g);
+  n = ranked(
+      [&](cudnnConvolutionBwdFilterAlgoPerf_t* perf, int* count) {
+        constexpr int cap = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+        check_dnn(find() ? cudnnFindConvolutionBackwardFilterAlgorithm(s.handle, p.x, p.y, p.conv, p.w, cap, count, perf)
+                         : cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, p.x, p.y, p.conv, p.w, cap, count, perf),
+                  "backward-filter algorithm", g);
+      },
+      wp, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
   const auto* w = pick(wp, n, fma_only);
   if (!w && fma_only) w = pick(wp, n, false);
   print_ranking("backward-filter", g, t, wp, n, w);
