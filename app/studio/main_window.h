@@ -174,7 +174,8 @@ class MainWindow : public QMainWindow {
   // shown in a Predictions window, one row per image or table row (a file that cannot be used:
   // one row with the reason). The chosen run: the one selected in the Runs view when it is
   // finished, else the newest finished run. False, with the reason in the log (and a dialog
-  // unless silent), when there is no finished run or no file; true once the work has started.
+  // unless silent), when there is no finished run, a run is training, or no file is given; true
+  // once the work has started.
   bool predictFiles(const QStringList& files);
   int64_t predictRun() const;  // the run predictFiles would use (0: none)
   QAction* predictAction() const { return predictAction_; }

@@ -126,15 +126,23 @@ int64_t MainWindow::predictRun() const {
 void MainWindow::updatePredictAction() {
   if (!predictAction_) return;
   const int64_t run = predictRun();
-  predictAction_->setEnabled(run > 0 && !predicting_);
-  predictAction_->setToolTip(run > 0 ? tr("Predict images or a CSV table with run %1's model").arg(run)
-                                     : tr("Predict needs a finished training run in the project"));
+  const bool training = session_ && session_->isRunning();
+  predictAction_->setEnabled(run > 0 && !predicting_ && !training);
+  predictAction_->setToolTip(training ? tr("Predict is available when the training run ends")
+                             : run > 0 ? tr("Predict images or a CSV table with run %1's model").arg(run)
+                                       : tr("Predict needs a finished training run in the project"));
 }
 
 bool MainWindow::predictFiles(const QStringList& files) {
   if (files.isEmpty()) return false;
   if (predicting_) {
     log_->info(tr("Predict: the previous files are still being predicted"));
+    return false;
+  }
+  // Building the model draws its initial parameters from the global generator, which a
+  // training run's model and dropout use: one at a time.
+  if (session_->isRunning()) {
+    showError(tr("Cannot predict"), tr("Predict is available when the training run ends."));
     return false;
   }
   const int64_t run = predictRun();
