@@ -63,9 +63,10 @@ PredictOutcome predictOffThread(const std::string& project, int64_t run, const Q
       }
       o.rows << r;
     }
-    o.caption = QObject::tr("Predictions of %1: %2 input(s)%3")
+    o.caption = QObject::tr("Predictions of %1: %2 of %3 input(s) predicted%4")
                     .arg(QString::fromStdString(p->description()))
                     .arg(o.rows.size() - errors)
+                    .arg(o.rows.size())
                     .arg(errors ? QObject::tr(", %1 without a prediction").arg(errors) : QString());
   } catch (const std::exception& e) {
     o.error = QString::fromStdString(plain_error(e));

@@ -267,6 +267,20 @@ class TestStudioPredict : public QObject {
              qPrintable(first));
     const QString last = view->table()->item(view->table()->rowCount() - 1, 1)->text();
     QVERIFY2(last.contains("error") && last.contains("'x2'"), qPrintable(last));
+
+    // Images (Model > Predict's files): a thumbnail and the three classes each; the corrupt one its message.
+    QVERIFY(w.openProject(imageProject_));
+    QCOMPARE(w.predictRun(), imageRun_.id);
+    const QString good = dir_.filePath("shapes/star/3.png");
+    QVERIFY(w.predictFiles({good, dir_.filePath("broken.png")}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.isPredicting(); }, 60000));
+    QCOMPARE(view->table()->rowCount(), 2);
+    QCOMPARE(view->table()->columnCount(), 4);  // input, then the top-3 classes
+    QVERIFY(!view->table()->item(0, 0)->icon().isNull());
+    for (int c = 1; c <= 3; ++c) QVERIFY2(view->table()->item(0, c)->text().endsWith(" %"), qPrintable(view->table()->item(0, c)->text()));
+    QVERIFY(view->table()->item(1, 0)->icon().isNull());
+    QVERIFY2(view->table()->item(1, 1)->text().contains("broken.png"), qPrintable(view->table()->item(1, 1)->text()));
+    QVERIFY2(view->caption()->text().contains("1 of 2 input(s) predicted, 1 without a prediction"), qPrintable(view->caption()->text()));
   }
 };
 
