@@ -1,59 +1,17 @@
-// The inputs of `kiln predict`: image files (one, or a folder's, recursively) preprocessed as the
-// run's evaluation preprocesses its test images, and CSV tables encoded with the run's fitted
-// table preprocessing (table_data.h).
+// The inputs of `kiln predict` and `kiln explain`: the engine's (engine/data/predict_input.h), shared
+// with Kiln Studio's Predict.
 #pragma once
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "app/cli/image_data.h"
 #include "app/cli/table_data.h"
-#include "engine/core/tensor.h"
+#include "engine/data/predict_input.h"
 
 namespace kiln::cli {
 
-// An image file to predict and what is known about it.
-struct ImageInput {
-  std::string path;
-  std::string label;  // the class folder it is in, when the input folder holds one per class ("": none)
-};
-
-// The images of `path`: the file itself, or every file of the folder and its subfolders whose name
-// is an image's (data::is_image_file_name), sorted by path (byte order), hidden files and folders
-// (names starting with '.') left out; *other_files counts the files left out for their names.
-// Labels: when every image lies in a first-level subfolder named after one of `classes`, that name
-// (as a labelled imagefolder:DIR or its test/ folder), else "". IoError naming path when it is
-// missing or holds no image file; ValueError for a build without OpenCV.
-std::vector<ImageInput> list_image_inputs(const std::string& path, const std::vector<std::string>& classes,
-                                          int64_t* other_files);
-
-// The preprocessing of a run trained on Fashion-MNIST's IDX files: grey 28 x 28, x / 255, then
-// Normalize(0.2860, 0.3530) (data::FashionMNIST), as an ImageRun for read_image_input.
-ImageRun idx_image_run(const std::vector<std::string>& classes);
-
-// Reads and decodes the image at `path` and writes it as f32 [channels, height, width] into out,
-// preprocessed as `run`'s test images: converted to its channels (RGB to grey as ITU-R 601 luma,
-// grey to RGB repeated), resized to cover its size and center-cropped, scaled to [0, 1] and
-// normalized with its mean and std (data::ImageTransform without augmentation). IoError
-// "PATH: REASON" when the file cannot be read or decoded (data::read_image).
-void read_image_input(const std::string& path, const ImageRun& run, float* out);
-
-// A CSV file of feature rows encoded for a run trained on a table.
-struct TableInput {
-  Tensor x;                         // f32 [N, F]: the rows kept
-  Tensor y;                         // the labels of those rows (as TabularData::y_train) when `labelled`
-  bool labelled = false;            // the file has the label column
-  std::vector<std::string> inputs;  // "FILE:LINE" of each row kept
-  std::vector<std::string> labels;  // the label field of each row kept ("" without a label column)
-  std::vector<std::string> dropped;  // "FILE:LINE" of the rows the run's missing-value policy drop left out
-};
-
-// Reads `path` as the run's table was read (its delimiter, header and skip_rows), matches its
-// columns to the training table's (by header name; without a header by position, with or without
-// the label column) and encodes the rows with `schema`'s fitted preprocessing and `config`'s
-// missing-value policy. IoError "FILE:LINE: ..." naming a feature column the file lacks, a column
-// the training table did not have, or a field count that fits neither; the engine's errors
-// (data::prepare_tabular) for values that do not fit, naming file, line and column.
-TableInput read_table_input(const std::string& path, const TableConfig& config, const data::TabularSchema& schema);
+using data::idx_image_run;
+using data::ImageInput;
+using data::list_image_inputs;
+using data::read_image_input;
+using data::read_table_input;
+using data::TableInput;
 
 }  // namespace kiln::cli

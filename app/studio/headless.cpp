@@ -75,6 +75,7 @@ int train(const HeadlessOptions& o) {
     dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
     dataset.label = o.label.toStdString();
     if (dataset.name != "csv") dataset.task = "classification";  // a stored table's regression is not the new source's
+    if (!o.task.isEmpty()) dataset.task = o.task.toStdString();  // validate() names a bad one
     dataset.skip_rows = o.skipRows;
     dataset.header = !o.noHeader;
     if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
@@ -211,6 +212,10 @@ int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetS
 }
 
 int runHeadless(const HeadlessOptions& o) {
+  if (!o.task.isEmpty() && o.dataset.isEmpty()) {
+    err("--task needs --dataset csv:FILE: the table whose label column it is about");
+    return 1;
+  }
   try {
     if (!o.newFile.isEmpty()) {
       // --new FILE --template T --train: make the project unless it exists, then train it.

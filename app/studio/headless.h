@@ -6,6 +6,7 @@
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
 //     stores the run; exit status 0 finished, 1 failed or bad input, 130 stopped (Ctrl-C).
 //   kiln-studio --headless --project FILE --train --dataset csv:FILE [--label C] [--skip-rows N]
+//     [--task classification|regression]
 //     first sets the project's dataset and fits the graph's Input and class scores to it.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
@@ -35,6 +36,10 @@ struct HeadlessOptions {
   QString label;
   qint64 skipRows = 0;
   bool noHeader = false;
+  // --task classification|regression with --dataset csv:FILE: the table's task, stored as the
+  // Dataset panel stores it (DatasetSettings::task; regression fits the graph to one output).
+  // "" = a csv keeps the project's stored task, another source is classification.
+  QString task;
   // With --dataset text:DIR|FILE: --tokenizer word|char|sentencepiece, --max-length N,
   // --vocab-size N, --text-column NAME (--label names the label column); empty / 0 = the
   // project's setting (DatasetSettings' defaults: word, 256, 20000, "text").

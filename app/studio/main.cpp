@@ -48,6 +48,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"label", "With --dataset csv:FILE: the label column, by name or 0-based index (default: the last).", "column"});
   p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (1 for scikit-learn's tables).", "n"});
   p.addOption({"no-header", "With --dataset csv:FILE: the first row is data; columns are named 0, 1, ..."});
+  p.addOption({"task", "With --dataset csv:FILE: classification (the label's values are the classes) or regression "
+                       "(a numeric label, one output, mean squared error). Default: the project's stored task.", "task"});
   p.addOption({"tokenizer", "With --dataset text:DIR|FILE: word, char or sentencepiece (default: word).", "kind"});
   p.addOption({"max-length", "With --dataset text:DIR|FILE: tokens per text; longer texts are truncated (default: 256).", "n"});
   p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
     o.label = parser.value("label");
     o.skipRows = number(parser, "skip-rows");
     o.noHeader = parser.isSet("no-header");
+    o.task = parser.value("task");
     o.tokenizer = parser.value("tokenizer");
     o.maxLength = number(parser, "max-length");
     o.vocabSize = number(parser, "vocab-size");

@@ -28,6 +28,8 @@ class QLineEdit;
 class QMenu;
 class QScrollArea;
 class QUndoView;
+class QDragEnterEvent;
+class QDropEvent;
 
 namespace kiln::studio {
 
@@ -43,6 +45,7 @@ class LogPanel;
 class DatasetPanel;
 class RunsView;
 class NetworkAnalyzer;
+class PredictionView;
 
 // A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
 // screen); the form then scrolls instead of squashing its rows or growing the window.
@@ -165,8 +168,26 @@ class MainWindow : public QMainWindow {
   QAction* exportOnnxAction() const { return exportOnnxAction_; }
   QAction* exportCppAction() const { return exportCppAction_; }
 
+  // Model > Predict… (main_window_predict.cpp), enabled while the project has a finished run:
+  // files chosen in a dialog or dropped on the window (images, or CSV tables) are predicted by
+  // the chosen run's model with the run's preprocessing (run_predictor.h) on a worker thread, and
+  // shown in a Predictions window, one row per image or table row (a file that cannot be used:
+  // one row with the reason). The chosen run: the one selected in the Runs view when it is
+  // finished, else the newest finished run. False, with the reason in the log (and a dialog
+  // unless silent), when there is no finished run, a run is training, or no file is given; true
+  // once the work has started.
+  bool predictFiles(const QStringList& files);
+  int64_t predictRun() const;  // the run predictFiles would use (0: none)
+  QAction* predictAction() const { return predictAction_; }
+  PredictionView* predictionView() const { return predictionView_; }  // null before the first Predict
+  bool isPredicting() const { return predicting_; }
+
  protected:
   void closeEvent(QCloseEvent*) override;
+  void dragEnterEvent(QDragEnterEvent*) override;  // files: Predict
+  void dropEvent(QDropEvent*) override;
+  // Files dragged over the canvas (whose viewport takes drops of the palette's layers): Predict.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   QSize defaultWindowSize() const;  // a compact screen's available geometry, else 90% of it, at most 1600x1000
@@ -178,6 +199,8 @@ class MainWindow : public QMainWindow {
   void storeLayout();
   void restoreLayout();
   void createModelMenu();     // Model > Analyze Network (main_window_analyzer.cpp)
+  void createPredict(QMenu* model);  // Model > Predict… (main_window_predict.cpp)
+  void updatePredictAction();
   void connectAnalyzer();     // its node links and status-bar totals (main_window_analyzer.cpp)
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();
@@ -243,6 +266,9 @@ class MainWindow : public QMainWindow {
   QAction *undoAction_, *redoAction_, *copyAction_, *pasteAction_, *deleteAction_, *selectAllAction_, *layoutAction_;
   QAction *undoToolAction_, *redoToolAction_;
   QAction* findAction_ = nullptr;
+  QAction* predictAction_ = nullptr;
+  PredictionView* predictionView_ = nullptr;  // in its own window, made by the first Predict
+  bool predicting_ = false;
   QLineEdit* findEdit_ = nullptr;  // the toolbar's: fixed text "Undo" / "Redo"
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;

@@ -22,6 +22,7 @@ void MainWindow::createModelMenu() {
   });
   analyzeAction_->setObjectName("analyzeNetwork");
   analyzeAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A));
+  createPredict(model);
 }
 
 void MainWindow::connectAnalyzer() {

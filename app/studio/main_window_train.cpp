@@ -180,6 +180,7 @@ void MainWindow::updateTrainState() {
   pauseAction_->setEnabled(running);
   stopAction_->setEnabled(running);
   analyzer_->setMeasureAllowed(!running, tr("Training is running: measure the step time after it"));
+  updatePredictAction();
 }
 
 bool MainWindow::startTraining() {

@@ -12,6 +12,7 @@
 #include "tests/common/test_deps.h"
 #include "widgets/training/cell_samples.h"
 #include "widgets/training/classification_report.h"
+#include "widgets/training/evaluation_compare.h"
 #include "widgets/training/evaluation_view.h"
 
 using namespace kiln::studio;
@@ -200,6 +201,38 @@ class TestEvaluationView : public QObject {
     view.setResult(r);
     view.showCell(2, 2);
     QVERIFY(!view.cellSamples()->table()->item(0, 0)->icon().isNull());
+  }
+
+  // Compare evaluations of two regression runs: their MAE, RMSE and R² (hand-computed) and the
+  // differences, not the "0.00 %" accuracy a regression evaluation does not have.
+  void compareShowsRegressionMetrics() {
+    EvaluationResult a, b;
+    for (EvaluationResult* r : {&a, &b}) {
+      r->count = 4;
+      r->accuracy = std::nan("");
+      r->target = "price";
+      r->actual = {1, 2, 3, 4};
+    }
+    a.predicted = {1.5, 2, 2, 5};  // errors 0.5 0 1 1: MAE 0.625, RMSE 0.75, R² 1 - 2.25 / 5 = 0.55
+    b.predicted = {1, 2, 3, 5};    // errors 0 0 0 1: MAE 0.25, RMSE 0.5, R² 1 - 1 / 5 = 0.8
+    EvaluationCompare compare;
+    compare.setRuns("run 1", a, "run 2", b);
+    const QString text = compare.summaryText();
+    QVERIFY2(text.contains("run 1: MAE 0.625, RMSE 0.75, R² 0.5500 on 4 test rows (price)"), qPrintable(text));
+    QVERIFY2(text.contains("run 2: MAE 0.25, RMSE 0.5, R² 0.8000 on 4 test rows (price)"), qPrintable(text));
+    QVERIFY2(text.contains("MAE -0.375, RMSE -0.25, R² +0.25"), qPrintable(text));
+    QVERIFY2(!text.contains("accuracy") && !text.contains("%"), qPrintable(text));
+    QCOMPARE(compare.deltaTable()->rowCount(), 0);
+    QVERIFY(compare.deltaTable()->isHidden());
+
+    // A regression run against a classification run: both runs' own figures, no differences.
+    compare.setRuns("run 1", a, "run 3", smallResult());
+    QVERIFY2(compare.summaryText().contains("run 3: test accuracy 75.00 % on 16 images"), qPrintable(compare.summaryText()));
+    QVERIFY2(compare.summaryText().contains("the other a classification"), qPrintable(compare.summaryText()));
+    // Two classification runs again: the per-class table is back.
+    compare.setRuns("run 3", smallResult(), "run 4", smallResult());
+    QCOMPARE(compare.deltaTable()->rowCount(), 5);
+    QVERIFY(!compare.deltaTable()->isHidden());
   }
 };
 

@@ -6,6 +6,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "engine/train/regression_metrics.h"
 #include "widgets/training/classification_report.h"
 
 namespace kiln::studio {
@@ -19,6 +20,22 @@ QTableWidgetItem* number(double v, const QString& text) {
   item->setData(Qt::UserRole, v);
   item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
   return item;
+}
+
+// "<b>A</b> NAME: test accuracy 91.20 % on 1000 images", or a regression run's
+// "<b>A</b> NAME: MAE 0.412, RMSE 0.530, R² 0.871 on 40 test rows (price)".
+QString runLine(const QString& which, const QString& name, const EvaluationResult& r) {
+  const QString head = QStringLiteral("<b>%1</b> %2: ").arg(which, name.toHtmlEscaped());
+  if (!r.isRegression())
+    return head + EvaluationCompare::tr("test accuracy %1 % on %2 images").arg(100 * r.accuracy, 0, 'f', 2).arg(r.count);
+  const train::RegressionMetrics m = train::regression_metrics(std::vector<double>(r.predicted.begin(), r.predicted.end()),
+                                                               std::vector<double>(r.actual.begin(), r.actual.end()));
+  return head + EvaluationCompare::tr("MAE %1, RMSE %2, R² %3 on %4 test rows%5")
+                    .arg(m.mae, 0, 'g', 4)
+                    .arg(m.rmse, 0, 'g', 4)
+                    .arg(m.r2, 0, 'f', 4)
+                    .arg(m.count)
+                    .arg(r.target.isEmpty() ? QString() : " (" + r.target.toHtmlEscaped() + ")");
 }
 
 }  // namespace
@@ -56,13 +73,27 @@ void EvaluationCompare::setRuns(const QString& nameA, const EvaluationResult& a,
   a_->setResult(a);
   b_->setResult(b);
   deltas_->setRowCount(0);
-  QString text = tr("<b>A</b> %1: test accuracy %2 % on %3 images<br><b>B</b> %4: test accuracy %5 % on %6 images")
-                     .arg(nameA.toHtmlEscaped())
-                     .arg(100 * a.accuracy, 0, 'f', 2)
-                     .arg(a.count)
-                     .arg(nameB.toHtmlEscaped())
-                     .arg(100 * b.accuracy, 0, 'f', 2)
-                     .arg(b.count);
+  QString text = runLine("A", nameA, a) + "<br>" + runLine("B", nameB, b);
+  // Regression runs have no classes: their metrics and differences (lower MAE and RMSE, higher
+  // R² are better), no per-class table.
+  deltas_->setVisible(!a.isRegression() && !b.isRegression());
+  if (a.isRegression() || b.isRegression()) {
+    if (a.isRegression() != b.isRegression()) {
+      summary_->setText(text + "<br>" + tr("One run is a regression, the other a classification: no differences."));
+      return;
+    }
+    const auto metrics = [](const EvaluationResult& r) {
+      return train::regression_metrics(std::vector<double>(r.predicted.begin(), r.predicted.end()),
+                                       std::vector<double>(r.actual.begin(), r.actual.end()));
+    };
+    const train::RegressionMetrics ma = metrics(a), mb = metrics(b);
+    const auto d = [](double v) { return (v >= 0 ? "+" : "") + QString::number(v, 'g', 4); };
+    text += "<br>" + tr("<b>Δ (B − A): MAE %1, RMSE %2, R² %3</b>").arg(d(mb.mae - ma.mae), d(mb.rmse - ma.rmse), d(mb.r2 - ma.r2));
+    if (a.target != b.target) text += " " + tr("(different label columns: %1 and %2)").arg(a.target.toHtmlEscaped(), b.target.toHtmlEscaped());
+    else if (a.count != b.count) text += " " + tr("(tested on different numbers of rows)");
+    summary_->setText(text);
+    return;
+  }
   const int c = static_cast<int>(a.classNames.size());
   const bool comparable = a.classNames == b.classNames && c > 0 &&
                           a.confusion.size() == static_cast<size_t>(c) * c && b.confusion.size() == a.confusion.size();

@@ -2,7 +2,8 @@
 // evaluations"): a summary of both accuracies and their difference, a table of the per-class
 // precision, recall and F1 of each run (classification_report.h, scikit-learn's
 // definitions) with the difference B - A, and both EvaluationViews (confusion matrix, cell
-// samples) next to each other. A is the older run, B the newer.
+// samples) next to each other. A is the older run, B the newer. Regression runs: each run's MAE,
+// RMSE and R² (engine/train/regression_metrics.h) and their differences, no per-class table.
 #pragma once
 #include <QWidget>
 
@@ -22,7 +23,8 @@ class EvaluationCompare : public QWidget {
 
   explicit EvaluationCompare(QWidget* parent = nullptr);
   // Shows run A (`nameA`) and run B. When their classes differ (another class filter) the
-  // views are shown but the delta table is empty and the summary says why.
+  // views are shown but the delta table is empty and the summary says why. Two regression runs:
+  // the summary gives both runs' MAE, RMSE and R² and B − A; the delta table is empty and hidden.
   void setRuns(const QString& nameA, const EvaluationResult& a, const QString& nameB, const EvaluationResult& b);
 
   QString summaryText() const;

@@ -1,19 +1,13 @@
-#include "app/cli/predict_input.h"
+#include "engine/data/predict_input.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "engine/core/error.h"
 #include "engine/data/fashion_mnist.h"
-#ifdef KILN_HAVE_OPENCV
-#include "engine/data/image/image_cache.h"
-#include "engine/data/image/image_decode.h"
-#include "engine/data/image/image_transforms.h"
-#endif
 
-namespace kiln::cli {
+namespace kiln::data {
 
 namespace fs = std::filesystem;
 
@@ -21,12 +15,13 @@ ImageRun idx_image_run(const std::vector<std::string>& classes) {
   ImageRun r;
   r.channels = 1;
   r.height = r.width = 28;
-  r.mean = {data::FashionMNIST::kMean};
-  r.stddev = {data::FashionMNIST::kStd};
+  r.mean = {FashionMNIST::kMean};
+  r.stddev = {FashionMNIST::kStd};
   r.classes = classes;
   return r;
 }
 
+// Without OpenCV; engine/data/image/image_predict.cpp has the functions of a build with it.
 #ifndef KILN_HAVE_OPENCV
 
 namespace {
@@ -41,67 +36,11 @@ std::vector<ImageInput> list_image_inputs(const std::string& path, const std::ve
 }
 void read_image_input(const std::string& path, const ImageRun&, float*) { no_opencv(path); }
 
-#else
-
-std::vector<ImageInput> list_image_inputs(const std::string& path, const std::vector<std::string>& classes,
-                                          int64_t* other_files) {
-  std::error_code ec;
-  KILN_CHECK(fs::exists(path, ec), IoError, path, ": no such file or folder");
-  if (!fs::is_directory(path, ec)) {
-    KILN_CHECK(data::is_image_file_name(path), IoError, path, ": not an image file name (",
-               "jpg, jpeg, jpe, png, ppm, pgm, bmp, tif, tiff, webp); a table of features needs a run trained on one");
-    return {{path, ""}};
-  }
-  std::vector<std::string> files;
-  int64_t others = 0;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!name.empty() && name[0] == '.') {  // hidden
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_regular_file(ec)) continue;
-    if (data::is_image_file_name(it->path().string())) files.push_back(it->path().string());
-    else ++others;
-  }
-  KILN_CHECK(!ec, IoError, path, ": cannot list the folder (", ec.message(), ")");
-  KILN_CHECK(!files.empty(), IoError, path, ": no image file in the folder or its subfolders (", others,
-             " other files)");
-  std::sort(files.begin(), files.end());
-  if (other_files) *other_files = others;
-
-  // Labels from class folders: DIR/<class>/..., every image in one.
-  const std::set<std::string> names(classes.begin(), classes.end());
-  std::vector<ImageInput> inputs;
-  bool labelled = true;
-  for (const std::string& f : files) {
-    const fs::path rel = fs::path(f).lexically_relative(path);
-    const std::string first = rel.begin()->string();
-    labelled = labelled && std::distance(rel.begin(), rel.end()) > 1 && names.count(first);
-    inputs.push_back({f, first});
-  }
-  if (!labelled)
-    for (ImageInput& in : inputs) in.label.clear();
-  return inputs;
-}
-
-void read_image_input(const std::string& path, const ImageRun& run, float* out) {
-  data::ImageTransform t;
-  t.height = run.height, t.width = run.width, t.channels = run.channels;
-  t.mean = run.mean, t.stddev = run.stddev;
-  // As data::ImageDataset::image and get_batch_for_epoch of a test split.
-  const cv::Mat m = data::shrink_to_short_side(data::to_channels(data::read_image(path), run.channels),
-                                               data::cache_short_side(run.height, run.width));
-  std::mt19937_64 g = data::sample_generator(run.config.seed, 0, 0);  // not drawn from without augmentation
-  t.apply(m, /*train=*/false, g, out);
-}
-
 #endif
 
 namespace {
 
-std::string where(const data::CsvTable& t, int64_t line) { return t.source + ":" + std::to_string(line); }
+std::string where(const CsvTable& t, int64_t line) { return t.source + ":" + std::to_string(line); }
 
 std::string join_names(const std::vector<std::string>& names) {
   std::string s;
@@ -111,11 +50,11 @@ std::string join_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
-TableInput read_table_input(const std::string& path, const TableConfig& config, const data::TabularSchema& schema) {
+TableInput read_table_input(const std::string& path, const TableConfig& config, const TabularSchema& schema) {
   std::error_code ec;
   KILN_CHECK(!fs::is_directory(path, ec), IoError, path, ": a folder, but the run was trained on a table (",
              config.path, "); give a CSV file of the same columns");
-  const data::CsvTable t = data::read_csv(path, config.csv);
+  const CsvTable t = read_csv(path, config.csv);
   const int64_t header_line = config.csv.skip_rows + 1;
 
   // The training table's columns in file order: name -> position.
@@ -123,7 +62,7 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
   std::vector<std::string> train_names(total);
   train_names[static_cast<size_t>(schema.label_index)] = schema.label;
   std::vector<std::string> features;
-  for (const data::ColumnInfo& c : schema.columns) {
+  for (const ColumnInfo& c : schema.columns) {
     train_names[static_cast<size_t>(c.index)] = c.name;
     features.push_back(c.name);
   }
@@ -160,8 +99,8 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
 
   // The rows in the training table's column order. Without a label column, the label field holds
   // a known class (or 0) only for prepare_tabular, which needs one; it is not reported.
-  const std::string no_label = schema.task == data::Task::classification ? schema.classes.at(0) : "0";
-  data::CsvTable r;
+  const std::string no_label = schema.task == Task::classification ? schema.classes.at(0) : "0";
+  CsvTable r;
   r.source = t.source;
   r.columns = train_names;
   r.lines = t.lines;
@@ -173,9 +112,9 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
       fields[k] = source[k] >= 0 ? row[static_cast<size_t>(source[k])] : no_label;
     r.rows.push_back(std::move(fields));
   }
-  data::TabularOptions o = config.tabular;
+  TabularOptions o = config.tabular;
   o.test_fraction = 0;  // every row
-  const data::TabularData d = data::prepare_tabular(r, o, &schema);
+  const TabularData d = prepare_tabular(r, o, &schema);
   in.x = d.x_train;
   in.y = d.y_train;
   std::vector<bool> kept(r.rows.size(), false);
@@ -189,4 +128,4 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
   return in;
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln::data

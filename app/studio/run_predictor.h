@@ -1,0 +1,69 @@
+// Kiln Studio's Predict: a finished run's model applied to new files, each preprocessed as the run's
+// evaluation preprocessed its test split. The model is the run's graph version with its latest
+// checkpoint (the weights the evaluation used); the preprocessing is the engine's
+// (engine/data/predict_input.h) with the values the run's dataset settings settle: its dataset is
+// opened again with the run's seed (data::open_dataset), which gives the image size, channels and
+// normalization (computed ones included), or the table's reading options, standardization,
+// category maps and missing-value fills fitted on its training split. No Qt in its interface;
+// MainWindow runs it on a worker thread.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/data/image_source.h"
+#include "engine/data/table_source.h"
+#include "engine/nn/module.h"
+
+namespace kiln::studio {
+
+// The prediction of one input: an image file, or one row of a CSV file ("FILE:LINE").
+struct PredictedInput {
+  std::string input;
+  std::string error;  // why it has no prediction ("" = it has one)
+  // Classification: the most probable classes first, (class index, softmax probability in [0, 1]).
+  std::vector<std::pair<int64_t, float>> top;
+  double value = 0;   // regression: the model's output, in the label's unit
+};
+
+class RunPredictor {
+ public:
+  // Loads run `run` of the project file at project_path. ValueError in plain words when the run
+  // is unknown, not finished, has no checkpoint or was trained on texts; the engine's errors when
+  // its dataset cannot be opened again (a folder that is gone names it) or its graph does not
+  // take the checkpoint.
+  static std::shared_ptr<RunPredictor> load(const std::string& project_path, int64_t run);
+
+  // One PredictedInput per image file, one per row of each CSV file (several for a table run),
+  // in the order given; a file that cannot be used gives one with its error (a corrupt image, a
+  // CSV whose columns are not the training table's, a file of the other kind), the others are
+  // still predicted. top_k: classes kept per input (at most the class count). Never throws for
+  // a bad file; throws what the model throws.
+  std::vector<PredictedInput> predict(const std::vector<std::string>& files, int64_t top_k = 3) const;
+
+  int64_t run() const { return run_; }
+  bool isTable() const { return table_ != nullptr; }
+  bool isRegression() const { return regression_; }
+  const std::vector<std::string>& classes() const { return classes_; }  // empty for regression
+  const std::string& label() const { return label_; }                    // a table's label column
+  // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), trained on the image folder 'pets'".
+  const std::string& description() const { return description_; }
+
+ private:
+  RunPredictor() = default;
+  void predictImages(const std::vector<std::string>& files, int64_t top_k, std::vector<PredictedInput>& out) const;
+  void predictTable(const std::string& file, int64_t top_k, std::vector<PredictedInput>& out) const;
+  // The model's outputs for x ([N, ...] f32) into out[first ...]: top classes or the value.
+  void fill(const Tensor& x, int64_t top_k, PredictedInput* out) const;
+
+  int64_t run_ = 0;
+  std::shared_ptr<nn::Module> model_;
+  std::shared_ptr<const data::ImageRun> image_;  // image runs (Fashion-MNIST's too)
+  std::shared_ptr<const std::pair<data::TableConfig, data::TabularSchema>> table_;
+  bool regression_ = false;
+  std::vector<std::string> classes_;
+  std::string label_, description_;
+};
+
+}  // namespace kiln::studio

@@ -1,0 +1,288 @@
+// Issue 14, Deliver 4: Predict. A run trained headless (kiln-studio --headless) on a generated
+// image folder, a CSV table and a regression table predicts files with its own preprocessing
+// (app/studio/run_predictor.h, engine/data/predict_input.h): the test split's files give exactly
+// the classes, probabilities and values of the run's stored evaluation (the engine's
+// train::evaluate over the test DataLoader). Bad input (a corrupt image, a file of the wrong
+// kind, a CSV with a missing or an extra column) gives that file a message, the others are still
+// predicted. In the window: Model > Predict is disabled without a finished run, files dropped on
+// the window fill the Predictions view on a worker thread. kiln-studio --headless --task regression
+// stores the table's task as the Dataset panel does.
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDropEvent>
+#include <QFile>
+#include <QMimeData>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "app/studio/main_window.h"
+#include "app/studio/run_predictor.h"
+#include "engine/core/error.h"
+#include "engine/data/dataset_source.h"
+#include "projects/project.h"
+#include "tests/gui/headless_studio.h"
+#include "tests/gui/image_folder_util.h"
+#include "widgets/graph/graph_canvas.h"
+#include "widgets/project/dataset_settings.h"
+#include "widgets/training/prediction_view.h"
+
+using namespace kiln::studio;
+
+namespace {
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+
+// Data lines of a CSV with header x1,x2,kind: two classes "low" and "high" that overlap a little
+// (so that the probabilities are not all 1).
+QList<QByteArray> tableLines(int rows) {
+  QList<QByteArray> lines;
+  for (int i = 0; i < rows; ++i) {
+    const bool high = i % 2;
+    lines << QByteArray::number((high ? 1.0 : -1.0) + 0.3 * (i % 7) - 0.9) + "," + QByteArray::number(0.3 * (i % 5)) +
+                 "," + (high ? "high" : "low");
+  }
+  return lines;
+}
+
+// The run's dataset opened again as TrainingJob opened it (its settings and seed).
+kiln::data::OpenedDataset reopen(const kiln::projects::RunRecord& run) {
+  const auto config = nlohmann::json::parse(run.config_json);
+  return kiln::data::open_dataset(
+      DatasetSettings::from_json(config["dataset"].dump()).source(config.value("seed", uint64_t{0})));
+}
+
+// Trains `args` headless into a new project; the project's only run.
+kiln::projects::RunRecord trainHeadless(const QStringList& args) {
+  int code = 0;
+  const QString out = kiln::test::studio(args, &code);
+  if (code != 0) qWarning("%s", qPrintable(out));
+  const int i = static_cast<int>(args.indexOf("--new") >= 0 ? args.indexOf("--new") : args.indexOf("--project"));
+  const auto runs = kiln::projects::Project::open(args[i + 1].toStdString()).runs();
+  return runs.empty() ? kiln::projects::RunRecord{} : runs.back();
+}
+
+// Each of `predicted` has the class and probability of the evaluation's prediction at the same place.
+void compareWithEvaluation(const std::vector<PredictedInput>& predicted, const kiln::projects::Evaluation& e) {
+  QCOMPARE(predicted.size(), e.predictions.size());
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const PredictedInput& p = predicted[i];
+    QVERIFY2(p.error.empty(), p.error.c_str());
+    QVERIFY(!p.top.empty());
+    QCOMPARE(p.top[0].first, int64_t(e.predictions[i].predicted));
+    QVERIFY2(std::abs(p.top[0].second - e.predictions[i].probability) < 1e-5,
+             qPrintable(QString("%1: %2 vs the evaluation's %3").arg(QString::fromStdString(p.input))
+                            .arg(p.top[0].second).arg(e.predictions[i].probability)));
+    for (size_t j = 1; j < p.top.size(); ++j) QVERIFY(p.top[j].second <= p.top[j - 1].second);
+  }
+}
+
+}  // namespace
+
+class TestStudioPredict : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString imageProject_, tableProject_;
+  kiln::projects::RunRecord imageRun_, tableRun_;
+
+ private slots:
+  void initTestCase() {
+    const QString root = dir_.filePath("shapes");
+    kiln::studio::test::writeImageFolder(root, {"circle", "square", "star"}, 8);
+    imageProject_ = dir_.filePath("img.kiln");
+    imageRun_ = trainHeadless({"--headless", "--new", imageProject_, "--template", "image_folder_cnn", "--dataset",
+                       "imagefolder:" + root, "--train", "--epochs", "1"});
+    QCOMPARE(imageRun_.status, kiln::projects::RunStatus::finished);
+    QByteArray csv = "x1,x2,kind\n";
+    for (const QByteArray& l : tableLines(60)) csv += l + "\n";
+    writeFile(dir_.filePath("t.csv"), csv);
+    tableProject_ = dir_.filePath("tab.kiln");
+    tableRun_ = trainHeadless({"--headless", "--new", tableProject_, "--template", "table_mlp", "--dataset",
+                       "csv:" + dir_.filePath("t.csv"), "--label", "kind", "--train", "--epochs", "2"});
+    QCOMPARE(tableRun_.status, kiln::projects::RunStatus::finished);
+  }
+
+  void imagesPredictAsTheEvaluation() {
+    const auto e = kiln::projects::Project::open(imageProject_.toStdString()).evaluation(imageRun_.id);
+    QVERIFY(e.has_value() && e->count > 0);
+    const kiln::data::OpenedDataset d = reopen(imageRun_);
+    std::vector<std::string> files;
+    for (int64_t i = 0; i < e->count; ++i) files.push_back(kiln::data::image_sample_path(*d.test, i));
+    const auto p = RunPredictor::load(imageProject_.toStdString(), imageRun_.id);
+    QCOMPARE(p->classes(), std::vector<std::string>({"circle", "square", "star"}));
+    QVERIFY(!p->isTable() && !p->isRegression());
+    const std::vector<PredictedInput> all = p->predict(files, 3);
+    for (const PredictedInput& in : all) QCOMPARE(in.top.size(), size_t(3));
+    compareWithEvaluation(all, *e);
+
+    // Bad files among good ones: each its message, the good ones still predicted, in order.
+    writeFile(dir_.filePath("broken.png"), QByteArray("\x89PNG\r\n\x1a\n not really a png", 26));
+    writeFile(dir_.filePath("rows.csv"), "a,b\n1,2\n");
+    const std::vector<PredictedInput> mixed =
+        p->predict({dir_.filePath("broken.png").toStdString(), files[0], dir_.filePath("rows.csv").toStdString(),
+                    dir_.filePath("gone.png").toStdString(), files[1]});
+    QCOMPARE(mixed.size(), size_t(5));
+    QVERIFY2(mixed[0].error.find("broken.png") != std::string::npos && mixed[0].top.empty(), mixed[0].error.c_str());
+    QVERIFY2(mixed[2].error.find("rows.csv") != std::string::npos &&
+                 mixed[2].error.find("not an image file") != std::string::npos, mixed[2].error.c_str());
+    QVERIFY2(mixed[3].error.find("gone.png") != std::string::npos, mixed[3].error.c_str());
+    kiln::projects::Evaluation firstTwo;
+    firstTwo.predictions = {e->predictions[0], e->predictions[1]};
+    compareWithEvaluation({mixed[1], mixed[4]}, firstTwo);
+  }
+
+  void tableRowsPredictAsTheEvaluation() {
+    const auto e = kiln::projects::Project::open(tableProject_.toStdString()).evaluation(tableRun_.id);
+    QVERIFY(e.has_value() && e->count > 0);
+    const kiln::data::OpenedDataset d = reopen(tableRun_);
+    const QList<QByteArray> lines = tableLines(60);
+    QByteArray test = "x1,x2,kind\n", unlabelled = "x2,x1\n";  // columns by name, the label optional
+    for (int64_t row : d.table->test_rows) {
+      const QList<QByteArray> f = lines[static_cast<int>(row)].split(',');
+      test += lines[static_cast<int>(row)] + "\n";
+      unlabelled += f[1] + "," + f[0] + "\n";
+    }
+    writeFile(dir_.filePath("test.csv"), test);
+    writeFile(dir_.filePath("unlabelled.csv"), unlabelled);
+    const auto p = RunPredictor::load(tableProject_.toStdString(), tableRun_.id);
+    QVERIFY(p->isTable());
+    QCOMPARE(p->classes(), std::vector<std::string>({"high", "low"}));
+    const std::vector<PredictedInput> rows = p->predict({dir_.filePath("test.csv").toStdString()});
+    QCOMPARE(rows[0].input, dir_.filePath("test.csv").toStdString() + ":2");
+    compareWithEvaluation(rows, *e);
+    compareWithEvaluation(p->predict({dir_.filePath("unlabelled.csv").toStdString()}), *e);
+
+    // A missing column, an extra one, an image: one message each, naming the file and column.
+    writeFile(dir_.filePath("missing.csv"), "x1,kind\n1,low\n");
+    writeFile(dir_.filePath("extra.csv"), "x1,x2,kind,colour\n1,2,low,red\n");
+    const std::vector<PredictedInput> bad =
+        p->predict({dir_.filePath("missing.csv").toStdString(), dir_.filePath("extra.csv").toStdString(),
+                    dir_.filePath("broken.png").toStdString(), dir_.filePath("test.csv").toStdString()});
+    QCOMPARE(bad.size(), size_t(3) + rows.size());
+    QVERIFY2(bad[0].error.find("missing.csv:1") != std::string::npos && bad[0].error.find("'x2'") != std::string::npos,
+             bad[0].error.c_str());
+    QVERIFY2(bad[1].error.find("extra.csv:1") != std::string::npos && bad[1].error.find("'colour'") != std::string::npos,
+             bad[1].error.c_str());
+    QVERIFY2(bad[2].error.find("an image") != std::string::npos, bad[2].error.c_str());
+    compareWithEvaluation(std::vector<PredictedInput>(bad.begin() + 3, bad.end()), *e);
+  }
+
+  void regressionPredictsTheEvaluatedValues() {
+    QByteArray csv = "a,b,y\n";
+    for (int i = 0; i < 100; ++i) {
+      const double a = 0.1 * (i % 10), b = 0.1 * ((i * 3) % 10);
+      csv += QByteArray::number(a) + "," + QByteArray::number(b) + "," + QByteArray::number(3 * a - 2 * b + 1) + "\n";
+    }
+    writeFile(dir_.filePath("r.csv"), csv);
+    // kiln-studio --headless --task regression: stored as the Dataset panel stores it.
+    const QString file = dir_.filePath("reg.kiln");
+    const auto run = trainHeadless({"--headless", "--new", file, "--template", "table_mlp", "--dataset", "csv:" + dir_.filePath("r.csv"),
+                            "--label", "y", "--task", "regression", "--train", "--epochs", "2"});
+    QCOMPARE(DatasetSettings::from_json(*kiln::projects::Project::open(file.toStdString()).setting("dataset")).task,
+             std::string("regression"));
+    QCOMPARE(run.status, kiln::projects::RunStatus::finished);
+    const auto e = kiln::projects::Project::open(file.toStdString()).evaluation(run.id);
+    QVERIFY(e.has_value() && e->is_regression());
+    const kiln::data::OpenedDataset d = reopen(run);
+    const QList<QByteArray> lines = csv.trimmed().split('\n');
+    QByteArray test = "a,b\n";
+    for (int64_t row : d.table->test_rows) {
+      const QList<QByteArray> f = lines[static_cast<int>(row) + 1].split(',');
+      test += f[0] + "," + f[1] + "\n";
+    }
+    writeFile(dir_.filePath("rtest.csv"), test);
+    const auto p = RunPredictor::load(file.toStdString(), run.id);
+    QVERIFY(p->isRegression() && p->classes().empty());
+    QCOMPARE(p->label(), std::string("y"));
+    const std::vector<PredictedInput> values = p->predict({dir_.filePath("rtest.csv").toStdString()});
+    QCOMPARE(values.size(), e->regression.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      QVERIFY2(values[i].error.empty() && values[i].top.empty(), values[i].error.c_str());
+      QVERIFY2(std::abs(values[i].value - e->regression[i].predicted) < 1e-5 * (1 + std::abs(e->regression[i].predicted)),
+               qPrintable(QString("%1 vs %2").arg(values[i].value).arg(e->regression[i].predicted)));
+    }
+  }
+
+  // --task: a bad value, regression of a non-table, or no --dataset: a message, nothing trained.
+  void headlessTaskBadInput() {
+    int code = 0;
+    const QString project = dir_.filePath("task.kiln");
+    QString out = kiln::test::studio({"--headless", "--new", project, "--template", "table_mlp", "--dataset",
+                                      "csv:" + dir_.filePath("t.csv"), "--task", "clustering", "--train"}, &code);
+    QCOMPARE(code, 1);
+    QVERIFY2(out.contains("clustering"), qPrintable(out));
+    out = kiln::test::studio({"--headless", "--project", project, "--dataset", "imagefolder:" + dir_.filePath("shapes"),
+                              "--task", "regression", "--train"}, &code);
+    QCOMPARE(code, 1);
+    QVERIFY2(out.contains("regression"), qPrintable(out));
+    out = kiln::test::studio({"--headless", "--project", project, "--task", "regression", "--train"}, &code);
+    QCOMPARE(code, 1);
+    QVERIFY2(out.contains("--task needs --dataset csv:FILE"), qPrintable(out));
+    QVERIFY(kiln::projects::Project::open(project.toStdString()).runs().empty());
+  }
+
+  void noFinishedRun() {
+    QVERIFY_THROWS_EXCEPTION(kiln::ValueError, RunPredictor::load(tableProject_.toStdString(), 999));
+    MainWindow w;
+    w.setSilent(true);
+    QVERIFY(!w.predictAction()->isEnabled());
+    QVERIFY(!w.predictFiles({dir_.filePath("t.csv")}));
+    QVERIFY2(w.lastError().contains("finished training run"), qPrintable(w.lastError()));
+  }
+
+  // The window: files dropped on the canvas reach the window, which predicts them off the UI thread.
+  void dropOnTheWindow() {
+    MainWindow w;
+    w.setSilent(true);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(w.openProject(tableProject_));
+    QVERIFY(w.predictAction()->isEnabled());
+    QCOMPARE(w.predictRun(), tableRun_.id);
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(dir_.filePath("test.csv")), QUrl::fromLocalFile(dir_.filePath("missing.csv"))});
+    auto* canvas = w.findChild<GraphCanvas*>();
+    QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    enter.ignore();
+    QApplication::sendEvent(canvas->viewport(), &enter);
+    QVERIFY(enter.isAccepted());  // files are welcome over the canvas (its own drops are the palette's layers)
+    QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(canvas->viewport(), &drop);
+    QVERIFY(w.isPredicting() || w.predictionView());
+    QVERIFY(QTest::qWaitFor([&] { return !w.isPredicting(); }, 60000));
+    PredictionView* view = w.predictionView();
+    QVERIFY(view);
+    QVERIFY2(view->caption()->text().contains(QString("run %1").arg(tableRun_.id)), qPrintable(view->caption()->text()));
+    const auto e = kiln::projects::Project::open(tableProject_.toStdString()).evaluation(tableRun_.id);
+    QCOMPARE(view->table()->rowCount(), static_cast<int>(e->predictions.size()) + 1);
+    const QString first = view->table()->item(0, 1)->text();
+    QVERIFY2(first.startsWith(QString::fromStdString(e->class_names[static_cast<size_t>(e->predictions[0].predicted)])) &&
+                 first.endsWith(" %"),
+             qPrintable(first));
+    const QString last = view->table()->item(view->table()->rowCount() - 1, 1)->text();
+    QVERIFY2(last.contains("error") && last.contains("'x2'"), qPrintable(last));
+
+    // Images (Model > Predict's files): a thumbnail and the three classes each; the corrupt one its message.
+    QVERIFY(w.openProject(imageProject_));
+    QCOMPARE(w.predictRun(), imageRun_.id);
+    const QString good = dir_.filePath("shapes/star/3.png");
+    QVERIFY(w.predictFiles({good, dir_.filePath("broken.png")}));
+    QVERIFY(QTest::qWaitFor([&] { return !w.isPredicting(); }, 60000));
+    QCOMPARE(view->table()->rowCount(), 2);
+    QCOMPARE(view->table()->columnCount(), 4);  // input, then the top-3 classes
+    QVERIFY(!view->table()->item(0, 0)->icon().isNull());
+    for (int c = 1; c <= 3; ++c) QVERIFY2(view->table()->item(0, c)->text().endsWith(" %"), qPrintable(view->table()->item(0, c)->text()));
+    QVERIFY(view->table()->item(1, 0)->icon().isNull());
+    QVERIFY2(view->table()->item(1, 1)->text().contains("broken.png"), qPrintable(view->table()->item(1, 1)->text()));
+    QVERIFY2(view->caption()->text().contains("1 of 2 input(s) predicted, 1 without a prediction"), qPrintable(view->caption()->text()));
+  }
+};
+
+QTEST_MAIN(TestStudioPredict)
+#include "test_studio_predict.moc"
