@@ -61,7 +61,7 @@ assert o["top1_agreement_with_int8"] >= 0.995, o  # issue 17: >= 99.5% of top-1 
 assert o["accuracy"] > 0.5, o                     # a trained model, not a constant one
 assert r["u8_chained_layers"], r["u8_chained_layers"]
 PY
-  # kiln run reads the QDQ file like any ONNX model: logits [8, 10] for 8 test images.
+  # kiln run reads the QDQ file like any ONNX model, its layers on the int8 kernels: logits [8, 10].
   /usr/bin/python3 - "$work/x.npy" <<'PY' || fail "writing test images"
 import gzip, sys, numpy as np
 with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
@@ -69,6 +69,8 @@ with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as
 np.save(sys.argv[1], (x / 255.0).astype(np.float32))
 PY
   run 0 run "$work/int8/model.onnx" --input "$work/x.npy" --out-dir "$work/y"
+  contains "$out" "-> QConv (int8 kernels)" "kiln run of model.onnx: its Conv layers on the int8 kernels"
+  contains "$out" "-> QGemm (int8 kernels)" "kiln run of model.onnx: its Gemm layers on the int8 kernels"
   [[ $(ls "$work/y"/*.npy | wc -l) == 1 ]] || fail "kiln run of model.onnx wrote no output"
   /usr/bin/python3 -c 'import numpy as np, glob, sys; y = np.load(glob.glob(sys.argv[1] + "/*.npy")[0]); assert y.shape == (8, 10), y.shape' \
       "$work/y" || fail "kiln run of model.onnx: output shape"

@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/error.h"
@@ -194,6 +195,62 @@ TEST(QdqImport, BadScalesAndZeroPointsNameTheNode) {
   EXPECT_NE(e.find("node 'conv1.input_DequantizeLinear'"), std::string::npos) << e;
   EXPECT_NE(e.find("zero point 300 is out of the range of the u8 input [0, 255]"), std::string::npos) << e;
   EXPECT_EQ(run(good), "");
+}
+
+}  // namespace
+
+namespace {
+
+kiln::onnx::Session optimized_session(const std::string& bytes) {
+  kiln::onnx::SessionOptions o;
+  o.optimize = true;  // what `kiln run` does on the CPU: the load-time rewrites, FuseQdq among them
+  return kiln::onnx::Session(kiln::onnx::parse_model(bytes, "", "qdq"), kiln::Device(), o);
+}
+
+bool logged(const kiln::onnx::Session& s, const std::string& line) {
+  const auto& log = s.rewrite_log();
+  return std::find(log.begin(), log.end(), line) != log.end();
+}
+
+TEST(QdqImport, QuantizedLayersRunOnTheInt8Kernels) {
+  auto q = quantized();
+  const std::string bytes = kiln::onnx::export_qdq(*q);
+  kiln::onnx::Session s = optimized_session(bytes);
+  std::string log;
+  for (const std::string& l : s.rewrite_log()) log += l + "\n";
+  EXPECT_TRUE(logged(s, "FuseQdq: 'conv1' + 'relu1' -> QConv (int8 kernels)")) << log;
+  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' -> QGemm (int8 kernels)")) << log;
+  EXPECT_TRUE(logged(s, "FuseQdq: 'fc2' -> QGemm (int8 kernels)")) << log;
+  // The int8 kernels' s32 accumulation is the int8 model's own: the outputs agree more closely
+  // than the float path's (rounding of the u8 requantization may still differ by one step).
+  const Tensor x = kiln::normal({64, 1, 12, 12}, 0, 1);
+  const auto want = q->forward(x).to_vector<float>();
+  const auto got = s.run({{s.input_names().at(0), x}}).at(0).to_vector<float>();
+  ASSERT_EQ(want.size(), got.size());
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err += (want[i] - got[i]) * (want[i] - got[i]);
+    ref += want[i] * want[i];
+  }
+  EXPECT_LT(std::sqrt(err / ref), 1e-4);
+}
+
+TEST(QdqImport, LayersOutsideThePatternStayFloatWithAReason) {
+  auto q = quantized();
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(kiln::onnx::export_qdq(*q)));
+  // An asymmetric weight (zero point 1): the int8 kernels take symmetric s8 weights only.
+  set_initializer(m, "conv1.weight_zero_point", Tensor::ones({8}, kiln::DType::i8));
+  const std::string bytes = m.SerializeAsString();
+  kiln::onnx::Session s = optimized_session(bytes);
+  EXPECT_TRUE(logged(s, "FuseQdq: left 'conv1' in float: its weight zero point is not 0 (the int8 kernels take "
+                        "symmetric weights)"));
+  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' -> QGemm (int8 kernels)"));
+  const Tensor x = kiln::normal({8, 1, 12, 12}, 0, 1);
+  const auto plain = run_onnx(bytes, x);
+  const auto got = s.run({{s.input_names().at(0), x}}).at(0).to_vector<float>();
+  ASSERT_EQ(plain.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(plain[i], got[i], 1e-3 * (1 + std::abs(plain[i])));
 }
 
 }  // namespace
