@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Kiln's QDQ ONNX export against onnxruntime (issue 17): trains the Fashion-MNIST CNN template
 # with kiln, quantizes it (`kiln quantize`: int8 model.safetensors and its QDQ model.onnx), runs
-# model.onnx on the test set in onnxruntime and in Kiln (`kiln run`, Kiln's ONNX executor) and
+# model.onnx on the test set in onnxruntime and in Kiln (`kiln run`: Kiln's ONNX executor, its
+# quantized Conv / Gemm on the int8 kernels, rewrite_qdq.cpp; its FuseQdq lines are printed) and
 # prints the top-1 agreement of the two and each side's accuracy (with the int8 and float model's
 # accuracy from quantize_report.json), then counts the nodes of onnxruntime's optimized model
 # (the optimizedModelFilePath session option): QLinearConv / QLinearMatMul / ConvInteger /
@@ -25,7 +26,7 @@ while getopts "n:e:l:t:k:w:h" opt; do
   case $opt in
     n) images=$OPTARG ;; e) epochs=$OPTARG ;; l) limit=$OPTARG ;; t) threads=$OPTARG ;; k) kiln=$OPTARG ;;
     w) work=$OPTARG ;;
-    *) sed -n '3,19s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '3,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 [[ -x $kiln ]] || { echo "kiln: $kiln is missing; build it first (cmake --build build --target kiln)"; exit 1; }
@@ -58,13 +59,14 @@ PY
 ort_args=()
 for x in "$work"/x[0-9]*.npy; do
   b=$(basename "$x" .npy)
-  "$kiln" run "$work/int8/model.onnx" --input "$x" --device cpu --out-dir "$work/kiln-$b" >/dev/null
+  "$kiln" run "$work/int8/model.onnx" --input "$x" --device cpu --out-dir "$work/kiln-$b" >"$work/run.log"
   ort_args+=("$x" "$work/ort-$b.npy")
 done
 node "$here/qdq_ort.js" "$work/int8/model.onnx" "$work/ort_optimized.onnx" "$threads" "${ort_args[@]}"
 
 echo "Fashion-MNIST CNN ($epochs epoch(s)${limit:+, $limit batches each}), QDQ model.onnx from kiln quantize, $threads threads,"
 echo "onnxruntime-node $(node -p 'require("onnxruntime-node/package.json").version') (CPU provider, all optimizations)"
+grep '^FuseQdq' "$work/run.log" | sed 's/^/kiln run: /' || echo "kiln run: no layer on the int8 kernels"
 /usr/bin/python3 - "$work" <<'PY'
 import glob, json, os, sys
 import numpy as np
@@ -76,11 +78,11 @@ pk, po = kiln.argmax(1), ort.argmax(1)
 r = json.load(open(f"{work}/int8/quantize_report.json"))
 n = len(labels)
 print(f"test images                                {n}")
-print(f"top-1 agreement onnxruntime vs Kiln        {100 * (pk == po).mean():.2f}%  ({int((pk != po).sum())} differ)")
-print(f"accuracy, onnxruntime on model.onnx        {100 * (po == labels).mean():.2f}%")
-print(f"accuracy, Kiln's ONNX executor, model.onnx {100 * (pk == labels).mean():.2f}%")
-print(f"accuracy, Kiln int8 model (all 10000)      {100 * r['accuracy']['int8']:.2f}%   float {100 * r['accuracy']['float']:.2f}%")
-print(f"max |logit difference|                     {np.abs(kiln - ort).max():.4g}")
+print(f"top-1 agreement onnxruntime vs Kiln           {100 * (pk == po).mean():.2f}%  ({int((pk != po).sum())} differ)")
+print(f"accuracy, onnxruntime on model.onnx           {100 * (po == labels).mean():.2f}%")
+print(f"accuracy, kiln run of model.onnx              {100 * (pk == labels).mean():.2f}%")
+print(f"accuracy, Kiln int8 model.safetensors (10000) {100 * r['accuracy']['int8']:.2f}%   float {100 * r['accuracy']['float']:.2f}%")
+print(f"max |logit difference|                        {np.abs(kiln - ort).max():.4g}")
 
 # NodeProto op types of a serialized ModelProto (protobuf wire format: ModelProto.graph = 7,
 # GraphProto.node = 1, NodeProto.op_type = 4, NodeProto.domain = 7), without the onnx package.
