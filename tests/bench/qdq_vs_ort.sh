@@ -14,7 +14,9 @@
 #
 # -n: test images (default 10000, all), -e: training epochs (default 1), -l: training batches per
 # epoch (default: all), -t: threads of both sides (default 2), -w: keep the work files there.
-# onnxruntime: the npm package onnxruntime-node from KILN_NPM_DIR (default ~/.local/share/kiln/npm;
+# onnxruntime: Python's (the first of PYTHON, default "python3 /usr/bin/python3", that imports it: the
+# GPU machine) when there, else
+# the npm package onnxruntime-node from KILN_NPM_DIR (default ~/.local/share/kiln/npm;
 # installer/quickstart.sh bench installs it). Needs /usr/bin/python3 with numpy and Fashion-MNIST
 # in /usr/share/datasets/fashion-mnist.
 set -euo pipefail
@@ -26,14 +28,26 @@ while getopts "n:e:l:t:k:w:h" opt; do
   case $opt in
     n) images=$OPTARG ;; e) epochs=$OPTARG ;; l) limit=$OPTARG ;; t) threads=$OPTARG ;; k) kiln=$OPTARG ;;
     w) work=$OPTARG ;;
-    *) sed -n '3,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '3,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 [[ -x $kiln ]] || { echo "kiln: $kiln is missing; build it first (cmake --build build --target kiln)"; exit 1; }
 npm_dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
-[[ -d $npm_dir/node_modules/onnxruntime-node ]] && command -v node >/dev/null ||
-  { echo "no onnxruntime-node in $npm_dir (installer/quickstart.sh bench)"; exit 1; }
-export NODE_PATH=$npm_dir/node_modules
+ort_python=
+for p in ${PYTHON:-python3 /usr/bin/python3}; do
+  if "$p" -c 'import onnxruntime, numpy' 2>/dev/null; then ort_python=$p; break; fi
+done
+if [[ -n $ort_python ]]; then
+  ort=("$ort_python" "$here/qdq_ort.py")
+  ort_name="onnxruntime $("$ort_python" -c 'import onnxruntime; print(onnxruntime.__version__)') (python)"
+elif [[ -d $npm_dir/node_modules/onnxruntime-node ]] && command -v node >/dev/null; then
+  export NODE_PATH=$npm_dir/node_modules
+  ort=(node "$here/qdq_ort.js")
+  ort_name="onnxruntime-node $(node -p 'require("onnxruntime-node/package.json").version')"
+else
+  echo "no onnxruntime: Python's for /usr/bin/python3, or onnxruntime-node in $npm_dir (installer/quickstart.sh bench)"
+  exit 1
+fi
 if [[ -z $work ]]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work"
 export OMP_NUM_THREADS=$threads
@@ -62,10 +76,10 @@ for x in "$work"/x[0-9]*.npy; do
   "$kiln" run "$work/int8/model.onnx" --input "$x" --device cpu --out-dir "$work/kiln-$b" >"$work/run.log"
   ort_args+=("$x" "$work/ort-$b.npy")
 done
-node "$here/qdq_ort.js" "$work/int8/model.onnx" "$work/ort_optimized.onnx" "$threads" "${ort_args[@]}"
+"${ort[@]}" "$work/int8/model.onnx" "$work/ort_optimized.onnx" "$threads" "${ort_args[@]}"
 
 echo "Fashion-MNIST CNN ($epochs epoch(s)${limit:+, $limit batches each}), QDQ model.onnx from kiln quantize, $threads threads,"
-echo "onnxruntime-node $(node -p 'require("onnxruntime-node/package.json").version') (CPU provider, all optimizations)"
+echo "$ort_name (CPU provider, all optimizations)"
 grep '^FuseQdq' "$work/run.log" | sed 's/^/kiln run: /' || echo "kiln run: no layer on the int8 kernels"
 /usr/bin/python3 - "$work" <<'PY'
 import glob, json, os, sys
