@@ -14,8 +14,8 @@ namespace {
 Tensor scalar(double v, DType t, Device d) { return Tensor::scalar(v, t, d); }
 
 // A scale or zero point, per tensor (0-d or [1]) or per `axis` ([x.size(axis)]), shaped
-// to broadcast against a rank-`rank` tensor.
-// A per-axis one must have x.shape[axis] entries (`x_shape`; ONNX's per-axis quantization).
+// to broadcast against x (of shape `x_shape`). A per-axis one with another length than
+// x.size(axis) fails naming the node (ONNX's per-axis quantization).
 Tensor per_axis(const OpContext& c, const Tensor& p, const Shape& x_shape, int64_t axis) {
   const auto rank = static_cast<int64_t>(x_shape.size());
   if (p.dim() == 0 || (p.dim() == 1 && p.size(0) == 1)) return p.reshape({});

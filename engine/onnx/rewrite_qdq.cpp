@@ -157,8 +157,8 @@ class FuseQdq : public OnnxPass {
       }
       ctx.log.push_back("FuseQdq: '" + op.name + "'" + (r.i ? " + '" + g.nodes[relu].name + "'" : "") + " -> " +
                         fused.op_type + " (int8 kernels)");
-      // Put the fused node where the last dropped node was; the DequantizeLinear nodes stay
-      // (their other readers, if any, still need them; unread ones cost a dequantize per run).
+      // The fused node goes where the last dropped node was; the DequantizeLinear nodes it
+      // replaced go below once nothing else reads them.
       const size_t at = *drop.rbegin();
       g.nodes[at] = std::move(fused);
       for (auto it = std::next(drop.rbegin()); it != drop.rend(); ++it) g.nodes.erase(g.nodes.begin() + static_cast<long>(*it));
