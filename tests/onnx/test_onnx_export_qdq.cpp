@@ -1,7 +1,8 @@
 // QDQ export of an int8 model (engine/onnx/export_qdq.h): the file passes libonnx's checker, holds
 // the int8 weights, int32 biases and u8 activation parameters of the int8 model, and Kiln's ONNX
-// executor runs it to the int8 model's outputs; a QDQ model with per-channel scales of the wrong
-// length or a zero point out of range fails naming the node.
+// executor runs it to the int8 model's outputs, with FuseQdq (rewrite_qdq.cpp) on the int8 kernels;
+// a layer outside FuseQdq's pattern stays float with the reason logged; a QDQ model with
+// per-channel scales of the wrong length or a zero point out of range fails naming the node.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
@@ -154,6 +155,34 @@ TEST(QdqExport, LayersKeptInFloatStayFloat) {
   kiln::onnx::ExportOptions opset12;
   opset12.opset = 12;
   EXPECT_NE(error_of([&] { kiln::onnx::export_qdq(*q, opset12); }).find("opset 13 or later"), std::string::npos);
+}
+
+TEST(QdqExport, LinearOnSequencesIsMatMulOfTheDequantizedWeight) {
+  // tokens [N, 5, 6] -> fc [N, 5, 3]: export_model writes MatMul(x, Transpose(weight)) + Add(bias).
+  Graph g;
+  const NodeId in = g.add_node("Input", "x", {{"shape", std::vector<int64_t>{5, 6}}});
+  const NodeId fc = g.add_node("Linear", "fc", {{"in_features", int64_t{6}}, {"out_features", int64_t{3}}});
+  const NodeId out = g.add_node("Output", "y");
+  g.connect({in, 0}, {fc, 0});
+  g.connect({fc, 0}, {out, 0});
+  kiln::manual_seed(5);
+  kiln::graph::GraphModule m(g);
+  kiln::graph::store_state(g, m.state_dict());
+  kiln::quant::Calibrator cal(g, {kiln::quant::Calibration::minmax, {}});
+  cal.observe(kiln::normal({16, 5, 6}, 0, 1));
+  auto q = cal.convert();
+  const std::string bytes = kiln::onnx::export_qdq(*q);
+  ASSERT_NO_THROW(kiln::onnx::check_model_bytes(bytes));
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  auto counts = op_counts(proto);
+  EXPECT_EQ(counts["MatMul"], 1);
+  EXPECT_EQ(counts["Transpose"], 1);
+  EXPECT_EQ(counts["DequantizeLinear"], 3);  // weight, bias, input
+  const Tensor x = kiln::normal({4, 5, 6}, 0, 1);
+  const auto want = q->forward(x).to_vector<float>(), got = run_onnx(bytes, x);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-4 * (1 + std::abs(want[i])));
 }
 
 // Replaces initializer `name`'s value.
