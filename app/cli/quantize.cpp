@@ -1,8 +1,10 @@
 // `kiln quantize`: post-training int8 quantization (engine/quant/int8_model.h) of a trained
 // model with N calibration batches of the training split, evaluated before and after on the test
-// split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it) and
-// DIR/quantize_report.json (accuracy, weight payload bytes, latency of one test batch float vs
-// int8 measured in the same run, per-layer ranges).
+// split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it), DIR/model.onnx
+// (the same model in QDQ form, engine/onnx/export_qdq.h, checked by libonnx and run by Kiln's ONNX
+// executor on test images against the int8 model) and DIR/quantize_report.json (accuracy, weight
+// payload bytes, latency of one test batch float vs int8 measured in the same run, per-layer
+// ranges, the ONNX file's top-1 agreement).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +26,8 @@
 #include "engine/data/dataloader.h"
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
+#include "engine/onnx/executor.h"
+#include "engine/onnx/export_qdq.h"
 #include "engine/quant/int8_model.h"
 #include "engine/train/evaluate.h"
 
@@ -43,10 +47,15 @@ ArgParser quantize_parser() {
       .flag("method", "M", "minmax", "calibration: minmax, percentile (99.99%) or entropy (KL, TensorRT's)",
             {"minmax", "percentile", "entropy"})
       .flag("keep-float", "L1,L2", "", "Conv2d/Linear layers (node names) to keep in float")
-      .flag("out", "DIR", "", "output folder (required): model.safetensors and quantize_report.json")
+      .flag("onnx-check-images", "N", "1000", "test images the QDQ model.onnx runs on in Kiln's ONNX executor,\n"
+                                              "its top-1 predictions compared with the int8 model's (0: none)")
+      .flag("out", "DIR", "", "output folder (required): model.safetensors (int8), model.onnx (the same model\n"
+                              "in QDQ form: QuantizeLinear/DequantizeLinear around each int8 Conv/Gemm, opset 17)\n"
+                              "and quantize_report.json")
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
   p.epilog("example: kiln quantize --model-file runs/cnn/model.safetensors --method entropy --out runs/cnn-int8\n"
-           "then:    kiln eval --model-file runs/cnn-int8/model.safetensors");
+           "then:    kiln eval --model-file runs/cnn-int8/model.safetensors\n"
+           "         kiln run runs/cnn-int8/model.onnx ...   (or any ONNX runtime)");
   return p;
 }
 
@@ -116,6 +125,45 @@ double median_forward_ms(nn::Module& model, const Tensor& x, int runs) {
   return t[t.size() / 2];
 }
 
+struct OnnxCheck {
+  int64_t images = 0, agree = 0, correct = 0;
+};
+
+// Index of the largest of each row of logits [N, C].
+std::vector<int64_t> top1(const Tensor& logits) {
+  const std::vector<float> v = logits.to(DType::f32).contiguous().to_vector<float>();
+  const int64_t n = logits.size(0), c = logits.numel() / std::max<int64_t>(n, 1);
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto row = v.begin() + i * c;
+    out[size_t(i)] = std::max_element(row, row + c) - row;
+  }
+  return out;
+}
+
+// The QDQ file in Kiln's ONNX executor against the int8 model on the first `images` test images.
+OnnxCheck check_onnx(const std::string& bytes, const std::string& path, quant::Int8Model& q,
+                     const std::shared_ptr<const data::Dataset>& test, int64_t batch, int64_t images) {
+  OnnxCheck r;
+  if (images <= 0) return r;
+  onnx::Session session(onnx::parse_model(bytes, "", path));
+  const std::string input = session.input_names().at(0);
+  NoGradGuard no_grad;
+  data::DataLoader loader(test, batch);
+  while (r.images < images) {
+    std::optional<data::Batch> b = loader.next();
+    if (!b) break;
+    const std::vector<int64_t> want = top1(q.forward(b->input)), got = top1(session.run({{input, b->input}}).at(0));
+    const std::vector<int64_t> labels = b->target.to(DType::i64).to_vector<int64_t>();
+    for (size_t i = 0; i < want.size() && r.images < images; ++i, ++r.images) {
+      r.agree += want[i] == got[i];
+      r.correct += got[i] == labels.at(i);
+    }
+    KILN_CHECK(!InterruptGuard::interrupted(), ValueError, "interrupted");
+  }
+  return r;
+}
+
 }  // namespace
 
 int quantize_command(const std::vector<std::string>& argv) {
@@ -159,6 +207,23 @@ int quantize_command(const std::vector<std::string>& argv) {
   std::filesystem::create_directories(out_dir);
   const std::string model_path = (std::filesystem::path(out_dir) / "model.safetensors").string();
   q->save(model_path);
+  // The QDQ ONNX form; a graph with an op ONNX export lacks still gets its int8 model, and says why not.
+  const std::string onnx_path = (std::filesystem::path(out_dir) / "model.onnx").string();
+  std::string onnx_bytes, onnx_error;
+  try {
+    onnx_bytes = onnx::export_qdq(*q);
+    onnx::check_model_bytes(onnx_bytes);
+  } catch (const ValueError& e) {
+    onnx_error = e.what();
+    onnx_bytes.clear();
+    std::fprintf(stderr, "no %s: %s\n", onnx_path.c_str(), e.what());
+  }
+  if (!onnx_bytes.empty()) {
+    std::ofstream onnx_file(onnx_path, std::ios::binary);
+    onnx_file << onnx_bytes;
+    onnx_file.close();
+    KILN_CHECK(onnx_file.good(), IoError, "cannot write ", onnx_path);
+  }
 
   graph::GraphModule float_model(g);
   int64_t float_bytes = 0;
@@ -173,6 +238,9 @@ int quantize_command(const std::vector<std::string>& argv) {
   KILN_CHECK(latency_batch.has_value(), ValueError, "the test split of ", dataset, " is empty");
   const double ms_float = median_forward_ms(float_model, latency_batch->input, 10);
   const double ms_int8 = median_forward_ms(*q, latency_batch->input, 10);
+
+  const OnnxCheck onnx_check = check_onnx(onnx_bytes, onnx_path, *q, test_set, batch,
+                                          onnx_bytes.empty() ? 0 : args.integer("onnx-check-images", 0));
 
   nlohmann::json report;
   report["model_file"] = path;
@@ -197,6 +265,12 @@ int quantize_command(const std::vector<std::string>& argv) {
                       {"input_zero_point", r.input.zero_point}, {"fused_relu", r.fused_relu}});
   report["layers"] = layers;
   report["notes"] = q->fallback_notes();
+  if (!onnx_error.empty()) report["onnx"] = {{"error", onnx_error}};
+  else report["onnx"] = {{"file", onnx_path}, {"form", "QDQ"}, {"checked_by_libonnx", true},
+                    {"images", onnx_check.images}, {"top1_agreement_with_int8", onnx_check.images
+                        ? static_cast<double>(onnx_check.agree) / static_cast<double>(onnx_check.images) : 0.0},
+                    {"accuracy", onnx_check.images
+                        ? static_cast<double>(onnx_check.correct) / static_cast<double>(onnx_check.images) : 0.0}};
   const std::string report_path = (std::filesystem::path(out_dir) / "quantize_report.json").string();
   std::ofstream(report_path) << report.dump(2) << "\n";
   KILN_CHECK(std::filesystem::exists(report_path), IoError, "cannot write ", report_path);
@@ -206,6 +280,16 @@ int quantize_command(const std::vector<std::string>& argv) {
   std::printf("latency on %s (%d threads, batch %lld): float %.3f ms, int8 %.3f ms per batch (%.2fx)\n",
               Device().str().c_str(), omp_get_max_threads(), static_cast<long long>(latency_batch->input.size(0)), ms_float,
               ms_int8, ms_float / ms_int8);
+  if (!onnx_error.empty())
+    std::printf("no model.onnx (see above)\n");
+  else if (onnx_check.images)
+    std::printf("%s (QDQ, checked by libonnx): top-1 agreement with the int8 model %.2f%% on %lld test images "
+                "(Kiln's ONNX executor), accuracy there %.2f%%\n",
+                onnx_path.c_str(), 100.0 * static_cast<double>(onnx_check.agree) / static_cast<double>(onnx_check.images),
+                static_cast<long long>(onnx_check.images),
+                100.0 * static_cast<double>(onnx_check.correct) / static_cast<double>(onnx_check.images));
+  else
+    std::printf("%s (QDQ, checked by libonnx)\n", onnx_path.c_str());
   std::printf("report: %s\n", report_path.c_str());
   return kExitOk;
 }

@@ -14,13 +14,36 @@ namespace {
 Tensor scalar(double v, DType t, Device d) { return Tensor::scalar(v, t, d); }
 
 // A scale or zero point, per tensor (0-d or [1]) or per `axis` ([x.size(axis)]), shaped
-// to broadcast against a rank-`rank` tensor.
-Tensor per_axis(const OpContext& c, const Tensor& p, int64_t rank, int64_t axis) {
-  if (p.numel() == 1) return p.reshape({});
+// to broadcast against x (of shape `x_shape`). A per-axis one with another length than
+// x.size(axis) fails naming the node (ONNX's per-axis quantization).
+Tensor per_axis(const OpContext& c, const Tensor& p, const Shape& x_shape, int64_t axis) {
+  const auto rank = static_cast<int64_t>(x_shape.size());
+  if (p.dim() == 0 || (p.dim() == 1 && p.size(0) == 1)) return p.reshape({});
   if (p.dim() != 1) c.fail("a scale or zero point must be a scalar or 1-d, got " + shape_str(p.shape()));
+  const auto a = size_t(wrap_axis(c, axis, rank));
+  if (p.size(0) != x_shape[a])
+    c.fail("per-axis scale or zero point has " + std::to_string(p.size(0)) + " entries, but axis " +
+           std::to_string(axis) + " of the input " + shape_str(x_shape) + " has " + std::to_string(x_shape[a]));
   Shape s(static_cast<size_t>(rank), 1);
-  s[size_t(wrap_axis(c, axis, rank))] = p.size(0);
+  s[a] = p.size(0);
   return p.reshape(s);
+}
+
+double lowest(DType t);
+double highest(DType t);
+
+// x's zero point: of x's type (the spec); one of another integer type (a model not checked by
+// libonnx) must hold values of x's range, else the node fails naming the value.
+Tensor zero_point_of(const OpContext& c, const Tensor& x, const Tensor& zp) {
+  if (zp.dtype() == x.dtype()) return zp;
+  if (!is_integral(zp.dtype()) || !is_integral(x.dtype()))
+    c.fail(std::string("zero point of type ") + dtype_name(zp.dtype()) + " for an input of type " + dtype_name(x.dtype()));
+  for (double v : zp.to(DType::f64).to_vector<double>())
+    if (v < lowest(x.dtype()) || v > highest(x.dtype()))
+      c.fail("zero point " + std::to_string(static_cast<int64_t>(v)) + " is out of the range of the " +
+             dtype_name(x.dtype()) + " input [" + std::to_string(static_cast<int64_t>(lowest(x.dtype()))) + ", " +
+             std::to_string(static_cast<int64_t>(highest(x.dtype()))) + "]");
+  return zp;
 }
 
 double lowest(DType t) { return t == DType::u8 ? 0 : t == DType::i8 ? -128 : t == DType::i32 ? -2147483648.0 : -INFINITY; }
@@ -33,10 +56,10 @@ std::vector<Tensor> quantize_op(OpContext& c) {
   const Tensor& x = c.input(0);
   int64_t axis = c.attr_int("axis", 1);
   // x / scale in the input's precision (as the reference implementation), then round
-  Tensor scale = per_axis(c, c.input(1).to(x.dtype()), x.dim(), axis);
+  Tensor scale = per_axis(c, c.input(1).to(x.dtype()), x.shape(), axis);
   DType out = c.has_input(2) ? c.input(2).dtype() : DType::u8;
   if (out != DType::u8 && out != DType::i8) c.fail(std::string("zero point must be UINT8 or INT8, got ") + dtype_name(out));
-  Tensor zp = c.has_input(2) ? per_axis(c, c.input(2).to(DType::f64), x.dim(), axis) : scalar(0, DType::f64, x.device());
+  Tensor zp = c.has_input(2) ? per_axis(c, c.input(2).to(DType::f64), x.shape(), axis) : scalar(0, DType::f64, x.device());
   return {saturate(add(round(div(x, scale)).to(DType::f64), zp), out)};
 }
 
@@ -44,9 +67,9 @@ std::vector<Tensor> dequantize_op(OpContext& c) {
   const Tensor& x = c.input(0);
   int64_t axis = c.attr_int("axis", 1);
   const Tensor& s = c.input(1);
-  Tensor scale = per_axis(c, s.to(DType::f64), x.dim(), axis);
+  Tensor scale = per_axis(c, s.to(DType::f64), x.shape(), axis);
   Tensor v = x.to(DType::f64);
-  if (c.has_input(2)) v = sub(v, per_axis(c, c.input(2).to(DType::f64), x.dim(), axis));
+  if (c.has_input(2)) v = sub(v, per_axis(c, zero_point_of(c, x, c.input(2)).to(DType::f64), x.shape(), axis));
   return {mul(v, scale).to(s.dtype())};
 }
 
@@ -86,7 +109,7 @@ Tensor conv_f64(OpContext& c, const Tensor& x, const Tensor& w, const Tensor& bi
 std::vector<Tensor> conv_integer_op(OpContext& c) {
   Tensor x = c.input(0).to(DType::f64), w = c.input(1).to(DType::f64);
   if (c.has_input(2)) x = sub(x, c.input(2).to(DType::f64).reshape({}));
-  if (c.has_input(3)) w = sub(w, per_axis(c, c.input(3).to(DType::f64), w.dim(), 0));
+  if (c.has_input(3)) w = sub(w, per_axis(c, c.input(3).to(DType::f64), w.shape(), 0));
   return {conv_f64(c, x, w, Tensor()).to(DType::i32)};
 }
 
@@ -102,11 +125,11 @@ std::vector<Tensor> qlinear_matmul_op(OpContext& c) {
 std::vector<Tensor> qlinear_conv_op(OpContext& c) {
   Tensor x = sub(c.input(0).to(DType::f64), c.input(2).to(DType::f64).reshape({}));
   const Tensor& wq = c.input(3);
-  Tensor w = sub(wq.to(DType::f64), per_axis(c, c.input(5).to(DType::f64), wq.dim(), 0));
+  Tensor w = sub(wq.to(DType::f64), per_axis(c, c.input(5).to(DType::f64), wq.shape(), 0));
   Tensor bias = c.has_input(8) ? c.input(8).to(DType::f64) : Tensor();
   Tensor acc = conv_f64(c, x, w, bias);  // [N, M, ...]
   Tensor ws = c.input(4).to(DType::f64);
-  Tensor scale = ws.numel() == 1 ? ws.reshape({}) : per_axis(c, ws, acc.dim(), 1);
+  Tensor scale = ws.numel() == 1 ? ws.reshape({}) : per_axis(c, ws, acc.shape(), 1);
   Tensor y = mul(acc, div(mul(scale, scalar(c.scalar_input(1), DType::f64, x.device())),
                           scalar(c.scalar_input(6), DType::f64, x.device())));
   return {saturate(add(round(y), c.input(7).to(DType::f64).reshape({})), c.input(7).dtype())};

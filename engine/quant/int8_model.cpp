@@ -106,6 +106,13 @@ std::vector<std::string> Int8Model::u8_chained_layers() const {
   return names;
 }
 
+const QuantizedLayer* Int8Model::u8_next(const std::string& layer) const {
+  const graph::Node* n = runner_.graph().find_by_name(layer);
+  if (!n) return nullptr;
+  const auto it = u8_next_.find(n->id);
+  return it == u8_next_.end() ? nullptr : it->second;
+}
+
 int64_t Int8Model::weight_payload_bytes() const {
   int64_t n = 0;
   for (const auto& layer : layers_) n += layer->payload_bytes();

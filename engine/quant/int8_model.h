@@ -61,6 +61,8 @@ class Int8Model : public nn::Module {
   void set_u8_chain(bool on) { u8_chain_ = on; }
   // Names of the int8 layers whose output stays u8 (Note [u8 chain]), in graph order.
   std::vector<std::string> u8_chained_layers() const;
+  // The int8 layer that int8 layer `layer`'s u8 output feeds (Note [u8 chain]), null when none.
+  const QuantizedLayer* u8_next(const std::string& layer) const;
   // Bytes of the weight tensors: int8 layers' payload_bytes() plus the float parameters of the
   // float-run nodes (f32 weights, biases; not headers).
   int64_t weight_payload_bytes() const;

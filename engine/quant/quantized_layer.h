@@ -38,6 +38,9 @@ class QuantizedLayer : public nn::Module {
   const Conv2dParams& conv() const { return conv_; }
   ActivationQParams input_qparams() const;
   QuantizedParams kernel_params() const;
+  // The weight (i8, the layer's shape) and bias (i32 [Cout], undefined when none) as stored.
+  const Tensor& int8_weight() const { return weight_; }
+  const Tensor& int32_bias() const { return bias_; }
   // Bytes of the weight, bias and scale tensors (the payload a file stores).
   int64_t payload_bytes() const;
   // "" while every forward ran in int8; else why it ran in float.

@@ -54,4 +54,5 @@ async function main() {
   saveNpy(out, first.dims, first.data);
   console.log(`${ms[Math.floor(ms.length / 2)].toFixed(3)} ${ms[0].toFixed(3)}`);
 }
-main().catch((e) => { console.error(`ort_time.js: ${e.message}`); process.exit(1); });
+if (require.main === module) main().catch((e) => { console.error(`ort_time.js: ${e.message}`); process.exit(1); });
+module.exports = { loadNpy, saveNpy };  // qdq_ort.js

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # `kiln quantize` (post-training int8) and `kiln eval` of its model, on a briefly trained
-# Fashion-MNIST MLP graph; bad input. Usage: test_quantize.sh KILN CASE, CASE one of: ptq bad
+# Fashion-MNIST MLP graph; its QDQ model.onnx, of a briefly trained CNN, against the int8 model;
+# bad input. Usage: test_quantize.sh KILN CASE, CASE one of: ptq qdq bad
 set -uo pipefail
 kiln=$1 case=$2
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
 [[ -d /usr/share/datasets/fashion-mnist ]] || missing_dep dataset-fashion-mnist "no Fashion-MNIST in /usr/share/datasets/fashion-mnist"
 templates=$(dirname "$0")/../../projects/templates
 
-run 0 train --graph "$templates/fashion_mnist_mlp.json" --epochs 1 --batch-size 64 --limit-batches 30 --seed 5 --out "$work/run"
+[[ $case == qdq ]] || run 0 train --graph "$templates/fashion_mnist_mlp.json" --epochs 1 --batch-size 64 --limit-batches 30 --seed 5 --out "$work/run"
 
 case $case in
 ptq)
@@ -43,6 +44,36 @@ PY
   run 0 eval --model-file "$work/int8/model.safetensors" --batch-size 500
   contains "$out" "int8 model (2 int8 layers)" "kiln eval of the int8 model"
   contains "$out" "accuracy $acc" "kiln eval of the int8 model (the report's accuracy)"
+  ;;
+qdq)
+  run 0 train --graph "$templates/fashion_mnist_cnn.json" --epochs 1 --batch-size 64 --limit-batches 40 --seed 5 \
+              --out "$work/cnn"
+  run 0 quantize --model-file "$work/cnn/model.safetensors" --calibration-batches 2 --batch-size 100 \
+                 --onnx-check-images 400 --out "$work/int8"
+  contains "$out" "model.onnx (QDQ, checked by libonnx): top-1 agreement with the int8 model" "kiln quantize's ONNX line"
+  [[ -f $work/int8/model.onnx ]] || fail "quantize wrote no model.onnx"
+  /usr/bin/python3 - "$work/int8/quantize_report.json" <<'PY' || fail "quantize_report.json's onnx entry"
+import json, sys
+r = json.load(open(sys.argv[1]))
+o = r["onnx"]
+assert o["form"] == "QDQ" and o["images"] == 400, o
+assert o["top1_agreement_with_int8"] >= 0.995, o  # issue 17: >= 99.5% of top-1 predictions
+assert o["accuracy"] > 0.5, o                     # a trained model, not a constant one
+assert r["u8_chained_layers"], r["u8_chained_layers"]
+PY
+  # kiln run reads the QDQ file like any ONNX model, its layers on the int8 kernels: logits [8, 10].
+  /usr/bin/python3 - "$work/x.npy" <<'PY' || fail "writing test images"
+import gzip, sys, numpy as np
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+    x = np.frombuffer(f.read(), np.uint8, offset=16)[:8 * 784].reshape(8, 1, 28, 28)
+np.save(sys.argv[1], (x / 255.0).astype(np.float32))
+PY
+  run 0 run "$work/int8/model.onnx" --input "$work/x.npy" --out-dir "$work/y"
+  contains "$out" "-> QConv (int8 kernels)" "kiln run of model.onnx: its Conv layers on the int8 kernels"
+  contains "$out" "-> QGemm (int8 kernels)" "kiln run of model.onnx: its Gemm layers on the int8 kernels"
+  [[ $(ls "$work/y"/*.npy | wc -l) == 1 ]] || fail "kiln run of model.onnx wrote no output"
+  /usr/bin/python3 -c 'import numpy as np, glob, sys; y = np.load(glob.glob(sys.argv[1] + "/*.npy")[0]); assert y.shape == (8, 10), y.shape' \
+      "$work/y" || fail "kiln run of model.onnx: output shape"
   ;;
 bad)
   run 2 quantize --model-file "$work/run/model.safetensors"
