@@ -1,7 +1,7 @@
 // `kiln quantize`: post-training int8 quantization (engine/quant/int8_model.h) of a trained
 // model with N calibration batches of the training split, evaluated before and after on the test
 // split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it), DIR/model.onnx
-// (the same model in QDQ form, engine/onnx/export_qdq.h, checked by libonnx and run by Kiln's ONNX
+// (the same model in QDQ form, engine/quant/onnx/export_qdq.h, checked by libonnx and run by Kiln's ONNX
 // executor on test images against the int8 model) and DIR/quantize_report.json (accuracy, weight
 // payload bytes, latency of one test batch float vs int8 measured in the same run, per-layer
 // ranges, the ONNX file's top-1 agreement).
@@ -27,7 +27,7 @@
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
 #include "engine/onnx/executor.h"
-#include "engine/onnx/export_qdq.h"
+#include "engine/quant/onnx/export_qdq.h"
 #include "engine/quant/int8_model.h"
 #include "engine/train/evaluate.h"
 
@@ -211,7 +211,7 @@ int quantize_command(const std::vector<std::string>& argv) {
   const std::string onnx_path = (std::filesystem::path(out_dir) / "model.onnx").string();
   std::string onnx_bytes, onnx_error;
   try {
-    onnx_bytes = onnx::export_qdq(*q);
+    onnx_bytes = quant::export_qdq(*q);
     onnx::check_model_bytes(onnx_bytes);
   } catch (const ValueError& e) {
     onnx_error = e.what();

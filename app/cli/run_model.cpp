@@ -6,7 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/graph/graph_module.h"
 #include "engine/quant/int8_model.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {

@@ -5,7 +5,7 @@
 #include "engine/core/ops.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/rewrite.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 namespace kiln::onnx {
 namespace {

@@ -8,7 +8,7 @@
 //   [followed by the Relu that alone reads it]
 // -> kiln.fused.QConv / kiln.fused.QGemm(x_q, scale, zero point, w_q, w_scale[, b_q]) with the
 // Conv's attributes and relu 0/1: u8 x s8 with s32 accumulation on the device's int8 kernels
-// (engine/quant/qops.h; f32 output), or, on a device without them, the DequantizeLinear + Conv /
+// (engine/core/qops.h; f32 output), or, on a device without them, the DequantizeLinear + Conv /
 // Gemm arithmetic in float. A Conv other than 2-d with symmetric pads, or a candidate breaking
 // any of the rules above, is left as it is, with a log line saying why.
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include "engine/graph/passes.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/pooling.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 namespace kiln::quant {
 

@@ -2,7 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 namespace kiln::quant {
 namespace {

@@ -1,4 +1,4 @@
-// Int8 conv2d and linear on the CPU (engine/quant/qops.h -> backends/cpu/cpu_qconv.cpp, oneDNN):
+// Int8 conv2d and linear on the CPU (engine/core/qops.h -> backends/cpu/cpu_qconv.cpp, oneDNN):
 // against a reference of the same quantized arithmetic (backend.h's QuantizedParams) computed
 // here in double: s32 accumulation of (q_x - zp) * q_w + q_bias, per-channel output scales,
 // ReLU, and requantization to u8 (ties to even).
@@ -9,7 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/random.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 namespace kiln::quant {
 namespace {

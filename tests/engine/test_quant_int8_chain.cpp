@@ -15,7 +15,7 @@
 #include "engine/core/random.h"
 #include "engine/graph/graph_module.h"
 #include "engine/quant/int8_model.h"
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 namespace kiln::quant {
 namespace {

@@ -1,4 +1,4 @@
-// QDQ export of an int8 model (engine/onnx/export_qdq.h): the file passes libonnx's checker, holds
+// QDQ export of an int8 model (engine/quant/onnx/export_qdq.h): the file passes libonnx's checker, holds
 // the int8 weights, int32 biases and u8 activation parameters of the int8 model, and Kiln's ONNX
 // executor runs it to the int8 model's outputs, with FuseQdq (rewrite_qdq.cpp) on the int8 kernels;
 // a layer outside FuseQdq's pattern stays float with the reason logged; a QDQ model with
@@ -14,7 +14,7 @@
 #include "engine/core/random.h"
 #include "engine/graph/graph_module.h"
 #include "engine/onnx/executor.h"
-#include "engine/onnx/export_qdq.h"
+#include "engine/quant/onnx/export_qdq.h"
 #include "engine/onnx/tensor_proto.h"
 #include "tests/common/error_of.h"
 
@@ -75,7 +75,7 @@ std::map<std::string, int> op_counts(const onnx::ModelProto& m) {
 
 TEST(QdqExport, HoldsTheInt8ModelAndRunsToItsOutputs) {
   auto q = quantized();
-  const std::string bytes = kiln::onnx::export_qdq(*q);
+  const std::string bytes = kiln::quant::export_qdq(*q);
   ASSERT_NO_THROW(kiln::onnx::check_model_bytes(bytes));
   onnx::ModelProto m;
   ASSERT_TRUE(m.ParseFromString(bytes));
@@ -137,7 +137,7 @@ TEST(QdqExport, HoldsTheInt8ModelAndRunsToItsOutputs) {
 
 TEST(QdqExport, LayersKeptInFloatStayFloat) {
   auto q = quantized({"fc2"});
-  const std::string bytes = kiln::onnx::export_qdq(*q);
+  const std::string bytes = kiln::quant::export_qdq(*q);
   ASSERT_NO_THROW(kiln::onnx::check_model_bytes(bytes));
   onnx::ModelProto m;
   ASSERT_TRUE(m.ParseFromString(bytes));
@@ -154,7 +154,7 @@ TEST(QdqExport, LayersKeptInFloatStayFloat) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-3 * (1 + std::abs(want[i])));
   kiln::onnx::ExportOptions opset12;
   opset12.opset = 12;
-  EXPECT_NE(error_of([&] { kiln::onnx::export_qdq(*q, opset12); }).find("opset 13 or later"), std::string::npos);
+  EXPECT_NE(error_of([&] { kiln::quant::export_qdq(*q, opset12); }).find("opset 13 or later"), std::string::npos);
 }
 
 TEST(QdqExport, LinearOnSequencesIsMatMulOfTheDequantizedWeight) {
@@ -171,7 +171,7 @@ TEST(QdqExport, LinearOnSequencesIsMatMulOfTheDequantizedWeight) {
   kiln::quant::Calibrator cal(g, {kiln::quant::Calibration::minmax, {}});
   cal.observe(kiln::normal({16, 5, 6}, 0, 1));
   auto q = cal.convert();
-  const std::string bytes = kiln::onnx::export_qdq(*q);
+  const std::string bytes = kiln::quant::export_qdq(*q);
   ASSERT_NO_THROW(kiln::onnx::check_model_bytes(bytes));
   onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(bytes));
@@ -199,7 +199,7 @@ void set_initializer(onnx::ModelProto& m, const std::string& name, const Tensor&
 TEST(QdqImport, BadScalesAndZeroPointsNameTheNode) {
   auto q = quantized();
   onnx::ModelProto good;
-  ASSERT_TRUE(good.ParseFromString(kiln::onnx::export_qdq(*q)));
+  ASSERT_TRUE(good.ParseFromString(kiln::quant::export_qdq(*q)));
   const Tensor x = kiln::normal({2, 1, 12, 12}, 0, 1);
   auto run = [&](const onnx::ModelProto& m) {
     return error_of([&] { run_onnx(m.SerializeAsString(), x); });
@@ -246,7 +246,7 @@ bool logged(const kiln::onnx::Session& s, const std::string& line) {
 
 TEST(QdqImport, QuantizedLayersRunOnTheInt8Kernels) {
   auto q = quantized();
-  const std::string bytes = kiln::onnx::export_qdq(*q);
+  const std::string bytes = kiln::quant::export_qdq(*q);
   kiln::onnx::Session s = optimized_session(bytes);
   std::string log;
   for (const std::string& l : s.rewrite_log()) log += l + "\n";
@@ -270,7 +270,7 @@ TEST(QdqImport, QuantizedLayersRunOnTheInt8Kernels) {
 TEST(QdqImport, LayersOutsideThePatternStayFloatWithAReason) {
   auto q = quantized();
   onnx::ModelProto m;
-  ASSERT_TRUE(m.ParseFromString(kiln::onnx::export_qdq(*q)));
+  ASSERT_TRUE(m.ParseFromString(kiln::quant::export_qdq(*q)));
   // An asymmetric weight (zero point 1): the int8 kernels take symmetric s8 weights only.
   set_initializer(m, "conv1.weight_zero_point", Tensor::ones({8}, kiln::DType::i8));
   const std::string bytes = m.SerializeAsString();

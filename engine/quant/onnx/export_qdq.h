@@ -20,11 +20,11 @@
 #include "engine/onnx/export.h"
 #include "engine/quant/int8_model.h"
 
-namespace kiln::onnx {
+namespace kiln::quant {
 
 // Serialized ModelProto (opset options.opset, at least 13). ValueError naming the layer when an
 // int8 layer's weight is not an initializer of the float export or its output is not read as
 // the int8 model's graph says; export_model's errors otherwise.
-std::string export_qdq(const quant::Int8Model& model, const ExportOptions& options = {});
+std::string export_qdq(const Int8Model& model, const onnx::ExportOptions& options = {});
 
-}  // namespace kiln::onnx
+}  // namespace kiln::quant

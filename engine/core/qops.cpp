@@ -1,4 +1,4 @@
-#include "engine/quant/qops.h"
+#include "engine/core/qops.h"
 
 #include "engine/core/error.h"
 #include "engine/core/ops.h"

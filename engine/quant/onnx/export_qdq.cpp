@@ -1,4 +1,4 @@
-#include "engine/onnx/export_qdq.h"
+#include "engine/quant/onnx/export_qdq.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -9,12 +9,13 @@
 #include "engine/onnx/tensor_proto.h"
 #include "engine/quant/scheme.h"
 
-namespace kiln::onnx {
+namespace kiln::quant {
 
 namespace {
 
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
+using onnx::tensor_to_proto;
 
 // The float state_dict of the int8 model: the float-run nodes' parameters as they are, each int8
 // layer's weight and bias dequantized (the values its QDQ form computes), its other buffers left out.
@@ -161,10 +162,10 @@ LayerNodes locate(const QdqWriter& w, const quant::QuantizedLayer& l) {
 
 }  // namespace
 
-std::string export_qdq(const quant::Int8Model& model, const ExportOptions& options) {
+std::string export_qdq(const Int8Model& model, const onnx::ExportOptions& options) {
   KILN_CHECK(options.opset >= 13, ValueError, "QDQ export: per-channel DequantizeLinear needs opset 13 or later, not ",
              options.opset);
-  const std::string bytes = export_model(model.graph(), float_state(model), options);
+  const std::string bytes = onnx::export_model(model.graph(), float_state(model), options);
   ::onnx::ModelProto proto;
   KILN_CHECK(proto.ParseFromString(bytes), ValueError, "QDQ export: the float export does not parse");
   QdqWriter w(*proto.mutable_graph());
@@ -222,4 +223,4 @@ std::string export_qdq(const quant::Int8Model& model, const ExportOptions& optio
   return out;
 }
 
-}  // namespace kiln::onnx
+}  // namespace kiln::quant
