@@ -10,6 +10,8 @@
 #   graph      the Fashion-MNIST MLP template on the CPU twice (cpu,cpu gives one row) and on an unknown
 #              device: the CPU row's figures, JSON and CSV agreeing, the error row, exit status 1
 #   onnx       the same template exported to ONNX by `kiln export` here, then benched from the file
+#   project    a project's latest saved graph (tests/fixtures/project_schema4.kiln, a copy)
+#   interrupt  SIGINT during the timed steps: exit 130, the partial row printed and written
 #   bad_input  a missing file, two models at once, a graph without an Input, --precision with a graph
 set -uo pipefail
 kiln=$1 case=$2
@@ -68,6 +70,31 @@ onnx)
   echo "$out"
   contains "$out" "kiln bench: $work/mlp.onnx, batch 4" "the header"
   check_results "$work/b.json" "$work/b.csv"
+  ;;
+project)
+  cp "$here/../fixtures/project_schema4.kiln" "$work/p.kiln"  # opening migrates it: a copy
+  run 0 bench --project "$work/p.kiln" --devices cpu --precisions f32 "${fast[@]}" --json "$work/b.json" --csv "$work/b.csv"
+  echo "$out"
+  contains "$out" "kiln bench: $work/p.kiln, batch 4" "the header"
+  check_results "$work/b.json" "$work/b.csv"
+  ;;
+interrupt)
+  set -m
+  "$kiln" bench --graph "$mlp" --devices cpu --precisions f32 --batch-size 64 --steps 100000000 --warmup 0 \
+    --json "$work/b.json" >"$work/out" 2>"$work/err" &
+  pid=$!
+  sleep 3
+  kill -INT "$pid"
+  wait "$pid"; status=$?
+  cat "$work/out"
+  [[ $status == 130 ]] || fail "after SIGINT kiln exited $status, expected 130; stderr: $(cat "$work/err")"
+  contains "$(cat "$work/out")" "(interrupted)" "stdout after SIGINT"
+  /usr/bin/python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j['results']
+assert j['interrupted'] is True and len(r) == 1 and r[0]['interrupted'] is True and r[0]['max_output_diff'] == 0, j" \
+    "$work/b.json" || fail "the partial results were not written"
   ;;
 bad_input)
   run 1 bench --graph "$work/missing.json" --devices cpu
