@@ -51,6 +51,7 @@
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/graph/device_compare.h"  // csv_field
 #include "engine/nn/functional.h"
 #include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
@@ -252,8 +253,8 @@ int bench_command(const std::vector<std::string>& argv) {
     std::ostringstream num;
     num << r.train_ms << "," << ips(r.train_ms) << "," << r.infer_ms << "," << ips(r.infer_ms) << ","
         << (r.peak_known ? std::to_string(r.peak_bytes) : "n/a") << "," << (speedup > 0 ? std::to_string(speedup) : "n/a");
-    csv << csv_field(r.info.device.str()) << "," << csv_field(r.info.name) << "," << csv_field(r.info.kind) << ","
-        << num.str() << "," << (r.interrupted ? "true" : "false") << "," << csv_field(r.error) << "\r\n";
+    csv << graph::csv_field(r.info.device.str()) << "," << graph::csv_field(r.info.name) << "," << graph::csv_field(r.info.kind) << ","
+        << num.str() << "," << (r.interrupted ? "true" : "false") << "," << graph::csv_field(r.error) << "\r\n";
   }
   if (!args.str("json").empty()) {
     nlohmann::json j = {{"model", model}, {"batch_size", batch}, {"precision", precision}, {"steps", steps}, {"warmup", warmup},

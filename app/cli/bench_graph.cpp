@@ -1,7 +1,8 @@
 // `kiln bench --graph FILE | --onnx FILE | --project FILE`: see bench_graph.h. The JSON and CSV
 // carry kiln bench --model's fields under the same names (the *_images_per_second fields count
 // samples: images, sequences or table rows), with per row the precision, the inference speed-up
-// and the largest differences of outputs and gradients against the CPU f32 reference added.
+// and the largest differences of outputs and gradients against the CPU f32 reference added
+// (graph::compare_json / compare_csv, which Kiln Studio's comparison uses too).
 #include "app/cli/bench_graph.h"
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <optional>
 #include <sstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
 #include "app/cli/device_list.h"
@@ -61,7 +60,7 @@ graph::Graph read_model(const Args& args, std::string& source) {
 // The (device, precision) rows: each device of --devices ("all": every one detected) in order,
 // each once, with each precision of --precisions ("all": graph::compare_precisions of the device).
 // A name that is not found is kept: its rows say so, and the others run.
-std::vector<graph::CompareTarget> targets_of(const Args& args, std::vector<DeviceInfo>& infos) {
+std::vector<graph::CompareTarget> targets_of(const Args& args) {
   std::vector<std::string> names;
   std::stringstream ss(args.str("devices"));
   for (std::string item; std::getline(ss, item, ',');) {
@@ -76,7 +75,6 @@ std::vector<graph::CompareTarget> targets_of(const Args& args, std::vector<Devic
       if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
   if (names.empty()) args.fail("--devices " + args.str("devices") + " names no device");
-  infos = list_devices();
   std::vector<std::string> precisions;
   std::stringstream ps(args.str("precisions"));
   for (std::string p; std::getline(ps, p, ',');) {
@@ -109,13 +107,6 @@ std::vector<graph::CompareTarget> targets_of(const Args& args, std::vector<Devic
   return out;
 }
 
-nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-std::string opt_csv(const std::optional<double>& v) {
-  if (!v) return "n/a";
-  std::ostringstream s;
-  s << *v;
-  return s.str();
-}
 std::string opt_fmt(const std::optional<double>& v, const char* fmt) {
   if (!v) return "n/a";
   char buf[32];
@@ -124,16 +115,6 @@ std::string opt_fmt(const std::optional<double>& v, const char* fmt) {
 }
 
 }  // namespace
-
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char ch : v) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 int bench_graph(const Args& args) {
   const int given = !args.str("graph").empty() + !args.str("onnx").empty() + !args.str("project").empty();
@@ -153,8 +134,7 @@ int bench_graph(const Args& args) {
       msg += "\n  " + (p.node >= 0 ? "'" + g.node(p.node).name + "'" : std::string("graph")) + ": " + p.message;
     args.fail(msg);
   }
-  std::vector<DeviceInfo> infos;
-  const std::vector<graph::CompareTarget> targets = targets_of(args, infos);
+  const std::vector<graph::CompareTarget> targets = targets_of(args);
 
   std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device and precision\n",
               source.c_str(), static_cast<long long>(o.batch), o.steps, o.warmup);
@@ -168,18 +148,8 @@ int bench_graph(const Args& args) {
                                   });
   }
   const bool interrupted = InterruptGuard::interrupted();
-  auto kind_of = [&](const std::string& device) -> std::string {
-    for (const DeviceInfo& d : infos)
-      if (d.device.str() == device) return d.kind;
-    return "";
-  };
-
   std::printf("\n%-10s %-5s %-32s %10s %11s %10s %11s %9s %8s %8s %10s %10s\n", "device", "prec", "name", "infer ms",
               "infer smp/s", "train ms", "train smp/s", "peak MiB", "infer x", "train x", "max|dout|", "max|dgrad|");
-  nlohmann::json results = nlohmann::json::array();
-  std::ostringstream csv;
-  csv << "device,name,kind,precision,train_step_ms,train_images_per_second,infer_step_ms,infer_images_per_second,"
-         "peak_memory_bytes,train_speedup_vs_cpu,infer_speedup_vs_cpu,max_output_diff,max_grad_diff,interrupted,error\r\n";
   int status = kExitOk;
   for (const graph::CompareRow& r : rows) {
     if (!r.error.empty()) {
@@ -197,33 +167,15 @@ int bench_graph(const Args& args) {
                   opt_fmt(r.max_output_diff, "%.2e").c_str(), opt_fmt(r.max_grad_diff, "%.2e").c_str(),
                   r.cancelled ? "  (interrupted)" : "");
     }
-    const nlohmann::json peak_json = r.peak_bytes ? nlohmann::json(*r.peak_bytes) : nlohmann::json(nullptr);
-    results.push_back({{"device", r.device}, {"name", r.name}, {"kind", kind_of(r.device)}, {"precision", r.precision},
-                       {"train_step_ms", r.train_ms}, {"train_images_per_second", r.train_samples_per_second},
-                       {"infer_step_ms", r.infer_ms}, {"infer_images_per_second", r.infer_samples_per_second},
-                       {"peak_memory_bytes", peak_json}, {"train_speedup_vs_cpu", opt_json(r.train_speedup_vs_cpu)},
-                       {"infer_speedup_vs_cpu", opt_json(r.infer_speedup_vs_cpu)},
-                       {"max_output_diff", opt_json(r.max_output_diff)}, {"max_grad_diff", opt_json(r.max_grad_diff)},
-                       {"interrupted", r.cancelled}, {"error", r.error}});
-    std::ostringstream num;
-    num << r.train_ms << "," << r.train_samples_per_second << "," << r.infer_ms << "," << r.infer_samples_per_second;
-    csv << csv_field(r.device) << "," << csv_field(r.name) << "," << csv_field(kind_of(r.device)) << ","
-        << r.precision << "," << num.str() << "," << (r.peak_bytes ? std::to_string(*r.peak_bytes) : "n/a") << ","
-        << opt_csv(r.train_speedup_vs_cpu) << "," << opt_csv(r.infer_speedup_vs_cpu) << ","
-        << opt_csv(r.max_output_diff) << "," << opt_csv(r.max_grad_diff) << "," << (r.cancelled ? "true" : "false")
-        << "," << csv_field(r.error) << "\r\n";
   }
   if (!args.str("json").empty()) {
-    nlohmann::json j = {{"model", source},   {"batch_size", o.batch},   {"precision", args.str("precisions")},
-                        {"steps", o.steps},  {"warmup", o.warmup},      {"interrupted", interrupted},
-                        {"results", results}};
     std::ofstream f(args.str("json"));
-    f << j.dump(2) << "\n";
+    f << graph::compare_json(rows, source, args.str("precisions"), o, interrupted);
     if (!f) throw IoError("kiln bench: cannot write " + args.str("json"));
   }
   if (!args.str("csv").empty()) {
     std::ofstream f(args.str("csv"));
-    f << csv.str();
+    f << graph::compare_csv(rows);
     if (!f) throw IoError("kiln bench: cannot write " + args.str("csv"));
   }
   return interrupted ? kExitInterrupted : status;

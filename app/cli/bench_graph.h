@@ -8,9 +8,6 @@
 
 namespace kiln::cli {
 
-// One RFC 4180 field: quoted when it holds a comma, a double quote, CR or LF (quotes doubled).
-std::string csv_field(const std::string& v);
-
 // Runs the comparison for bench_command once it has parsed `args` (which holds graph, onnx or
 // project). Returns the exit status: 0, 1 when a row failed, 130 when interrupted.
 int bench_graph(const Args& args);

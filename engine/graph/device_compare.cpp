@@ -62,7 +62,9 @@ CompareRow run_row(const Graph& g, const CompareTarget& target, const CompareOpt
   row.precision = target.precision;
   const Device dev = Device::parse(target.device);  // DeviceError / ValueError on a bad name
   Backend* backend = backend_for(dev);              // DeviceError naming the devices found
-  row.name = backend->info().name;
+  const DeviceInfo info = backend->info();
+  row.name = info.name;
+  row.kind = info.kind;
   const train::PrecisionPlan plan = train::plan_precision(target.precision, dev);
   KILN_CHECK(plan.note.empty(), ValueError, target.precision, " on ", dev.str(), ": ", plan.note);
   if (plan.autocast) {

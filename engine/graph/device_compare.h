@@ -44,6 +44,7 @@ struct CompareOptions {
 struct CompareRow {
   std::string device;     // as asked (CompareTarget::device)
   std::string name;       // the device's name (DeviceInfo::name); empty when it was not found
+  std::string kind;       // DeviceInfo::kind ("cpu", "discrete GPU", ...); empty when not found
   std::string precision;  // as asked
   double infer_ms = 0;                  // mean ms per forward; 0 when none was timed
   double infer_samples_per_second = 0;  // batch * 1000 / infer_ms; 0 when none was timed
@@ -68,6 +69,21 @@ struct CompareRow {
 // conv2d run in that type there (Backend::supports) and plan_precision does not fall back to f32
 // (the CPU without bf16 dot products; f16 on the CPU). DeviceError for an unknown device.
 std::vector<std::string> compare_precisions(const Device& device);
+
+// The rows as the JSON document `kiln bench --graph --json` writes and Kiln Studio stores
+// (docs/compare-devices.md): {"model", "batch_size", "precision", "steps", "warmup",
+// "interrupted", "results": [{"device", "name", "kind", "precision", "train_step_ms",
+// "train_images_per_second", "infer_step_ms", "infer_images_per_second", "peak_memory_bytes",
+// "train_speedup_vs_cpu", "infer_speedup_vs_cpu", "max_output_diff", "max_grad_diff",
+// "interrupted", "error"}, ...]}; unknown figures are null. Indented by 2, sorted keys.
+std::string compare_json(const std::vector<CompareRow>& rows, const std::string& model, const std::string& precisions,
+                         const CompareOptions& options, bool interrupted);
+// The same rows as CSV (RFC 4180: CRLF line ends, fields holding a comma, quote or line break
+// quoted, quotes doubled), one header line and the results' fields in that order; unknown
+// figures are "n/a".
+std::string compare_csv(const std::vector<CompareRow>& rows);
+// One RFC 4180 field: quoted when it holds a comma, a double quote, CR or LF.
+std::string csv_field(const std::string& v);
 
 // One row per target, in order. The reference is built first (ValueError when the graph cannot
 // run, naming the nodes; or when an input has a symbolic dimension besides N; ValueError for

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "engine/graph/device_compare.h"
@@ -59,6 +61,7 @@ TEST(DeviceCompare, CpuRowsAndAnErrorRow) {
   EXPECT_EQ(cpu.error, "");
   EXPECT_EQ(cpu.device, "cpu");
   EXPECT_FALSE(cpu.name.empty());
+  EXPECT_EQ(cpu.kind, "cpu");
   EXPECT_EQ(cpu.infer_steps, 2);
   EXPECT_EQ(cpu.train_steps, 2);
   EXPECT_GT(cpu.infer_ms, 0);
@@ -172,6 +175,44 @@ TEST(DeviceCompare, BadInputThrows) {
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("fc"), std::string::npos) << e.what();
   }
+}
+
+TEST(DeviceCompare, JsonAndCsv) {
+  CompareRow ok;
+  ok.device = "cpu";
+  ok.name = "AMD EPYC (2 threads)";
+  ok.kind = "cpu";
+  ok.precision = "f32";
+  ok.train_ms = 2;
+  ok.train_samples_per_second = 4000;
+  ok.peak_bytes = 1024;
+  ok.train_speedup_vs_cpu = 1.0;
+  ok.max_output_diff = 0;
+  CompareRow bad;
+  bad.device = "cuda:7";
+  bad.precision = "f32";
+  bad.error = "device 'cuda:7', not \"found\"";
+  CompareOptions o = quick();
+  const nlohmann::json j = nlohmann::json::parse(compare_json({ok, bad}, "g.json", "all", o, true));
+  EXPECT_EQ(j["model"], "g.json");
+  EXPECT_EQ(j["batch_size"], 4);
+  EXPECT_EQ(j["interrupted"], true);
+  ASSERT_EQ(j["results"].size(), 2u);
+  const nlohmann::json& r = j["results"][0];
+  EXPECT_EQ(r["peak_memory_bytes"], 1024);
+  EXPECT_EQ(r["train_images_per_second"], 4000.0);
+  EXPECT_EQ(r["train_speedup_vs_cpu"], 1.0);
+  EXPECT_TRUE(r["infer_speedup_vs_cpu"].is_null());
+  EXPECT_TRUE(r["max_grad_diff"].is_null());
+  EXPECT_EQ(r["max_output_diff"], 0.0);
+  EXPECT_TRUE(j["results"][1]["peak_memory_bytes"].is_null());
+  EXPECT_EQ(j["results"][1]["error"], bad.error);
+  const std::string csv = compare_csv({ok, bad});
+  const std::string head = "device,name,kind,precision,train_step_ms,train_images_per_second,infer_step_ms,"
+                           "infer_images_per_second,peak_memory_bytes,train_speedup_vs_cpu,infer_speedup_vs_cpu,"
+                           "max_output_diff,max_grad_diff,interrupted,error\r\n";
+  EXPECT_EQ(csv, head + "cpu,AMD EPYC (2 threads),cpu,f32,2,4000,0,0,1024,1,n/a,0,n/a,false,\r\n" +
+                     "cuda:7,,,f32,0,0,0,0,n/a,n/a,n/a,n/a,n/a,false,\"device 'cuda:7', not \"\"found\"\"\"\r\n");
 }
 
 }  // namespace
