@@ -78,6 +78,15 @@ std::vector<std::string> compare_precisions(const Device& device);
 // "interrupted", "error"}, ...]}; unknown figures are null. Indented by 2, sorted keys.
 std::string compare_json(const std::vector<CompareRow>& rows, const std::string& model, const std::string& precisions,
                          const CompareOptions& options, bool interrupted);
+// A compare_json document read back (a comparison stored in a project). ValueError naming what
+// is missing when `text` is not such a document.
+struct CompareDocument {
+  std::string model, precisions;
+  CompareOptions options;
+  bool interrupted = false;
+  std::vector<CompareRow> rows;  // infer_steps / train_steps: options.steps where a time is given
+};
+CompareDocument compare_from_json(const std::string& text);
 // The same rows as CSV (RFC 4180: CRLF line ends, fields holding a comma, quote or line break
 // quoted, quotes doubled), one header line and the results' fields in that order; unknown
 // figures are "n/a".

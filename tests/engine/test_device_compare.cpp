@@ -207,6 +207,14 @@ TEST(DeviceCompare, JsonAndCsv) {
   EXPECT_EQ(r["max_output_diff"], 0.0);
   EXPECT_TRUE(j["results"][1]["peak_memory_bytes"].is_null());
   EXPECT_EQ(j["results"][1]["error"], bad.error);
+  // Read back: the same document again.
+  const CompareDocument back = compare_from_json(j.dump());
+  EXPECT_EQ(back.model, "g.json");
+  EXPECT_EQ(back.options.batch, 4);
+  ASSERT_EQ(back.rows.size(), 2u);
+  EXPECT_EQ(compare_json(back.rows, back.model, back.precisions, back.options, back.interrupted), j.dump(2) + "\n");
+  EXPECT_THROW(compare_from_json("[1]"), ValueError);
+  EXPECT_THROW(compare_from_json(R"({"results": [{"name": "no device"}]})"), ValueError);
   const std::string csv = compare_csv({ok, bad});
   const std::string head = "device,name,kind,precision,train_step_ms,train_images_per_second,infer_step_ms,"
                            "infer_images_per_second,peak_memory_bytes,train_speedup_vs_cpu,infer_speedup_vs_cpu,"
