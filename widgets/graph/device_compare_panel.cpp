@@ -1,6 +1,8 @@
 #include "widgets/graph/device_compare_panel.h"
 
+#include <QFileDialog>
 #include <QHBoxLayout>
+#include <QMessageBox>
 #include <QHeaderView>
 #include <QSaveFile>
 #include <QVBoxLayout>
@@ -38,8 +40,11 @@ DeviceComparePanel::DeviceComparePanel(GraphDocument* document, QWidget* parent)
   run_->setObjectName("compareRun");
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->setObjectName("compareCancel");
+  export_ = new QPushButton(tr("Export..."), this);
+  export_->setObjectName("compareExport");
   top->addWidget(run_);
   top->addWidget(cancel_);
+  top->addWidget(export_);
   top->addStretch(1);
   layout->addLayout(top);
   targets_ = new QListWidget(this);
@@ -63,6 +68,12 @@ DeviceComparePanel::DeviceComparePanel(GraphDocument* document, QWidget* parent)
   layout->addWidget(chart_, 1);
   connect(run_, &QPushButton::clicked, this, &DeviceComparePanel::run);
   connect(cancel_, &QPushButton::clicked, this, &DeviceComparePanel::cancel);
+  connect(export_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Comparison"), "comparison.csv",
+                                                      tr("CSV (*.csv);;JSON (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !exportTo(path, &error)) QMessageBox::warning(this, tr("Export Comparison"), error);
+  });
   connect(targets_, &QListWidget::itemChanged, this, &DeviceComparePanel::updateButtons);
   connect(doc_, &GraphDocument::changed, this, &DeviceComparePanel::updateButtons);
   updateButtons();
@@ -107,6 +118,15 @@ void DeviceComparePanel::updateButtons() {
                    : !any ? tr("Check at least one device and precision")
                           : tr("Inference and a training step on each checked device, on a worker thread"));
   cancel_->setEnabled(worker_ != nullptr && !cancelled_);
+  export_->setEnabled(!worker_ && !doc_result_.rows.empty());
+}
+
+void DeviceComparePanel::clear() {
+  if (worker_) return;
+  doc_result_ = graph::CompareDocument{};
+  render();
+  status_->setText(tr("Check devices and precisions, then Run."));
+  updateButtons();
 }
 
 void DeviceComparePanel::run() {
@@ -186,6 +206,7 @@ bool DeviceComparePanel::showDocument(const QString& json) {
   batch_->setValue(int(doc_result_.options.batch));
   render();
   status_->setText(tr("Stored comparison at batch %1.").arg(doc_result_.options.batch));
+  updateButtons();
   return true;
 }
 

@@ -49,6 +49,7 @@ class DeviceComparePanel : public QWidget {
   QListWidget* targetList() const { return targets_; }
   QPushButton* runButton() const { return run_; }
   QPushButton* cancelButton() const { return cancel_; }
+  QPushButton* exportButton() const { return export_; }  // asks for a .json or .csv file, then exportTo
   QTableWidget* table() const { return table_; }
   QCustomPlot* chart() const { return chart_; }
   QLabel* statusLabel() const { return status_; }
@@ -61,6 +62,8 @@ class DeviceComparePanel : public QWidget {
   // Writes the rows shown as JSON (path ending .json) or CSV (otherwise), atomically (QSaveFile).
   // False with *error set when nothing is shown or the file cannot be written.
   bool exportTo(const QString& path, QString* error = nullptr) const;
+  // No rows (another project opened); no-op while running.
+  void clear();
 
  public slots:
   // Runs the checked targets; no-op while running, with none checked or with graph problems.
@@ -82,6 +85,7 @@ class DeviceComparePanel : public QWidget {
   QListWidget* targets_;
   QPushButton* run_;
   QPushButton* cancel_;
+  QPushButton* export_;
   QLabel* status_;
   QTableWidget* table_;
   QCustomPlot* chart_;
