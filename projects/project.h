@@ -135,6 +135,17 @@ struct Evaluation {
   bool is_regression() const { return !regression.empty(); }
 };
 
+// A comparison of one graph across devices and precisions (issue 20; engine/graph/device_compare.h).
+// results_json: the JSON document `kiln bench --graph FILE --json` writes ({"model", "batch_size",
+// "results": [{"device", "precision", "train_step_ms", ...}, ...]}, docs/compare-devices.md).
+struct DeviceComparisonRecord {
+  int64_t id = 0;
+  int64_t graph_version = 0;  // the graph compared (0: none, or its version was deleted)
+  std::string created_at;     // ISO-8601 UTC, set when saved
+  int64_t batch_size = 1;
+  std::string results_json;
+};
+
 // A hyper-parameter sweep (Project::create_sweep; app/studio/sweep_runner.h runs it).
 // space_json: {"params": ["lr=1e-4:1e-2:log", ...], "search": "grid"|"random", "seed": S,
 // "trials": N, "devices": ["cpu", ...], "training": {...}, "dataset": {...}, "test_size": N}
@@ -162,7 +173,7 @@ struct SweepTrial {
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -312,6 +323,12 @@ class Project : private graph::BlobStore {
   // no later row is queued again as a new row with the same index and params (the old row
   // and its run are kept). Returns the rows queued.
   int requeue_interrupted_trials(int64_t sweep);
+
+  // ---- device comparisons (project_comparisons.cpp, schema 9) ----
+  // Stores a comparison (created now); returns its id. ProjectError for an unknown
+  // graph_version, batch_size < 1, or results_json that is not a JSON object with a "results" array.
+  int64_t save_device_comparison(const DeviceComparisonRecord& comparison);
+  std::vector<DeviceComparisonRecord> device_comparisons() const;  // by id
 
   Database& database() const { return *db_; }  // for tests and tools
 

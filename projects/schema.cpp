@@ -167,6 +167,18 @@ ALTER TABLE evaluations ADD COLUMN target TEXT NOT NULL DEFAULT '';
 ALTER TABLE evaluations ADD COLUMN regression BLOB;
 )sql";
 
+// Schema 9: device comparisons (issue 20, Compare devices): one row per comparison of a graph
+// across devices and precisions; results_json is the document `kiln bench --graph --json` writes
+// (docs/compare-devices.md), so the Studio and the command line export the same.
+constexpr const char* kSchema9 = R"sql(
+CREATE TABLE device_comparisons(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  graph_version INTEGER REFERENCES graph_versions(id) ON DELETE SET NULL,
+  created_at TEXT NOT NULL,
+  batch_size INTEGER NOT NULL CHECK(batch_size >= 1),
+  results_json TEXT NOT NULL);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -242,7 +254,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}};
   return steps;
 }
 

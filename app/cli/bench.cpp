@@ -27,6 +27,9 @@
 // doubled). Ctrl-C stops after the current step: the devices measured so far (and the
 // interrupted one's completed steps) are printed and written, marked "interrupted", and
 // kiln exits with 130.
+// --graph FILE, --onnx FILE or --project FILE (instead of --model) compares the user's own model
+// across devices and precisions with the output checked against the CPU f32 reference:
+// bench_graph.h.
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -37,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/args.h"
+#include "app/cli/bench_graph.h"
 #include "app/cli/commands.h"
 #include "app/cli/device_list.h"
 #include "app/cli/interrupt.h"
@@ -47,6 +51,7 @@
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/graph/device_compare.h"  // csv_field
 #include "engine/nn/functional.h"
 #include "engine/nn/nn.h"
 #include "engine/optim/adam.h"
@@ -111,17 +116,6 @@ double time_steps(const Device& dev, int steps, const std::function<void()>& ste
   return t.ms;
 }
 
-// One RFC 4180 field: quoted when it holds a comma, a double quote, CR or LF.
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char ch : v) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch, int steps, int warmup,
             const std::string& precision) {
   Row row;
@@ -168,13 +162,17 @@ Row measure(const DeviceInfo& info, const std::string& model_name, int64_t batch
 }  // namespace
 
 int bench_command(const std::vector<std::string>& argv) {
-  ArgParser parser("bench", "Trains and runs a reference model on each device and compares step times.");
+  ArgParser parser("bench", "Trains and runs a reference model, or your own graph, on each device and compares step times.");
   std::vector<std::string> models = train::reference_model_names();
   for (const char* m : {"resnet18", "lstm", "transformer"}) models.push_back(m);
   parser.flag("model", "NAME", "cnn", "model: a reference model (engine/train/reference_models.h: mlp, cnn, resnet),\n"
                                      "resnet18 (CIFAR form), or lstm / transformer on random sequences [B, 128, 256]\n"
                                      "(LSTM 2 layers hidden 256; TransformerEncoderLayer d 256, 4 heads)",
               models)
+      .flag("graph", "FILE", "", "instead of --model: a graph JSON file (Kiln Studio's format)")
+      .flag("onnx", "FILE", "", "instead of --model: an ONNX model, imported as a graph")
+      .flag("project", "FILE", "", "instead of --model: a Kiln project (.kiln), its latest saved graph")
+      .flag("precisions", "LIST", "all", "with a graph: f32, bf16, f16 (comma-separated), or all: each a device runs")
       .flag("batch-size", "B", "128", "images (sequences) per step")
       .flag("devices", "LIST", "all", "devices to compare: all, or a comma-separated list (cpu,vulkan:0)")
       .flag("steps", "N", "50", "timed steps of each kind per device")
@@ -184,12 +182,18 @@ int bench_command(const std::vector<std::string>& argv) {
             {"f32", "bf16", "f16"})
       .flag("json", "FILE", "", "also write the results as JSON")
       .flag("csv", "FILE", "", "also write the results as CSV")
-      .epilog("example: kiln bench --model cnn --batch-size 128 --devices all --json bench.json");
+      .epilog("example: kiln bench --model cnn --batch-size 128 --devices all --json bench.json\n"
+              "         kiln bench --graph my_net.json --devices cpu,vulkan:0 --precisions f32,bf16 --csv cmp.csv");
   Args args = parser.parse(argv);
   if (args.help()) {
     std::fputs(parser.help().c_str(), stdout);
     return kExitOk;
   }
+  if (!args.str("graph").empty() || !args.str("onnx").empty() || !args.str("project").empty()) {
+    set_threads(static_cast<int>(args.integer("threads", 0)));
+    return bench_graph(args);
+  }
+  if (args.given("precisions")) args.fail("--precisions is for --graph, --onnx and --project; with --model, --precision");
   const std::string model = args.str("model");
   const int64_t batch = args.integer("batch-size", 1);
   const int steps = static_cast<int>(args.integer("steps", 1)), warmup = static_cast<int>(args.integer("warmup", 0));
@@ -249,8 +253,8 @@ int bench_command(const std::vector<std::string>& argv) {
     std::ostringstream num;
     num << r.train_ms << "," << ips(r.train_ms) << "," << r.infer_ms << "," << ips(r.infer_ms) << ","
         << (r.peak_known ? std::to_string(r.peak_bytes) : "n/a") << "," << (speedup > 0 ? std::to_string(speedup) : "n/a");
-    csv << csv_field(r.info.device.str()) << "," << csv_field(r.info.name) << "," << csv_field(r.info.kind) << ","
-        << num.str() << "," << (r.interrupted ? "true" : "false") << "," << csv_field(r.error) << "\r\n";
+    csv << graph::csv_field(r.info.device.str()) << "," << graph::csv_field(r.info.name) << "," << graph::csv_field(r.info.kind) << ","
+        << num.str() << "," << (r.interrupted ? "true" : "false") << "," << graph::csv_field(r.error) << "\r\n";
   }
   if (!args.str("json").empty()) {
     nlohmann::json j = {{"model", model}, {"batch_size", batch}, {"precision", precision}, {"steps", steps}, {"warmup", warmup},

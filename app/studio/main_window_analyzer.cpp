@@ -1,6 +1,7 @@
 // MainWindow: the Network Analyzer (widgets/graph/network_analyzer.h) — Model > Analyze
 // Network shows its dock, its totals stay in the status bar, its rows and warnings select
 // their node on the canvas. Measuring is disabled while a run trains (updateTrainState).
+// Model > Compare Devices shows the device comparison dock (main_window_layout.cpp).
 #include <QAction>
 #include <QDockWidget>
 #include <QLabel>
@@ -23,6 +24,12 @@ void MainWindow::createModelMenu() {
   analyzeAction_->setObjectName("analyzeNetwork");
   analyzeAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A));
   createPredict(model);
+  QAction* compare = model->addAction(tr("&Compare Devices"), this, [this] {
+    QDockWidget* d = dock("compare");
+    d->show();
+    d->raise();
+  });
+  compare->setObjectName("compareDevices");
 }
 
 void MainWindow::connectAnalyzer() {

@@ -15,6 +15,7 @@
 #include "app/studio/run_restore.h"
 #include "app/studio/templates.h"
 #include "engine/graph/json.h"
+#include "widgets/graph/device_compare_panel.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/project/dataset_panel.h"
 #include "widgets/project/runs_view.h"
@@ -197,6 +198,12 @@ void MainWindow::loadProjectIntoUi() {
   evaluation_->clear();
   trainingPanel_->clearProgress();  // no "Done" of the previous project's run
   showLatestResults();  // a stored run as it ended: its curves, its evaluation, selected in Runs
+  if (auto* compare = findChild<DeviceComparePanel*>()) {  // the latest stored device comparison
+    compare->clear();
+    const std::vector<projects::DeviceComparisonRecord> c =
+        project_ ? project_->device_comparisons() : std::vector<projects::DeviceComparisonRecord>{};
+    if (!c.empty()) compare->showDocument(QString::fromStdString(c.back().results_json));
+  }
   updateTitle();
   updateTrainState();
 }

@@ -4,11 +4,14 @@
 #include <QGuiApplication>
 #include <QScreen>
 #include <QScrollArea>
+#include <QStatusBar>
 #include <QSettings>
 #include <QUndoView>
 #include <algorithm>
 
 #include "app/studio/main_window.h"
+#include "engine/core/registry.h"
+#include "widgets/graph/device_compare_panel.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/graph/layer_palette.h"
 #include "widgets/graph/network_analyzer.h"
@@ -59,6 +62,27 @@ void MainWindow::createDocks() {
   // In a scroll area: its controls and three views must not raise the bottom tabs' minimum height.
   addDock("analyzer", tr("Network Analyzer"), scrollableDockContent(analyzer_, this), Qt::BottomDockWidgetArea);
   addDock("problems", tr("Problems"), problems_, Qt::RightDockWidgetArea);
+  // Model > Compare devices (issue 20): each finished comparison is stored in the open project
+  // (schema 9) with the graph version it compared; loadProjectIntoUi shows the latest again.
+  auto* compare = new DeviceComparePanel(document_, this);
+  compare->setDevices(list_devices());
+  addDock("compare", tr("Compare Devices"), scrollableDockContent(compare, this), Qt::BottomDockWidgetArea);
+  connect(compare, &DeviceComparePanel::comparisonFinished, this, [this](const QString& json, int batch) {
+    if (!project_) {
+      statusBar()->showMessage(tr("Comparison done; save the project to keep comparisons in it"), 5000);
+      return;
+    }
+    try {
+      projects::DeviceComparisonRecord r;
+      const std::optional<projects::GraphVersion> v = project_->latest_graph();
+      r.graph_version = v ? v->id : 0;
+      r.batch_size = batch;
+      r.results_json = json.toStdString();
+      project_->save_device_comparison(r);
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(tr("The comparison was not stored: %1").arg(QString::fromUtf8(e.what())));
+    }
+  });
   createProjectDocks();
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->setMinimumSize(kDockMinimum);
 }
@@ -89,7 +113,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   QDockWidget* training = place("training", Qt::RightDockWidgetArea);
   QDockWidget* problems = place("problems", Qt::RightDockWidgetArea);
   QDockWidget* plots = place("plots", Qt::BottomDockWidgetArea);
-  for (const char* name : {"evaluation", "runs", "log", "analyzer"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
+  for (const char* name : {"evaluation", "runs", "log", "analyzer", "compare"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
   if (compact) {
     // Small screens (1280x720, 1366x768, 1920x1080 at 125%): Properties and Training share
     // the right column as tabs above a low Problems dock (its message and a row or two), and

@@ -13,9 +13,6 @@
 
 namespace kiln::graph {
 
-namespace {
-
-// Random inputs of the graph's Input types at `batch`, on `device`.
 std::vector<Tensor> random_inputs(const Graph& g, const Analysis& a, int64_t batch, const Device& device,
                                   Generator& gen) {
   int64_t vocab = 0;
@@ -44,7 +41,33 @@ std::vector<Tensor> random_inputs(const Graph& g, const Analysis& a, int64_t bat
   return inputs;
 }
 
-}  // namespace
+StepLoss::StepLoss(const Graph& g, const Analysis& a, int64_t batch, const Device& device, Generator& gen)
+    : device_(device) {
+  for (NodeId id : g.output_nodes()) {
+    const auto src = g.source_of({id, 0});
+    const TensorType t = a.type_of(*src).value();
+    const bool k = t.shape.size() == 2 && t.shape[0] == kBatch && t.shape[1] >= 2 && is_floating(t.dtype);
+    classify_.push_back(k);
+    if (k) {
+      targets_.push_back(uniform({batch}, 0, static_cast<double>(t.shape[1]), DType::f32, Device(), &gen)
+                             .to(DType::i64).to(device));
+    } else {
+      targets_.push_back(Tensor());  // zeros of the output's shape, made at the first call
+    }
+  }
+}
+
+Tensor StepLoss::operator()(const std::vector<Tensor>& out) {
+  KILN_CHECK(out.size() == targets_.size(), ValueError, "the loss expects ", targets_.size(), " outputs, got ",
+             out.size());
+  Tensor total;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!classify_[i] && !targets_[i].defined()) targets_[i] = Tensor::zeros(out[i].shape(), out[i].dtype(), device_);
+    Tensor l = classify_[i] ? nn::F::cross_entropy(out[i], targets_[i]) : nn::F::mse_loss(out[i], targets_[i]);
+    total = total.defined() ? add(total, l) : l;
+  }
+  return total;
+}
 
 StepTime measure_step_time(const Graph& g, const Device& device, const StepTimeOptions& o,
                            const std::function<bool()>& cancelled) {
@@ -61,30 +84,8 @@ StepTime measure_step_time(const Graph& g, const Device& device, const StepTimeO
   std::shared_ptr<optim::Optimizer> opt = optim::make_optimizer(config, model->trainable_parameters());
   Generator gen(1);
   const std::vector<Tensor> inputs = random_inputs(g, a, o.batch, device, gen);
-  std::vector<Tensor> targets;
-  std::vector<bool> classify;
-  for (NodeId id : g.output_nodes()) {
-    const auto src = g.source_of({id, 0});
-    const TensorType t = a.type_of(*src).value();
-    const bool k = t.shape.size() == 2 && t.shape[0] == kBatch && t.shape[1] >= 2 && is_floating(t.dtype);
-    classify.push_back(k);
-    if (k) {
-      targets.push_back(uniform({o.batch}, 0, static_cast<double>(t.shape[1]), DType::f32, Device(), &gen)
-                            .to(DType::i64).to(device));
-    } else {
-      targets.push_back(Tensor());  // zeros of the output's shape, made at the first step
-    }
-  }
-  auto loss = [&] {
-    std::vector<Tensor> out = model->forward(inputs);
-    Tensor total;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (!classify[i] && !targets[i].defined()) targets[i] = Tensor::zeros(out[i].shape(), out[i].dtype(), device);
-      Tensor l = classify[i] ? nn::F::cross_entropy(out[i], targets[i]) : nn::F::mse_loss(out[i], targets[i]);
-      total = total.defined() ? add(total, l) : l;
-    }
-    return total;
-  };
+  StepLoss step_loss(g, a, o.batch, device, gen);
+  auto loss = [&] { return step_loss(model->forward(inputs)); };
   auto stop = [&cancelled] { return cancelled && cancelled(); };
   auto step = [&] { train::train_step(*opt, loss); };
   StepTime r;

@@ -4,8 +4,12 @@
 #include <functional>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/core/device.h"
+#include "engine/core/random.h"
+#include "engine/core/tensor.h"
+#include "engine/graph/analysis.h"
 #include "engine/graph/graph.h"
 
 namespace kiln::graph {
@@ -27,13 +31,32 @@ struct StepTime {
   bool peak_known = false;       // the backend tracks its memory (MemoryStats::tracked)
 };
 
+// Random inputs of the graph's Input types (a: analyze(g)) at `batch`, drawn on the CPU from
+// `gen` and moved to `device` (so every device gets the same values for one seed): floating
+// uniform [0, 1); integer ids uniform in [1, n) with n the smallest Embedding's num_embeddings,
+// else 2, so that none is the padding id 0. ValueError when an input has a symbolic dimension
+// besides N.
+std::vector<Tensor> random_inputs(const Graph& g, const Analysis& a, int64_t batch, const Device& device,
+                                  Generator& gen);
+
+// The loss a measured step trains with, one term per Output summed: cross-entropy against
+// random labels (drawn on the CPU from `gen`, moved to `device`) for an output [N, K] with
+// K >= 2 (a classifier, as kiln train), else the mean squared error against zeros.
+class StepLoss {
+ public:
+  StepLoss(const Graph& g, const Analysis& a, int64_t batch, const Device& device, Generator& gen);
+  // outputs in g.output_nodes() order -> a scalar. ValueError on a wrong count.
+  Tensor operator()(const std::vector<Tensor>& outputs);
+
+ private:
+  Device device_;
+  std::vector<bool> classify_;
+  std::vector<Tensor> targets_;  // undefined: zeros, made at the first call
+};
+
 // Builds the graph's GraphModule on `device` (parameters from default_generator()), feeds it
-// random inputs of each Input's type at options.batch (floating: uniform [0, 1); integer:
-// ids uniform in [1, n) with n the smallest Embedding's num_embeddings, else 2, so that none is
-// the padding id 0) and times options.steps training steps (train::train_step) after
-// options.warmup. The loss: cross-entropy against random labels for an output [N, K] with
-// K >= 2 (a classifier, as kiln train), else the mean squared error against zeros; summed
-// over several outputs. `cancelled` (may be empty) is asked before every step, so a cancel
+// random_inputs at options.batch and times options.steps training steps (train::train_step
+// on StepLoss) after options.warmup. `cancelled` (may be empty) is asked before every step, so a cancel
 // waits for at most one step (e.g. an std::atomic<bool> another thread sets). Throws ValueError when the graph cannot run (GraphModule's
 // message naming the nodes), when an input has a symbolic dimension besides N (no size to
 // draw), for batch < 1 or steps < 1; DeviceError for an unknown device; the backend's errors

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `kiln bench --graph|--onnx FILE` (app/cli/bench_graph.cpp): the user's own model compared across
+# devices (engine/graph/device_compare.h). Registered with ctest (label engine) by
+# tests/CMakeLists.txt, one test per case:
+#
+#   tests/cli/test_bench_graph.sh path/to/kiln CASE
+#
+# Cases:
+#   graph      the Fashion-MNIST MLP template on the CPU twice (cpu,cpu gives one row) and on an unknown
+#              device: the CPU row's figures, JSON and CSV agreeing, the error row, exit status 1
+#   onnx       the same template exported to ONNX by `kiln export` here, then benched from the file
+#   project    a project's latest saved graph (tests/fixtures/project_schema4.kiln, a copy)
+#   interrupt  SIGINT during the timed steps: exit 130, the partial row printed and written
+#   bad_input  a missing file, two models at once, a graph without an Input, --precision with a graph
+set -uo pipefail
+kiln=$1 case=$2
+source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains
+here=$(cd "$(dirname "$0")" && pwd)
+mlp="$here/../../projects/templates/fashion_mnist_mlp.json"
+fast=(--batch-size 4 --steps 2 --warmup 1)
+
+# check_results JSON CSV: every result row of the JSON is a CSV row with the same fields; the cpu
+# f32 row is timed, matches the reference exactly and is its own speed-up 1.
+check_results() {
+  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "the JSON / CSV do not hold the expected figures (above)"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+data = open(sys.argv[2], newline="").read()
+assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", ""), "rows must end with CRLF"
+rows = list(csv.reader(data.splitlines(), strict=True))
+head, body = rows[0], rows[1:]
+res = j["results"]
+assert len(body) == len(res), (len(body), len(res))
+for row, r in zip(body, res):
+    rec = dict(zip(head, row))
+    for key in ("device", "name", "kind", "precision", "error"):
+        assert rec[key] == r[key], (key, rec[key], r[key])
+cpu = [r for r in res if r["device"] == "cpu" and r["precision"] == "f32"]
+assert len(cpu) == 1, res
+c = cpu[0]
+assert c["error"] == "" and c["train_step_ms"] > 0 and c["infer_step_ms"] > 0, c
+assert abs(c["train_images_per_second"] - j["batch_size"] * 1000 / c["train_step_ms"]) < 1e-6 * c["train_images_per_second"], c
+assert c["max_output_diff"] == 0 and c["max_grad_diff"] == 0, c
+assert c["train_speedup_vs_cpu"] == 1 and c["infer_speedup_vs_cpu"] == 1, c
+assert isinstance(c["peak_memory_bytes"], int) and c["peak_memory_bytes"] > 0, c
+print("results ok:", [(r["device"], r["precision"], r["error"][:40]) for r in res])
+PY
+}
+
+case $case in
+graph)
+  run 1 bench --graph "$mlp" --devices cpu,cpu,cuda:7 --precisions f32 "${fast[@]}" --json "$work/b.json" --csv "$work/b.csv"
+  echo "$out"
+  grep -Eq '^cpu +f32 +.* [0-9]+\.[0-9]{2} +[0-9]+ +[0-9]+\.[0-9]{2} +[0-9]+ +[0-9.]+ +1\.00x +1\.00x +0\.00e\+00 +0\.00e\+00$' <<<"$out" \
+    || fail "no CPU f32 row with speed-up 1.00x and zero differences"
+  [[ $(grep -c '^cpu ' <<<"$out") == 1 ]] || fail "cpu named twice gave two rows"
+  contains "$out" "cuda:7     f32   failed: " "the unknown device's row"
+  check_results "$work/b.json" "$work/b.csv"
+  /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['results']
+assert [x['device'] for x in r] == ['cpu', 'cuda:7'], r
+assert r[1]['error'] and r[1]['max_output_diff'] is None and r[1]['train_speedup_vs_cpu'] is None, r[1]" "$work/b.json" \
+    || fail "the unknown device's JSON row"
+  ;;
+onnx)
+  run 0 export "$mlp" --out "$work/mlp.onnx"
+  run 0 bench --onnx "$work/mlp.onnx" --devices cpu --precisions f32 "${fast[@]}" --json "$work/b.json" --csv "$work/b.csv"
+  echo "$out"
+  contains "$out" "kiln bench: $work/mlp.onnx, batch 4" "the header"
+  check_results "$work/b.json" "$work/b.csv"
+  ;;
+project)
+  cp "$here/../fixtures/project_schema4.kiln" "$work/p.kiln"  # opening migrates it: a copy
+  run 0 bench --project "$work/p.kiln" --devices cpu --precisions f32 "${fast[@]}" --json "$work/b.json" --csv "$work/b.csv"
+  echo "$out"
+  contains "$out" "kiln bench: $work/p.kiln, batch 4" "the header"
+  check_results "$work/b.json" "$work/b.csv"
+  ;;
+interrupt)
+  set -m
+  "$kiln" bench --graph "$mlp" --devices cpu --precisions f32 --batch-size 64 --steps 100000000 --warmup 0 \
+    --json "$work/b.json" >"$work/out" 2>"$work/err" &
+  pid=$!
+  sleep 3
+  kill -INT "$pid"
+  wait "$pid"; status=$?
+  cat "$work/out"
+  [[ $status == 130 ]] || fail "after SIGINT kiln exited $status, expected 130; stderr: $(cat "$work/err")"
+  contains "$(cat "$work/out")" "(interrupted)" "stdout after SIGINT"
+  /usr/bin/python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j['results']
+assert j['interrupted'] is True and len(r) == 1 and r[0]['interrupted'] is True and r[0]['max_output_diff'] == 0, j" \
+    "$work/b.json" || fail "the partial results were not written"
+  ;;
+bad_input)
+  run 1 bench --graph "$work/missing.json" --devices cpu
+  contains "$err" "missing.json" "a missing graph file"
+  run 2 bench --graph "$mlp" --onnx "$work/x.onnx"
+  contains "$err" "give one of --model NAME, --graph FILE, --onnx FILE, --project FILE" "two models"
+  run 2 bench --graph "$mlp" --model cnn
+  contains "$err" "give one of --model NAME" "--model with --graph"
+  run 2 bench --graph "$mlp" --precision bf16
+  contains "$err" "--precisions LIST" "--precision with a graph"
+  run 2 bench --graph "$mlp" --precisions f64
+  contains "$err" "'f64' is not one of all, f32, bf16, f16" "an unknown precision"
+  # The template without its Input node (and the edge from it): nothing to feed
+  /usr/bin/python3 -c "
+import json, sys
+g = json.load(open(sys.argv[1]))
+x = [n['id'] for n in g['nodes'] if n['op'] == 'Input'][0]
+g['nodes'] = [n for n in g['nodes'] if n['id'] != x]
+g['edges'] = [e for e in g['edges'] if e['from']['node'] != x]
+json.dump(g, open(sys.argv[2], 'w'))" "$mlp" "$work/no_input.json"
+  run 2 bench --graph "$work/no_input.json" --devices cpu
+  contains "$err" "no_input.json: the graph has no Input node" "a graph without an Input"
+  [[ $out != *"done"* ]] || fail "a graph without an Input was measured"
+  ;;
+*) fail "unknown case $case" ;;
+esac
+exit $((failures > 0))
