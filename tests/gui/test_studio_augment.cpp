@@ -18,7 +18,7 @@
 #include "engine/data/image_source.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
-#include "tests/gui/image_folder_util.h"
+#include "tests/gui/test_files.h"
 #include "widgets/project/dataset_panel.h"
 
 using namespace kiln::studio;

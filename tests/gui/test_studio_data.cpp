@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/gui/headless_studio.h"
-#include "tests/gui/image_folder_util.h"
+#include "tests/gui/test_files.h"
 #include "app/studio/main_window.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
@@ -25,15 +25,10 @@
 #include "widgets/project/dataset_panel.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeFile;
 using kiln::studio::test::writeImageFolder;
 
 namespace {
-
-void writeFile(const QString& path, const QByteArray& bytes) {
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(bytes);
-}
 
 // A CSV with header x1,x2,kind: two well separated classes "low" and "high", `rows` rows.
 QByteArray tableCsv(int rows) {

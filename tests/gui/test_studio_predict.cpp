@@ -24,20 +24,15 @@
 #include "engine/data/dataset_source.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
-#include "tests/gui/image_folder_util.h"
+#include "tests/gui/test_files.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/project/dataset_settings.h"
 #include "widgets/training/prediction_view.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeFile;
 
 namespace {
-
-void writeFile(const QString& path, const QByteArray& bytes) {
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(bytes);
-}
 
 // Data lines of a CSV with header x1,x2,kind: two classes "low" and "high" that overlap a little
 // (so that the probabilities are not all 1).

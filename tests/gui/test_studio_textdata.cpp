@@ -19,6 +19,7 @@
 #include <QtTest>
 
 #include "tests/gui/headless_studio.h"
+#include "tests/gui/test_files.h"
 #include "app/studio/main_window.h"
 #include "projects/project.h"
 #include "widgets/graph/graph_document.h"
@@ -28,15 +29,9 @@
 #include "widgets/training/training_panel.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeFile;
 
 namespace {
-
-
-void writeFile(const QString& path, const QByteArray& bytes) {
-  QFile f(path);
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(bytes);
-}
 
 // root/pos and root/neg: `per_class` short reviews each, told apart by their words; every fifth
 // is long (30 words), so a small max length truncates it.

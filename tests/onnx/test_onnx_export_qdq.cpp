@@ -16,6 +16,7 @@
 #include "engine/onnx/executor.h"
 #include "engine/quant/onnx/export_qdq.h"
 #include "engine/onnx/tensor_proto.h"
+#include "tests/common/quant_cnn.h"
 #include "tests/common/error_of.h"
 
 namespace {
@@ -25,30 +26,7 @@ using kiln::graph::Graph;
 using kiln::graph::NodeId;
 using kiln::test::error_of;
 
-// image [1, 12, 12] -> conv1 -> bn1 -> relu1 -> pool -> flatten -> fc1 -> relu2 -> fc2 -> out
-Graph small_cnn() {
-  Graph g;
-  std::vector<NodeId> ids{
-      g.add_node("Input", "image", {{"shape", std::vector<int64_t>{1, 12, 12}}}),
-      g.add_node("Conv2d", "conv1",
-                 {{"in_channels", int64_t{1}}, {"out_channels", int64_t{8}}, {"padding", std::vector<int64_t>{1, 1}}}),
-      g.add_node("BatchNorm2d", "bn1", {{"num_features", int64_t{8}}}),
-      g.add_node("ReLU", "relu1"),
-      g.add_node("MaxPool2d", "pool", {{"kernel_size", std::vector<int64_t>{2, 2}}}),
-      g.add_node("Flatten", "flatten"),
-      g.add_node("Linear", "fc1", {{"in_features", int64_t{288}}, {"out_features", int64_t{16}}}),
-      g.add_node("ReLU", "relu2"),
-      g.add_node("Linear", "fc2", {{"in_features", int64_t{16}}, {"out_features", int64_t{4}}}),
-      g.add_node("Output", "out")};
-  for (size_t i = 0; i + 1 < ids.size(); ++i) g.connect({ids[i], 0}, {ids[i + 1], 0});
-  kiln::manual_seed(47);
-  kiln::graph::GraphModule m(g);
-  kiln::graph::store_state(g, m.state_dict());
-  g.initial_state["bn1.weight"] = kiln::uniform({8}, 0.5, 1.5);
-  g.initial_state["bn1.running_mean"] = kiln::normal({8}, 0, 0.2);
-  g.initial_state["bn1.running_var"] = kiln::uniform({8}, 0.5, 2);
-  return g;
-}
+Graph small_cnn() { return kiln::test::small_quant_cnn(47); }
 
 std::shared_ptr<kiln::quant::Int8Model> quantized(const std::vector<std::string>& keep_float = {}) {
   kiln::quant::Calibrator cal(small_cnn(), {kiln::quant::Calibration::minmax, keep_float});

@@ -1,7 +1,8 @@
-// Test image folders for the Studio's dataset tests.
+// Files the Studio's dataset tests write: image folders and arbitrary bytes.
 #pragma once
 #include <QColor>
 #include <QDir>
+#include <QFile>
 #include <QImage>
 #include <QStringList>
 #include <QtTest>
@@ -22,6 +23,13 @@ inline void writeImageFolder(const QString& root, const QStringList& classes, in
       QVERIFY(img.save(QString("%1/%2/%3.png").arg(root, classes[c]).arg(i)));
     }
   }
+}
+
+// `bytes` written to `path` (a test failure when the file cannot be opened).
+inline void writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
 }
 
 }  // namespace kiln::studio::test
