@@ -42,18 +42,8 @@ for p in ${PYTHON:-python3 /usr/bin/python3}; do
 done
 [[ -n $python ]] || { echo "no python with torch and numpy (apt-get install python3-torch python3-torchvision)"; exit 1; }
 
-npm_dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
-if "$python" -c 'import onnxruntime' 2>/dev/null; then
-  ort=("$python" "$here/ort_time.py")
-  ort_name="onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)') (python)"
-elif [[ -d $npm_dir/node_modules/onnxruntime-node ]] && command -v node >/dev/null; then
-  export NODE_PATH=$npm_dir/node_modules
-  ort=(node "$here/ort_time.js")
-  ort_name="onnxruntime-node $(node -p 'require("onnxruntime-node/package.json").version')"
-else
-  echo "no onnxruntime: pip's onnxruntime for $python, or onnxruntime-node in $npm_dir (installer/quickstart.sh bench)"
-  exit 1
-fi
+source "$here/ort_select.sh"
+select_ort "$here/ort_time.py" "$here/ort_time.js" "$python"
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 if [[ -z $model_dir ]]; then

@@ -32,22 +32,8 @@ while getopts "n:e:l:t:k:w:h" opt; do
   esac
 done
 [[ -x $kiln ]] || { echo "kiln: $kiln is missing; build it first (cmake --build build --target kiln)"; exit 1; }
-npm_dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
-ort_python=
-for p in ${PYTHON:-python3 /usr/bin/python3}; do
-  if "$p" -c 'import onnxruntime, numpy' 2>/dev/null; then ort_python=$p; break; fi
-done
-if [[ -n $ort_python ]]; then
-  ort=("$ort_python" "$here/qdq_ort.py")
-  ort_name="onnxruntime $("$ort_python" -c 'import onnxruntime; print(onnxruntime.__version__)') (python)"
-elif [[ -d $npm_dir/node_modules/onnxruntime-node ]] && command -v node >/dev/null; then
-  export NODE_PATH=$npm_dir/node_modules
-  ort=(node "$here/qdq_ort.js")
-  ort_name="onnxruntime-node $(node -p 'require("onnxruntime-node/package.json").version')"
-else
-  echo "no onnxruntime: Python's for /usr/bin/python3, or onnxruntime-node in $npm_dir (installer/quickstart.sh bench)"
-  exit 1
-fi
+source "$here/ort_select.sh"
+select_ort "$here/qdq_ort.py" "$here/qdq_ort.js" ${PYTHON:-python3 /usr/bin/python3}
 if [[ -z $work ]]; then work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work"
 export OMP_NUM_THREADS=$threads
