@@ -74,7 +74,8 @@ ArgParser train_parser() {
       .toggle("no-cuda-graph",
               "on a CUDA device, run every training step eagerly instead of recording the step once\n"
               "and replaying it as a CUDA graph (also KILN_CUDA_GRAPH=0); the captured step is used\n"
-              "unless f16 loss scaling or a step that reads the host (dropout) keeps it eager, and\n"
+              "unless f16 loss scaling or a step that reads the host keeps it eager (dropout is drawn\n"
+              "on the device, anew at each replay), and\n"
               "kiln train prints which it was");
   add_transfer_flags(p);
   add_table_flags(p);

@@ -108,11 +108,13 @@ int train(const HeadlessOptions& o) {
     }
   }
   if (o.epochs > 0) config.epochs = o.epochs;
+  if (o.lr > 0) config.lr = o.lr;
+  if (o.batchSize > 0) config.batch_size = o.batchSize;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
 
   TrainingSession session;
-  session.setStoreSettings(false);  // --epochs/--subset/--test-subset/--device apply to this run only
+  session.setStoreSettings(false);  // --epochs/--lr/--batch-size/--subset/--test-subset/--device: this run only
   int status = 1;
   QElapsedTimer lastLine;
   lastLine.start();

@@ -1,6 +1,6 @@
 // kiln-studio's terminal mode (no display needed; QCoreApplication):
-//   kiln-studio --headless --project FILE --train [--epochs N] [--subset N] [--test-subset N [--test-seed S]]
-//     [--device D]
+//   kiln-studio --headless --project FILE --train [--epochs N] [--lr X] [--batch-size B] [--subset N]
+//     [--test-subset N [--test-seed S]] [--device D]
 //     trains the project's latest graph with its stored settings (its dataset setting's class
 //     filter and test size included), prints progress lines
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
@@ -22,6 +22,8 @@ struct HeadlessOptions {
   QString project;        // --project FILE
   bool train = false;     // --train
   int epochs = 0;         // --epochs N (0: the stored setting)
+  double lr = 0;          // --lr X: the (peak) learning rate (0: the stored setting)
+  int batchSize = 0;      // --batch-size B (0: the stored setting)
   qint64 subset = 0;      // --subset N: train on N images (validation N/5 at most); the test set is kept
   qint64 testSubset = 0;  // --test-subset N: evaluate N test images (recorded with the run)
   qint64 testSeed = -1;   // --test-seed S: which N (test_subset_indices); -1 = the project's setting

@@ -2,6 +2,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -36,6 +37,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"project", "The project to train (with --headless --train).", "file"});
   p.addOption({"train", "Train the project's latest graph with its stored settings."});
   p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
+  p.addOption({"lr", "With --headless --train: the learning rate, the peak rate with OneCycle (overrides the stored setting).", "x"});
+  p.addOption({"batch-size", "With --headless --train: samples per batch (overrides the stored setting).", "n"});
   p.addOption({"subset", "Train on n images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
   p.addOption({"test-subset", "Evaluate n test images, a random subset drawn with --test-seed (recorded with the run as its test_size and test_seed).", "n"});
   p.addOption({"test-seed", "Seed of the --test-subset images (default: the project's dataset setting, 0): the same seed, the same images.", "s"});
@@ -143,6 +146,15 @@ int main(int argc, char** argv) {
     o.project = parser.value("project");
     o.train = parser.isSet("train");
     o.epochs = static_cast<int>(number(parser, "epochs"));
+    o.batchSize = static_cast<int>(number(parser, "batch-size"));
+    if (parser.isSet("lr")) {
+      bool ok = false;
+      o.lr = parser.value("lr").toDouble(&ok);
+      if (!ok || !(o.lr > 0) || !std::isfinite(o.lr)) {
+        std::fprintf(stderr, "kiln-studio: --lr needs a number > 0, got '%s'\n", parser.value("lr").toUtf8().constData());
+        return 1;
+      }
+    }
     o.subset = number(parser, "subset");
     o.testSubset = number(parser, "test-subset");
     if (parser.isSet("test-seed")) o.testSeed = number(parser, "test-seed", 0);

@@ -35,6 +35,7 @@ class CpuBackend final : public Backend {
   void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
   // cpu_fused.cpp
   void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) override;
+  void bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
   // cpu_batch_norm.cpp (f32)

@@ -2,8 +2,10 @@
 // the three tensors (the composed rule, mul(g, gt(y, 0).to(g's dtype)), makes three passes
 // and two temporaries). Any strides (Note [CPU kernel structure]); f32 and bf16 compiled
 // per ISA level. The comparison is out > 0 in float, so NaN and -0 give 0, as the composed rule.
+// Also CpuBackend::bernoulli.
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided.h"
+#include "engine/core/splitmix.h"
 
 namespace kiln::cpu {
 namespace {
@@ -51,6 +53,28 @@ void CpuBackend::relu_backward(const TensorArg& grad_in, const TensorArg& grad_o
   }
   throw DTypeError(detail::str_cat("relu_backward: no ", dtype_name(grad_in.dtype),
                                    " kernel on the CPU (floating types only)"));
+}
+
+}  // namespace kiln::cpu
+
+// CpuBackend::bernoulli (backend.h): the counter-based draw of engine/core/splitmix.h, filled in
+// parallel; the same elements on any number of threads.
+namespace kiln::cpu {
+namespace {
+template <class T>
+void fill_bernoulli(T* out, int64_t n, uint64_t key, uint64_t threshold, T value) {
+#pragma omp parallel for schedule(static) if (n > (int64_t{1} << 16))
+  for (int64_t i = 0; i < n; ++i) out[i] = bernoulli_keeps(key, static_cast<uint64_t>(i), threshold) ? value : T(0);
+}
+}  // namespace
+
+void CpuBackend::bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value) {
+  KILN_CHECK(out.is_contiguous(), ValueError, "bernoulli: the output must be contiguous");
+  const int64_t n = out.numel();
+  if (out.dtype == DType::f32)
+    return fill_bernoulli(static_cast<float*>(out.data) + out.offset, n, key, threshold, static_cast<float>(value));
+  if (out.dtype == DType::f64) return fill_bernoulli(static_cast<double*>(out.data) + out.offset, n, key, threshold, value);
+  throw DTypeError(detail::str_cat("bernoulli: no ", dtype_name(out.dtype), " kernel on the CPU (f32 and f64)"));
 }
 
 }  // namespace kiln::cpu

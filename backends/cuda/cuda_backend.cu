@@ -95,7 +95,7 @@ bool CudaBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     case OpId::qconv2d_forward: case OpId::qlinear_forward:  // no int8 kernels yet (cuBLASLt/cuDNN int8: issue 17)
       return false;
-    case OpId::relu_backward:  // elementwise.cu
+    case OpId::relu_backward: case OpId::bernoulli:  // elementwise.cu
       return flt;
     case OpId::count:
       break;

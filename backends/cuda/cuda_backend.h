@@ -122,6 +122,7 @@ class CudaBackend final : public Backend {
   void fill(const TensorArg& out, double value) override;
   void where(const TensorArg& out, const TensorArg& cond, const TensorArg& a, const TensorArg& b) override;
   void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) override;
+  void bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
   // unary.cu, binary.cu
@@ -177,6 +178,7 @@ class CudaBackend final : public Backend {
   struct ReplayState {
     double lr;
     int64_t step_offset;
+    uint64_t rng_key;  // ReplayArgs::rng_key: the recorded bernoulli draws read it (elementwise.cu)
   };
   // The ReplayState of the graph being recorded, else null: adam_step reads it (elementwise.cu).
   const ReplayState* replay_state() const { return replay_state_; }
@@ -235,6 +237,7 @@ class CudaBackend final : public Backend {
   };
   std::vector<Graph> graphs_;  // kept until exit or release_graph (their memory stays in the private pool)
   ReplayState* replay_state_ = nullptr;
+  uint64_t recorded_draws_ = 0;  // bernoulli calls in the graph being recorded
   void* timing_start_ = nullptr;  // cudaEvent_t, made by the first begin_timing
   void* timing_stop_ = nullptr;
   bool timing_ = false;

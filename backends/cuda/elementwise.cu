@@ -1,10 +1,11 @@
-// CudaBackend::copy (with dtype conversion), fill, where, relu_backward and adam_step.
+// CudaBackend::copy (with dtype conversion), fill, where, relu_backward, bernoulli and adam_step.
 #include <cmath>
 #include <optional>
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/profile.h"
+#include "engine/core/splitmix.h"
 
 namespace kiln::cuda {
 namespace {
@@ -117,6 +118,26 @@ void CudaBackend::relu_backward(const TensorArg& grad_in, const TensorArg& grad_
                           [=] __device__(const int64_t(&off)[3]) {
                             o[off[0]] = convert<float>(y[off[2]]) > 0.0f ? g[off[1]] : convert<T>(0.0);
                           });
+  });
+}
+
+// The counter-based draw of engine/core/splitmix.h (backend.h): the CPU's elements, made on the
+// device instead of drawn on the host and uploaded (dropout's masks). In a recorded graph the
+// key comes from the graph's ReplayState at each launch (backend.h), so replays draw anew.
+void CudaBackend::bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value) {
+  ProfileScope prof_(stream_, "bernoulli", out);
+  KILN_CHECK(out.is_contiguous(), ValueError, "bernoulli: the output must be contiguous");
+  if (out.numel() == 0) return;
+  make_current();
+  const ReplayState* state = replay_state();
+  const uint64_t draw = state ? recorded_draws_++ : 0;
+  KILN_CUDA_DISPATCH_FLOAT(out.dtype, "bernoulli", {
+    T* o = ptr<T>(out);
+    const T v = convert<T>(value), zero = convert<T>(0.0);
+    launch_elementwise<1>("bernoulli", stream_, out.shape, {&out.strides}, [=] __device__(const int64_t(&off)[1]) {
+      const uint64_t k = state ? mix64(state->rng_key + draw) : key;
+      o[off[0]] = bernoulli_keeps(k, static_cast<uint64_t>(off[0]), threshold) ? v : zero;
+    });
   });
 }
 

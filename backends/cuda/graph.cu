@@ -4,15 +4,18 @@
 // the graph's buffers are never handed to work outside it. Each graph owns a small device
 // ReplayState {lr, step_offset} that replay() writes with a 1-thread kernel just before
 // cudaGraphLaunch, in stream order; the recorded adam_step calls read it (elementwise.cu),
-// so a replayed Adam follows the host's learning rate and step count.
+// so a replayed Adam follows the host's learning rate and step count, and the recorded
+// bernoulli draws read its rng_key, so each replay draws new dropout masks.
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/cuda_backend.h"
 
 namespace kiln::cuda {
 namespace {
-__global__ void write_replay_state(CudaBackend::ReplayState* state, double lr, int64_t step_offset) {
+__global__ void write_replay_state(CudaBackend::ReplayState* state, double lr, int64_t step_offset,
+                                   uint64_t rng_key) {
   state->lr = lr;
   state->step_offset = step_offset;
+  state->rng_key = rng_key;
 }
 }  // namespace
 
@@ -38,6 +41,7 @@ bool CudaBackend::begin_capture(std::string& why) {
     return false;
   }
   replay_state_ = state;
+  recorded_draws_ = 0;
   return true;
 }
 
@@ -78,7 +82,7 @@ void CudaBackend::replay(int64_t id, const ReplayArgs& args) {
   KILN_CHECK(!capturing(), DeviceError, "replay: ", name(), " is recording a graph");
   make_current();
   const Graph& g = graphs_[static_cast<size_t>(id - 1)];
-  write_replay_state<<<1, 1, 0, stream_>>>(g.state, args.lr, args.step_offset);
+  write_replay_state<<<1, 1, 0, stream_>>>(g.state, args.lr, args.step_offset, args.rng_key);
   check_cuda(cudaGetLastError(), "replay", name());
   check_cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), stream_), "replay", name());
 }

@@ -58,6 +58,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::relu_backward:  // composed by the autograd rule
       return false;
+    case OpId::bernoulli:  // drawn on the host and uploaded by the front end (random.cpp)
+      return false;
     case OpId::count:
       break;
   }

@@ -70,6 +70,7 @@ enum class OpId : uint16_t {
   adam_step, batch_norm_forward, batch_norm_backward,
   qconv2d_forward, qlinear_forward,  // int8 inference (dtype asked: u8, the input's)
   relu_backward,
+  bernoulli,  // floating outputs
   count
 };
 const char* op_id_name(OpId op);
@@ -263,6 +264,7 @@ class Backend {
   struct ReplayArgs {
     double lr = 0;            // learning rate of the recorded adam_step calls
     int64_t step_offset = 0;  // added to each recorded AdamParams::step (0: the recorded step itself)
+    uint64_t rng_key = 0;     // this launch's key of the recorded random draws (see bernoulli)
   };
   virtual bool begin_capture(std::string& why);
   virtual int64_t end_capture();
@@ -275,6 +277,14 @@ class Backend {
   // out gives 0): ReLU's backward in one pass instead of gt, a cast and mul. All three have
   // one dtype and shape; any strides.
   virtual void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out);
+
+  // ---- random draws (optional; the front end draws on the host and uploads where a backend lacks it) ----
+  // Contiguous floating out, element i = value when bernoulli_keeps(key, i, threshold)
+  // (engine/core/splitmix.h), else 0: random.h's bernoulli_scaled, the same elements on every
+  // backend. A draw recorded into a graph uses, at each launch, key = mix64(ReplayArgs::rng_key +
+  // its index among the recorded draws) instead, so each replay draws anew (CapturedStep passes
+  // a fresh rng_key, drawn from the default generator, to every launch).
+  virtual void bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value);
 
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/registry.h"
 #include "engine/core/splitmix.h"
 
 namespace kiln {
@@ -72,40 +73,25 @@ Tensor normal(const Shape& shape, double mean, double std, DType dtype, Device d
   });
 }
 
-namespace {
-uint64_t next_key(Generator* gen) {
+uint64_t random_key(Generator* gen) {
   if (gen) return gen->engine()();
   std::lock_guard<std::mutex> lock(default_mutex());
   return default_generator().engine()();
 }
 
-// Fills out[0, n) with value or 0 (see bernoulli in the header).
-template <class T>
-void fill_bernoulli(T* out, int64_t n, uint64_t key, double p, T value) {
-  // keep when the top 53 bits, as a fraction of 2^53, are below p (p = 1 keeps all)
-  const uint64_t threshold = static_cast<uint64_t>(std::ldexp(p, 53));
-  const bool all = p >= 1;
-#pragma omp parallel for schedule(static) if (n > (int64_t{1} << 16))
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t z = mix64(key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull);  // output i+1
-    out[i] = (all || (z >> 11) < threshold) ? value : T(0);
-  }
-}
-}  // namespace
-
 Tensor bernoulli_scaled(const Shape& shape, double p, double value, DType dtype, Device device, Generator* gen) {
   KILN_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli: p must be in [0, 1], got ", p);
-  const uint64_t key = next_key(gen);
-  const int64_t n = numel(shape);
-  if (device.type == DeviceType::cpu && (dtype == DType::f32 || dtype == DType::f64)) {
+  const uint64_t key = random_key(gen);
+  const uint64_t threshold = bernoulli_threshold(p);
+  if (backend_for(device)->supports(OpId::bernoulli, dtype)) {
     Tensor t = Tensor::empty(shape, dtype, device);
-    if (dtype == DType::f32) fill_bernoulli(t.data_ptr<float>(), n, key, p, static_cast<float>(value));
-    else fill_bernoulli(t.data_ptr<double>(), n, key, p, value);
+    if (t.numel()) t.backend()->bernoulli(t.arg(), key, threshold, value);
     return t;
   }
-  std::vector<float> v(static_cast<size_t>(n));  // other types and devices: drawn here, converted there
-  fill_bernoulli(v.data(), n, key, p, static_cast<float>(value));
-  return Tensor::from_vector(v, shape, device).to(dtype);
+  // A backend without the draw (Vulkan) or a dtype the CPU lacks: drawn on the CPU, converted there.
+  Tensor host = Tensor::empty(shape, DType::f32);
+  if (host.numel()) host.backend()->bernoulli(host.arg(), key, threshold, value);
+  return host.to(device).to(dtype);
 }
 
 Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {

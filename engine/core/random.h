@@ -48,6 +48,8 @@ Tensor bernoulli(const Shape& shape, double p, DType dtype = DType::f32, Device 
 // gives for the same generator state, times value).
 Tensor bernoulli_scaled(const Shape& shape, double p, double value, DType dtype = DType::f32, Device device = {},
                         Generator* gen = nullptr);
+// One 64-bit draw of gen (the default generator when null): the key of a counter-based draw.
+uint64_t random_key(Generator* gen = nullptr);
 // A random permutation of 0..n-1 as i64 (torch.randperm).
 Tensor randperm(int64_t n, Device device = {}, Generator* gen = nullptr);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "engine/core/random.h"
 #include "engine/core/registry.h"
 
 namespace kiln::train {
@@ -86,7 +87,7 @@ void CapturedStep::record(const std::function<void()>& step) {
   for (size_t i = 0; i < before.size(); ++i) stepped_[i] = recorded_steps_[i] != before[i];
   replays_ = 0;
   note_.clear();
-  be->replay(graph_, {lr, 0});  // the recorded step itself, counted by step() already
+  be->replay(graph_, {lr, 0, random_key()});  // the recorded step itself, counted by step() already
   ++replays_;
 }
 
@@ -94,6 +95,7 @@ void CapturedStep::replay() {
   std::vector<int64_t> counts = optimizer_.step_counts();
   Backend::ReplayArgs args;
   args.lr = optimizer_.lr();
+  args.rng_key = random_key();  // the recorded dropout draws' key (Backend::bernoulli)
   for (size_t i = 0; i < counts.size(); ++i)
     if (stepped_[i]) {
       args.step_offset = counts[i] + 1 - recorded_steps_[i];

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/core/splitmix.h"
 #include "tests/backend-ops/harness.h"
 
 namespace kiln::backend_ops {
@@ -251,6 +252,24 @@ void add_relu_backward(std::vector<Case>& out) {
         out.push_back(std::move(c));
       }
 }
+// The counter-based Bernoulli draw (dropout's scaled mask): the same elements as the CPU's, so
+// exactly equal; p = 0.9 as dropout 0.1 keeps, p = 0 and 1 at the ends. The CPU has f32 and f64.
+void add_bernoulli(std::vector<Case>& out) {
+  for (DType dt : {DType::f32, DType::f64})
+    for (double p : {0.0, 0.9, 1.0})
+      for (const Shape& s : std::vector<Shape>{{7, 33}, {64, 300, 5}}) {
+        Case c;
+        c.name = case_name("bernoulli", dt, s, "p=" + std::to_string(p).substr(0, 3));
+        c.op = OpId::bernoulli;
+        c.dtype = dt;
+        Rng rng = rng_for(c.name);
+        c.bufs.push_back(output(rng, dt, s));
+        const uint64_t key = rng();
+        c.run = [key, p](Backend& b, std::vector<TensorArg>& a) { b.bernoulli(a[0], key, bernoulli_threshold(p), 1 / 0.9); };
+        c.max_nmse = 0;
+        out.push_back(std::move(c));
+      }
+}
 }  // namespace
 
 void add_elementwise_cases(std::vector<Case>& out) {
@@ -259,6 +278,7 @@ void add_elementwise_cases(std::vector<Case>& out) {
   add_copy_fill_where(out);
   add_adam(out);
   add_relu_backward(out);
+  add_bernoulli(out);
 }
 
 }  // namespace kiln::backend_ops

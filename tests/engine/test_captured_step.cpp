@@ -3,7 +3,8 @@
 // CPU, the Trainer bit for bit the same on the CPU with TrainerOptions::cuda_graph on and
 // off; on a CUDA device (skipped without one): replays that follow a per-step learning
 // rate and count their steps, SGD recorded again per lr change or left eager when the lr
-// moves every step, and the Trainer replaying with a partial last batch.
+// moves every step, the Trainer replaying with a partial last batch, and dropout masks drawn
+// anew at each replay.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -258,4 +259,33 @@ TEST(CapturedStep, CudaSgdRecordsAgainPerLrOrStaysEager) {
   }
   EXPECT_FALSE(graph.replaying());
   EXPECT_NE(graph.note().find("changes every step"), std::string::npos) << graph.note();
+}
+
+// Dropout in a recorded step: the masks are drawn on the device from the key each replay
+// passes (Backend::bernoulli), so every replay draws a new mask at the requested rate.
+TEST(CapturedStep, CudaDropoutDrawsNewMasksAtEachReplay) {
+  REQUIRE_CUDA();
+  Fixture f(kGpu, 9);
+  optim::Adam opt(f.model->parameters(), {});
+  train::CapturedStep graph(kGpu, opt, 1);
+  const Tensor ones = Tensor::ones({1 << 14}, DType::f32, kGpu);
+  Tensor mask;
+  std::vector<std::vector<float>> masks;
+  for (int i = 0; i < 6; ++i) {
+    graph.run([&] {
+      mask = nn::F::dropout(ones, 0.25, true);
+      f.step(opt);
+    });
+    masks.push_back(mask.to(Device()).to_vector<float>());
+  }
+  ASSERT_TRUE(graph.replaying()) << graph.note();
+  for (size_t i = 1; i < masks.size(); ++i) {
+    double kept = 0;
+    for (float v : masks[i]) {
+      ASSERT_TRUE(v == 0.0f || v == 1 / 0.75f) << v;
+      kept += v != 0.0f;
+    }
+    EXPECT_NEAR(kept / static_cast<double>(masks[i].size()), 0.75, 0.017) << "launch " << i;  // 5 sigma
+    EXPECT_NE(masks[i], masks[i - 1]) << "launch " << i << " repeated the mask before it";
+  }
 }

@@ -173,12 +173,19 @@ class TestStudioHeadless : public QObject {
     QCOMPARE(config.at("dataset").at("train_size").get<int64_t>(), int64_t(512));
     QVERIFY(QString::fromStdString(project.runs().at(0).name).contains("test 500"));
     // Again on the existing file: a second run of the same project.
+    // --lr and --batch-size set this run's rate and batch (256 images: 4 steps of 64); the stored
+    // training setting is unchanged.
     p.start(kStudio, {"--headless", "--new", file, "--template", "fashion_mnist_cnn", "--train", "--epochs", "1",
-                      "--subset", "256", "--test-subset", "300", "--test-seed", "3"});
+                      "--subset", "256", "--test-subset", "300", "--test-seed", "3", "--lr", "0.0125", "--batch-size", "64"});
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 0);
     auto again = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(again.runs().size(), size_t(2));
+    const auto config2 = nlohmann::json::parse(again.runs().at(1).config_json);
+    QCOMPARE(config2.at("lr").get<double>(), 0.0125);
+    QCOMPARE(config2.at("batch_size").get<int64_t>(), int64_t(64));
+    QCOMPARE(again.step_metrics(2).size(), size_t(4));
+    QCOMPARE(nlohmann::json::parse(*again.setting("training")).at("batch_size").get<int64_t>(), int64_t(128));
     QCOMPARE(again.evaluation(2)->count, int64_t(300));
     QCOMPARE(nlohmann::json::parse(again.runs().at(1).config_json).at("test_seed").get<int64_t>(), int64_t(3));
     // A random subset of the whole split (test_studio_subsets checks which), not its first 300.
@@ -190,6 +197,12 @@ class TestStudioHeadless : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(QString(p.readAllStandardError()).contains("--test-seed needs a whole number >= 0"));
+    for (const QString& lr : {"0", "-1", "nan", "fast"}) {
+      p.start(kStudio, {"--headless", "--project", file, "--train", "--lr", lr});
+      QVERIFY(p.waitForFinished(30000));
+      QCOMPARE(p.exitCode(), 1);
+      QVERIFY2(QString(p.readAllStandardError()).contains("--lr needs a number > 0, got '" + lr + "'"), qPrintable(lr));
+    }
   }
 };
 
