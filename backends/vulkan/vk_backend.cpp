@@ -58,6 +58,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::relu_backward:  // composed by the autograd rule
       return false;
+    case OpId::fake_quantize:  // composed of elementwise ops by the front end (ops_fake_quant.cpp)
+      return false;
     case OpId::count:
       break;
   }
