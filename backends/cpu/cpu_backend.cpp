@@ -94,6 +94,8 @@ bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
       return is_floating(dtype);
     case OpId::bernoulli:  // cpu_fused.cpp
       return dtype == DType::f32 || dtype == DType::f64;
+    case OpId::fake_quantize:  // cpu_fake_quant.cpp; f16/bf16 composed by the front end
+      return dtype == DType::f32 || dtype == DType::f64;
     case OpId::count:
       break;
   }

@@ -36,6 +36,9 @@ class CpuBackend final : public Backend {
   // cpu_fused.cpp
   void relu_backward(const TensorArg& grad_in, const TensorArg& grad_out, const TensorArg& out) override;
   void bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value) override;
+  // cpu_fake_quant.cpp (f32, f64)
+  void fake_quantize(const TensorArg& out, const TensorArg& mask, const TensorArg& in, const TensorArg& scale,
+                     const TensorArg& zero_point, int64_t inner, int64_t quant_min, int64_t quant_max) override;
   void adam_step(const TensorArg& param, const TensorArg& grad, const TensorArg& exp_avg,
                  const TensorArg& exp_avg_sq, const AdamParams& p) override;
   // cpu_batch_norm.cpp (f32)

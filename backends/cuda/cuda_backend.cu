@@ -97,6 +97,8 @@ bool CudaBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::relu_backward: case OpId::bernoulli:  // elementwise.cu
       return flt;
+    case OpId::fake_quantize:  // no kernel: composed of elementwise ops by the front end (ops_fake_quant.cpp)
+      return false;
     case OpId::count:
       break;
   }

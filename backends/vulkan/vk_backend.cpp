@@ -60,6 +60,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::bernoulli:  // drawn on the host and uploaded by the front end (random.cpp)
       return false;
+    case OpId::fake_quantize:  // composed of elementwise ops by the front end (ops_fake_quant.cpp)
+      return false;
     case OpId::count:
       break;
   }

@@ -274,6 +274,9 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       if (has_b) grads.push_back(gb);
       return grads;
     }
+    case OpKind::fake_quantize:  // the straight-through estimator: g where the saved mask is true
+      // (quant_min <= q <= quant_max), else 0 (PyTorch's fake_quantize_per_*_affine_cachemask_backward)
+      return {where(saved(n, 0), g, scalar(0, g))};
     case OpKind::max_pool2d: {
       Tensor x = input(n, 0);
       Tensor gx = Tensor::zeros(x.shape(), x.dtype(), x.device());

@@ -63,7 +63,8 @@ const char* op_id_name(OpId op) {
                                 "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
                                 "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
                                 "scatter_add", "index_select", "index_add", "adam_step", "batch_norm_forward",
-                                "batch_norm_backward", "qconv2d_forward", "qlinear_forward", "relu_backward", "bernoulli"};
+                                "batch_norm_backward", "qconv2d_forward", "qlinear_forward", "relu_backward", "bernoulli",
+                                "fake_quantize"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
   return names[static_cast<int>(op)];
 }
@@ -79,6 +80,11 @@ void Backend::relu_backward(const TensorArg&, const TensorArg&, const TensorArg&
 
 void Backend::bernoulli(const TensorArg&, uint64_t, uint64_t, double) {
   throw DTypeError(detail::str_cat("bernoulli is not supported on ", info().device.str()));
+}
+
+void Backend::fake_quantize(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                            int64_t, int64_t, int64_t) {
+  throw DTypeError(detail::str_cat("fake_quantize is not supported on ", info().device.str()));
 }
 
 void Backend::batch_norm_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,

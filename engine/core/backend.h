@@ -71,6 +71,7 @@ enum class OpId : uint16_t {
   qconv2d_forward, qlinear_forward,  // int8 inference (dtype asked: u8, the input's)
   relu_backward,
   bernoulli,  // floating outputs
+  fake_quantize,  // quantization-aware training (dtype asked: the input's)
   count
 };
 const char* op_id_name(OpId op);
@@ -285,6 +286,19 @@ class Backend {
   // its index among the recorded draws) instead, so each replay draws anew (CapturedStep passes
   // a fresh rng_key, drawn from the default generator, to every launch).
   virtual void bernoulli(const TensorArg& out, uint64_t key, uint64_t threshold, double value);
+
+  // ---- fake quantization (optional; the front end composes it of elementwise ops where a
+  // backend lacks it: engine/core/ops_fake_quant.cpp) ----
+  // torch.fake_quantize_per_tensor_affine / _per_channel_affine as PyTorch's CPU kernel computes
+  // them (aten/src/ATen/native/quantized/cpu/kernels/QuantizedOpKernels.cpp). With in viewed as
+  // [outer, C, inner] (C = scale.numel(), 1 per tensor) and c the channel of an element:
+  //   q    = zero_point[c] + round_half_even(in * (1.0f / scale[c]))  (the product in in's dtype)
+  //   out  = (clamp(q, quant_min, quant_max) - zero_point[c]) * scale[c]
+  //   mask = quant_min <= q <= quant_max   (the support of the straight-through gradient)
+  // NaN gives NaN and mask false. in and out: one floating dtype; mask bool; scale f32 [C] > 0;
+  // zero_point i32 [C]; all contiguous, out / mask of in's shape.
+  virtual void fake_quantize(const TensorArg& out, const TensorArg& mask, const TensorArg& in, const TensorArg& scale,
+                             const TensorArg& zero_point, int64_t inner, int64_t quant_min, int64_t quant_max);
 
   // ---- optimizer (optional) ----
   // One fused Adam/AdamW update of contiguous param, grad, exp_avg, exp_avg_sq.

@@ -16,7 +16,8 @@ const char* op_kind_name(OpKind k) {
       "where",
       "sum", "mean", "prod", "amax", "amin", "var",
       "matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "log_softmax",
-      "gather", "scatter_add", "index_select", "index_add", "batch_norm"};
+      "gather", "scatter_add", "index_select", "index_add", "batch_norm",
+      "fake_quantize"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpKind::count));
   return names[static_cast<int>(k)];
 }

@@ -32,6 +32,7 @@ enum class OpKind : uint16_t {
   matmul, conv2d, max_pool2d, avg_pool2d, softmax, log_softmax,
   gather, scatter_add, index_select, index_add,
   batch_norm,  // the fused training-mode op (ops.h batch_norm_training)
+  fake_quantize,  // per tensor and per channel (ops.h); saved: the mask of the straight-through gradient
   count
 };
 #undef KILN_OPKIND_IF_1

@@ -93,6 +93,24 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 // outside [0, num_classes)).
 Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype = DType::f32);
 
+// ---- fake quantization (quantization-aware training; engine/quant/qat.h) ----
+// torch.fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max): x quantized
+// and dequantized in floating point, (clamp(zero_point + round_half_even(x * (1 / scale)),
+// quant_min, quant_max) - zero_point) * scale (Backend::fake_quantize gives the arithmetic; ties go
+// to even, as PyTorch's std::nearbyint). Its gradient is the straight-through estimator as
+// PyTorch's backward: the output's gradient where quant_min <= zero_point + round(x / scale) <=
+// quant_max, 0 elsewhere; scale and zero_point get none. x floating (DTypeError otherwise);
+// ValueError for quant_min > quant_max, zero_point outside [quant_min, quant_max], or a scale that
+// is not finite and > 0 (PyTorch's checks, and the last because 1 / scale must be finite).
+Tensor fake_quantize_per_tensor_affine(const Tensor& x, float scale, int64_t zero_point, int64_t quant_min,
+                                       int64_t quant_max);
+// torch.fake_quantize_per_channel_affine: scale (f32 [C], any floating dtype is converted) and
+// zero_point (integer [C]) per index of dimension `axis` of x (negative counts from the end);
+// otherwise as above. ShapeError when scale or zero_point is not [x.size(axis)]; IndexError for
+// an axis outside x's dimensions.
+Tensor fake_quantize_per_channel_affine(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis,
+                                        int64_t quant_min, int64_t quant_max);
+
 // Two tensors must be on one device; DeviceError names `op` and both devices.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 

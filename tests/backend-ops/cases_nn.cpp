@@ -141,6 +141,29 @@ void add_conv(std::vector<Case>& out) {
   }
 }
 
+// Fake quantization (QAT) per tensor and per channel, output and mask, against the CPU kernel
+// (which tests/engine/test_fake_quant.cpp checks against PyTorch). No GPU backend has a kernel
+// yet (the front end composes it there), so these run where one is added.
+void add_fake_quantize(std::vector<Case>& out) {
+  for (DType dt : {DType::f32, DType::f64})
+    for (int64_t channels : {1, 3}) {
+      const Shape s{8, 3, 5, 7};
+      const int64_t inner = channels == 1 ? numel(s) : 35;
+      Case c;
+      c.name = case_name("fake_quantize", dt, s, channels == 1 ? "per_tensor" : "per_channel");
+      c.op = OpId::fake_quantize;
+      c.dtype = dt;
+      Rng rng = rng_for(c.name);
+      c.bufs.push_back(output(rng, dt, s));
+      c.bufs.push_back(output(rng, DType::bool_, s));
+      c.bufs.push_back(input(rng, dt, s, Layout::contiguous, uniform(-3, 3)));
+      c.bufs.push_back(input(rng, DType::f32, {channels}, Layout::contiguous, choice({0.01, 0.02, 0.05})));
+      c.bufs.push_back(input(rng, DType::i32, {channels}, Layout::contiguous, integers(0, 20)));
+      c.run = [inner](Backend& b, std::vector<TensorArg>& a) { b.fake_quantize(a[0], a[1], a[2], a[3], a[4], inner, 0, 255); };
+      out.push_back(std::move(c));
+    }
+}
+
 void add_pool(std::vector<Case>& out) {
   struct P {
     Shape s;
@@ -224,6 +247,7 @@ void add_nn_cases(std::vector<Case>& out) {
   add_matmul(out);
   add_conv(out);
   add_pool(out);
+  add_fake_quantize(out);
 }
 
 }  // namespace kiln::backend_ops

@@ -90,6 +90,18 @@ std::vector<Case> cases() {
        [](V x) { return scatter_add(x[0], 0, idx({0, 1, 2, 0, 2, 2, 1, 0}, {2, 4}), x[1]); }},
       {"index_select", {{4, 3}}, [](V x) { return index_select(x[0], 0, idx({3, 0, 3}, {3})); }},
       {"index_add", {{4, 3}, {3, 3}}, [](V x) { return index_add(x[0], 0, idx({1, 1, 2}, {3}), x[1]); }},
+      // Fake quantization is a staircase, whose finite differences are 0 or huge; its straight-through
+      // gradient is the derivative of the staircase's limit as the step shrinks: clamping to the
+      // range. With a step (1e-10) far below the difference step (1e-6), the staircase is that
+      // limit to within 5e-5 per quotient: the elements inside [-1, 1] check gradient 1, those
+      // outside (inputs span [-2, 2]) gradient 0.
+      {"fake_quantize_per_tensor", {{3, 4}},
+       [](V x) { return fake_quantize_per_tensor_affine(x[0], 1e-10f, 0, -10'000'000'000, 10'000'000'000); }},
+      {"fake_quantize_per_channel", {{3, 4}},
+       [](V x) {
+         return fake_quantize_per_channel_affine(x[0], Tensor::from_vector(std::vector<float>{1e-10f, 2e-10f, 5e-11f}, {3}),
+                                                 idx({0, 1000, -1000}, {3}), 0, -10'000'000'000, 10'000'000'000);
+       }},
   };
   for (const op_cases::UnaryOpCase& c : op_cases::unary_op_cases()) {
     if (!op_cases::unary_op_differentiable(c.op)) continue;

@@ -233,6 +233,21 @@ const std::map<std::string, OpFn>& dispatch_table() {
        [](Inputs& in, const json& a) {
          return F::binary_cross_entropy_with_logits(in[0], in[1], opt(in, 2), reduction_attr(a), opt(in, 3));
        }},
+      // fake quantization (quantization-aware training): scale and zero_point are attrs
+      {"fake_quantize_per_tensor_affine",
+       [](Inputs& in, const json& a) {
+         return fake_quantize_per_tensor_affine(in[0], a.at("scale").get<float>(), a.at("zero_point").get<int64_t>(),
+                                                a.at("quant_min").get<int64_t>(), a.at("quant_max").get<int64_t>());
+       }},
+      {"fake_quantize_per_channel_affine",
+       [](Inputs& in, const json& a) {
+         const auto scale = a.at("scale").get<std::vector<float>>();
+         const auto zero_point = a.at("zero_point").get<std::vector<int64_t>>();
+         return fake_quantize_per_channel_affine(
+             in[0], Tensor::from_vector(scale, {static_cast<int64_t>(scale.size())}),
+             Tensor::from_vector(zero_point, {static_cast<int64_t>(zero_point.size())}), a.at("axis").get<int64_t>(),
+             a.at("quant_min").get<int64_t>(), a.at("quant_max").get<int64_t>());
+       }},
   };
   return table;
 }
