@@ -269,6 +269,7 @@ class MainWindow : public QMainWindow {
   QAction* predictAction_ = nullptr;
   PredictionView* predictionView_ = nullptr;  // in its own window, made by the first Predict
   bool predicting_ = false;
+  QStringList predictedFiles_;  // the files of the last Predict, predicted again when the explanation changes
   QLineEdit* findEdit_ = nullptr;  // the toolbar's: fixed text "Undo" / "Redo"
   QAction *trainAction_, *pauseAction_, *stopAction_, *fitAction_, *resetLayoutAction_;
   QMenu *recentMenu_, *viewMenu_, *templateMenu_;

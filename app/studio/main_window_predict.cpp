@@ -1,6 +1,7 @@
 // MainWindow: Model > Predict… and files dropped on the window — the chosen run's model applied to
 // images or CSV tables with the run's preprocessing (run_predictor.h) on a worker thread, the
-// results in a Predictions window (widgets/training/prediction_view.h).
+// results in a Predictions window (widgets/training/prediction_view.h), with Grad-CAM or saliency
+// maps when its explanation method is chosen (the files are then predicted again).
 #include <QAction>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -29,17 +30,22 @@ namespace {
 struct PredictOutcome {
   QString caption, error, valueName;
   bool regression = false;
+  int explain = PredictionView::noExplanation;  // the method the rows were made with
   QVector<PredictionRow> rows;
 };
 
 // On the worker thread: the model, the preprocessing and every file (never throws).
-PredictOutcome predictOffThread(const std::string& project, int64_t run, const QStringList& files) {
+PredictOutcome predictOffThread(const std::string& project, int64_t run, const QStringList& files, int explain) {
   PredictOutcome o;
+  o.explain = explain;
   try {
     const std::shared_ptr<RunPredictor> p = RunPredictor::load(project, run);
     std::vector<std::string> paths;
     for (const QString& f : files) paths.push_back(f.toStdString());
-    const std::vector<PredictedInput> predicted = p->predict(paths, 3);
+    const Explain method = explain == PredictionView::gradCam    ? Explain::grad_cam
+                           : explain == PredictionView::saliency ? Explain::saliency
+                                                                 : Explain::none;
+    const std::vector<PredictedInput> predicted = p->predict(paths, 3, method);
     o.regression = p->isRegression();
     o.valueName = QString::fromStdString(p->label());
     int errors = 0;
@@ -60,6 +66,14 @@ PredictOutcome predictOffThread(const std::string& project, int64_t run, const Q
         if (size.isValid())
           reader.setScaledSize(size.scaled(PredictionView::kThumbnailSide, PredictionView::kThumbnailSide, Qt::KeepAspectRatio));
         r.thumbnail = reader.read();
+      }
+      if (method != Explain::none && !p->isTable() && in.error.empty()) {
+        r.explanation = heatOverlay(in.seen, in.heat, static_cast<int>(in.channels), static_cast<int>(in.height),
+                                    static_cast<int>(in.width));
+        r.explanationNote = !in.explain_error.empty() ? QObject::tr("no map: %1").arg(QString::fromStdString(in.explain_error))
+                            : in.explain_layer.empty() ? QObject::tr("saliency of the predicted class")
+                                                       : QObject::tr("Grad-CAM of the predicted class at layer '%1'")
+                                                             .arg(QString::fromStdString(in.explain_layer));
       }
       o.rows << r;
     }
@@ -160,6 +174,9 @@ bool MainWindow::predictFiles(const QStringList& files) {
     layout->setContentsMargins(0, 0, 0, 0);
     predictionView_ = new PredictionView(window);
     layout->addWidget(predictionView_);
+    connect(predictionView_, &PredictionView::explainMethodChanged, this, [this] {
+      if (!predicting_ && !predictedFiles_.isEmpty()) predictFiles(predictedFiles_);  // else when they finish
+    });
     window->resize(availableScreenSize() * 6 / 10);
   }
   predictionView_->clear();
@@ -167,6 +184,7 @@ bool MainWindow::predictFiles(const QStringList& files) {
   predictionView_->window()->show();
   predictionView_->window()->raise();
   predicting_ = true;
+  predictedFiles_ = files;
   updatePredictAction();
   log_->info(tr("Predict: %n file(s) with run %1's model", nullptr, static_cast<int>(files.size())).arg(run));
   auto* watcher = new QFutureWatcher<PredictOutcome>(this);
@@ -184,8 +202,10 @@ bool MainWindow::predictFiles(const QStringList& files) {
     predictionView_->setRows(o.rows, o.regression, o.valueName);
     for (const PredictionRow& r : o.rows)
       if (!r.error.isEmpty()) log_->warning(tr("Predict: %1").arg(r.error));
+    if (o.explain != predictionView_->explainMethod()->currentIndex()) predictFiles(predictedFiles_);  // changed meanwhile
   });
-  watcher->setFuture(QtConcurrent::run(predictOffThread, project_->path(), run, files));
+  watcher->setFuture(
+      QtConcurrent::run(predictOffThread, project_->path(), run, files, predictionView_->explainMethod()->currentIndex()));
   return true;
 }
 

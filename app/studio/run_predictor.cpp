@@ -13,6 +13,7 @@
 #include "engine/data/dataset_source.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/predict_input.h"
+#include "engine/explain/explain.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/io/checkpoint.h"
@@ -112,7 +113,37 @@ void RunPredictor::fill(const Tensor& x, int64_t top_k, PredictedInput* out) con
   }
 }
 
-void RunPredictor::predictImages(const std::vector<std::string>& files, int64_t top_k, std::vector<PredictedInput>& out) const {
+void RunPredictor::explainImage(const float* image, Explain explain, PredictedInput& r) const {
+  const data::ImageRun& ir = *image_;
+  const int64_t hw = ir.height * ir.width;
+  std::vector<float> pixels(image, image + ir.channels * hw);
+  try {
+    const Tensor x = Tensor::from_vector(pixels, {ir.channels, ir.height, ir.width});
+    const explain::Explanation e = explain == Explain::grad_cam ? explain::grad_cam(*model_, x) : explain::saliency(*model_, x);
+    r.heat = e.map.contiguous().to_vector<float>();
+    if (explain == Explain::saliency) {  // not normalised by the engine: scaled by its maximum for display
+      const float peak = *std::max_element(r.heat.begin(), r.heat.end());
+      for (float& v : r.heat) v = peak > 0 ? v / peak : 0.0f;
+    }
+    r.explain_layer = e.layer;
+  } catch (const std::exception& e) {
+    r.explain_error = plain_error(e);
+    return;
+  }
+  for (int64_t c = 0; c < ir.channels; ++c) {  // undo Normalize: x * std + mean
+    const size_t k = static_cast<size_t>(c);
+    const double m = k < ir.mean.size() ? ir.mean[k] : 0.0, sd = k < ir.stddev.size() ? ir.stddev[k] : 1.0;
+    for (int64_t i = 0; i < hw; ++i) {
+      float& v = pixels[static_cast<size_t>(c * hw + i)];
+      v = std::clamp(static_cast<float>(v * sd + m), 0.0f, 1.0f);
+    }
+  }
+  r.seen = std::move(pixels);
+  r.channels = ir.channels, r.height = ir.height, r.width = ir.width;
+}
+
+void RunPredictor::predictImages(const std::vector<std::string>& files, int64_t top_k, Explain explain,
+                                 std::vector<PredictedInput>& out) const {
   const data::ImageRun& ir = *image_;
   const int64_t per = ir.channels * ir.height * ir.width;
   constexpr size_t kBatch = 64;
@@ -144,6 +175,7 @@ void RunPredictor::predictImages(const std::vector<std::string>& files, int64_t 
     for (size_t j = 0; j < rows.size(); ++j) {
       out[rows[j]].top = std::move(batch[j].top);
       out[rows[j]].value = batch[j].value;
+      if (explain != Explain::none) explainImage(buf.data() + j * static_cast<size_t>(per), explain, out[rows[j]]);
     }
   }
 }
@@ -165,12 +197,13 @@ void RunPredictor::predictTable(const std::string& file, int64_t top_k, std::vec
     out.push_back({row, "left out: a missing value (the run's missing-value policy drops such rows)", {}, 0});
 }
 
-std::vector<PredictedInput> RunPredictor::predict(const std::vector<std::string>& files, int64_t top_k) const {
+std::vector<PredictedInput> RunPredictor::predict(const std::vector<std::string>& files, int64_t top_k,
+                                                  Explain explain) const {
   std::vector<PredictedInput> out;
   if (table_)
     for (const std::string& f : files) predictTable(f, top_k, out);
   else
-    predictImages(files, top_k, out);
+    predictImages(files, top_k, explain, out);
   return out;
 }
 

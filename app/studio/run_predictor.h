@@ -25,7 +25,17 @@ struct PredictedInput {
   // Classification: the most probable classes first, (class index, softmax probability in [0, 1]).
   std::vector<std::pair<int64_t, float>> top;
   double value = 0;   // regression: the model's output, in the label's unit
+  // With an Explain method, for an image input: what the model saw, f32 [channels, height, width]
+  // in [0, 1] (the preprocessed image before Normalize), and the map over it, f32 [height, width]
+  // in [0, 1] for the predicted class (explain::grad_cam; explain::saliency divided by its
+  // maximum); explain_layer: Grad-CAM's layer; explain_error: why there is no map.
+  std::vector<float> seen, heat;
+  int64_t channels = 0, height = 0, width = 0;
+  std::string explain_layer, explain_error;
 };
+
+// Why the model predicted what it did (engine/explain/explain.h), for image runs.
+enum class Explain { none, grad_cam, saliency };
 
 class RunPredictor {
  public:
@@ -40,19 +50,26 @@ class RunPredictor {
   // CSV whose columns are not the training table's, a file of the other kind), the others are
   // still predicted. top_k: classes kept per input (at most the class count). Never throws for
   // a bad file; throws what the model throws.
-  std::vector<PredictedInput> predict(const std::vector<std::string>& files, int64_t top_k = 3) const;
+  // explain: also a heat map per image (PredictedInput::heat); ignored for tables.
+  std::vector<PredictedInput> predict(const std::vector<std::string>& files, int64_t top_k = 3,
+                                      Explain explain = Explain::none) const;
 
   int64_t run() const { return run_; }
   bool isTable() const { return table_ != nullptr; }
   bool isRegression() const { return regression_; }
   const std::vector<std::string>& classes() const { return classes_; }  // empty for regression
   const std::string& label() const { return label_; }                    // a table's label column
+  const data::ImageRun* imageRun() const { return image_.get(); }        // an image run's preprocessing, else null
+  nn::Module& model() const { return *model_; }                          // in eval mode
   // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), trained on the image folder 'pets'".
   const std::string& description() const { return description_; }
 
  private:
   RunPredictor() = default;
-  void predictImages(const std::vector<std::string>& files, int64_t top_k, std::vector<PredictedInput>& out) const;
+  void predictImages(const std::vector<std::string>& files, int64_t top_k, Explain explain,
+                     std::vector<PredictedInput>& out) const;
+  // The map of `explain` for the preprocessed image (f32 [C, H, W], normalized) into r.
+  void explainImage(const float* image, Explain explain, PredictedInput& r) const;
   void predictTable(const std::string& file, int64_t top_k, std::vector<PredictedInput>& out) const;
   // The model's outputs for x ([N, ...] f32) into out[first ...]: top classes or the value.
   void fill(const Tensor& x, int64_t top_k, PredictedInput* out) const;

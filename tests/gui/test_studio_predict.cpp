@@ -15,6 +15,7 @@
 #include <QMimeData>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,8 @@
 #include "app/studio/run_predictor.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset_source.h"
+#include "engine/data/predict_input.h"
+#include "engine/explain/explain.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
 #include "tests/gui/test_files.h"
@@ -130,6 +133,48 @@ class TestStudioPredict : public QObject {
     kiln::projects::Evaluation firstTwo;
     firstTwo.predictions = {e->predictions[0], e->predictions[1]};
     compareWithEvaluation({mixed[1], mixed[4]}, firstTwo);
+  }
+
+  // Grad-CAM and saliency maps: the engine's (explain.h) for the image as preprocessed, the image
+  // as the model saw it before Normalize; tables get none.
+  void imagesExplainAsTheEngine() {
+    const auto p = RunPredictor::load(imageProject_.toStdString(), imageRun_.id);
+    const kiln::data::ImageRun& ir = *p->imageRun();
+    const std::string file = dir_.filePath("shapes/star/3.png").toStdString();
+    std::vector<float> x(static_cast<size_t>(ir.channels * ir.height * ir.width));
+    kiln::data::read_image_input(file, ir, x.data());
+    const kiln::Tensor image = kiln::Tensor::from_vector(x, {ir.channels, ir.height, ir.width});
+    const auto cam = kiln::explain::grad_cam(p->model(), image);
+    const auto sal = kiln::explain::saliency(p->model(), image);
+    const auto grad = p->predict({file}, 3, Explain::grad_cam).at(0);
+    QVERIFY2(grad.explain_error.empty(), grad.explain_error.c_str());
+    QCOMPARE(grad.heat, cam.map.to_vector<float>());
+    QCOMPARE(grad.explain_layer, cam.layer);
+    QCOMPARE(grad.top.at(0).first, cam.predicted);
+    QCOMPARE(grad.channels, int64_t(ir.channels));
+    QCOMPARE(grad.seen.size(), x.size());
+    const int64_t hw = ir.height * ir.width;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t c = i / static_cast<size_t>(hw);
+      const double sd = c < ir.stddev.size() ? ir.stddev[c] : 1.0, m = c < ir.mean.size() ? ir.mean[c] : 0.0;
+      const double expected = std::clamp(x[i] * sd + m, 0.0, 1.0);
+      QVERIFY2(std::abs(grad.seen[i] - expected) < 1e-6, qPrintable(QString("pixel %1").arg(i)));
+    }
+    const auto salient = p->predict({file}, 3, Explain::saliency).at(0);
+    std::vector<float> s = sal.map.to_vector<float>();
+    const float peak = *std::max_element(s.begin(), s.end());
+    QVERIFY(peak > 0);
+    QCOMPARE(salient.heat.size(), s.size());
+    for (size_t i = 0; i < s.size(); ++i) QVERIFY(std::abs(salient.heat[i] - s[i] / peak) < 1e-6f);
+    QVERIFY(salient.explain_layer.empty());
+    QVERIFY(p->predict({file}, 3).at(0).heat.empty());  // only when asked
+    const auto table = RunPredictor::load(tableProject_.toStdString(), tableRun_.id);
+    for (const PredictedInput& row : table->predict({dir_.filePath("test.csv").toStdString()}, 3, Explain::grad_cam))
+      QVERIFY(row.heat.empty() && row.explain_error.empty());
+    QVERIFY(heatOverlay({0.5f}, {1.0f, 0.0f}, 1, 1, 1).isNull());  // sizes that do not fit: no picture
+    const QImage hot = heatOverlay({0.0f, 0.0f}, {1.0f, 0.0f}, 1, 1, 2);
+    QCOMPARE(hot.pixel(0, 0), qRgb(64, 0, 0));   // jet's dark red at 1, half over black
+    QCOMPARE(hot.pixel(1, 0), qRgb(0, 0, 64));   // its dark blue at 0
   }
 
   void tableRowsPredictAsTheEvaluation() {
@@ -276,6 +321,19 @@ class TestStudioPredict : public QObject {
     QVERIFY(view->table()->item(1, 0)->icon().isNull());
     QVERIFY2(view->table()->item(1, 1)->text().contains("broken.png"), qPrintable(view->table()->item(1, 1)->text()));
     QVERIFY2(view->caption()->text().contains("1 of 2 input(s) predicted, 1 without a prediction"), qPrintable(view->caption()->text()));
+
+    // Choosing Grad-CAM predicts the files again, with a heat-map column.
+    view->explainMethod()->setCurrentIndex(PredictionView::gradCam);
+    QVERIFY(w.isPredicting());
+    QVERIFY(QTest::qWaitFor([&] { return !w.isPredicting(); }, 60000));
+    QCOMPARE(view->table()->columnCount(), 5);
+    QCOMPARE(view->table()->horizontalHeaderItem(4)->text(), QString("Grad-CAM"));
+    QVERIFY(!view->table()->item(0, 4)->icon().isNull());
+    QVERIFY2(view->table()->item(0, 4)->toolTip().contains("Grad-CAM of the predicted class at layer"),
+             qPrintable(view->table()->item(0, 4)->toolTip()));
+    view->explainMethod()->setCurrentIndex(PredictionView::noExplanation);
+    QVERIFY(QTest::qWaitFor([&] { return !w.isPredicting(); }, 60000));
+    QCOMPARE(view->table()->columnCount(), 4);
   }
 };
 

@@ -1,10 +1,12 @@
 #include "widgets/training/prediction_view.h"
 
 #include <QColor>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QPixmap>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 namespace kiln::studio {
 
@@ -21,7 +23,17 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   table_->setIconSize(QSize(kThumbnailSide, kThumbnailSide));
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
-  layout->addWidget(caption_);
+  explain_ = new QComboBox(this);
+  explain_->setObjectName("explainMethod");
+  explain_->addItems({tr("No explanation"), tr("Grad-CAM heat maps"), tr("Saliency maps")});
+  explain_->setToolTip(tr("Why did the model predict that: Grad-CAM (the last convolution's evidence for the "
+                          "predicted class) or saliency (the gradient of its score by pixel), over the image "
+                          "as the model saw it"));
+  connect(explain_, &QComboBox::currentIndexChanged, this, &PredictionView::explainMethodChanged);
+  auto* top = new QHBoxLayout;
+  top->addWidget(caption_, 1);
+  top->addWidget(explain_);
+  layout->addLayout(top);
   layout->addWidget(table_, 1);
 }
 
@@ -41,6 +53,10 @@ void PredictionView::setRows(const QVector<PredictionRow>& rows, bool regression
   for (int j = 0; j < k; ++j)
     headers << (regression ? (valueName.isEmpty() ? tr("Predicted value") : tr("Predicted %1").arg(valueName))
                            : j == 0 ? tr("Class") : tr("Class %1").arg(j + 1));
+  const bool explained =
+      std::any_of(rows.begin(), rows.end(), [](const PredictionRow& r) { return !r.explanationNote.isEmpty(); });
+  const int why = static_cast<int>(headers.size());  // the explanation column, when there is one
+  if (explained) headers << (explain_->currentIndex() == saliency ? tr("Saliency") : tr("Grad-CAM"));
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
   table_->setRowCount(static_cast<int>(rows.size()));
@@ -55,6 +71,14 @@ void PredictionView::setRows(const QVector<PredictionRow>& rows, bool regression
       thumbnails = true;
     }
     table_->setItem(i, 0, input);
+    if (explained && r.error.isEmpty()) {
+      auto* e = new QTableWidgetItem(r.explanation.isNull() ? r.explanationNote : QString());
+      e->setToolTip(r.explanationNote);
+      if (!r.explanation.isNull())
+        e->setIcon(QPixmap::fromImage(r.explanation.scaled(kExplanationSide, kExplanationSide, Qt::KeepAspectRatio,
+                                                           Qt::SmoothTransformation)));
+      table_->setItem(i, why, e);
+    }
     if (!r.error.isEmpty()) {  // the reason across the prediction columns
       auto* e = new QTableWidgetItem(tr("error: %1").arg(r.error));
       e->setToolTip(r.error);
@@ -71,8 +95,37 @@ void PredictionView::setRows(const QVector<PredictionRow>& rows, bool regression
       table_->setItem(i, j + 1, new QTableWidgetItem(r.classes[j] + "  " +
                                                      QString::number(100.0 * r.probabilities.value(j), 'f', 1) + " %"));
   }
-  if (thumbnails) table_->verticalHeader()->setDefaultSectionSize(kThumbnailSide + 4);
+  if (explained) {
+    table_->setIconSize(QSize(kExplanationSide, kExplanationSide));
+    table_->verticalHeader()->setDefaultSectionSize(kExplanationSide + 4);
+  } else {
+    table_->setIconSize(QSize(kThumbnailSide, kThumbnailSide));
+    if (thumbnails) table_->verticalHeader()->setDefaultSectionSize(kThumbnailSide + 4);
+  }
   table_->resizeColumnsToContents();
+}
+
+QImage heatOverlay(const std::vector<float>& seen, const std::vector<float>& heat, int channels, int height, int width) {
+  const size_t hw = static_cast<size_t>(height) * static_cast<size_t>(width);
+  if (height <= 0 || width <= 0 || (channels != 1 && channels != 3) || heat.size() != hw ||
+      seen.size() != hw * static_cast<size_t>(channels))
+    return {};
+  QImage out(width, height, QImage::Format_RGB32);
+  auto channel = [](float v) { return static_cast<int>(std::clamp(v, 0.0f, 1.0f) * 255.0f + 0.5f); };
+  for (int y = 0; y < height; ++y) {
+    auto* line = reinterpret_cast<QRgb*>(out.scanLine(y));
+    for (int x = 0; x < width; ++x) {
+      const size_t i = static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x);
+      const float h = std::clamp(heat[i], 0.0f, 1.0f);
+      // jet: red, green and blue as the piecewise-linear ramps of matplotlib's "jet"
+      const float jr = std::clamp(1.5f - std::abs(4.0f * h - 3.0f), 0.0f, 1.0f);
+      const float jg = std::clamp(1.5f - std::abs(4.0f * h - 2.0f), 0.0f, 1.0f);
+      const float jb = std::clamp(1.5f - std::abs(4.0f * h - 1.0f), 0.0f, 1.0f);
+      const float r = seen[i], g = channels == 3 ? seen[hw + i] : r, b = channels == 3 ? seen[2 * hw + i] : r;
+      line[x] = qRgb(channel(0.5f * (r + jr)), channel(0.5f * (g + jg)), channel(0.5f * (b + jb)));
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln::studio
