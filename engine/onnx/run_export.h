@@ -7,16 +7,12 @@
 // Image runs (data::ImageRun, as read_image_input of predict_input.h applies it): one input
 //   "image"  uint8 [N, H, W, C] (H and W any size, C the run's channels: 1 grey, 3 R G B, as
 //            decoded; the caller converts other channel counts, as Kiln's to_channels does)
-//   Cast -> Transpose to NCHW -> Resize (ai.onnx 18: linear, antialias, keep_aspect_ratio_policy
-//   not_smaller to the run's height x width, half_pixel, exclude_outside) -> Round (Kiln resizes
-//   8-bit pixels) -> center crop (Slice; offsets round((size - target) / 2), half to even as
-//   Kiln's std::nearbyint) -> x / 255 -> (x - mean) / std per channel -> the network.
-//   Kiln resizes with OpenCV's INTER_AREA when shrinking (a box filter, after shrinking a large
-//   image's short side to ceil(1.14 * max(height, width)) first) and INTER_LINEAR when
-//   enlarging; ONNX has no box filter, so a shrunk image differs slightly: the exported model is
-//   close to `kiln predict`, not equal (tests/cli/test_export_run.sh measures how close).
-//   The model's opset becomes 18 (the network's ops must mean the same at 18; ValueError naming
-//   the op when one does not: Pad, Split, the Reduce ops ... changed at 18).
+//   Cast -> Transpose to NCHW -> Kiln's resize (OpenCV's INTER_AREA / INTER_LINEAR on 8-bit
+//   pixels, rebuilt as MatMuls with per-axis matrices computed in the graph: Note [Exported image
+//   resize] in run_export.cpp) -> center crop (Slice; offsets round((size - target) / 2), half to
+//   even as Kiln's std::nearbyint) -> x / 255 -> (x - mean) / std per channel -> the network.
+//   Where Kiln enlarges, OpenCV's fixed-point bilinear weights make a pixel differ by up to one
+//   level (tests/cli/test_export_run.sh measures the probabilities). The opset stays 17.
 // Table runs (data::TabularSchema): one input per feature column, named as the column, in the
 //   file's order: a numeric column float [N, 1] (NaN: missing), a categorical one string [N, 1].
 //   Numeric: Where(IsNaN(x), mean, x) (the training split's mean fills a missing value), then
@@ -47,8 +43,8 @@ struct RunPreprocessing {
 
 // `model_bytes` (a serialized ModelProto with one graph input, the network's, and its first output
 // the logits [N, classes]) with the preprocessing of `p` in front (at most one of image and
-// table; neither: metadata only). ValueError for a model that does not fit (inputs, width of the
-// table's features, an op whose meaning changed at opset 18 for an image run).
+// table; neither: metadata only). ValueError for a model that does not fit (not one input, a
+// column name that cannot name an input, an image run of other than 1 or 3 channels).
 std::string with_preprocessing(const std::string& model_bytes, const RunPreprocessing& p);
 
 }  // namespace kiln::onnx
