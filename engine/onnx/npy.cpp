@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/onnx/tensor_proto.h"
 
 namespace kiln::onnx {
 

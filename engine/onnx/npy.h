@@ -6,9 +6,10 @@
 #include <string>
 
 #include "engine/core/tensor.h"
-#include "engine/onnx/tensor_proto.h"
 
 namespace kiln::onnx {
+
+struct StringTensor;  // tensor_proto.h
 
 // IoError for a missing, truncated or malformed file (naming the path and what is wrong).
 Tensor load_npy(const std::string& path);
