@@ -285,11 +285,28 @@ std::string with_preprocessing(const std::string& model_bytes, const RunPreproce
   nlohmann::ordered_json inputs;
   const bool include = p.include && (p.image || p.table);
   if (include) {
+    // The preprocessing writes the network's input under a new name, so that the raw inputs may
+    // take any name the network does not use (a Studio graph's input is often "image").
     std::vector<NodeProto> network(g.node().begin(), g.node().end());
+    const std::string features = std::string(kPrefix) + "features";
+    std::set<std::string> used;
+    for (NodeProto& n : network) {
+      for (std::string& in : *n.mutable_input())
+        if (in == x) in = features;
+      for (const std::string& out : n.output()) used.insert(out);
+    }
+    for (const TensorProto& t : g.initializer()) used.insert(t.name());
+    for (auto& v : *g.mutable_value_info())
+      if (v.name() == x) v.set_name(features);
+    KILN_CHECK(std::none_of(g.output().begin(), g.output().end(), [&](const auto& o) { return o.name() == x; }),
+               ValueError, "the network's input '", x, "' is also its output");
     g.clear_input();
     g.clear_node();
     Builder b{g, {}};
-    inputs = p.image ? image_nodes(b, *p.image, x) : table_nodes(b, *p.table, x);
+    inputs = p.image ? image_nodes(b, *p.image, features) : table_nodes(b, *p.table, features);
+    for (const auto& in : g.input())
+      KILN_CHECK(!used.count(in.name()), ValueError, "input '", in.name(), "' has the name of a value of the network; "
+                 "rename the column or the network's node");
     for (NodeProto& n : b.nodes) *g.add_node() = std::move(n);
     for (NodeProto& n : network) *g.add_node() = std::move(n);
     if (p.table) set_opset(m, "ai.onnx.ml", 2);
