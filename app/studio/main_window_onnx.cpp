@@ -263,9 +263,8 @@ bool MainWindow::exportCpp(const QString& dir) {
     QString source;
     onnx::ExportOptions options;
     options.graph_name = toStd(exportName());  // the generated files: <project>.h / .cpp
-    int64_t run = 0;
-    std::string bytes = onnx::export_model(g, exportState(g, &source, &run), options);
-    if (run > 0 && exportPreprocessingAction_->isChecked()) bytes = withRunPreprocessing(bytes, run, &source);
+    // The network alone: codegen does not translate the preprocessing's ops yet.
+    const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
     const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
     const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));
     if (project_) project_->add_export("cpp", toStd(QFileInfo(dir).absoluteFilePath()));

@@ -1,6 +1,6 @@
 // Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): separable nearest / linear / cubic
-// interpolation, with Resize-18's antialias for linear and cubic. The taps (source index and weight of every output position, per axis) are
-// computed on the host from ONNX's coordinate_transformation_mode formulas (Operators.md,
+// interpolation, with Resize-18's antialias for linear and cubic. The taps (source index and
+// weight of every output position, per axis) are computed on the host from ONNX's coordinate_transformation_mode formulas (Operators.md,
 // Resize); they are applied on the device as index_select and weighted sums, one axis at a time.
 #include <algorithm>
 #include <cmath>

@@ -222,9 +222,6 @@ nlohmann::ordered_json image_nodes(Builder& b, const data::ImageRun& run, const 
                         std::to_string(run.height) + " x " + std::to_string(run.width) + ", center-cropped, normalized"}}});
 }
 
-// The missing markers of data::is_missing (tabular.h).
-const std::vector<std::string> kMissingMarkers = {"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A", "?"};
-
 nlohmann::ordered_json table_nodes(Builder& b, const data::TabularSchema& s, const std::string& x) {
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
   std::vector<std::string> parts;
@@ -254,7 +251,7 @@ nlohmann::ordered_json table_nodes(Builder& b, const data::TabularSchema& s, con
       values.add_ints(i);
       if (col.categories[size_t(i)] == col.mode) mode = i;
     }
-    for (const std::string& m : kMissingMarkers)  // a missing value is the mode (tabular_prepare.cpp)
+    for (const std::string& m : data::missing_markers())  // a missing value is the mode (tabular_prepare.cpp)
       if (!std::binary_search(col.categories.begin(), col.categories.end(), m)) keys.add_strings(m), values.add_ints(mode);
     set_int(enc, "default_int64", k);  // outside [-K, K): OneHot gives zeros
     NodeProto& onehot = b.node("OneHot", {enc.output(0), b.ints("depth_" + id, {k}), b.floats("off_on", {2}, {0.f, 1.f})});

@@ -17,7 +17,8 @@
 //   file's order: a numeric column float [N, 1] (NaN: missing), a categorical one string [N, 1].
 //   Numeric: Where(IsNaN(x), mean, x) (the training split's mean fills a missing value), then
 //   (x - mean) / scale. Categorical: ai.onnx.ml LabelEncoder (opset 2) of the sorted categories
-//   to their positions, every missing marker of data::is_missing to the mode's, any other
+//   to their positions, every missing marker (data::missing_markers; untrimmed, where
+//   is_missing trims spaces) to the mode's, any other
 //   unseen value to K -> OneHot(depth K) -> Flatten: [N, K], zeros for an unseen value. Then
 //   Concat in column order -> the network. Text and ignored columns are not inputs.
 // Both: a classification run gets a second output "probabilities" = Softmax(logits) [N, C].
