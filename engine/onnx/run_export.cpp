@@ -19,7 +19,7 @@ using ::onnx::GraphProto;
 using ::onnx::NodeProto;
 using ::onnx::TensorProto;
 
-constexpr const char* kPrefix = "preprocess/";
+constexpr const char* kPrefix = kPreprocessPrefix;
 
 // Builds the nodes and constants of the preprocessing, names prefixed kPrefix.
 struct Builder {

@@ -34,6 +34,9 @@
 
 namespace kiln::onnx {
 
+// The prefix of the preprocessing's node, value and initializer names ("preprocess/Cast_0").
+inline constexpr const char* kPreprocessPrefix = "preprocess/";
+
 struct RunPreprocessing {
   const data::ImageRun* image = nullptr;       // an image run's (or idx_image_run's) preprocessing
   const data::TabularSchema* table = nullptr;  // a table run's fitted preprocessing

@@ -118,6 +118,10 @@ csv)
   /usr/bin/python3 -c "import numpy as np; np.save('$work/f.npy', np.zeros((4, 5), np.float32))"
   run 0 run "$work/plain.onnx" --input "$work/f.npy" --out-dir "$work/o_plain"
   contains "$out" "probabilities: f32[4, 3]" "the plain model's outputs (5 features: x, 3 colours, y)"
+  # codegen translates the network alone, and says so for an export with the preprocessing
+  run 0 codegen "$work/plain.onnx" --out "$work/plain_cpp"
+  run 1 codegen "$work/t.onnx" --out "$work/t_cpp"
+  contains "$err" "codegen translates the network alone: export it with --no-preprocessing" "codegen of a run export"
   ;;
 bad_input)
   shapes_run
