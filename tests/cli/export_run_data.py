@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The data side of tests/cli/test_export_run.sh (Debian's python3-numpy and python3-pil):
 #   images OUT.npy FILE...          the images as one uint8 [N, H, W, C] array (RGB, or grey with --grey first)
-#   resized SRC DST W H             every SRC/<class>/<name> resized (PIL bicubic) to W x H as DST/<class>/<name>.png
+#   resized SRC DST W H [STEP]      every STEP-th (default 1) SRC/<class>/<name>, by sorted path, resized (PIL
+#                                   bicubic) to W x H (0 0: as it is) as DST/<class>/<name>.png
 #   columns TABLE.csv DIR LABEL     each column but LABEL as DIR/<column>.npy [N, 1]: numbers float32 (empty: NaN),
 #                                   any other column unicode strings
 #   compare PREDICTIONS.csv FILES PROBS.npy CLASS...   max |p - q|: p from kiln predict's CSV (--top-k with every
@@ -19,7 +20,8 @@ if cmd == "images":
     np.save(args[0], a.reshape(a.shape[:3] + (-1,)))
 elif cmd == "resized":
     src, dst, w, h = args[0], args[1], int(args[2]), int(args[3])
-    for f in sorted(glob.glob(os.path.join(src, "*", "*"))):
+    step = int(args[4]) if len(args) > 4 else 1
+    for f in sorted(glob.glob(os.path.join(src, "*", "*")))[::step]:
         out = os.path.join(dst, os.path.basename(os.path.dirname(f)), os.path.splitext(os.path.basename(f))[0] + ".png")
         os.makedirs(os.path.dirname(out), exist_ok=True)
         im = Image.open(f)
