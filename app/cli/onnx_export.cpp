@@ -29,7 +29,7 @@ int onnx_export_command(const std::vector<std::string>& argv) {
                              "(Input's dim_params), and a dim that depends on a graph input's contents is unknown.\n"
                              "With --run DIR it writes a trained run (kiln train --out DIR) with the run's preprocessing\n"
                              "in front as ONNX ops: an image run takes uint8 pixels [N, H, W, C] of any size (resized,\n"
-                             "center-cropped, normalized as kiln predict does; opset 18), a table run one input per\n"
+                             "center-cropped, normalized as kiln predict does), a table run one input per\n"
                              "column (numbers float [N, 1], categories string [N, 1]; standardized, one-hot). Outputs:\n"
                              "logits and, for classification, probabilities; the class names are in the metadata\n"
                              "(kiln.classes).");

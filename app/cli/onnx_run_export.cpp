@@ -92,10 +92,10 @@ std::string export_run(const std::string& run_dir, const std::string& out, bool 
   p.regression = d.regression;
   p.include = include;
   const std::string bytes = onnx::with_preprocessing(onnx::export_model(g, gm.state_dict()), p);
+  onnx::check_model_bytes(bytes);  // libonnx's checker and strict shape inference, before anything is written
   std::ofstream f(out, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   KILN_CHECK(f.good(), IoError, out, ": cannot write");
-  onnx::check_model_bytes(bytes);  // libonnx's checker and strict shape inference
   const std::string what = !include ? "without preprocessing (inputs as the network takes them)"
                            : d.image ? "with the image preprocessing (input: uint8 pixels [N, H, W, " +
                                            std::to_string(d.image->channels) + "])"
