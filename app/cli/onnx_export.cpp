@@ -2,6 +2,8 @@
 // graph (engine/graph JSON, with its parameters from --weights or freshly initialized) or an
 // imported ONNX model as an ONNX model at opset 17 (engine/onnx/export.h), then checks it with
 // libonnx's checker and strict shape inference.
+// `kiln export --run DIR --out model.onnx [--no-preprocessing]`: a trained run with its
+// preprocessing as graph ops in front (onnx_run_export.h).
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/onnx_run_export.h"
 #include "engine/core/error.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
@@ -23,11 +26,21 @@ int onnx_export_command(const std::vector<std::string>& argv) {
   ArgParser parser("export", "Writes a graph (GRAPH.json) or an ONNX model (MODEL.onnx, re-exported through the graph\n"
                              "IR) as ONNX (opset 17) and checks it with libonnx's checker. The batch dimension is\n"
                              "\"N\" unless the model fixes it (Input's batch); other symbolic dims keep their names\n"
-                             "(Input's dim_params), and a dim that depends on a graph input's contents is unknown.");
+                             "(Input's dim_params), and a dim that depends on a graph input's contents is unknown.\n"
+                             "With --run DIR it writes a trained run (kiln train --out DIR) with the run's preprocessing\n"
+                             "in front as ONNX ops: an image run takes uint8 pixels [N, H, W, C] of any size (resized,\n"
+                             "center-cropped, normalized as kiln predict does), a table run one input per\n"
+                             "column (numbers float [N, 1], categories string [N, 1]; standardized, one-hot). Outputs:\n"
+                             "logits and, for classification, probabilities; the class names are in the metadata\n"
+                             "(kiln.classes).");
   parser.flag("out", "FILE.onnx", "", "The ONNX file to write (required).");
+  parser.flag("run", "DIR", "", "A trained run to export with its preprocessing (instead of GRAPH.json|MODEL.onnx).");
+  parser.toggle("no-preprocessing", "With --run: leave the preprocessing out (the model takes the preprocessed float "
+                                    "tensor, as the network does).");
   parser.flag("weights", "FILE.safetensors", "", "Parameters of a GRAPH.json (state_dict keys \"conv1.weight\"); "
                                                  "without it the layers keep their initialization.");
-  parser.epilog("example: kiln export projects/templates/fashion_mnist_cnn.json --weights cnn.safetensors --out cnn.onnx");
+  parser.epilog("example: kiln export projects/templates/fashion_mnist_cnn.json --weights cnn.safetensors --out cnn.onnx\n"
+                "         kiln export --run runs/photos --out photos.onnx");
   std::vector<std::string> rest = argv;
   std::string path;
   if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
@@ -39,6 +52,13 @@ int onnx_export_command(const std::vector<std::string>& argv) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;
   }
+  if (args.given("run")) {
+    if (!path.empty() || args.given("weights")) args.fail("--run DIR exports the run's own model; leave out GRAPH.json and --weights");
+    if (!args.given("out")) args.fail("needs --out FILE.onnx");
+    std::printf("%s\n", export_run(args.str("run"), args.str("out"), !args.given("no-preprocessing")).c_str());
+    return kExitOk;
+  }
+  if (args.given("no-preprocessing")) args.fail("--no-preprocessing is for --run DIR");
   if (path.empty()) args.fail("needs a graph or model: kiln export GRAPH.json|MODEL.onnx --out FILE.onnx");
   if (!args.given("out")) args.fail("needs --out FILE.onnx");
   const bool is_onnx = path.size() >= 5 && path.substr(path.size() - 5) == ".onnx";

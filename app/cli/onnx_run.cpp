@@ -27,7 +27,8 @@ namespace kiln::cli {
 int onnx_run_command(const std::vector<std::string>& argv) {
   ArgParser parser("run", "Runs an ONNX model (MODEL.onnx comes first) on .npy inputs and writes every output\n"
                           "to OUT-DIR/<output name>.npy.");
-  parser.flag("input", "LIST", "", "comma-separated .npy files, in the model's input order, or NAME=FILE pairs")
+  parser.flag("input", "LIST", "", "comma-separated .npy files, in the model's input order, or NAME=FILE pairs "
+                                   "(a unicode string array, dtype <U, feeds a STRING input)")
       .flag("out-dir", "DIR", ".", "folder for the outputs' .npy files")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
       .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)")
@@ -63,6 +64,7 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     if (line.rfind("FuseQdq: ", 0) == 0) std::printf("%s\n", line.c_str());
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
+  std::map<std::string, onnx::Value> strings;  // STRING inputs ('<U' .npy files): the run goes through run_values
   std::stringstream list(args.str("input"));
   std::string item;
   size_t position = 0;
@@ -77,8 +79,9 @@ int onnx_run_command(const std::vector<std::string>& argv) {
         args.fail("more --input files than the model's " + std::to_string(names.size()) + " inputs");
       name = names[position++];
     }
-    if (feed.count(name)) args.fail("input '" + name + "' is given twice");
-    feed[name] = onnx::load_npy(file);
+    if (feed.count(name) || strings.count(name)) args.fail("input '" + name + "' is given twice");
+    if (onnx::npy_holds_strings(file)) strings[name] = onnx::Value::of_strings(onnx::load_npy_strings(file));
+    else feed[name] = onnx::load_npy(file);
   }
   int64_t repeat = args.integer("repeat", 0);
   std::error_code ec;  // before running: a folder that cannot be made is the user's to fix first
@@ -87,7 +90,18 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   KILN_CHECK(!ec && std::filesystem::is_directory(args.str("out-dir"), ec_dir), IoError,
              "--out-dir: cannot create the folder ", args.str("out-dir"),
              ec ? ": " + ec.message() : std::string(" (a file of that name exists)"));
-  std::vector<Tensor> out = session.run(feed);
+  std::vector<Tensor> out;
+  if (strings.empty()) {
+    out = session.run(feed);
+  } else {
+    KILN_CHECK(args.integer("repeat", 0) == 0, ValueError, "--repeat times numeric inputs only");
+    std::map<std::string, onnx::Value> values = strings;
+    for (const auto& [name, t] : feed) values[name] = t;
+    for (const onnx::Value& v : session.run_values(values)) {
+      KILN_CHECK(v.tensor.defined(), ValueError, "an output that is not a numeric tensor");
+      out.push_back(v.tensor);
+    }
+  }
   if (onnx::FallbackStats fb = session.fallback_stats(); !fb.empty())
     std::printf("cpu fallback: %s ran on the CPU instead of %s; --no-fallback keeps them there\n", fb.str().c_str(),
                 device.str().c_str());

@@ -167,6 +167,9 @@ class MainWindow : public QMainWindow {
   QAction* importOnnxAction() const { return importOnnxAction_; }
   QAction* exportOnnxAction() const { return exportOnnxAction_; }
   QAction* exportCppAction() const { return exportCppAction_; }
+  // Checked (the default): Export ONNX of a trained run's weights puts the run's preprocessing in
+  // front of the network (engine/onnx/run_export.h).
+  QAction* exportPreprocessingAction() const { return exportPreprocessingAction_; }
 
   // Model > Predict… (main_window_predict.cpp), enabled while the project has a finished run:
   // files chosen in a dialog or dropped on the window (images, or CSV tables) are predicted by
@@ -236,7 +239,14 @@ class MainWindow : public QMainWindow {
   bool refuseExport(const QString& title);  // true (and the problems shown) when the graph has problems
   // The weights to export and where they come from (`source`, for the log); ValueError when
   // imported weights are missing.
-  nn::StateDict exportState(const graph::Graph& g, QString* source) const;
+  // *run: the run whose weights they are (0: none).
+  nn::StateDict exportState(const graph::Graph& g, QString* source, int64_t* run = nullptr) const;
+#ifdef KILN_HAVE_ONNX
+  // `bytes` (an exported model) with run `run`'s preprocessing in front (RunPredictor gives it),
+  // `source` extended to say so; unchanged, with a warning in the log, when the run has none that
+  // exports (a text run) or it cannot be rebuilt (its dataset is gone).
+  std::string withRunPreprocessing(const std::string& bytes, int64_t run, QString* source) const;
+#endif
 
   GraphDocument* document_;
   GraphCanvas* canvas_;
@@ -278,6 +288,7 @@ class MainWindow : public QMainWindow {
   QString importedFrom_;  // the .onnx file of the imported document ("" for others)
   nn::StateDict importedState_;  // the last imported model's initializers ("<node>.value")
   QAction *importOnnxAction_ = nullptr, *exportOnnxAction_ = nullptr, *exportCppAction_ = nullptr;
+  QAction* exportPreprocessingAction_ = nullptr;
 };
 
 }  // namespace kiln::studio

@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 
 #include "app/studio/main_window.h"
+#include "app/studio/run_predictor.h"
 #include "app/studio/training_job.h"
 #include "engine/core/error.h"
 #include "engine/graph/analysis.h"
@@ -26,6 +27,7 @@
 #include "engine/onnx/export.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/model.h"
+#include "engine/onnx/run_export.h"
 #endif
 
 namespace kiln::studio {
@@ -52,7 +54,12 @@ void MainWindow::createOnnxActions(QMenu* file) {
   exportOnnxAction_->setStatusTip(tr("Write the graph as an ONNX model (opset 17), checked by libonnx"));
   exportCppAction_ = new QAction(tr("Export &C++..."), this);
   exportCppAction_->setStatusTip(tr("Write the graph as C++ source, its weights and a CMakeLists.txt into a folder"));
-  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportCppAction_}) file->addAction(a);
+  exportPreprocessingAction_ = new QAction(tr("Export ONNX with the Run's &Preprocessing"), this);
+  exportPreprocessingAction_->setCheckable(true);
+  exportPreprocessingAction_->setChecked(true);
+  exportPreprocessingAction_->setStatusTip(tr("Export ONNX of a trained run takes raw data: 8-bit images of any size "
+                                              "(resized, cropped, normalized) or a table's columns (standardized, one-hot)"));
+  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportPreprocessingAction_, exportCppAction_}) file->addAction(a);
   file->addSeparator();
 #ifdef KILN_HAVE_ONNX
   onnx::register_onnx_schemas();  // graphs with imported nodes open from projects too
@@ -73,7 +80,7 @@ void MainWindow::createOnnxActions(QMenu* file) {
     if (!dir.isEmpty()) exportCpp(dir);
   });
 #else
-  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportCppAction_}) {
+  for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportPreprocessingAction_, exportCppAction_}) {
     a->setEnabled(false);
     a->setToolTip(tr("This Kiln Studio was built without ONNX support (libonnx was not found)"));
   }
@@ -108,7 +115,8 @@ bool MainWindow::refuseExport(const QString& title) {
   return true;
 }
 
-nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source) const {
+nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source, int64_t* run_id) const {
+  if (run_id) *run_id = 0;
   graph::GraphModule module(g);
   nn::StateDict state = module.state_dict();
   auto find = [](const nn::StateDict& d, const std::string& key) {
@@ -131,6 +139,7 @@ nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source) co
       });
       if (!fits) continue;
       *source = tr("the weights of run %1 (epoch %2)").arg(run->id).arg(epoch);
+      if (run_id) *run_id = run->id;
       return trained;
     }
   }
@@ -147,6 +156,24 @@ nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source) co
 }
 
 #ifdef KILN_HAVE_ONNX
+
+std::string MainWindow::withRunPreprocessing(const std::string& bytes, int64_t run, QString* source) const {
+  std::shared_ptr<RunPredictor> predictor;
+  try {
+    predictor = RunPredictor::load(project_->path(), run);
+  } catch (const std::exception& e) {  // a text run, a dataset that is gone: the network alone
+    log_->warning(tr("exporting without run %1's preprocessing: %2").arg(run).arg(QString::fromStdString(plain_error(e))));
+    return bytes;
+  }
+  onnx::RunPreprocessing p;
+  p.image = predictor->imageRun();
+  p.table = predictor->tableSchema();
+  p.classes = predictor->classes();
+  p.regression = predictor->isRegression();
+  *source += p.image ? tr(" and its preprocessing (input: uint8 images [N, H, W, C])")
+                     : tr(" and its preprocessing (one input per column)");
+  return onnx::with_preprocessing(bytes, p);
+}
 
 bool MainWindow::importOnnx(const QString& path) {
   if (session_->isRunning()) {
@@ -198,7 +225,9 @@ bool MainWindow::exportOnnx(const QString& path) {
     QString source;
     onnx::ExportOptions options;
     options.graph_name = toStd(exportName());
-    const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
+    int64_t run = 0;
+    std::string bytes = onnx::export_model(g, exportState(g, &source, &run), options);
+    if (run > 0 && exportPreprocessingAction_->isChecked()) bytes = withRunPreprocessing(bytes, run, &source);
     // libonnx 1.12 checks opsets up to 17 (a model imported at a later opset exports at that one).
     if (onnx::parse_model(bytes, "", toStd(path)).opset() <= 17) onnx::check_model_bytes(bytes);
     QSaveFile file(path);
@@ -234,6 +263,7 @@ bool MainWindow::exportCpp(const QString& dir) {
     QString source;
     onnx::ExportOptions options;
     options.graph_name = toStd(exportName());  // the generated files: <project>.h / .cpp
+    // The network alone: codegen does not translate the preprocessing's ops yet.
     const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
     const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
     const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));

@@ -59,8 +59,11 @@ class RunPredictor {
   bool isRegression() const { return regression_; }
   const std::vector<std::string>& classes() const { return classes_; }  // empty for regression
   const std::string& label() const { return label_; }                    // a table's label column
-  const data::ImageRun* imageRun() const { return image_.get(); }        // an image run's preprocessing, else null
-  nn::Module& model() const { return *model_; }                          // in eval mode
+  // The preprocessing it applies (for an ONNX export with it, engine/onnx/run_export.h): an image
+  // run's (Fashion-MNIST's too) or a table run's; null for the other kind.
+  const data::ImageRun* imageRun() const { return image_.get(); }
+  const data::TabularSchema* tableSchema() const { return table_ ? &table_->second : nullptr; }
+  nn::Module& model() const { return *model_; }  // in eval mode
   // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), trained on the image folder 'pets'".
   const std::string& description() const { return description_; }
 

@@ -50,9 +50,13 @@ MissingPolicy parse_missing_policy(const std::string& name) {
   throw ValueError("unknown missing-value policy '" + name + "'; known: error, drop, fill");
 }
 
+const std::vector<std::string>& missing_markers() {
+  static const std::vector<std::string> markers = {"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A", "?"};
+  return markers;
+}
+
 bool is_missing(const std::string& field) {
-  static const std::set<std::string, std::less<>> markers = {"",     "NA",   "N/A",  "n/a", "NaN", "nan",
-                                                            "null", "NULL", "None", "#N/A", "?"};
+  static const std::set<std::string, std::less<>> markers(missing_markers().begin(), missing_markers().end());
   return markers.count(trim(field)) > 0;
 }
 

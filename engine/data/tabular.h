@@ -33,6 +33,8 @@ MissingPolicy parse_missing_policy(const std::string& name);
 // The fields read as missing: pandas.read_csv's default na_values that occur in practice
 // ("", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A") and UCI's "?".
 bool is_missing(const std::string& field);
+// Those markers (is_missing also takes them with spaces around).
+const std::vector<std::string>& missing_markers();
 
 struct TabularOptions {
   // The label column: a header name, or an index (0-based; negative counts from the end,

@@ -10,6 +10,7 @@
 #include "engine/core/random.h"
 #include "engine/io/safetensors.h"
 #include "engine/onnx/codegen_ops.h"
+#include "engine/onnx/run_export.h"
 #include "engine/onnx/executor.h"
 
 namespace kiln::onnx {
@@ -99,7 +100,13 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
   for (const Node& n : g.nodes)
     if (!n.domain.empty() && n.domain != "ai.onnx") bad += "\n  " + n.op_type + " (node '" + n.name + "', domain " + n.domain + ")";
     else if (!detail::codegen_supports(n.op_type)) bad += "\n  " + n.op_type + " (node '" + n.name + "')";
-  KILN_CHECK(bad.empty(), ValueError, "codegen: ops it does not translate:", bad);
+  const bool preprocessing = std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
+    return n.name.rfind(kPreprocessPrefix, 0) == 0;
+  });
+  KILN_CHECK(bad.empty(), ValueError, "codegen: ops it does not translate:", bad,
+             preprocessing ? "\nThe model holds a run's preprocessing (kiln export --run); codegen translates the "
+                             "network alone: export it with --no-preprocessing"
+                           : "");
   // Types of every value: run with symbolic dims 1 and 2; dims that differ are the batch N.
   Session session(model);
   CodegenValues v;

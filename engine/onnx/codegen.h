@@ -17,7 +17,8 @@
 // layer (graph OpSchema::unary_layer: Relu, Sigmoid, Tanh, HardSwish), LeakyRelu, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
 // LayerNormalization, Concat, Reshape and Flatten (shape known when generating), Transpose,
 // Identity, Dropout, Gather (axis 0 of a constant), Clip (constant bounds), Constant (a member). ValueError listing every other node (op
-// type and node name) before anything is written; IoError when `dir` cannot be written.
+// type and node name) before anything is written (saying so when they are a run export's preprocessing,
+// run_export.h); IoError when `dir` cannot be written.
 #pragma once
 #include <string>
 #include <vector>

@@ -44,7 +44,7 @@ void collect_unsupported(const Model& m, const Graph& g, std::vector<Unsupported
   const OpTable& ops = onnx_ops();
   const SequenceOpTable& seq = sequence_ops();
   for (const Node& n : g.nodes) {
-    if (!ops.count(op_key(n)) && !(n.domain.empty() && seq.count(n.op_type)) && !is_gradient(n))
+    if (!ops.count(op_key(n)) && !seq.count(op_key(n)) && !is_gradient(n))
       out.push_back({n.op_type, n.name, n.domain, opset_of(m, n.domain)});
     for (const auto& [name, a] : n.attributes) {
       if (a.g) collect_unsupported(m, *a.g, out);
@@ -263,7 +263,7 @@ class Runner {
     const OpTable& ops = onnx_ops();
     const SequenceOpTable& seq_ops = sequence_ops();
     auto it = ops.find(op_key(n));
-    auto sit = n.domain.empty() ? seq_ops.find(n.op_type) : seq_ops.end();
+    auto sit = seq_ops.find(op_key(n));  // ai.onnx ops by op_type, others "<domain>.<op_type>"
     KILN_CHECK(it != ops.end() || sit != seq_ops.end(), ValueError, "node '", n.name, "': unsupported op ",
                op_key(n));
     OpContext ctx(n, n.domain.empty() ? opset_ : opset_of(model_, n.domain), std::move(in), device, [this, &scope](const Graph& sub, const std::vector<Value>& v) {

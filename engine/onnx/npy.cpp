@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/onnx/tensor_proto.h"
 
 namespace kiln::onnx {
 
@@ -36,16 +37,23 @@ std::string field(const std::string& header, const std::string& key, const std::
   return header.substr(start, end - start);
 }
 
-}  // namespace
+// A .npy file's bytes and header fields (numpy.lib.format, NEP 1).
+struct NpyFile {
+  std::string bytes, descr;
+  bool fortran = false;
+  Shape shape;
+  std::string shape_text;
+  size_t data_at = 0;
+};
 
-Tensor load_npy(const std::string& path) {
+NpyFile read_npy(const std::string& path) {
   std::error_code ec;
   KILN_CHECK(!std::filesystem::is_directory(path, ec), IoError, path, " is a directory, not a .npy file");
   std::ifstream in(path, std::ios::binary);
   KILN_CHECK(in, IoError, "cannot open ", path);
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  std::string bytes = ss.str();
   KILN_CHECK(bytes.size() >= 10 && bytes.compare(0, 6, "\x93NUMPY") == 0, IoError, path,
              ": not a .npy file (no \\x93NUMPY magic)");
   int major = static_cast<uint8_t>(bytes[6]);
@@ -71,13 +79,12 @@ Tensor load_npy(const std::string& path) {
   descr = descr.substr(1, descr.size() - 2);
   if (descr.size() == 3 && descr[0] == '=') descr[0] = '<';
   if (descr == "<b1" || descr == "<i1" || descr == "<u1") descr[0] = '|';
-  const Descr* d = nullptr;
-  for (const Descr& c : kDescrs)
-    if (descr == c.text) d = &c;
-  KILN_CHECK(d, DTypeError, path, ": .npy dtype '", descr, "' is not supported (<f4, <f8, <f2, <i8, <i4, <i2, |i1, <u8, <u4, <u2, |u1, |b1)");
-  bool fortran = field(header, "fortran_order", path) == "True";
+  NpyFile f;
+  f.descr = descr;
+  f.fortran = field(header, "fortran_order", path) == "True";
   std::string shape_text = field(header, "shape", path);
-  Shape shape;
+  f.shape_text = shape_text;
+  Shape& shape = f.shape;
   std::stringstream sh(shape_text.substr(1, shape_text.size() - 2));
   std::string item;
   while (std::getline(sh, item, ',')) {
@@ -89,6 +96,24 @@ Tensor load_npy(const std::string& path) {
     }
     KILN_CHECK(shape.back() >= 0, IoError, path, ": negative dimension in .npy shape ", shape_text);
   }
+  f.data_at = offset + header_len;
+  f.bytes = std::move(bytes);
+  return f;
+}
+
+}  // namespace
+
+Tensor load_npy(const std::string& path) {
+  NpyFile f = read_npy(path);
+  const std::string& descr = f.descr;
+  const Shape& shape = f.shape;
+  const std::string& shape_text = f.shape_text;
+  const std::string& bytes = f.bytes;
+  const bool fortran = f.fortran;
+  const Descr* d = nullptr;
+  for (const Descr& c : kDescrs)
+    if (descr == c.text) d = &c;
+  KILN_CHECK(d, DTypeError, path, ": .npy dtype '", descr, "' is not supported (<f4, <f8, <f2, <i8, <i4, <i2, |i1, <u8, <u4, <u2, |u1, |b1)");
   int64_t count = 0;
   try {
     count = numel(shape);
@@ -96,7 +121,7 @@ Tensor load_npy(const std::string& path) {
     throw IoError(path + ": .npy shape " + shape_text + " has too many elements");
   }
   size_t n = static_cast<size_t>(count), esize = dtype_size(d->dtype);
-  size_t data_at = offset + header_len;
+  size_t data_at = f.data_at;
   KILN_CHECK(n <= (bytes.size() - data_at) / esize, IoError, path, ": truncated .npy data: ", bytes.size() - data_at,
              " bytes for ", n, " elements of ", descr);
   if (!fortran) return Tensor::from_host(bytes.data() + data_at, n, d->dtype, shape);
@@ -104,6 +129,55 @@ Tensor load_npy(const std::string& path) {
   std::vector<int64_t> perm;
   for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) perm.push_back(i);
   return Tensor::from_host(bytes.data() + data_at, n, d->dtype, rev).permute(perm).contiguous();
+}
+
+StringTensor load_npy_strings(const std::string& path) {
+  NpyFile f = read_npy(path);
+  KILN_CHECK(f.descr.size() > 2 && f.descr.compare(0, 2, "<U") == 0 && !f.fortran, DTypeError, path, ": .npy dtype '",
+             f.descr, "' is not a C-ordered unicode string array ('<U<n>')");
+  size_t width = 0;
+  try {
+    width = std::stoul(f.descr.substr(2));
+  } catch (const std::exception&) {
+    throw IoError(path + ": malformed .npy dtype " + f.descr);
+  }
+  int64_t count = 0;
+  try {
+    count = numel(f.shape);
+  } catch (const ShapeError&) {
+    throw IoError(path + ": .npy shape " + f.shape_text + " has too many elements");
+  }
+  const auto n = static_cast<size_t>(count);
+  KILN_CHECK(width > 0 && n <= (f.bytes.size() - f.data_at) / (4 * width), IoError, path, ": truncated .npy data: ",
+             f.bytes.size() - f.data_at, " bytes for ", n, " elements of ", f.descr);
+  StringTensor out{f.shape, {}};
+  for (size_t i = 0; i < n; ++i) {
+    std::string s;
+    for (size_t k = 0; k < width; ++k) {  // UTF-32LE code points, NUL-padded, to UTF-8
+      const auto* p = reinterpret_cast<const unsigned char*>(f.bytes.data() + f.data_at + 4 * (i * width + k));
+      const uint32_t c = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+      if (c == 0) break;
+      KILN_CHECK(c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF), IoError, path, ": element ", i, " holds the invalid code point ", c);
+      if (c < 0x80) {
+        s += static_cast<char>(c);
+      } else if (c < 0x800) {
+        s += static_cast<char>(0xC0 | (c >> 6)), s += static_cast<char>(0x80 | (c & 0x3F));
+      } else if (c < 0x10000) {
+        s += static_cast<char>(0xE0 | (c >> 12)), s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+        s += static_cast<char>(0x80 | (c & 0x3F));
+      } else {
+        s += static_cast<char>(0xF0 | (c >> 18)), s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+        s += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), s += static_cast<char>(0x80 | (c & 0x3F));
+      }
+    }
+    out.data.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool npy_holds_strings(const std::string& path) {
+  const std::string descr = read_npy(path).descr;
+  return descr.size() > 2 && descr.compare(0, 2, "<U") == 0;
 }
 
 void save_npy(const Tensor& tensor, const std::string& path) {

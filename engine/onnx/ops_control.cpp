@@ -261,6 +261,7 @@ const SequenceOpTable& sequence_ops() {
     t["OptionalHasElement"] = optional_has_element;
     t["OptionalGetElement"] = optional_get_element;
     register_string_ops(t);
+    register_ml_ops(t);
     return t;
   }();
   return table;

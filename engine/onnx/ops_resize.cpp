@@ -1,7 +1,8 @@
-// Resize (opsets 10, 11, 13, 18) and Upsample (7, 9): separable nearest / linear / cubic
-// interpolation. The taps (source index and weight of every output position, per axis) are
-// computed on the host from ONNX's coordinate_transformation_mode formulas (Operators.md,
+// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): separable nearest / linear / cubic
+// interpolation, with Resize-18's antialias for linear and cubic. The taps (source index and
+// weight of every output position, per axis) are computed on the host from ONNX's coordinate_transformation_mode formulas (Operators.md,
 // Resize); they are applied on the device as index_select and weighted sums, one axis at a time.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/onnx/op_context.h"
@@ -14,7 +15,22 @@ struct ResizeSpec {
   std::string mode = "nearest", coord = "half_pixel", nearest = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0.0;
   bool exclude_outside = false;
+  bool antialias = false;  // Resize-18: when shrinking, the filter widened by 1 / scale
 };
+
+// Note [Resize antialias]: Resize-18's antialias (ONNX's reference, onnx/reference/ops/op_resize.py
+// _linear_coeffs_antialias / _cubic_coeffs_antialias; PIL's resample and onnxruntime's
+// upsample_antialias compute the same) evaluates the filter at (i - x) * min(scale, 1) for every
+// source index i within its widened support around the source coordinate x, and divides by the
+// weights' sum. Taps outside [0, in) read the edge value, or are left out (exclude_outside = 1).
+double antialias_filter(const ResizeSpec& s, double t) {
+  t = std::abs(t);
+  if (s.mode == "linear") return std::max(0.0, 1.0 - t);
+  const double A = s.cubic_a;
+  if (t < 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
 
 // x: output coordinate; `out` is the output length as ONNX's reference uses it: scale * in
 // (not rounded), which for given sizes equals the size.
@@ -41,14 +57,14 @@ double source_coord(const ResizeSpec& s, double x, double scale, int64_t in, dou
 // Applies one axis: out[..., o, ...] = sum_t w[o][t] * x[..., idx[o][t], ...].
 Tensor apply_axis(const Tensor& x, int64_t axis, int64_t in, int64_t out, double scale, const ResizeSpec& s,
                   double roi_start, double roi_end) {
-  int taps = s.mode == "nearest" ? 1 : s.mode == "linear" ? 2 : 4;
-  std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps), std::vector<int64_t>(static_cast<size_t>(out)));
-  std::vector<std::vector<double>> w(static_cast<size_t>(taps), std::vector<double>(static_cast<size_t>(out)));
+  // taps[o]: (source index, weight) pairs of output position o.
+  std::vector<std::vector<std::pair<int64_t, double>>> taps(static_cast<size_t>(out));
   std::vector<uint8_t> outside(static_cast<size_t>(out), 0);
   auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
   for (int64_t o = 0; o < out; ++o) {
     double xs = source_coord(s, static_cast<double>(o), scale, in, scale * static_cast<double>(in), roi_start, roi_end);
     if (s.coord == "tf_crop_and_resize" && (xs < 0 || xs > static_cast<double>(in - 1))) outside[size_t(o)] = 1;
+    auto& t = taps[size_t(o)];
     if (s.mode == "nearest") {
       double f = std::floor(xs), frac = xs - f;
       int64_t i;
@@ -57,41 +73,52 @@ Tensor apply_axis(const Tensor& x, int64_t axis, int64_t in, int64_t out, double
       else if (s.nearest == "round_prefer_ceil") i = static_cast<int64_t>(frac >= 0.5 ? f + 1 : f);
       else if (s.nearest == "round_prefer_floor") i = static_cast<int64_t>(frac > 0.5 ? f + 1 : f);
       else throw ValueError("unknown nearest_mode '" + s.nearest + "'");
-      idx[0][size_t(o)] = clampi(i);
-      w[0][size_t(o)] = 1.0;
+      t.push_back({clampi(i), 1.0});
+    } else if (s.mode != "linear" && s.mode != "cubic") {
+      throw ValueError("unknown mode '" + s.mode + "' (nearest, linear, cubic)");
+    } else if (s.antialias && scale < 1) {  // Note [Resize antialias]
+      const double support = (s.mode == "linear" ? 1.0 : 2.0) / scale;
+      double total = 0;
+      for (auto i = static_cast<int64_t>(std::floor(xs - support)); i <= static_cast<int64_t>(std::ceil(xs + support)); ++i) {
+        double w = antialias_filter(s, (static_cast<double>(i) - xs) * scale);
+        if (w == 0 || (s.exclude_outside && (i < 0 || i >= in))) continue;
+        t.push_back({clampi(i), w});
+        total += w;
+      }
+      for (auto& [i, w] : t) w = total != 0 ? w / total : 0;
     } else if (s.mode == "linear") {
       double xc = std::min(std::max(xs, 0.0), static_cast<double>(in - 1));
-      double f = std::floor(xc), t = xc - f;
-      idx[0][size_t(o)] = clampi(static_cast<int64_t>(f));
-      idx[1][size_t(o)] = clampi(static_cast<int64_t>(f) + 1);
-      w[0][size_t(o)] = 1 - t;
-      w[1][size_t(o)] = t;
-    } else if (s.mode == "cubic") {
-      double f = std::floor(xs), t = xs - f, A = s.cubic_a;
-      double c[4] = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
-                     ((A + 2) * t - (A + 3)) * t * t + 1,
-                     ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
-                     ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A};
+      double f = std::floor(xc), u = xc - f;
+      t.push_back({clampi(static_cast<int64_t>(f)), 1 - u});
+      t.push_back({clampi(static_cast<int64_t>(f) + 1), u});
+    } else {
+      double f = std::floor(xs), u = xs - f, A = s.cubic_a;
+      double c[4] = {((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A,
+                     ((A + 2) * u - (A + 3)) * u * u + 1,
+                     ((A + 2) * (1 - u) - (A + 3)) * (1 - u) * (1 - u) + 1,
+                     ((A * (2 - u) - 5 * A) * (2 - u) + 8 * A) * (2 - u) - 4 * A};
       double total = 0;
       for (int k = 0; k < 4; ++k) {
         int64_t i = static_cast<int64_t>(f) - 1 + k;
         if (s.exclude_outside && (i < 0 || i >= in)) c[k] = 0;
         total += c[k];
       }
-      for (int k = 0; k < 4; ++k) {
-        idx[size_t(k)][size_t(o)] = clampi(static_cast<int64_t>(f) - 1 + k);
-        w[size_t(k)][size_t(o)] = s.exclude_outside && total != 0 ? c[k] / total : c[k];
-      }
-    } else {
-      throw ValueError("unknown mode '" + s.mode + "' (nearest, linear, cubic)");
+      for (int k = 0; k < 4; ++k)
+        t.push_back({clampi(static_cast<int64_t>(f) - 1 + k), s.exclude_outside && total != 0 ? c[k] / total : c[k]});
     }
   }
+  size_t width = 0;
+  for (const auto& t : taps) width = std::max(width, t.size());
+  std::vector<std::vector<int64_t>> idx(width, std::vector<int64_t>(static_cast<size_t>(out), 0));
+  std::vector<std::vector<double>> w(width, std::vector<double>(static_cast<size_t>(out), 0.0));
+  for (size_t o = 0; o < taps.size(); ++o)
+    for (size_t k = 0; k < taps[o].size(); ++k) idx[k][o] = taps[o][k].first, w[k][o] = taps[o][k].second;
   Shape ws(static_cast<size_t>(x.dim()), 1);
   ws[size_t(axis)] = out;
   Tensor acc;
-  for (int k = 0; k < taps; ++k) {
-    Tensor g = index_select(x, axis, ints_tensor(idx[size_t(k)], x.device()));
-    if (s.mode != "nearest") g = mul(g, from_doubles(w[size_t(k)], ws, x.dtype(), x.device()));
+  for (size_t k = 0; k < width; ++k) {
+    Tensor g = index_select(x, axis, ints_tensor(idx[k], x.device()));
+    if (s.mode != "nearest") g = mul(g, from_doubles(w[k], ws, x.dtype(), x.device()));
     acc = acc.defined() ? add(acc, g) : g;
   }
   bool any_out = false;
@@ -131,6 +158,7 @@ Tensor resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::ve
       double sc = policy == "not_larger" ? 1e300 : 0.0;
       for (int64_t i = 0; i < r; ++i) {
         if (sizes[size_t(i)] == x.size(i) && axes.empty()) continue;
+        if (!axes.empty() && std::find(axes.begin(), axes.end(), i) == axes.end()) continue;  // not resized
         double v = static_cast<double>(sizes[size_t(i)]) / static_cast<double>(x.size(i));
         sc = policy == "not_larger" ? std::min(sc, v) : std::max(sc, v);
       }
@@ -146,7 +174,6 @@ Tensor resize(OpContext& c, const Tensor& x, std::vector<double> scales, std::ve
   } else {
     for (int64_t i = 0; i < r; ++i) sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.size(i)) * scales[size_t(i)])));
   }
-  if (c.attr_int("antialias", 0) != 0) c.fail("antialias = 1 is not supported");
   DType dt = x.dtype();
   Tensor y = is_floating(dt) ? x : x.to(DType::f32);
   for (int64_t i = 0; i < r; ++i) {
@@ -175,6 +202,7 @@ std::vector<Tensor> resize_op(OpContext& c) {
   s.cubic_a = c.attr_float("cubic_coeff_a", -0.75);
   s.exclude_outside = c.attr_int("exclude_outside", 0) != 0;
   s.extrapolation = c.attr_float("extrapolation_value", 0.0);
+  s.antialias = c.opset() >= 18 && c.attr_int("antialias", 0) != 0;
   std::vector<double> roi = doubles_input(c, 1), scales = doubles_input(c, 2);
   std::vector<int64_t> sizes;
   if (c.has_input(3) && c.input(3).numel()) sizes = c.ints_input(3);

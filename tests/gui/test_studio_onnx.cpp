@@ -375,6 +375,24 @@ class TestStudioOnnx : public QObject {
     QVERIFY(compared >= 4);  // fc1 and fc2, weight and bias
     QVERIFY(after.graph.initializers.at("fc1.weight").to_vector<float>() !=
             before.graph.initializers.at("fc1.weight").to_vector<float>());
+    // By default the run's preprocessing is in front: raw 8-bit grey images, the class names in
+    // the metadata; unchecked, the network's own input.
+    QVERIFY(w.exportPreprocessingAction()->isChecked());
+    QVERIFY2(w.logPanel()->text().contains("and its preprocessing (input: uint8 images"), qPrintable(w.logPanel()->text()));
+    QCOMPARE(after.graph.inputs.size(), size_t{1});
+    QCOMPARE(after.graph.inputs[0].name, std::string("image"));
+    QCOMPARE(after.graph.inputs[0].elem_type, 2);  // UINT8
+    QCOMPARE(after.graph.inputs[0].shape.back().value, int64_t{1});
+    QFile file(trained);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("\"T-shirt/top\",\"Trouser\""));
+    const QString plain = tmp.filePath("plain.onnx");
+    w.exportPreprocessingAction()->setChecked(false);
+    QVERIFY(w.exportOnnx(plain));
+    const kiln::onnx::Model network = kiln::onnx::load_model(plain.toStdString());
+    QCOMPARE(network.graph.inputs.size(), size_t{1});
+    QCOMPARE(network.graph.inputs[0].name, before.graph.inputs[0].name);
+    QCOMPARE(network.graph.inputs[0].elem_type, 1);  // FLOAT
   }
 };
 

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The data side of tests/cli/test_export_run.sh (Debian's python3-numpy and python3-pil):
+#   images OUT.npy FILE...          the images as one uint8 [N, H, W, C] array (RGB, or grey with --grey first)
+#   resized SRC DST W H [STEP]      every STEP-th (default 1) SRC/<class>/<name>, by sorted path, resized (PIL
+#                                   bicubic) to W x H (0 0: as it is) as DST/<class>/<name>.png
+#   columns TABLE.csv DIR LABEL     each column but LABEL as DIR/<column>.npy [N, 1]: numbers float32 (empty: NaN),
+#                                   any other column unicode strings
+#   compare PREDICTIONS.csv FILES PROBS.npy CLASS...   max |p - q|: p from kiln predict's CSV (--top-k with every
+#                                   class; rows by input name, FILES lists them in PROBS.npy's order), q = PROBS.npy
+import csv, glob, os, sys
+import numpy as np
+from PIL import Image
+
+cmd, args = sys.argv[1], sys.argv[2:]
+if cmd == "images":
+    mode = "RGB"
+    if args[0] == "--grey":
+        mode, args = "L", args[1:]
+    a = np.stack([np.asarray(Image.open(f).convert(mode)) for f in args[1:]])
+    np.save(args[0], a.reshape(a.shape[:3] + (-1,)))
+elif cmd == "resized":
+    src, dst, w, h = args[0], args[1], int(args[2]), int(args[3])
+    step = int(args[4]) if len(args) > 4 else 1
+    for f in sorted(glob.glob(os.path.join(src, "*", "*")))[::step]:
+        out = os.path.join(dst, os.path.basename(os.path.dirname(f)), os.path.splitext(os.path.basename(f))[0] + ".png")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        im = Image.open(f)
+        (im.resize((w, h), Image.BICUBIC) if w > 0 else im).save(out)
+elif cmd == "columns":
+    rows = list(csv.DictReader(open(args[0])))
+    for name in rows[0]:
+        if name == args[2]:
+            continue
+        v = [r[name] for r in rows]
+        try:
+            a = np.array([[float(x) if x != "" else np.nan] for x in v], dtype=np.float32)
+        except ValueError:
+            a = np.array([[x] for x in v])
+        np.save(os.path.join(args[1], name + ".npy"), a)
+elif cmd == "compare":
+    rows = {r["input"]: r for r in csv.DictReader(open(args[0]))}
+    q = np.load(args[2])
+    classes = args[3:]
+    p = np.zeros_like(q)
+    for i, f in enumerate(line.strip() for line in open(args[1])):
+        r = rows[f]
+        for k in [""] + ["_%d" % j for j in range(2, len(classes) + 1)]:
+            p[i, classes.index(r["class" + k])] = float(r["probability" + k])
+    print("%.3g" % np.abs(p - q).max())
+else:
+    sys.exit("unknown command " + cmd)
