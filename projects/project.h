@@ -173,7 +173,7 @@ struct SweepTrial {
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -329,6 +329,16 @@ class Project : private graph::BlobStore {
   // graph_version, batch_size < 1, or results_json that is not a JSON object with a "results" array.
   int64_t save_device_comparison(const DeviceComparisonRecord& comparison);
   std::vector<DeviceComparisonRecord> device_comparisons() const;  // by id
+
+  // ---- a run's fitted preprocessing (project_preprocessing.cpp, schema 10) ----
+  // Stores the preprocessing fitted on run's data: a JSON object {"images": {...}} (the run
+  // description images.json, engine/data/image_source.h run_images_json) or {"table": {...}}
+  // (table.json, table_source.h run_table_json). ProjectError for an unknown run or text that is
+  // not such an object.
+  void set_run_preprocessing(int64_t run, const std::string& json);
+  // The stored text, "" when the run has none (trained before schema 10, or on Fashion-MNIST or
+  // texts). ProjectError for an unknown run.
+  std::string run_preprocessing(int64_t run) const;
 
   Database& database() const { return *db_; }  // for tests and tools
 

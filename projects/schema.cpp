@@ -179,6 +179,16 @@ CREATE TABLE device_comparisons(
   results_json TEXT NOT NULL);
 )sql";
 
+// Schema 10 (issue 14): a run keeps the preprocessing fitted on its data (runs.preprocessing_json:
+// {"images": images.json} or {"table": table.json}, as `kiln train` writes them), so that Predict
+// needs neither the dataset nor a rescan of it; and the verified file index of an image folder is
+// kept by key (engine/data/image/image_index_store.h: the folder and its fixed classes), so that
+// reopening the project does not read 100,000 images again.
+constexpr const char* kSchema10 = R"sql(
+ALTER TABLE runs ADD COLUMN preprocessing_json TEXT NOT NULL DEFAULT '';
+CREATE TABLE file_indexes(key TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at TEXT NOT NULL);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -254,7 +264,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}, {9, kSchema10}};
   return steps;
 }
 
@@ -348,7 +358,7 @@ int check_project_file(const std::string& path, int supported) {
     if (version == kCurrentSchema) {
       for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
                                 "checkpoints", "checkpoint_files", "exports", "evaluations", "blobs", "sweeps",
-                                "sweep_trials"}) {
+                                "sweep_trials", "device_comparisons", "file_indexes"}) {
         Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
         t.bind(1, table);
         if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");

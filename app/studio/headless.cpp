@@ -12,6 +12,7 @@
 #include "engine/data/dataset_source.h"
 #include "engine/graph/fit_data.h"
 #include "engine/graph/json.h"
+#include "projects/index_store.h"
 #include <limits>
 #include "widgets/training/training_panel.h"
 
@@ -88,8 +89,11 @@ int train(const HeadlessOptions& o) {
                  "--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '",
                  spec, "'");
       out(QString("reading %1").arg(o.dataset));
-      const data::OpenedDataset d = data::open_dataset(dataset.source(config.seed));
+      data::DatasetSource source = dataset.source(config.seed);
+      source.index_store = std::make_shared<projects::ProjectIndexStore>(project.path());
+      const data::OpenedDataset d = data::open_dataset(source);
       out(QString::fromStdString(d.description()));
+      for (const std::string& n : d.notes) out(QString::fromStdString(n));
       for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
       const auto k = d.regression ? int64_t{1} : static_cast<int64_t>(d.classes.size());
       const std::vector<std::string> changes =

@@ -226,6 +226,7 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& path);
   bool maybeSave();  // true when it is fine to discard the document
   void loadProjectIntoUi();
+  void useProjectIndexStore();  // the Dataset panel keeps image folder indexes in project_ (none without)
   void connectRuns();
   bool showRun(int64_t run, bool requested);
   void showLatestResults();

@@ -15,6 +15,7 @@
 #include "app/studio/run_restore.h"
 #include "app/studio/templates.h"
 #include "engine/graph/json.h"
+#include "projects/index_store.h"
 #include "widgets/graph/device_compare_panel.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/project/dataset_panel.h"
@@ -137,6 +138,7 @@ bool MainWindow::openProject(const QString& path) {
     std::optional<std::string> autosaved = p.autosave_if_newer();
     purgeDeletedRuns();  // of the project being closed
     project_.emplace(std::move(p));
+    useProjectIndexStore();  // before the dataset is read
     document_->setGraph(g);
     dataset_->setBaseDirectory(QFileInfo(path).absolutePath());
     fitPending_ = false;
@@ -191,8 +193,13 @@ QString MainWindow::exportName() const {
   return documentName_;
 }
 
+void MainWindow::useProjectIndexStore() {
+  dataset_->setIndexStore(project_ ? std::make_shared<projects::ProjectIndexStore>(project_->path()) : nullptr);
+}
+
 void MainWindow::loadProjectIntoUi() {
   importedFrom_.clear();  // importOnnx sets it again after this
+  useProjectIndexStore();
   runs_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
@@ -259,6 +266,7 @@ bool MainWindow::saveAs(const QString& path) {
       project_.emplace(projects::Project::create(path.toStdString()));
       runs_->setProject(&*project_);
     }
+    useProjectIndexStore();
     addRecent(QFileInfo(path).absoluteFilePath());
   } catch (const std::exception& e) {
     showError(tr("Cannot save"), QString::fromStdString(plain_error(e)));

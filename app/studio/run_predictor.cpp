@@ -35,6 +35,12 @@ bool looks_like_image(const std::string& path) {
 
 }  // namespace
 
+std::string preprocessing_json(const data::OpenedDataset& d) {
+  if (d.images) return nlohmann::json{{"images", nlohmann::json::parse(data::run_images_json(d.images->run))}}.dump();
+  KILN_CHECK(d.table && d.table_config, ValueError, d.path, ": only image and table runs keep a preprocessing");
+  return nlohmann::json{{"table", nlohmann::json::parse(data::run_table_json(*d.table_config, d.table->schema))}}.dump();
+}
+
 std::shared_ptr<RunPredictor> RunPredictor::load(const std::string& project_path, int64_t run) {
   const projects::Project project = projects::Project::open(project_path);
   const std::vector<projects::RunRecord> runs = project.runs();
@@ -63,10 +69,31 @@ std::shared_ptr<RunPredictor> RunPredictor::load(const std::string& project_path
   if (dataset.is_fashion_mnist()) {
     for (int64_t c : dataset.class_list()) p->classes_.push_back(data::FashionMNIST::kClassNames[static_cast<size_t>(c)]);
     p->image_ = std::make_shared<data::ImageRun>(data::idx_image_run(p->classes_));
+  } else if (const std::string stored = project.run_preprocessing(run); !stored.empty()) {
+    // The preprocessing fitted when the run trained: its data need not be there any more.
+    const std::string where = project_path + ": run " + std::to_string(run) + "'s stored preprocessing";
+    const nlohmann::json j = nlohmann::json::parse(stored, nullptr, false);
+    KILN_CHECK(j.is_object(), IoError, where, " is not readable JSON");
+    p->stored_ = true;
+    if (j.contains("images")) {
+      p->image_ = std::make_shared<data::ImageRun>(data::parse_run_images(j["images"].dump(), where));
+      p->classes_ = p->image_->classes;
+      data = "the preprocessing stored with the run (" + p->image_->config.kind + " " + p->image_->config.path + ", " +
+             std::to_string(p->image_->channels) + " x " + std::to_string(p->image_->height) + " x " +
+             std::to_string(p->image_->width) + ")";
+    } else {
+      KILN_CHECK(j.contains("table"), IoError, where, " holds neither \"images\" nor \"table\"");
+      auto t = data::parse_run_table(j["table"].dump(), where);
+      p->regression_ = t.second.task == data::Task::regression;
+      p->classes_ = t.second.classes;
+      p->label_ = t.second.label;
+      data = "the preprocessing stored with the run (table " + t.first.path + ")";
+      p->table_ = std::make_shared<std::pair<data::TableConfig, data::TabularSchema>>(std::move(t));
+    }
   } else {
     KILN_CHECK(dataset.name != "text", ValueError, "run ", run, " was trained on texts; Predict takes images and tables");
     const data::OpenedDataset d = data::open_dataset(dataset.source(seed));
-    data = d.description();
+    data = d.description() + " (opened again: the run, stored by an older Kiln, keeps no preprocessing)";
     p->regression_ = d.regression;
     p->classes_ = d.classes;
     if (d.images) {

@@ -1,22 +1,32 @@
 // Kiln Studio's Predict: a finished run's model applied to new files, each preprocessed as the run's
 // evaluation preprocessed its test split. The model is the run's graph version with its latest
 // checkpoint (the weights the evaluation used); the preprocessing is the engine's
-// (engine/data/predict_input.h) with the values the run's dataset settings settle: its dataset is
-// opened again with the run's seed (data::open_dataset), which gives the image size, channels and
-// normalization (computed ones included), or the table's reading options, standardization,
-// category maps and missing-value fills fitted on its training split. No Qt in its interface;
-// MainWindow runs it on a worker thread.
+// (engine/data/predict_input.h) with the values fitted on the run's data, which the run keeps in
+// the project (schema 10, preprocessing_json): the image size, channels and normalization
+// (computed ones included), or the table's reading options, standardization, category maps and
+// missing-value fills fitted on its training split, so that Predict needs neither the dataset
+// nor a rescan of it, and a dataset changed since gives the same predictions. A run stored by an
+// older Kiln keeps none: its dataset is then opened again with the run's seed
+// (data::open_dataset), and description() says so. No Qt in its interface; MainWindow runs it on
+// a worker thread.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/data/dataset_source.h"
 #include "engine/data/image_source.h"
 #include "engine/data/table_source.h"
 #include "engine/nn/module.h"
 
 namespace kiln::studio {
+
+// The preprocessing a run keeps with it in the project (Project::set_run_preprocessing):
+// {"images": images.json} or {"table": table.json} (engine/data/image_source.h run_images_json,
+// table_source.h run_table_json) of its opened dataset, as `kiln train` writes them beside a run.
+// ValueError for a dataset of another kind (texts).
+std::string preprocessing_json(const data::OpenedDataset& dataset);
 
 // The prediction of one input: an image file, or one row of a CSV file ("FILE:LINE").
 struct PredictedInput {
@@ -64,8 +74,11 @@ class RunPredictor {
   const data::ImageRun* imageRun() const { return image_.get(); }
   const data::TabularSchema* tableSchema() const { return table_ ? &table_->second : nullptr; }
   nn::Module& model() const { return *model_; }  // in eval mode
-  // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), trained on the image folder 'pets'".
+  // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), the image folder pets: ..." (the dataset as
+  // opened again), or "..., the preprocessing stored with the run (image folder pets, 3 x 32 x 32)".
   const std::string& description() const { return description_; }
+  // Whether the preprocessing came from the project (false: the dataset was opened again).
+  bool storedPreprocessing() const { return stored_; }
 
  private:
   RunPredictor() = default;
@@ -81,7 +94,7 @@ class RunPredictor {
   std::shared_ptr<nn::Module> model_;
   std::shared_ptr<const data::ImageRun> image_;  // image runs (Fashion-MNIST's too)
   std::shared_ptr<const std::pair<data::TableConfig, data::TabularSchema>> table_;
-  bool regression_ = false;
+  bool regression_ = false, stored_ = false;
   std::vector<std::string> classes_;
   std::string label_, description_;
 };

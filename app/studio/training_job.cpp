@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "app/studio/run_predictor.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
 #include "engine/data/class_filter.h"
@@ -19,6 +20,7 @@
 #include "engine/nn/functional.h"
 #include "engine/optim/factory.h"
 #include "engine/train/evaluate.h"
+#include "projects/index_store.h"
 #include "projects/project.h"
 
 namespace kiln::studio {
@@ -198,8 +200,14 @@ void TrainingJob::run() {
     int64_t k = 0;
     if (!spec_.dataset.is_fashion_mnist()) {
       message("reading " + spec_.dataset.spec());
-      opened = data::open_dataset(spec_.dataset.source(c.seed));
+      data::DatasetSource source = spec_.dataset.source(c.seed);
+      if (!spec_.project_path.empty()) source.index_store = std::make_shared<projects::ProjectIndexStore>(spec_.project_path);
+      opened = data::open_dataset(source);
       message(opened->description());
+      for (const std::string& note : opened->notes) message(note);
+      // The preprocessing fitted on the data, kept with the run for Predict (run_predictor.h).
+      if (project && (opened->images || opened->table))
+        project->set_run_preprocessing(run_, preprocessing_json(*opened));
       for (const std::string& f : opened->skipped) message("skipped " + f);
       k = opened->regression ? 1 : static_cast<int64_t>(opened->classes.size());
       const graph::SymShape sample(opened->sample_shape.begin(), opened->sample_shape.end());
@@ -376,9 +384,9 @@ void TrainingJob::evaluate_opened(nn::Module& model, const Device& device, const
         const std::vector<int64_t>& ids = test.ids(i);
         for (size_t t = 0; t < std::min<size_t>(ids.size(), 32); ++t) {
           const std::string piece = test.tokenizer().piece(ids[t]);
-          tokens += (t ? " " : "") + (piece.find_first_not_of(" \t\r\n") == std::string::npos
-                                          ? std::string("\u2423")  // a blank piece as U+2423
-                                          : data::text_preview(piece, 40));
+          if (t) tokens += ' ';
+          tokens += piece.find_first_not_of(" \t\r\n") == std::string::npos ? std::string("\u2423")  // a blank piece as U+2423
+                                                                            : data::text_preview(piece, 40);
         }
         if (ids.size() > 32) tokens += " …";
         ev.texts.push_back({s.origin, data::text_preview(s.text, 200), tokens});

@@ -87,13 +87,14 @@ OpenedDataset open_dataset(const DatasetSource& source) {
       c.augment = source.augment;
       c.rotation = source.rotation;
     }
-    ImageData images = load_images(c);
+    ImageData images = load_images(c, nullptr, source.index_store.get(), source.rescan);
     d.kind = c.kind;
     d.path = c.path;
     d.train = images.train, d.validation = images.validation, d.test = images.test;
     d.sample_shape = {images.run.channels, images.run.height, images.run.width};
     d.classes = images.run.classes;
     d.skipped = images.skipped;
+    d.notes = images.notes;
     const int64_t total = d.train->size() + d.test->size() + (d.validation ? d.validation->size() : 0);
     // The summary's class counts are the training split's; the test split adds its own.
     d.class_counts = images.summary.at("class_counts").get<std::vector<int64_t>>();

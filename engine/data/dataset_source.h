@@ -13,6 +13,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/data/image_source.h"
+#include "engine/data/index_store.h"
 #include "engine/data/table_source.h"
 #include "engine/data/text/text_dataset.h"
 
@@ -53,6 +54,10 @@ struct DatasetSource {
   // fields above (test_fraction, seed, workers, label ...) for that kind of dataset.
   std::optional<ImageConfig> image;
   std::optional<TableConfig> table;
+  // images: where the verified file index is kept between openings (Kiln Studio: the project;
+  // null: none), and whether to scan again whatever it holds (image_source.h load_images).
+  std::shared_ptr<IndexStore> index_store;
+  bool rescan = false;
 };
 
 // A text dataset as opened: what the Studio previews (samples with their tokens, the length
@@ -75,6 +80,7 @@ struct OpenedDataset {
   std::vector<int64_t> class_counts;  // samples per class over train, validation and test
   bool regression = false;            // csv with task regression: f32 targets [1], one output
   std::vector<std::string> skipped;   // images: "PATH: REASON" of every file left out
+  std::vector<std::string> notes;     // images: what the index store said (ImageData::notes)
   std::optional<ImageData> images;    // the image loading's results (run description, summary)
   std::optional<TabularData> table;   // the table's (schema, rows)
   std::optional<TableConfig> table_config;

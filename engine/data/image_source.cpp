@@ -54,8 +54,12 @@ ImageRun load_run_images(const std::string& path) {
   KILN_CHECK(in, IoError, path, ": cannot read the run's image dataset description");
   std::stringstream text;
   text << in.rdbuf();
+  return parse_run_images(text.str(), path);
+}
+
+ImageRun parse_run_images(const std::string& text, const std::string& path) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
+    const nlohmann::json j = nlohmann::json::parse(text);
     const nlohmann::json& s = j.at("source");
     ImageRun r;
     r.config.kind = s.at("kind").get<std::string>();
@@ -92,12 +96,13 @@ namespace {
 }
 }  // namespace
 
-ImageData load_images(const ImageConfig& config, const ImageRun*) { no_opencv(config); }
+ImageData load_images(const ImageConfig& config, const ImageRun*, IndexStore*, bool) { no_opencv(config); }
 std::string inspect_images(const ImageConfig& config) { no_opencv(config); }
 Thumbnail image_thumbnail(const Dataset&, int64_t, int64_t) { return {}; }
 std::string image_sample_path(const Dataset&, int64_t) { return {}; }
 std::vector<Thumbnail> augmentation_preview(const Dataset&, int64_t, const std::string&, double, int) { return {}; }
 std::vector<int64_t> image_labels(const Dataset&) { return {}; }
+int64_t image_files_read() { return 0; }
 
 #endif
 

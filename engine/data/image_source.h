@@ -24,6 +24,10 @@ inline constexpr const char* kImageManifestPrefix = "images:";
 bool is_image_dataset(const std::string& spec);
 // Whether this build reads images (KILN_OPENCV).
 bool have_image_support();
+// How many image files the decoder (image/image_decode.h read_image) has opened since the process
+// started, on all threads: what an opening of a dataset read (none when its file index came from
+// an IndexStore unchanged). 0 in a build without OpenCV.
+int64_t image_files_read();
 
 struct ImageConfig {
   std::string kind;               // "imagefolder" or "images"
@@ -62,17 +66,29 @@ struct ImageData {
   nlohmann::ordered_json summary;    // kind, path, classes, class_counts, samples, split, channels,
                                      // image_size, image_sizes, skipped ([{path, reason}]), fingerprint...
   std::vector<std::string> skipped;  // "PATH: REASON" of every file left out
+  // With an IndexStore: how many of the folders indexed (train/, test/, val/ or the one folder)
+  // came from the store unchanged, and what the store said of each (image_index_store.h: reused,
+  // a folder that changed, a damaged stored index, a store that failed).
+  int index_reused = 0;
+  std::vector<std::string> notes;
 };
 
 // Loads an image dataset. With `fitted` (a run's), its channels, size, normalization and classes
 // are used and only the test split is built. IoError naming the file or folder for bad data
 // (image_index.h: a missing folder, a class folder without images, ...), ValueError for a
-// dataset with fewer than two classes or without a decodable image.
-ImageData load_images(const ImageConfig& config, const ImageRun* fitted = nullptr);
+// dataset with fewer than two classes or without a decodable image. With `store` (an image folder;
+// a manifest is always read again), each folder's verified index is taken from it when the folder
+// is unchanged, and saved to it when scanned (image/image_index_store.h index_image_folder;
+// `rescan` ignores what is stored).
+class IndexStore;
+ImageData load_images(const ImageConfig& config, const ImageRun* fitted = nullptr, IndexStore* store = nullptr,
+                      bool rescan = false);
 
 std::string run_images_json(const ImageRun& run);
 // IoError naming path when it is missing or malformed.
 ImageRun load_run_images(const std::string& path);
+// The same from the text of an images.json; `path` names where it came from in the errors.
+ImageRun parse_run_images(const std::string& text, const std::string& path);
 
 // `kiln dataset inspect` of an image folder or manifest: samples, classes and counts, sizes,
 // channels, bit depths, skipped files with reasons, as text lines.

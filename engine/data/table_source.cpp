@@ -38,8 +38,12 @@ std::pair<TableConfig, TabularSchema> load_run_table(const std::string& path) {
   KILN_CHECK(in, IoError, path, ": cannot read the run's table description");
   std::stringstream text;
   text << in.rdbuf();
+  return parse_run_table(text.str(), path);
+}
+
+std::pair<TableConfig, TabularSchema> parse_run_table(const std::string& text, const std::string& path) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
+    const nlohmann::json j = nlohmann::json::parse(text);
     const nlohmann::json& s = j.at("source");
     TableConfig c;
     c.path = s.at("file").get<std::string>();

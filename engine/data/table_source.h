@@ -32,6 +32,8 @@ TabularData load_table(const TableConfig& config, const TabularSchema* fitted = 
 std::string run_table_json(const TableConfig& config, const TabularSchema& schema);
 // Reads a run's table.json; IoError naming path when it is missing or malformed.
 std::pair<TableConfig, TabularSchema> load_run_table(const std::string& path);
+// The same from the text of a table.json; `path` names where it came from in the errors.
+std::pair<TableConfig, TabularSchema> parse_run_table(const std::string& text, const std::string& path);
 
 // summary.json's "data" entry: kind, file, task, label, classes, sample counts, rows dropped,
 // and each column's type and missing values.

@@ -8,14 +8,18 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "engine/data/dataset_source.h"
 #include "engine/data/image_source.h"
+#include "projects/index_store.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
 #include "tests/gui/test_files.h"
@@ -176,6 +180,99 @@ class TestStudioAugment : public QObject {
     o->rotationSpin()->setValue(30);
     o->rotationSpin()->setValue(0);  // the same transforms again: the same seeded draws
     for (int i = 0; i < grid.count(); ++i) QVERIFY(grid.image(i) == first[size_t(i)]);
+  }
+
+  // The preview's image is chosen by a click on a sample of the panel's grid, or with its spin box.
+  void previewImageIsChosen() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("pets");
+    writeImageFolder(root, {"cat", "dog", "fox"}, 6);
+    DatasetPanel panel;
+    panel.resize(400, 900);
+    panel.show();
+    panel.setSettings(folder(root));
+    QVERIFY(waitLoaded(panel));
+    AugmentPreview* preview = const_cast<AugmentPreview*>(panel.augmentPreview());
+    const data::Dataset& train = *panel.summary().image_train;
+    // The preview's first picture is sample i's, resized and cropped (no augmentation).
+    auto shows = [&](int64_t i) {
+      const data::Thumbnail t = data::augmentation_preview(train, i, "none", 0, 1).at(0);
+      const QImage& got = preview->grid()->image(0);
+      if (got.width() != t.width || got.height() != t.height) return false;
+      for (int64_t y = 0; y < t.height; ++y)
+        if (std::memcmp(got.constScanLine(int(y)), t.pixels.data() + y * t.width * 3, size_t(t.width * 3)) != 0) return false;
+      return true;
+    };
+    QCOMPARE(preview->sample(), int64_t(0));
+    QCOMPARE(preview->sampleSpin()->value(), 1);
+    QCOMPARE(preview->sampleSpin()->maximum(), int(train.size()));
+    QVERIFY(shows(0));
+    // A click on the grid's last sample (another class than the first).
+    const SampleGrid* grid = panel.sampleGrid();
+    const int k = grid->count() - 1;
+    QVERIFY(k > 0);
+    QPoint at(-1, -1);
+    for (int y = 0; y < grid->height() && at.x() < 0; y += 4)
+      for (int x = 0; x < grid->width() && at.x() < 0; x += 4)
+        if (grid->indexAt({x, y}) == k) at = {x + 2, y + 2};
+    QVERIFY(at.x() >= 0);
+    QTest::mouseClick(const_cast<SampleGrid*>(grid), Qt::LeftButton, {}, at);
+    const int64_t chosen = panel.summary().sample_indices.at(size_t(k));
+    QVERIFY(chosen > 0);
+    QCOMPARE(preview->sample(), chosen);
+    QCOMPARE(preview->sampleSpin()->value(), int(chosen + 1));
+    QCOMPARE(grid->selected(), k);
+    QVERIFY(shows(chosen));
+    QVERIFY(!shows(0));  // another picture than before
+    // The spin box: image 5 of the split.
+    preview->sampleSpin()->setValue(5);
+    QCOMPARE(preview->sample(), int64_t(4));
+    QVERIFY(shows(4));
+    // Out of range values are clamped to the split.
+    preview->setSample(100000);
+    QCOMPARE(preview->sample(), train.size() - 1);
+    QVERIFY(shows(train.size() - 1));
+  }
+
+  // With the project's index store, a panel reopening the folder reads only the files it shows
+  // (its thumbnails), none to index; Rescan reads and checks every file again.
+  void reopenUsesTheProjectsIndex() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("pets");
+    writeImageFolder(root, {"cat", "dog"}, 40);
+    const std::string project = dir.filePath("p.kiln").toStdString();
+    kiln::projects::Project::create(project);
+    auto store = std::make_shared<kiln::projects::ProjectIndexStore>(project);
+    int64_t read = data::image_files_read();
+    {
+      DatasetPanel first;
+      first.setIndexStore(store);
+      first.setSettings(folder(root));
+      QVERIFY(waitLoaded(first));
+      QVERIFY(first.rescanButton()->isVisibleTo(&first));
+      QVERIFY(data::image_files_read() - read >= 80);  // every file verified
+    }
+    read = data::image_files_read();
+    DatasetPanel panel;
+    panel.setIndexStore(std::make_shared<kiln::projects::ProjectIndexStore>(project));
+    panel.setSettings(folder(root));
+    QVERIFY(waitLoaded(panel));
+    QVERIFY2(panel.statusLabel()->toolTip().contains("stored file index was used"), qPrintable(panel.statusLabel()->toolTip()));
+    // The grid's thumbnails and the preview's image only.
+    QVERIFY2(data::image_files_read() - read <= DatasetPanel::kSamples + 1,
+             qPrintable(QString::number(data::image_files_read() - read)));
+    QCOMPARE(panel.summary().total, int64_t(80));
+    read = data::image_files_read();
+    panel.rescanButton()->click();
+    QVERIFY(waitLoaded(panel));
+    QVERIFY(data::image_files_read() - read >= 80);
+    QVERIFY(!panel.statusLabel()->toolTip().contains("stored file index was used"));
+    // Texts and tables have no index to rescan.
+    DatasetSettings csv;
+    csv.name = "csv";
+    csv.path = dir.filePath("none.csv").toStdString();
+    panel.setSettings(csv);
+    QVERIFY(!panel.rescanButton()->isVisibleTo(&panel));
   }
 
   // The preview's draws are the loader's: epoch d's batch of that sample, normalization undone.

@@ -19,6 +19,7 @@
 #include "tests/gui/headless_studio.h"
 #include "tests/gui/test_files.h"
 #include "app/studio/main_window.h"
+#include "engine/data/image_source.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
 #include "widgets/graph/graph_document.h"
@@ -182,6 +183,43 @@ class TestStudioData : public QObject {
     QVERIFY(w.save());
     auto p = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(DatasetSettings::from_json(*p.setting("dataset")).path, root.toStdString());
+  }
+
+  // Reopening a project on an image folder takes its file index from the project (schema 10):
+  // the window's Dataset panel reads only its thumbnails, and says so.
+  void reopenUsesTheStoredIndex() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("pets");
+    writeImageFolder(root, {"cat", "dog"}, 30);
+    const QString file = dir.filePath("p.kiln");
+    {
+      auto p = kiln::projects::Project::create(file.toStdString());
+      DatasetSettings d;
+      d.name = "imagefolder";
+      d.path = root.toStdString();
+      p.set_setting("dataset", d.to_json());
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      MainWindow w;
+      w.setSilent(true);
+      const int64_t read = kiln::data::image_files_read();
+      QVERIFY(w.openProject(file));
+      auto* panel = w.findChild<DatasetPanel*>();
+      QVERIFY(waitLoaded(*panel));
+      QVERIFY2(panel->isLoaded(), qPrintable(panel->errorText()));
+      const int64_t files = kiln::data::image_files_read() - read;
+      const bool used = panel->statusLabel()->toolTip().contains("stored file index was used");
+      if (pass == 0) {
+        QVERIFY(!used && files >= 60);
+      } else {
+        QVERIFY2(used, qPrintable(panel->statusLabel()->toolTip()));
+        QVERIFY2(files <= DatasetPanel::kSamples + 1, qPrintable(QString::number(files)));
+      }
+    }
+    auto p = kiln::projects::Project::open(file.toStdString());
+    kiln::projects::Statement rows = p.database().prepare("SELECT count(*) FROM file_indexes");
+    QVERIFY(rows.step());
+    QCOMPARE(rows.int64(0), int64_t(1));
   }
 
   // Choosing a dataset in the window fits the graph's Input and class scores to it (one undo step).

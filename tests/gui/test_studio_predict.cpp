@@ -177,6 +177,84 @@ class TestStudioPredict : public QObject {
     QCOMPARE(hot.pixel(1, 0), qRgb(0, 0, 64));   // its dark blue at 0
   }
 
+  // Schema 10: a run keeps its fitted preprocessing in the project, so Predict gives the same
+  // probabilities after its dataset folder is deleted or replaced; a run without it (stored by an
+  // older Kiln) opens the dataset again, says so, and names the folder when it is gone.
+  void storedPreprocessingOutlivesTheDataset() {
+    const QString root = dir_.filePath("goes");
+    kiln::studio::test::writeImageFolder(root, {"circle", "square", "star"}, 8);
+    const QString project = dir_.filePath("goes.kiln");
+    const auto run = trainHeadless({"--headless", "--new", project, "--template", "image_folder_cnn", "--dataset",
+                                    "imagefolder:" + root, "--train", "--epochs", "1"});
+    QCOMPARE(run.status, kiln::projects::RunStatus::finished);
+    const std::string stored = kiln::projects::Project::open(project.toStdString()).run_preprocessing(run.id);
+    QVERIFY2(stored.find("\"images\"") != std::string::npos && stored.find("\"mean\"") != std::string::npos,
+             stored.c_str());
+    QVERIFY(QDir().mkpath(dir_.filePath("inputs")));
+    std::vector<std::string> files;
+    for (const char* f : {"circle/0.png", "square/3.png", "star/7.png"}) {
+      const QString to = dir_.filePath("inputs/" + QString(f).replace('/', '_'));
+      QVERIFY(QFile::copy(root + "/" + f, to));
+      files.push_back(to.toStdString());
+    }
+    auto load = [&] { return RunPredictor::load(project.toStdString(), run.id); };
+    const auto p = load();
+    QVERIFY(p->storedPreprocessing());
+    QVERIFY2(p->description().find("stored with the run") != std::string::npos, p->description().c_str());
+    const std::vector<PredictedInput> before = p->predict(files, 3);
+    auto same = [&](const std::vector<PredictedInput>& after) {
+      QCOMPARE(after.size(), before.size());
+      for (size_t i = 0; i < before.size(); ++i) {
+        QVERIFY2(after[i].error.empty(), after[i].error.c_str());
+        QCOMPARE(after[i].top, before[i].top);  // the same classes and probabilities, exactly
+      }
+    };
+    QVERIFY(QDir(root).removeRecursively());
+    const auto gone = load();
+    QCOMPARE(gone->classes(), std::vector<std::string>({"circle", "square", "star"}));
+    same(gone->predict(files, 3));
+    // Replaced by other data (two classes, bigger images): still the run's preprocessing.
+    kiln::studio::test::writeImageFolder(root, {"a", "b"}, 3);
+    same(load()->predict(files, 3));
+    QVERIFY(QDir(root).removeRecursively());
+
+    // A run stored without it: the dataset is opened again (and must be there).
+    kiln::projects::Project::open(project.toStdString())
+        .database()
+        .prepare("UPDATE runs SET preprocessing_json = '' WHERE id = ?")
+        .bind(1, run.id)
+        .run();
+    try {
+      load();
+      QFAIL("a run without stored preprocessing whose folder is gone loaded");
+    } catch (const kiln::Error& e) {
+      QVERIFY2(QString(e.what()).contains(root), e.what());
+    }
+    kiln::studio::test::writeImageFolder(root, {"circle", "square", "star"}, 8);
+    const auto old = load();
+    QVERIFY(!old->storedPreprocessing());
+    QVERIFY2(old->description().find("opened again") != std::string::npos, old->description().c_str());
+    same(old->predict(files, 3));
+  }
+
+  // A table run keeps its table.json: its CSV moved away, the rows predict as before.
+  void tableRunKeepsItsPreprocessing() {
+    const QString csv = dir_.filePath("t.csv"), moved = dir_.filePath("t.csv.away");
+    writeFile(dir_.filePath("rows.csv"), "x1,x2\n0.4,0.2\n-1.1,0.9\n");
+    const std::vector<std::string> rows = {dir_.filePath("rows.csv").toStdString()};
+    const auto p = RunPredictor::load(tableProject_.toStdString(), tableRun_.id);
+    QVERIFY(p->storedPreprocessing() && p->isTable());
+    const auto before = p->predict(rows);
+    QVERIFY(QFile::rename(csv, moved));
+    const auto after = RunPredictor::load(tableProject_.toStdString(), tableRun_.id)->predict(rows);
+    QVERIFY(QFile::rename(moved, csv));
+    QCOMPARE(after.size(), size_t(2));
+    for (size_t i = 0; i < after.size(); ++i) {
+      QVERIFY2(after[i].error.empty(), after[i].error.c_str());
+      QCOMPARE(after[i].top, before[i].top);
+    }
+  }
+
   void tableRowsPredictAsTheEvaluation() {
     const auto e = kiln::projects::Project::open(tableProject_.toStdString()).evaluation(tableRun_.id);
     QVERIFY(e.has_value() && e->count > 0);

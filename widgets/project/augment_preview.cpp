@@ -2,8 +2,12 @@
 
 #include <QFileInfo>
 #include <QImage>
+#include <QFormLayout>
 #include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cstring>
 
 #include "engine/data/image_source.h"
@@ -17,15 +21,39 @@ AugmentPreview::AugmentPreview(QWidget* parent) : QWidget(parent) {
   caption_ = new QLabel;
   caption_->setWordWrap(true);
   caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  spin_ = new QSpinBox;
+  spin_->setRange(1, 1);
+  spin_->setToolTip(tr("Which training image the preview shows (a click on a sample above chooses it too)"));
   grid_ = new SampleGrid;
+  auto* form = new QFormLayout;
+  form->setContentsMargins(0, 0, 0, 0);
+  form->addRow(tr("Image:"), spin_);
   layout->addWidget(caption_);
+  layout->addLayout(form);
   layout->addWidget(grid_);
+  connect(spin_, &QSpinBox::valueChanged, this, [this](int v) { setSample(v - 1); });
   hide();
 }
 
 void AugmentPreview::setDataset(std::shared_ptr<const data::Dataset> train, int64_t sample) {
   train_ = std::move(train);
+  sample_ = -1;  // redraw even when the index is the same
+  {
+    const QSignalBlocker block(spin_);
+    spin_->setRange(1, int(std::clamp<int64_t>(train_ ? train_->size() : 1, 1, INT32_MAX)));
+    spin_->setSuffix(tr(" of %1").arg(spin_->maximum()));
+  }
+  setSample(sample);
+}
+
+void AugmentPreview::setSample(int64_t sample) {
+  sample = std::clamp<int64_t>(sample, 0, spin_->maximum() - 1);
+  if (sample == sample_) return;
   sample_ = sample;
+  {
+    const QSignalBlocker block(spin_);
+    spin_->setValue(int(sample + 1));
+  }
   redraw();
 }
 

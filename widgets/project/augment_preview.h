@@ -1,7 +1,9 @@
 // AugmentPreview: the Dataset panel's augmentation preview: one training image of an image
 // folder or manifest under kDraws draws of the current training transforms (engine/data's
 // augmentation_preview: the loader's own ImageTransform code, the draws of epochs 0..7 of that
-// sample), redrawn when the augmentation or rotation changes.
+// sample), redrawn when the augmentation or rotation changes. The image is chosen with the
+// "Image" spin box (1 to the training split's size) or, in the Dataset panel, by clicking a
+// sample of its grid.
 #pragma once
 #include <QWidget>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "engine/data/dataset.h"
 
 class QLabel;
+class QSpinBox;
 
 namespace kiln::studio {
 
@@ -23,6 +26,10 @@ class AugmentPreview : public QWidget {
   // The training split the image comes from (an image dataset of engine/data's load_images;
   // null or another kind: nothing to preview, the widget hides) and the sample shown.
   void setDataset(std::shared_ptr<const data::Dataset> train, int64_t sample = 0);
+  // Shows sample i of the training split (0-based; clamped to it), as the spin box does.
+  void setSample(int64_t sample);
+  int64_t sample() const { return sample_; }
+  QSpinBox* sampleSpin() const { return spin_; }  // the sample shown, 1-based ("3 of 120")
   // The transforms drawn (DatasetSettings' augment and rotation); redraws when they differ.
   void setTransforms(const std::string& augment, double rotation);
 
@@ -36,6 +43,7 @@ class AugmentPreview : public QWidget {
   std::string augment_ = "none";
   double rotation_ = 0;
   QLabel* caption_ = nullptr;
+  QSpinBox* spin_ = nullptr;
   SampleGrid* grid_ = nullptr;
   QString error_;
 };

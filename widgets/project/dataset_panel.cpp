@@ -73,9 +73,14 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   path_ = new QLineEdit;
   path_->setPlaceholderText(tr("choose a folder or file"));
   browse_ = new QPushButton(tr("Choose…"));
+  rescan_ = new QPushButton(tr("Rescan"));
+  rescan_->setToolTip(tr("Read and check every file of the folder again. Reopening a project reuses the folder's "
+                         "file index stored in it while no file or folder was added, removed or renamed; a file "
+                         "rewritten in place is not noticed until a rescan"));
   pathRow->addWidget(path_, 1);
   pathRow->addWidget(browse_);
   sourceLayout->addRow(tr("Path:"), pathRow);
+  sourceLayout->addRow(QString(), rescan_);
   csvBox_ = new QWidget;
   auto* csvLayout = new QFormLayout(csvBox_);
   csvLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
@@ -232,6 +237,16 @@ DatasetPanel::DatasetPanel(QWidget* parent, const DatasetSettings& settings) : Q
   connect(&watcher_, &QFutureWatcher<DatasetSummary>::finished, this, [this] { showSummary(watcher_.result()); });
   connect(source_, &QComboBox::activated, this, &DatasetPanel::onSourceChanged);
   connect(browse_, &QPushButton::clicked, this, &DatasetPanel::choosePath);
+  // A click on an image's sample shows it in the augmentation preview.
+  connect(grid_, &SampleGrid::sampleClicked, this, [this](int k) {
+    if (k >= int(shown_.sample_indices.size()) || !shown_.image_train) return;
+    grid_->setSelected(k);
+    preview_->setSample(shown_.sample_indices[size_t(k)]);
+  });
+  connect(rescan_, &QPushButton::clicked, this, [this] {
+    rescanNext_ = true;
+    loadSource();
+  });
   connect(path_, &QLineEdit::editingFinished, this, [this] {
     const std::string p = path_->text().trimmed().toStdString();
     if (p.empty() || p == settings_.path) return;
@@ -317,6 +332,7 @@ void DatasetPanel::showSourceWidgets() {
   textPreview_->setVisible(text && loaded_);
   title_->setVisible(fashion);
   browse_->setText(settings_.name == "imagefolder" ? tr("Choose Folder…") : text ? tr("Choose…") : tr("Choose File…"));
+  rescan_->setVisible(settings_.name == "imagefolder");
   browse_->setMenu(text ? textMenu_ : nullptr);  // a folder of class subfolders, or one file
 }
 
@@ -442,7 +458,8 @@ void DatasetPanel::loadSource() {
   setStatus(tr("Reading %1…").arg(elideLongWords(QString::fromStdString(settings_.path), kLongWord).toHtmlEscaped()),
             QString::fromStdString(settings_.path));
   watcher_.waitForFinished();
-  watcher_.setFuture(QtConcurrent::run(summarize_source, settings_, kSamples));
+  watcher_.setFuture(QtConcurrent::run(summarize_source, settings_, kSamples, indexStore_, rescanNext_));
+  rescanNext_ = false;
 }
 
 void DatasetPanel::setStatus(const QString& html, const QString& full) {
@@ -614,9 +631,11 @@ void DatasetPanel::showSourceSummary(const DatasetSummary& s) {
     text += "<br><b>" + tr("Skipped (not used):") + "</b>";
     for (const QString& f : s.skipped) text += "<br>" + elideLongWords(f, kLongWord).toHtmlEscaped();
   }
+  for (const QString& n : s.notes) text += "<br><i>" + elideLongWords(n, kLongWord).toHtmlEscaped() + "</i>";
   if (s.kind != "csv" && s.kind != "text") text += "<br>" + tr("Samples from the training split:");
   // The tooltip: the skipped files' whole paths (the first kSkippedInTooltip).
   QString full = s.details;
+  if (!s.notes.isEmpty()) full += "\n" + s.notes.join("\n");
   if (!s.skipped.isEmpty()) full += "\n" + s.skipped.mid(0, kSkippedInTooltip).join("\n");
   if (s.skipped.size() > kSkippedInTooltip) full += "\n" + tr("… and %n more", nullptr, int(s.skipped.size() - kSkippedInTooltip));
   setStatus(text, full);

@@ -12,6 +12,7 @@
 #include <QStringList>
 #include <QWidget>
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "widgets/project/augment_preview.h"
@@ -81,6 +82,11 @@ class DatasetPanel : public QWidget {
   const DatasetSummary& summary() const { return shown_; }  // the last summary shown
   // The folder the file dialog opens in (beside the project; "" = the current directory).
   void setBaseDirectory(const QString& dir) { baseDir_ = dir; }
+  // Where an image folder's verified file index is kept between openings (Kiln Studio: the
+  // project, projects/index_store.h; null: none, every opening reads the files again). Set it
+  // before setSettings. Rescan reads the folder again whatever is stored (and stores it anew).
+  void setIndexStore(std::shared_ptr<data::IndexStore> store) { indexStore_ = std::move(store); }
+  QPushButton* rescanButton() const { return rescan_; }  // shown for an image folder
   // Picks a folder or file for the current source with a dialog (tests set the path directly
   // with setSettings).
   void choosePath();
@@ -125,6 +131,9 @@ class DatasetPanel : public QWidget {
   QComboBox* source_ = nullptr;
   QLineEdit* path_ = nullptr;
   QPushButton* browse_ = nullptr;
+  QPushButton* rescan_ = nullptr;
+  std::shared_ptr<data::IndexStore> indexStore_;
+  bool rescanNext_ = false;
   QComboBox* label_ = nullptr;
   QCheckBox* header_ = nullptr;
   QSpinBox* skipRows_ = nullptr;

@@ -45,17 +45,21 @@ DatasetSummary summarize_fashion_mnist(const QString& dir, int samples) {
   return s;
 }
 
-DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
+DatasetSummary summarize_source(const DatasetSettings& settings, int samples, std::shared_ptr<data::IndexStore> store,
+                                bool rescan) {
   DatasetSummary s;
   try {
     data::DatasetSource source = settings.source(0);  // the summary's split: seed 0
     source.cache_mb = 256;
+    source.index_store = std::move(store);
+    source.rescan = rescan;
     const data::OpenedDataset d = data::open_dataset(source);
     s.kind = QString::fromStdString(d.kind);
     for (const std::string& c : d.classes) s.class_names << QString::fromStdString(c);
     s.class_counts = d.class_counts;
     s.sample_shape = d.sample_shape;
     for (const std::string& f : d.skipped) s.skipped << QString::fromStdString(f);
+    for (const std::string& n : d.notes) s.notes << QString::fromStdString(n);
     const int64_t val = d.validation ? d.validation->size() : 0;
     s.total = d.train->size() + val + d.test->size();
     s.train_images = d.train->size();
@@ -109,6 +113,7 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples) {
           std::memcpy(img.scanLine(int(y)), t.pixels.data() + y * t.width * t.channels, size_t(t.width * t.channels));
         s.samples.push_back(std::move(img));
         s.sample_labels.push_back(int(train.get_batch({i}).target.contiguous().data_ptr<const int64_t>()[0]));
+        s.sample_indices.push_back(i);
       }
     }
   } catch (const std::exception& e) {

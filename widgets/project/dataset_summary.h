@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/data/index_store.h"
 #include "widgets/project/dataset_settings.h"
 #include "widgets/project/text_preview.h"
 
@@ -19,6 +20,7 @@ struct DatasetSummary {
   QString error;                       // non-empty: the data set could not be read
   std::vector<QImage> samples;         // Format_Grayscale8, 28 x 28, from the training split
   std::vector<int> sample_labels;      // class index of each sample
+  std::vector<int64_t> sample_indices;  // images: each sample's index in image_train
   std::array<int64_t, 10> train_counts{}, test_counts{};  // images per class
   int64_t train_images = 0, test_images = 0;
   // Another source (an image folder or manifest, a CSV table; engine/data/dataset_source.h):
@@ -27,6 +29,7 @@ struct DatasetSummary {
   std::vector<int64_t> class_counts;   // samples per class (all splits)
   std::vector<int64_t> sample_shape;   // per sample: [C, H, W] or [features]
   QStringList skipped;                 // "PATH: REASON" of every file left out
+  QStringList notes;                   // images: what the index store said (OpenedDataset::notes)
   QStringList columns;                 // csv: the header's columns (the label's choices)
   QString label;                       // csv: the label column read
   bool regression = false;             // csv: the label is a number predicted (no classes)
@@ -44,8 +47,11 @@ struct DatasetSummary {
 // images, evenly spaced. Never throws: errors go into DatasetSummary::error.
 DatasetSummary summarize_fashion_mnist(const QString& dir, int samples);
 // Opens another source (settings.spec(), its CSV and split settings) with engine/data's
-// open_dataset and takes `samples` training thumbnails (images only; at most 56 px). Never
-// throws: the engine's message (naming the file, line and column) goes into error verbatim.
-DatasetSummary summarize_source(const DatasetSettings& settings, int samples);
+// open_dataset and takes `samples` training thumbnails (images only; at most 56 px); an image
+// folder's file index comes from `store` when unchanged (and is saved to it when read), unless
+// `rescan` (engine/data/image_source.h load_images). Never throws: the engine's message (naming
+// the file, line and column) goes into error verbatim.
+DatasetSummary summarize_source(const DatasetSettings& settings, int samples,
+                                std::shared_ptr<data::IndexStore> store = nullptr, bool rescan = false);
 
 }  // namespace kiln::studio

@@ -1,6 +1,7 @@
 #include "widgets/project/sample_grid.h"
 
 #include <QFontMetrics>
+#include <QMouseEvent>
 #include <QPainter>
 #include <algorithm>
 
@@ -15,6 +16,7 @@ SampleGrid::SampleGrid(QWidget* parent) : QWidget(parent) {
 void SampleGrid::setSamples(std::vector<QImage> images, QStringList labels) {
   images_ = std::move(images);
   labels_ = std::move(labels);
+  selected_ = -1;
   updateGeometry();
   update();
 }
@@ -44,9 +46,38 @@ void SampleGrid::paintEvent(QPaintEvent*) {
     const QRect r((i % cols) * cell.width(), (i / cols) * cell.height(), cell.width(), cell.height());
     const QRect img((r.width() - side) / 2 + r.x(), r.y() + 4, side, side);
     p.drawImage(img, images_[static_cast<size_t>(i)]);  // scaled by drawImage, no smoothing
+    if (i == selected_) {
+      p.setPen(QPen(palette().color(QPalette::Highlight), 2));
+      p.drawRect(img.adjusted(-2, -2, 1, 1));
+      p.setPen(palette().color(QPalette::WindowText));
+    }
     p.drawText(QRect(r.x(), img.bottom() + 2, r.width(), r.bottom() - img.bottom() - 2),
                Qt::AlignHCenter | Qt::AlignTop, labels_.value(i));
   }
+}
+
+}  // namespace kiln::studio
+
+namespace kiln::studio {
+
+int SampleGrid::indexAt(const QPoint& pos) const {
+  const QSize cell = cellSize();
+  if (pos.x() < 0 || pos.y() < 0) return -1;
+  const int col = pos.x() / cell.width(), row = pos.y() / cell.height();
+  if (col >= columns()) return -1;
+  const int i = row * columns() + col;
+  return i < count() ? i : -1;
+}
+
+void SampleGrid::setSelected(int i) {
+  selected_ = i >= 0 && i < count() ? i : -1;
+  update();
+}
+
+void SampleGrid::mousePressEvent(QMouseEvent* event) {
+  const int i = indexAt(event->position().toPoint());
+  if (i >= 0 && event->button() == Qt::LeftButton) emit sampleClicked(i);
+  QWidget::mousePressEvent(event);
 }
 
 }  // namespace kiln::studio

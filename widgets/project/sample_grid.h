@@ -8,7 +8,8 @@
 namespace kiln::studio {
 
 // Paints sample images (scaled by an integer factor, nearest neighbour) in a grid,
-// each with its class name underneath.
+// each with its class name underneath; a click on one emits sampleClicked with its index, and
+// the selected one (setSelected) is framed in the palette's highlight colour.
 class SampleGrid : public QWidget {
   Q_OBJECT
  public:
@@ -22,14 +23,22 @@ class SampleGrid : public QWidget {
   QSize sizeHint() const override;
   bool hasHeightForWidth() const override { return true; }
   int heightForWidth(int width) const override;
+  int indexAt(const QPoint& pos) const;  // the sample under pos, -1 for none
+  void setSelected(int i);               // -1: none
+  int selected() const { return selected_; }
+
+ signals:
+  void sampleClicked(int index);
 
  protected:
   void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent* event) override;
 
  private:
   QSize cellSize() const;
   std::vector<QImage> images_;
   QStringList labels_;
+  int selected_ = -1;
 };
 
 }  // namespace kiln::studio

@@ -1,6 +1,7 @@
 #include "engine/data/image/image_decode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -11,10 +12,13 @@
 
 #include "engine/core/error.h"
 #include "engine/data/image/jpeg_decode.h"
+#include "engine/data/image_source.h"  // image_files_read
 
 namespace kiln::data {
 
 namespace {
+
+std::atomic<int64_t> g_files_read{0};
 
 bool is_jpeg(std::string_view b) {
   return b.size() >= 3 && static_cast<uint8_t>(b[0]) == 0xFF && static_cast<uint8_t>(b[1]) == 0xD8 &&
@@ -54,6 +58,7 @@ void check_bytes(std::string_view bytes, const std::string& source) {
 }
 
 std::string read_file(const std::string& path) {
+  ++g_files_read;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   KILN_CHECK(in, IoError, path, ": cannot read the file");
   const std::streamoff size = in.tellg();
@@ -66,6 +71,8 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
+
+int64_t image_files_read() { return g_files_read.load(); }
 
 bool is_image_file_name(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();

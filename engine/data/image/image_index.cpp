@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "engine/core/error.h"
 #include "engine/data/csv_reader.h"
 #include "engine/data/image/image_cache.h"
@@ -23,10 +25,15 @@ bool hidden(const fs::path& p) {
   return !n.empty() && n[0] == '.';
 }
 
-int64_t file_size_or(const fs::path& p, int64_t fallback) {
-  std::error_code ec;
-  const auto n = fs::file_size(p, ec);
-  return ec ? fallback : static_cast<int64_t>(n);
+// A sample of `label` at p with its size and modification time (one stat; 0 and 0 when it fails).
+ImageSample sample_at(const fs::path& p, int64_t label) {
+  ImageSample s{p.string(), label, 0, 0};
+  struct stat st {};
+  if (::stat(p.c_str(), &st) == 0) {
+    s.bytes = static_cast<int64_t>(st.st_size);
+    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return s;
 }
 
 // Every image below `dir` (recursively, symlinks followed, hidden entries counted and not
@@ -52,7 +59,7 @@ void scan_class(const fs::path& dir, int64_t label, ImageIndex& index) {
                                                ")"});
       continue;
     }
-    found.push_back({p.string(), label, file_size_or(p, 0)});
+    found.push_back(sample_at(p, label));
   }
   std::sort(found.begin(), found.end(), [](const ImageSample& a, const ImageSample& b) { return a.path < b.path; });
   index.samples.insert(index.samples.end(), found.begin(), found.end());
@@ -183,7 +190,7 @@ ImageIndex read_image_manifest(const std::string& csv_path) {
     }
     const int64_t label =
         std::find(index.classes.begin(), index.classes.end(), t.rows[r][lc]) - index.classes.begin();
-    index.samples.push_back({p.string(), label, file_size_or(p, 0)});
+    index.samples.push_back(sample_at(p, label));
   }
   return index;
 }

@@ -15,6 +15,7 @@ struct ImageSample {
   std::string path;    // as found (root joined with the relative path)
   int64_t label = 0;   // index into ImageIndex::classes
   int64_t bytes = 0;   // file size
+  int64_t mtime_ns = 0;  // last modification, nanoseconds since 1970-01-01 UTC (st_mtim)
 };
 
 struct SkippedFile {

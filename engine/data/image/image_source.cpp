@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/data/image/image_dataset.h"
 #include "engine/data/image/image_decode.h"
+#include "engine/data/image/image_index_store.h"
 #include "engine/data/tabular.h"  // stratified_split
 
 namespace kiln::data {
@@ -50,22 +51,29 @@ std::string size_text(const ImageStats& st) {
 
 }  // namespace
 
-ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
+ImageData load_images(const ImageConfig& config, const ImageRun* fitted, IndexStore* store, bool rescan) {
   const fs::path root(config.path);
   std::error_code ec;
   const bool presplit = config.kind == "imagefolder" && fs::is_directory(root / "train", ec) &&
                         fs::is_directory(root / "test", ec);
   const int64_t cache_bytes = config.cache_mb * (int64_t{1} << 20);
   const int threads = std::max(1, config.workers);
-  auto scan = [&](const fs::path& dir, const std::vector<std::string>* classes) {
-    return std::make_shared<ImageIndex>(config.kind == "imagefolder"
-                                                  ? scan_image_folder(dir.string(), classes)
-                                                  : read_image_manifest(dir.string()));
+  ImageData d;
+  // Scans (or reads) and verifies one folder's index, or takes it from the store.
+  auto indexed = [&](const fs::path& dir, const std::vector<std::string>* classes, ImageCache* cache, int channels,
+                     int64_t short_side) {
+    if (config.kind == "imagefolder") {
+      IndexedFolder f = index_image_folder(dir.string(), classes, store, rescan, threads, cache, channels, short_side);
+      d.index_reused += f.reused;
+      if (!f.note.empty()) d.notes.push_back(f.note);
+      return std::make_pair(f.index, f.stats);
+    }
+    auto index = std::make_shared<ImageIndex>(read_image_manifest(dir.string()));
+    ImageStats stats = verify_images(*index, threads, cache, channels, short_side);
+    return std::make_pair(index, stats);
   };
 
   // The training index first: it settles the classes, channels and size.
-  std::shared_ptr<ImageIndex> train_index = scan(presplit ? root / "train" : root,
-                                                       fitted ? &fitted->classes : nullptr);
   // Verifying decodes every image once and fills the cache. The channel count and size may be
   // settled by the data only after that: the images are then cached as RGB and at full size, and
   // converted once they are known (RGB to grey only when every image was grey, so exactly).
@@ -75,8 +83,10 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
   const int64_t given_width = fitted ? fitted->width : config.width;
   const int64_t short_side = given_height > 0 ? cache_short_side(given_height, given_width) : 0;
   const int verify_channels = channels ? channels : 3;
-  ImageStats train_stats =
-      verify_images(*train_index, threads, shared_cache.get(), verify_channels, short_side);
+  auto train_indexed = indexed(presplit ? root / "train" : root, fitted ? &fitted->classes : nullptr,
+                               shared_cache.get(), verify_channels, short_side);
+  std::shared_ptr<ImageIndex> train_index = train_indexed.first;
+  const ImageStats& train_stats = train_indexed.second;
   KILN_CHECK(!train_index->samples.empty(), ValueError, train_index->source, ": no image could be read (",
              train_index->skipped.size(), " files skipped)");
   KILN_CHECK(fitted || train_index->classes.size() >= 2, ValueError, train_index->source, ": one class ('",
@@ -101,13 +111,11 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
   Split train{train_index, {}, shared_cache}, test, val;
   if (presplit) {
     train.positions = all_positions(*train_index);
-    test.index = scan(root / "test", &train_index->classes);
-    verify_images(*test.index, threads);
+    test.index = indexed(root / "test", &train_index->classes, nullptr, 3, 0).first;
     test.positions = all_positions(*test.index);
     test.cache = std::make_shared<ImageCache>(cache_bytes / 4);
     if (fs::is_directory(root / "val", ec)) {
-      val.index = scan(root / "val", &train_index->classes);
-      verify_images(*val.index, threads);
+      val.index = indexed(root / "val", &train_index->classes, nullptr, 3, 0).first;
       val.positions = all_positions(*val.index);
       val.cache = std::make_shared<ImageCache>(cache_bytes / 4);
     }
@@ -117,7 +125,6 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
     test = {train_index, te, shared_cache};
   }
 
-  ImageData d;
   ImageRun& r = d.run;
   r.config = config;
   r.channels = channels, r.height = height, r.width = width;
@@ -133,8 +140,12 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted) {
     r.stddev.assign(kImageNetStd.begin(), kImageNetStd.end());
     if (channels == 1) r.mean = {0.449}, r.stddev = {0.226};  // the means of ImageNet's three
   } else if (config.normalize == "computed" || config.normalize == "auto") {
-    std::tie(r.mean, r.stddev) =
-        channel_stats(ImageDataset(train.index, train.positions, transform, false, 0, train.cache));
+    ChannelStatsKey key{presplit ? (root / "train").string() : root.string(), r.fingerprint, channels, height, width,
+                        config.seed, presplit ? 0.0 : config.test_fraction, train.positions};
+    std::tie(r.mean, r.stddev) = stored_channel_stats(
+        config.kind == "imagefolder" ? store : nullptr, rescan, key,
+        [&] { return channel_stats(ImageDataset(train.index, train.positions, transform, false, 0, train.cache)); },
+        d.notes);
   } else if (config.normalize != "none") {
     const size_t slash = config.normalize.find('/');
     auto numbers = [](const std::string& s) {
