@@ -1,5 +1,7 @@
 #include "app/cli/quantize_qat.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "app/cli/datasets.h"

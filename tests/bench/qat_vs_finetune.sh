@@ -38,6 +38,7 @@ if [[ -z $work ]]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 fi
+mkdir -p "$work"
 limit_flag=()
 [[ -n $limit ]] && limit_flag=(--limit-batches "$limit")
 
