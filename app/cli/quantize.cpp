@@ -1,5 +1,6 @@
 // `kiln quantize`: post-training int8 quantization (engine/quant/int8_model.h) of a trained
-// model with N calibration batches of the training split, evaluated before and after on the test
+// model with N calibration batches of the training split, or with --qat-epochs K quantization-aware
+// training (quantize_qat.h) converted to the same int8 model, evaluated before and after on the test
 // split; writes DIR/model.safetensors (int8 weights and scales, `kiln eval` runs it), DIR/model.onnx
 // (the same model in QDQ form, engine/quant/onnx/export_qdq.h, checked by libonnx and run by Kiln's ONNX
 // executor on test images against the int8 model) and DIR/quantize_report.json (accuracy, weight
@@ -12,12 +13,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <optional>
 #include <sstream>
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
 #include "app/cli/interrupt.h"
+#include "app/cli/quantize_qat.h"
 #include "app/cli/run_model.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
@@ -35,8 +38,9 @@ namespace kiln::cli {
 namespace {
 
 ArgParser quantize_parser() {
-  ArgParser p("quantize", "Post-training int8 quantization of a trained model: batch norm folded, Conv2d/Linear\n"
-                          "(+ ReLU) in int8 on the CPU's oneDNN int8 kernels, other layers in float.");
+  ArgParser p("quantize", "Int8 quantization of a trained model, post-training or quantization-aware (--qat-epochs):\n"
+                          "batch norm folded, Conv2d/Linear (+ ReLU) in int8 on the CPU's oneDNN int8 kernels,\n"
+                          "other layers in float.");
   p.flag("model-file", "FILE", "", "model.safetensors of a `kiln train` run (required)")
       .flag("graph", "FILE", "", "graph JSON of the model (default: the run's graph.json); for a run of a\n"
                                  "reference model, the graph that computes it (its parameters in the same order)")
@@ -53,7 +57,9 @@ ArgParser quantize_parser() {
                               "in QDQ form: QuantizeLinear/DequantizeLinear around each int8 Conv/Gemm, opset 17)\n"
                               "and quantize_report.json")
       .flag("threads", "N", "", "CPU threads (default: all cores, or OMP_NUM_THREADS when set)");
+  add_qat_flags(p);
   p.epilog("example: kiln quantize --model-file runs/cnn/model.safetensors --method entropy --out runs/cnn-int8\n"
+           "         kiln quantize --model-file runs/cnn/model.safetensors --qat-epochs 1 --lr 1e-4 --out runs/cnn-qat\n"
            "then:    kiln eval --model-file runs/cnn-int8/model.safetensors\n"
            "         kiln run runs/cnn-int8/model.onnx ...   (or any ONNX runtime)");
   return p;
@@ -181,6 +187,8 @@ int quantize_command(const std::vector<std::string>& argv) {
   const int64_t n_batches = args.integer("calibration-batches", 0), batch = args.integer("batch-size", 1);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
   const std::string path = args.str("model-file"), out_dir = args.str("out");
+  QatSettings qat_config = qat_settings(args, batch, split_list(args.str("keep-float")));
+  qat_config.threads = args.given("threads") ? omp_get_max_threads() : 0;
   InterruptGuard interrupt_guard;
   const io::SafetensorsFile file = io::load_safetensors(path);
   KILN_CHECK(!quant::Int8Model::is_int8_file(file.metadata), ValueError, path, " is already an int8 model");
@@ -203,8 +211,14 @@ int quantize_command(const std::vector<std::string>& argv) {
   }
   std::fprintf(stderr, "calibrated on %lld batches of %lld (%s)\n", static_cast<long long>(cal.batches()),
                static_cast<long long>(batch), quant::calibration_name(options.method));
-  std::shared_ptr<quant::Int8Model> q = cal.convert();
+  std::shared_ptr<quant::Int8Model> q = cal.convert(), ptq = q;
   std::filesystem::create_directories(out_dir);
+  std::optional<QatResult> qat;
+  if (qat_config.epochs > 0) {
+    qat = run_qat(g, qat_config, train_set, classes, out_dir);
+    KILN_CHECK(!qat->cancelled, ValueError, "interrupted");
+    q = qat->int8;  // the model written below is the QAT one
+  }
   const std::string model_path = (std::filesystem::path(out_dir) / "model.safetensors").string();
   q->save(model_path);
   // The QDQ ONNX form; a graph with an op ONNX export lacks still gets its int8 model, and says why not.
@@ -230,6 +244,8 @@ int quantize_command(const std::vector<std::string>& argv) {
   for (const Tensor& p : float_model.parameters()) float_bytes += p.numel() * static_cast<int64_t>(dtype_size(p.dtype()));
   const double acc_float = accuracy(float_model, test_set, batch, classes);
   const double acc_int8 = accuracy(*q, test_set, batch, classes);
+  const double acc_ptq = qat ? accuracy(*ptq, test_set, batch, classes) : acc_int8;
+  const double acc_finetuned = qat && qat->finetuned ? accuracy(*qat->finetuned, test_set, batch, classes) : 0.0;
   const int64_t int8_bytes = q->weight_payload_bytes();
   // Latency of one test batch, both models in this run on this process's threads.
   float_model.eval();
@@ -247,7 +263,17 @@ int quantize_command(const std::vector<std::string>& argv) {
   report["method"] = quant::calibration_name(options.method);
   report["calibration_batches"] = cal.batches();
   report["batch_size"] = batch;
-  report["accuracy"] = {{"float", acc_float}, {"int8", acc_int8}};
+  report["accuracy"] = {{"float", acc_float}, {"int8", acc_int8}, {"ptq_int8", acc_ptq}};
+  if (qat) {
+    report["accuracy"]["qat_int8"] = acc_int8;
+    if (qat->finetuned) report["accuracy"]["float_finetuned"] = acc_finetuned;
+    const QatSettings& s = qat_config;
+    report["qat"] = {{"epochs", s.epochs}, {"steps", qat->steps}, {"optimizer", s.optimizer.name},
+                     {"lr", s.optimizer.lr}, {"momentum", s.optimizer.momentum},
+                     {"weight_decay", s.optimizer.weight_decay}, {"batch_size", s.batch_size}, {"seed", s.seed},
+                     {"limit_batches", s.limit_batches}, {"observer_batches", s.observer_batches},
+                     {"activation_observer", "MovingAverageMinMaxObserver(averaging_constant=0.01)"}};
+  }
   report["weight_payload_bytes"] = {{"float", float_bytes}, {"int8", int8_bytes},
                                     {"ratio", static_cast<double>(float_bytes) / static_cast<double>(int8_bytes)}};
   report["latency_ms_per_batch"] = {{"device", Device().str()},
@@ -258,8 +284,9 @@ int quantize_command(const std::vector<std::string>& argv) {
                                     {"speedup", ms_float / ms_int8}};
   report["u8_chained_layers"] = q->u8_chained_layers();
   report["passes"] = cal.prepared().log;
+  report["mode"] = qat ? "qat" : "ptq";
   nlohmann::json layers = nlohmann::json::array();
-  for (const quant::LayerReport& r : cal.report())
+  for (const quant::LayerReport& r : qat ? qat->qat->report() : cal.report())
     layers.push_back({{"name", r.name}, {"op", r.op}, {"int8", r.int8},
                       {"input_range", {r.input_range.min, r.input_range.max}}, {"input_scale", r.input.scale},
                       {"input_zero_point", r.input.zero_point}, {"fused_relu", r.fused_relu}});
@@ -277,6 +304,12 @@ int quantize_command(const std::vector<std::string>& argv) {
   std::printf("%s: accuracy float %.2f%%, int8 %.2f%%; weight payload %lld -> %lld bytes (%.2fx)\n",
               model_path.c_str(), 100 * acc_float, 100 * acc_int8, static_cast<long long>(float_bytes),
               static_cast<long long>(int8_bytes), static_cast<double>(float_bytes) / static_cast<double>(int8_bytes));
+  if (qat) {
+    std::printf("quantization-aware training, %d epoch(s): int8 %.2f%% (post-training int8 %.2f%%)", qat_config.epochs,
+                100 * acc_int8, 100 * acc_ptq);
+    if (qat->finetuned) std::printf("; the float model fine-tuned for the same epochs %.2f%%", 100 * acc_finetuned);
+    std::printf("\n");
+  }
   std::printf("latency on %s (%d threads, batch %lld): float %.3f ms, int8 %.3f ms per batch (%.2fx)\n",
               Device().str().c_str(), omp_get_max_threads(), static_cast<long long>(latency_batch->input.size(0)), ms_float,
               ms_int8, ms_float / ms_int8);

@@ -57,8 +57,9 @@ std::shared_ptr<nn::Module> GraphRunner::module(NodeId id) const {
   return nullptr;
 }
 
-Tensor GraphRunner::run(const Tensor& x, const Hook& hook) const {
-  NoGradGuard no_grad;
+Tensor GraphRunner::run(const Tensor& x, const Hook& hook, bool grad) const {
+  std::optional<NoGradGuard> no_grad;
+  if (!grad) no_grad.emplace();
   std::map<PortRef, Tensor> values;
   Tensor result;
   for (size_t i = 0; i < order_.size(); ++i) {

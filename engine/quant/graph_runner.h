@@ -1,6 +1,7 @@
-// Runs a one-input, one-output graph in eval mode with a hook per node: the int8 model
-// (int8_model.h) and the calibrator replace or watch chosen nodes, every other node runs as in
-// GraphModule (its schema's module, started from graph.initial_state). No autograd.
+// Runs a one-input, one-output graph with a hook per node: the int8 model (int8_model.h) and the
+// calibrator replace or watch chosen nodes, every other node runs as in GraphModule (its schema's
+// module, started from graph.initial_state). The modules start in eval mode; a module that
+// registers them (QatModel, qat.h) may switch them to training. No autograd unless asked.
 #pragma once
 #include <functional>
 #include <memory>
@@ -22,7 +23,8 @@ class GraphRunner {
   explicit GraphRunner(const graph::Graph& g);
   // x of the Input's type -> the Output's tensor. ShapeError when x's per-sample shape is not
   // the Input's.
-  Tensor run(const Tensor& x, const Hook& hook) const;
+  // grad: record autograd (quantization-aware training); false runs under NoGradGuard.
+  Tensor run(const Tensor& x, const Hook& hook, bool grad = false) const;
   // Moves the float modules to `device`.
   void to(const Device& device);
   std::shared_ptr<nn::Module> module(graph::NodeId id) const;  // null for a stateless node

@@ -24,7 +24,9 @@ constexpr const char* kLayersKey = "kiln.int8.layers";
 
 bool quantizable(const graph::Node& n) { return n.op == "Conv2d" || n.op == "Linear"; }
 
-Conv2dParams conv_params(const graph::Node& n) {
+}  // namespace
+
+Conv2dParams conv2d_params(const graph::Node& n) {
   Conv2dParams p;
   if (n.op != "Conv2d") return p;
   for (int i = 0; i < 2; ++i) {
@@ -35,8 +37,6 @@ Conv2dParams conv_params(const graph::Node& n) {
   p.groups = graph::attr_int(n.attrs, "groups");
   return p;
 }
-
-}  // namespace
 
 Int8Model::Int8Model(const graph::Graph& prepared, std::vector<std::shared_ptr<QuantizedLayer>> layers)
     : runner_(prepared), layers_(std::move(layers)) {
@@ -168,7 +168,7 @@ std::shared_ptr<Int8Model> Int8Model::load(const std::string& path) {
                    entry["relu"].is_boolean(),
                ValueError, path, ": int8 layer '", name, "' does not match a node of its graph");
     KILN_CHECK(shapes.count(name + ".weight"), ValueError, path, ": int8 layer '", name, "' has no weight tensor");
-    layers.push_back(std::make_shared<QuantizedLayer>(name, n->op, conv_params(*n), shapes.at(name + ".weight"),
+    layers.push_back(std::make_shared<QuantizedLayer>(name, n->op, conv2d_params(*n), shapes.at(name + ".weight"),
                                                       shapes.count(name + ".bias") > 0, entry["relu"].get<bool>()));
   }
   auto model = std::make_shared<Int8Model>(g, std::move(layers));
@@ -233,7 +233,7 @@ std::shared_ptr<Int8Model> Calibrator::convert() const {
                  "': no trained bias in the graph's state");
       bias = quantize_bias(b->second, r.input.scale, qw.scales, r.name);
     }
-    layers.push_back(std::make_shared<QuantizedLayer>(r.name, n.op, conv_params(n), std::move(qw), bias, r.input,
+    layers.push_back(std::make_shared<QuantizedLayer>(r.name, n.op, conv2d_params(n), std::move(qw), bias, r.input,
                                                       !r.fused_relu.empty()));
   }
   return std::make_shared<Int8Model>(ctx_.graph, std::move(layers));

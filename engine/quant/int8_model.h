@@ -38,6 +38,9 @@ struct QuantizeOptions {
   std::vector<std::string> keep_float;  // names of Conv2d/Linear nodes to keep in float
 };
 
+// A Conv2d node's stride, padding, dilation and groups (the defaults for any other node).
+Conv2dParams conv2d_params(const graph::Node& n);
+
 // What conversion did with one Conv2d or Linear.
 struct LayerReport {
   std::string name, op;

@@ -19,15 +19,13 @@ ActivationQParams activation_qparams(const Range& r, const std::string& layer) {
   return {scale, static_cast<int32_t>(std::clamp<double>(zp, kActivationQMin, kActivationQMax))};
 }
 
-QuantizedWeight quantize_weight(const Tensor& w, const std::string& layer) {
+std::vector<float> weight_scales(const Tensor& w, const std::string& layer) {
   KILN_CHECK(w.defined() && w.dim() >= 1, ValueError, "layer '", layer, "': weight must have an output-channel axis");
   KILN_CHECK(is_floating(w.dtype()), DTypeError, "layer '", layer, "': weight must be floating, got ",
              dtype_name(w.dtype()));
   const int64_t c = w.shape()[0], per = c ? w.numel() / c : 0;
   const std::vector<float> v = w.to_vector<float>();
-  QuantizedWeight out;
-  out.scales.assign(static_cast<size_t>(c), 1.0f);
-  std::vector<int8_t> q(v.size());
+  std::vector<float> scales(static_cast<size_t>(c), 1.0f);
   for (int64_t o = 0; o < c; ++o) {
     const float* row = v.data() + o * per;
     float amax = 0;
@@ -37,11 +35,21 @@ QuantizedWeight quantize_weight(const Tensor& w, const std::string& layer) {
       amax = std::max(amax, std::fabs(row[i]));
     }
     const float scale = amax > 0 ? amax / kWeightQMax : 1.0f;
-    out.scales[o] = scale > 0 ? scale : 1.0f;  // amax below ~1e-43 underflows to 0
+    scales[o] = scale > 0 ? scale : 1.0f;  // amax below ~1e-43 underflows to 0
+  }
+  return scales;
+}
+
+QuantizedWeight quantize_weight(const Tensor& w, const std::string& layer) {
+  QuantizedWeight out;
+  out.scales = weight_scales(w, layer);
+  const int64_t c = w.shape()[0], per = c ? w.numel() / c : 0;
+  const std::vector<float> v = w.to_vector<float>();
+  std::vector<int8_t> q(v.size());
+  for (int64_t o = 0; o < c; ++o)
     for (int64_t i = 0; i < per; ++i)
       q[o * per + i] = static_cast<int8_t>(
-          std::clamp<float>(std::nearbyint(row[i] / out.scales[o]), -kWeightQMax, kWeightQMax));
-  }
+          std::clamp<float>(std::nearbyint(v[o * per + i] / out.scales[o]), -kWeightQMax, kWeightQMax));
   out.q = Tensor::from_vector<int8_t>(q, w.shape());
   return out;
 }

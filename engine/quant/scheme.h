@@ -41,6 +41,11 @@ struct QuantizedWeight {
   std::vector<float> scales;  // > 0; per output channel
 };
 
+// Per output channel (axis 0): scale[c] = max|w[c, ...]| / 127, in f32; 1 for a channel whose
+// weights are all 0. ValueError naming `layer` for NaN/Inf weights or a weight of rank 0; any
+// floating dtype. quantize_weight's scales, and quantization-aware training's (qat.h).
+std::vector<float> weight_scales(const Tensor& w, const std::string& layer);
+
 // scale[c] = max|w[c, ...]| / 127, q = clamp(round(w / scale[c]), -127, 127). A channel whose
 // weights are all 0 gets scale 1 (no division by zero; its q is all 0 and dequantizes to exact 0).
 // ValueError naming `layer` for NaN/Inf weights or a weight of rank 0; any floating dtype.
