@@ -9,18 +9,24 @@
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
-// A float32 C-order .npy file (format 1.0 or 2.0) -> {shape, data}.
-function loadNpy(file) {
+// A C-order .npy file (format 1.0 or 2.0) -> {descr, shape, body}: its dtype string, shape and data bytes.
+function readNpy(file) {
   const buf = fs.readFileSync(file);
   if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
   const major = buf[6];
   const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
   const start = major === 1 ? 10 : 12;
   const header = buf.toString('latin1', start, start + hlen);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header))
-    throw new Error(`${file}: needs a little-endian float32 C-order array, header ${header}`);
+  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: needs a C-order array, header ${header}`);
+  const descr = header.match(/'descr':\s*'([^']*)'/)[1];
   const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',').filter((s) => s.trim()).map(Number);
-  const body = buf.subarray(start + hlen);
+  return { descr, shape, body: buf.subarray(start + hlen) };
+}
+
+// A float32 C-order .npy file -> {shape, data}.
+function loadNpy(file) {
+  const { descr, shape, body } = readNpy(file);
+  if (descr !== '<f4') throw new Error(`${file}: needs a little-endian float32 array, got ${descr}`);
   const data = new Float32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
   return { shape, data };
 }
@@ -55,4 +61,4 @@ async function main() {
   console.log(`${ms[Math.floor(ms.length / 2)].toFixed(3)} ${ms[0].toFixed(3)}`);
 }
 if (require.main === module) main().catch((e) => { console.error(`ort_time.js: ${e.message}`); process.exit(1); });
-module.exports = { loadNpy, saveNpy };  // qdq_ort.js
+module.exports = { readNpy, loadNpy, saveNpy };  // qdq_ort.js, tests/cli/ort_run.js

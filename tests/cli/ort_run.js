@@ -5,20 +5,11 @@
 // Runs MODEL on the CPU provider with the inputs (.npy of dtype <f4, |u1 or <U<n>: float32,
 // uint8 and string tensors) and saves the output "probabilities" as a float32 .npy.
 'use strict';
-const fs = require('fs');
 const ort = require('onnxruntime-node');
-const { saveNpy } = require('../bench/ort_time.js');
+const { readNpy, saveNpy } = require('../bench/ort_time.js');
 
 function loadNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = buf[6];
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', start, start + hlen);
-  const descr = header.match(/'descr':\s*'([^']*)'/)[1];
-  const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',').filter((s) => s.trim()).map(Number);
-  const body = buf.subarray(start + hlen);
+  const { descr, shape, body } = readNpy(file);
   const copy = (n) => body.buffer.slice(body.byteOffset, body.byteOffset + n);
   if (descr === '<f4') return new ort.Tensor('float32', new Float32Array(copy(body.length)), shape);
   if (descr === '|u1') return new ort.Tensor('uint8', new Uint8Array(copy(body.length)), shape);
