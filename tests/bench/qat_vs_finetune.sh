@@ -51,23 +51,7 @@ for seed in $seeds; do
     "$kiln" train --graph "$graph" --epochs "$epochs" --seed "$seed" --threads "$threads" "${limit_flag[@]}" \
             --out "$run" >"$work/train-$seed.log" 2>&1 || { cat "$work/train-$seed.log"; exit 1; }
   if [[ -n $outlier ]]; then
-    /usr/bin/python3 - "$run/model.safetensors" <<'PY'
-import json, struct, sys
-import numpy as np
-path = sys.argv[1]
-raw = open(path, "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-head = json.loads(raw[8:8 + n])
-data = bytearray(raw[8 + n:])
-def tensor(name):
-    a, b = head[name]["data_offsets"]
-    return np.frombuffer(data, np.float32, (b - a) // 4, a).reshape(head[name]["shape"])
-w1, b1, w2 = tensor("fc1.weight"), tensor("fc1.bias"), tensor("fc2.weight")
-if w1.ndim != 2:
-    sys.exit("-o needs Linear layers fc1 -> ReLU -> fc2")
-w1[0, :] = 0; b1[0] = -1; w2[:, 0] = 160 * np.abs(w2).max()
-open(path, "wb").write(raw[:8 + n] + bytes(data))
-PY
+    /usr/bin/python3 tests/common/ptq_outlier.py "$run/model.safetensors" || exit 1
   fi
   "$kiln" quantize --model-file "$run/model.safetensors" --qat-epochs "$qat_epochs" --lr "$lr" --batch-size "$batch" \
           --seed "$seed" --threads "$threads" --onnx-check-images 0 "${limit_flag[@]}" --out "$work/qat-$seed" \
