@@ -1,5 +1,7 @@
 #include "app/cli/onnx_run_export.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -57,8 +59,8 @@ std::string export_run(const std::string& run_dir, const std::string& out, bool 
   KILN_CHECK(fs::is_regular_file(model_path, ec), IoError, run_dir, " holds no model.safetensors (not a finished "
              "kiln train run)");
   const io::SafetensorsFile file = io::load_safetensors(model_path.string());
-  KILN_CHECK(!quant::Int8Model::is_int8_file(file.metadata), ValueError, model_path.string(), " is an int8 model; "
-             "export it with kiln quantize --onnx");
+  KILN_CHECK(!quant::Int8Model::is_int8_file(file.metadata), ValueError, model_path.string(), " is an int8 model: "
+             "kiln quantize wrote its ONNX form (QDQ) beside it as model.onnx");
   const RunData d = run_data(file, run);
   KILN_CHECK(!(d.text && include), ValueError, run_dir, " is a text run: its tokenizer has no ONNX form yet; export "
              "it with --no-preprocessing (the model then takes token ids)");
@@ -93,9 +95,13 @@ std::string export_run(const std::string& run_dir, const std::string& out, bool 
   p.include = include;
   const std::string bytes = onnx::with_preprocessing(onnx::export_model(g, gm.state_dict()), p);
   onnx::check_model_bytes(bytes);  // libonnx's checker and strict shape inference, before anything is written
+  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) {
+    fs::create_directories(parent, ec);
+    KILN_CHECK(!ec, IoError, out, ": cannot create its folder ", parent.string(), " (", ec.message(), ")");
+  }
   std::ofstream f(out, std::ios::binary);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  KILN_CHECK(f.good(), IoError, out, ": cannot write");
+  KILN_CHECK(f.good(), IoError, out, ": cannot write (", std::strerror(errno), ")");
   const std::string what = !include ? "without preprocessing (inputs as the network takes them)"
                            : d.image ? "with the image preprocessing (input: uint8 pixels [N, H, W, " +
                                            std::to_string(d.image->channels) + "])"

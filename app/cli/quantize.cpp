@@ -60,6 +60,7 @@ ArgParser quantize_parser() {
   add_qat_flags(p);
   p.epilog("example: kiln quantize --model-file runs/cnn/model.safetensors --method entropy --out runs/cnn-int8\n"
            "         kiln quantize --model-file runs/cnn/model.safetensors --qat-epochs 1 --lr 1e-4 --out runs/cnn-qat\n"
+           "         (a run of kiln train --model cnn also needs --graph projects/templates/fashion_mnist_cnn.json)\n"
            "then:    kiln eval --model-file runs/cnn-int8/model.safetensors\n"
            "         kiln run runs/cnn-int8/model.onnx ...   (or any ONNX runtime)");
   return p;
@@ -91,7 +92,7 @@ graph::Graph trained_graph(const io::SafetensorsFile& file, const std::string& p
   }
   KILN_CHECK(!graph_arg.empty(), ValueError, path, " holds the reference model '", name,
              "', not a graph; give --graph FILE with the graph that computes it (for cnn: Kiln's template "
-             "fashion_mnist_cnn.json)");
+             "projects/templates/fashion_mnist_cnn.json in the source tree)");
   graph::Graph out = load_checked_graph(graph_arg);
   graph::GraphModule gm(out);
   const nn::StateDict mine = gm.state_dict(), theirs = model->state_dict();

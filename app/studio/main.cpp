@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 
 #include "app/studio/headless.h"
@@ -81,16 +82,25 @@ void addOptions(QCommandLineParser& p) {
   p.addOption(onnxShot);
 }
 
-long long number(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1) {
+long long number(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1,
+                 long long max = std::numeric_limits<long long>::max()) {
   if (!p.isSet(name)) return 0;
   bool ok = false;
   long long v = p.value(name).toLongLong(&ok);
-  if (!ok || v < min) {
-    std::fprintf(stderr, "%s: --%s needs a whole number >= %lld, got '%s'\n", status == 2 ? "kiln sweep" : "kiln-studio", name, min,
-                 p.value(name).toUtf8().constData());
+  if (!ok || v < min || v > max) {
+    const char* who = status == 2 ? "kiln sweep" : "kiln-studio";
+    if (max == std::numeric_limits<long long>::max())
+      std::fprintf(stderr, "%s: --%s needs a whole number >= %lld, got '%s'\n", who, name, min, p.value(name).toUtf8().constData());
+    else
+      std::fprintf(stderr, "%s: --%s needs a whole number from %lld to %lld, got '%s'\n", who, name, min, max,
+                   p.value(name).toUtf8().constData());
     std::exit(status);
   }
   return v;
+}
+// For options held in an int (epochs, batch size).
+int intNumber(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1) {
+  return static_cast<int>(number(p, name, min, status, std::numeric_limits<int32_t>::max()));
 }
 
 }  // namespace
@@ -133,7 +143,7 @@ int main(int argc, char** argv) {
     if (parser.isSet("prune-startup")) o.pruneStartup = number(parser, "prune-startup", 0, 2);
     o.resume = parser.isSet("resume");
     o.json = parser.isSet("json");
-    o.epochs = static_cast<int>(number(parser, "epochs", 1, 2));
+    o.epochs = intNumber(parser, "epochs", 1, 2);
     o.subset = number(parser, "subset", 1, 2);
     o.testSubset = number(parser, "test-subset", 1, 2);
     if (parser.isSet("test-seed")) o.testSeed = number(parser, "test-seed", 0, 2);
@@ -145,8 +155,8 @@ int main(int argc, char** argv) {
     kiln::studio::HeadlessOptions o;
     o.project = parser.value("project");
     o.train = parser.isSet("train");
-    o.epochs = static_cast<int>(number(parser, "epochs"));
-    o.batchSize = static_cast<int>(number(parser, "batch-size"));
+    o.epochs = intNumber(parser, "epochs");
+    o.batchSize = intNumber(parser, "batch-size");
     if (parser.isSet("lr")) {
       bool ok = false;
       o.lr = parser.value("lr").toDouble(&ok);

@@ -301,9 +301,12 @@ std::string with_preprocessing(const std::string& model_bytes, const RunPreproce
     g.clear_node();
     Builder b{g, {}};
     inputs = p.image ? image_nodes(b, *p.image, features) : table_nodes(b, *p.table, features);
-    for (const auto& in : g.input())
+    for (const auto& in : g.input()) {
       KILN_CHECK(!used.count(in.name()), ValueError, "input '", in.name(), "' has the name of a value of the network; "
                  "rename the column or the network's node");
+      KILN_CHECK(p.regression || in.name() != "probabilities", ValueError, "input '", in.name(),
+                 "' has the name of the export's output 'probabilities'; rename the column");
+    }
     for (NodeProto& n : b.nodes) *g.add_node() = std::move(n);
     for (NodeProto& n : network) *g.add_node() = std::move(n);
     if (p.table) set_opset(m, "ai.onnx.ml", 2);

@@ -197,6 +197,11 @@ class TestStudioHeadless : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(QString(p.readAllStandardError()).contains("--test-seed needs a whole number >= 0"));
+    // A count beyond an int is refused, not wrapped (4294967328 would be 32).
+    p.start(kStudio, {"--headless", "--project", file, "--train", "--batch-size", "4294967328"});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString(p.readAllStandardError()).contains("--batch-size needs a whole number from 1 to 2147483647, got '4294967328'"));
     for (const QString& lr : {"0", "-1", "nan", "fast"}) {
       p.start(kStudio, {"--headless", "--project", file, "--train", "--lr", lr});
       QVERIFY(p.waitForFinished(30000));

@@ -71,6 +71,23 @@ TEST(OnnxRunExport, TableColumnsEncodedAsTheRunEncodes) {
   EXPECT_NEAR(prob[0], std::exp(1.f) / (2 * std::exp(1.f) + 2), 1e-6);  // softmax of row 0: 1, 0, 0, 1
 }
 
+// A column named as a value of the export is refused by name (the checker's SSA message named none).
+TEST(OnnxRunExport, ColumnNamedAsAnOutputIsRefused) {
+  for (const char* name : {"logits", "probabilities"}) {
+    data::TabularSchema s = schema();
+    s.columns[0].name = name;
+    kiln::onnx::RunPreprocessing p;
+    p.table = &s;
+    p.classes = s.classes;
+    try {
+      kiln::onnx::with_preprocessing(identity_network(4), p);
+      ADD_FAILURE() << "a column named '" << name << "' was exported";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("input '") + name + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(OnnxRunExport, MetadataAndNoPreprocessing) {
   const data::TabularSchema s = schema();
   kiln::onnx::RunPreprocessing p;
