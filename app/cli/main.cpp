@@ -19,7 +19,7 @@ constexpr Command kCommands[] = {
     {"devices", "list the compute devices, their scores and the default one", devices_command},
     {"train", "train a reference model on a dataset, with a live progress bar", train_command},
     {"eval", "evaluate saved weights on a test set (loss, accuracy, confusion matrix)", eval_command},
-    {"quantize", "post-training int8 quantization of a trained model; accuracy and size before/after", quantize_command},
+    {"quantize", "int8 quantization of a trained model (post-training or --qat-epochs); accuracy and size before/after", quantize_command},
     {"predict", "apply a run's model to new images, an image folder or a CSV table; one CSV row each", predict_command},
     {"explain", "why an image model predicted its class: a Grad-CAM or saliency heat map over the image", explain_command},
     {"dataset", "inspect a dataset: samples, classes, image sizes, skipped files, column types, tokens; import-text", dataset_command},
