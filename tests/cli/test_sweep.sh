@@ -70,8 +70,11 @@ prune)
   [[ $(sql "SELECT trial, status FROM sweep_trials ORDER BY id" | tr '\n' ' ') == "0|finished 1|finished 2|pruned " ]] ||
     fail "trial 2 not pruned: $(sql 'SELECT * FROM sweep_trials')"
   contains "$(sql "SELECT message FROM sweep_trials WHERE trial = 2")" "pruned after epoch 1: best val_accuracy" "the pruned trial's reason"
-  [[ $(sql "SELECT count(*) FROM epoch_metrics e JOIN sweep_trials t ON t.run = e.run WHERE t.trial = 2") == 1 ]] ||
-    fail "the pruned trial trained more than 1 epoch"
+  # The stop is asked on the UI thread when epoch 1's metrics arrive and acts after the current
+  # batch; these epochs are 3 batches of milliseconds, so the training thread may finish epoch 2
+  # first (a CI trial saw it). The rule's promise is that the trial ends before its 3 epochs.
+  epochs=$(sql "SELECT count(*) FROM epoch_metrics e JOIN sweep_trials t ON t.run = e.run WHERE t.trial = 2")
+  [[ $epochs -ge 1 && $epochs -lt 3 ]] || fail "the pruned trial trained $epochs epochs (1 or 2 expected, of 3)"
   [[ $(sql "SELECT r.status FROM runs r JOIN sweep_trials t ON t.run = r.id WHERE t.trial = 2") == stopped ]] ||
     fail "the pruned trial's run is not 'stopped'"
   contains "$out" "pruned" "the table"
