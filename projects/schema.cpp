@@ -309,7 +309,6 @@ void migrate(Database& db, int from, int to, const std::vector<Migration>& steps
 }
 
 void configure_connection(Database& db) {
-  db.exec("PRAGMA busy_timeout = 5000");
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA foreign_keys = ON");

@@ -54,7 +54,8 @@ int check_project_file(const std::string& path, int supported);
 
 // Per-connection settings of every read-write connection: journal_mode=WAL,
 // synchronous=NORMAL (a committed transaction survives a process crash; a power loss
-// may lose the last ones, https://sqlite.org/wal.html), foreign_keys=ON, busy_timeout 5 s.
+// may lose the last ones, https://sqlite.org/wal.html), foreign_keys=ON. (Database itself
+// sets the 5 s busy timeout on every connection.)
 void configure_connection(Database& db);
 
 }  // namespace kiln::projects

@@ -24,6 +24,11 @@ Database::Database(const std::string& path, Mode mode) : path_(path) {
     throw ProjectError("project " + path + ": cannot open: " + msg);
   }
   sqlite3_extended_result_codes(db_, 1);
+  // Every connection waits up to 5 s for another one's lock, the read-only one of
+  // check_project_file too: while a connection of another thread or process closes,
+  // opening one (reading the schema) can find the file locked for a moment, and without
+  // a timeout that is an immediate "database is locked" (https://sqlite.org/c3ref/busy_timeout.html).
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
 }
 
 Database::~Database() { sqlite3_close_v2(db_); }

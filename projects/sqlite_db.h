@@ -25,7 +25,8 @@ class Statement;
 class Database {
  public:
   enum class Mode { read_only, read_write, create };
-  // Opens path; ProjectError "project PATH: cannot open: <sqlite message>".
+  static constexpr int kBusyTimeoutMs = 5000;  // how long a statement waits for another connection's lock
+  // Opens path (busy timeout kBusyTimeoutMs); ProjectError "project PATH: cannot open: <sqlite message>".
   Database(const std::string& path, Mode mode);
   ~Database();
   Database(const Database&) = delete;

@@ -52,7 +52,7 @@ graph::Graph reference_model_graph(const std::string& name, const std::vector<in
   return g;
 }
 
-std::string export_run(const std::string& run_dir, const std::string& out, bool include) {
+RunOnnx run_onnx(const std::string& run_dir, bool include) {
   const fs::path run(run_dir), model_path = run / "model.safetensors";
   std::error_code ec;
   KILN_CHECK(fs::is_directory(run, ec), IoError, run_dir, ": no such run directory");
@@ -93,8 +93,15 @@ std::string export_run(const std::string& run_dir, const std::string& out, bool 
   p.classes = d.names;
   p.regression = d.regression;
   p.include = include;
-  const std::string bytes = onnx::with_preprocessing(onnx::export_model(g, gm.state_dict()), p);
+  return {onnx::with_preprocessing(onnx::export_model(g, gm.state_dict()), p), d};
+}
+
+std::string export_run(const std::string& run_dir, const std::string& out, bool include) {
+  const RunOnnx r = run_onnx(run_dir, include);
+  const std::string& bytes = r.bytes;
+  const RunData& d = r.data;
   onnx::check_model_bytes(bytes);  // libonnx's checker and strict shape inference, before anything is written
+  std::error_code ec;
   if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) {
     fs::create_directories(parent, ec);
     KILN_CHECK(!ec, IoError, out, ": cannot create its folder ", parent.string(), " (", ec.message(), ")");

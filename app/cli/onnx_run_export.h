@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "app/cli/run_data.h"
 #include "engine/graph/graph.h"
 
 namespace kiln::cli {
@@ -14,6 +15,14 @@ namespace kiln::cli {
 // state_dict key "1.weight" becomes "layer1.weight"); `input` is a sample's shape ([C, H, W], or [F] for the mlp).
 // ValueError for another name (the resnet has no graph form yet) or a cnn input not [C, H, W].
 graph::Graph reference_model_graph(const std::string& name, const std::vector<int64_t>& input, int64_t classes);
+
+// The run `run_dir`'s network as ONNX bytes (with the preprocessing unless `include` is false) and
+// what it was trained on; the errors of export_run below.
+struct RunOnnx {
+  std::string bytes;
+  RunData data;
+};
+RunOnnx run_onnx(const std::string& run_dir, bool include);
 
 // Writes the run `run_dir` as ONNX to `out` (with the preprocessing unless `include` is false)
 // and returns a one-line summary. IoError naming the run's files (model.safetensors, images.json,

@@ -46,6 +46,7 @@ class DatasetPanel;
 class RunsView;
 class NetworkAnalyzer;
 class PredictionView;
+class RunPredictor;
 
 // A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
 // screen); the form then scrolls instead of squashing its rows or growing the window.
@@ -243,9 +244,12 @@ class MainWindow : public QMainWindow {
   // *run: the run whose weights they are (0: none).
   nn::StateDict exportState(const graph::Graph& g, QString* source, int64_t* run = nullptr) const;
 #ifdef KILN_HAVE_ONNX
-  // `bytes` (an exported model) with run `run`'s preprocessing in front (RunPredictor gives it),
-  // `source` extended to say so; unchanged, with a warning in the log, when the run has none that
-  // exports (a text run) or it cannot be rebuilt (its dataset is gone).
+  // Run `run`'s predictor for an export with its preprocessing; null when the menu's "Export with
+  // the Run's Preprocessing" is off, there is no run (run <= 0), or, with a warning in the log,
+  // the run has none that exports (a text run) or it cannot be rebuilt (its dataset is gone).
+  std::shared_ptr<RunPredictor> exportPredictor(int64_t run) const;
+  // `bytes` (an exported model) with run `run`'s preprocessing in front (exportPredictor gives it),
+  // `source` extended to say so; unchanged without one.
   std::string withRunPreprocessing(const std::string& bytes, int64_t run, QString* source) const;
 #endif
 

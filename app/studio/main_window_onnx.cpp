@@ -54,11 +54,12 @@ void MainWindow::createOnnxActions(QMenu* file) {
   exportOnnxAction_->setStatusTip(tr("Write the graph as an ONNX model (opset 17), checked by libonnx"));
   exportCppAction_ = new QAction(tr("Export &C++..."), this);
   exportCppAction_->setStatusTip(tr("Write the graph as C++ source, its weights and a CMakeLists.txt into a folder"));
-  exportPreprocessingAction_ = new QAction(tr("Export ONNX with the Run's &Preprocessing"), this);
+  exportPreprocessingAction_ = new QAction(tr("Export with the Run's &Preprocessing"), this);
   exportPreprocessingAction_->setCheckable(true);
   exportPreprocessingAction_->setChecked(true);
   exportPreprocessingAction_->setStatusTip(tr("Export ONNX of a trained run takes raw data: 8-bit images of any size "
-                                              "(resized, cropped, normalized) or a table's columns (standardized, one-hot)"));
+                                              "(resized, cropped, normalized) or a table's columns (standardized, one-hot); "
+                                              "Export C++ adds a predict program reading image files or a CSV"));
   for (QAction* a : {importOnnxAction_, exportOnnxAction_, exportPreprocessingAction_, exportCppAction_}) file->addAction(a);
   file->addSeparator();
 #ifdef KILN_HAVE_ONNX
@@ -157,14 +158,19 @@ nn::StateDict MainWindow::exportState(const graph::Graph& g, QString* source, in
 
 #ifdef KILN_HAVE_ONNX
 
-std::string MainWindow::withRunPreprocessing(const std::string& bytes, int64_t run, QString* source) const {
-  std::shared_ptr<RunPredictor> predictor;
+std::shared_ptr<RunPredictor> MainWindow::exportPredictor(int64_t run) const {
+  if (run <= 0 || !exportPreprocessingAction_->isChecked()) return nullptr;
   try {
-    predictor = RunPredictor::load(project_->path(), run);
+    return RunPredictor::load(project_->path(), run);
   } catch (const std::exception& e) {  // a text run, a dataset that is gone: the network alone
     log_->warning(tr("exporting without run %1's preprocessing: %2").arg(run).arg(QString::fromStdString(plain_error(e))));
-    return bytes;
+    return nullptr;
   }
+}
+
+std::string MainWindow::withRunPreprocessing(const std::string& bytes, int64_t run, QString* source) const {
+  const std::shared_ptr<RunPredictor> predictor = exportPredictor(run);
+  if (!predictor) return bytes;
   onnx::RunPreprocessing p;
   p.image = predictor->imageRun();
   p.table = predictor->tableSchema();
@@ -227,7 +233,7 @@ bool MainWindow::exportOnnx(const QString& path) {
     options.graph_name = toStd(exportName());
     int64_t run = 0;
     std::string bytes = onnx::export_model(g, exportState(g, &source, &run), options);
-    if (run > 0 && exportPreprocessingAction_->isChecked()) bytes = withRunPreprocessing(bytes, run, &source);
+    bytes = withRunPreprocessing(bytes, run, &source);
     // libonnx 1.12 checks opsets up to 17 (a model imported at a later opset exports at that one).
     if (onnx::parse_model(bytes, "", toStd(path)).opset() <= 17) onnx::check_model_bytes(bytes);
     QSaveFile file(path);
@@ -263,10 +269,22 @@ bool MainWindow::exportCpp(const QString& dir) {
     QString source;
     onnx::ExportOptions options;
     options.graph_name = toStd(exportName());  // the generated files: <project>.h / .cpp
-    // The network alone: codegen does not translate the preprocessing's ops yet.
-    const std::string bytes = onnx::export_model(g, exportState(g, &source), options);
+    int64_t run = 0;
+    const std::string bytes = onnx::export_model(g, exportState(g, &source, &run), options);
     const onnx::Model model = onnx::parse_model(bytes, "", toStd(dir));
-    const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir));
+    // A trained run's preprocessing goes into a predict program on raw images or CSV rows.
+    onnx::CodegenOptions codegen;
+    const std::shared_ptr<RunPredictor> predictor = exportPredictor(run);
+    if (predictor) {
+      codegen.predict.image = predictor->imageRun();
+      codegen.predict.table = predictor->tableSchema();
+      codegen.predict.table_config = predictor->tableConfig();
+      codegen.predict.classes = predictor->classes();
+      codegen.predict.regression = predictor->isRegression();
+      source += tr(" and a predict program with its preprocessing (%1)")
+                    .arg(codegen.predict.image ? tr("images.json") : tr("table.json"));
+    }
+    const std::vector<std::string> files = onnx::generate_cpp(model, toStd(dir), codegen);
     if (project_) project_->add_export("cpp", toStd(QFileInfo(dir).absoluteFilePath()));
     log_->info(tr("exported C++ to %1 (%2 files, %3; build with cmake -S %1 -B %1/build)")
                    .arg(dir)

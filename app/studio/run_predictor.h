@@ -73,6 +73,7 @@ class RunPredictor {
   // run's (Fashion-MNIST's too) or a table run's; null for the other kind.
   const data::ImageRun* imageRun() const { return image_.get(); }
   const data::TabularSchema* tableSchema() const { return table_ ? &table_->second : nullptr; }
+  const data::TableConfig* tableConfig() const { return table_ ? &table_->first : nullptr; }  // how its CSV is read
   nn::Module& model() const { return *model_; }  // in eval mode
   // "run 3 'adam lr 0.001, 2 epoch(s)' (epoch 2), the image folder pets: ..." (the dataset as
   // opened again), or "..., the preprocessing stored with the run (image folder pets, 3 x 32 x 32)".

@@ -109,6 +109,10 @@ bool SweepRunner::startTrial(int lane, int64_t row) {
   });
   connect(session, &TrainingSession::epochEnded, this,
           [this, lane](int epoch, double, double, double valLoss, double valAccuracy) { onEpoch(lane, epoch, valLoss, valAccuracy); });
+  // Problems that do not end the run (metrics or the run's end not saved) go to the sweep's log.
+  connect(session, &TrainingSession::errorMessage, this, [this, lane](const QString& m) {
+    emit logMessage(QString("trial %1: %2").arg(lanes_[static_cast<size_t>(lane)].trial.trial).arg(m));
+  });
   connect(session, &TrainingSession::finished, this,
           [this, lane](qint64 run, const QString& status, const QString& message) { onFinished(lane, run, status, message); });
   // A graph attribute trial trains a changed graph: the session saves it as a new version.

@@ -36,7 +36,7 @@ std::string run_images_json(const ImageRun& r) {
   const ImageConfig& c = r.config;
   nlohmann::ordered_json source = {
       {"kind", c.kind},
-      {"path", fs::absolute(c.path).lexically_normal().string()},
+      {"path", c.path.empty() ? std::string() : fs::absolute(c.path).lexically_normal().string()},  // "": Fashion-MNIST
       {"test_fraction", c.test_fraction},
       {"seed", c.seed},
       {"augment", c.augment},

@@ -105,8 +105,16 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
   });
   KILN_CHECK(bad.empty(), ValueError, "codegen: ops it does not translate:", bad,
              preprocessing ? "\nThe model holds a run's preprocessing (kiln export --run); codegen translates the "
-                             "network alone: export it with --no-preprocessing"
+                             "network alone: export it with --no-preprocessing, or generate from the run (kiln codegen --run DIR) for a "
+                             "program that applies the preprocessing"
                            : "");
+  const CodegenPredict& predict = options.predict;
+  const bool predicts = predict.image || predict.table;
+  KILN_CHECK(!(predict.image && predict.table) && (!predict.table || predict.table_config), ValueError,
+             "codegen: a predict program reads images or a table, not both (and a table needs its CSV options)");
+  KILN_CHECK(!predicts || (g.inputs.size() == 1 && !g.outputs.empty()), ValueError, "codegen: the predict program "
+             "of a run needs a model with one input (the preprocessed batch) and the logits as its first output; "
+             "this one has ", g.inputs.size(), " inputs and ", g.outputs.size(), " outputs");
   // Types of every value: run with symbolic dims 1 and 2; dims that differ are the batch N.
   Session session(model);
   CodegenValues v;
@@ -198,14 +206,14 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
             "  KILN_CHECK(it != w.end(), ValueError, \"weights: tensor '\", name, \"' is missing\");\n"
             "  KILN_CHECK(it->second.dim() == rank, ValueError, \"weights: tensor '\", name, \"' has rank \", it->second.dim());\n"
             "  return it->second;\n}\n\n"
-            "kiln::Conv2dParams conv_params(std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,\n"
-            "                               std::array<int64_t, 2> dilation, int64_t groups) {\n"
+            "[[maybe_unused]] kiln::Conv2dParams conv_params(std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,\n"
+            "                                                std::array<int64_t, 2> dilation, int64_t groups) {\n"
             "  kiln::Conv2dParams p;\n  for (int i = 0; i < 2; ++i)\n"
             "    p.stride[i] = stride[i], p.padding[i] = padding[i], p.dilation[i] = dilation[i];\n"
             "  p.groups = groups;\n  return p;\n}\n\n"
-            "kiln::Pool2dParams pool_params(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,\n"
-            "                               std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,\n"
-            "                               bool ceil_mode, bool count_include_pad) {\n"
+            "[[maybe_unused]] kiln::Pool2dParams pool_params(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,\n"
+            "                                                std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,\n"
+            "                                                bool ceil_mode, bool count_include_pad) {\n"
             "  kiln::Pool2dParams p;\n  for (int i = 0; i < 2; ++i)\n"
             "    p.kernel[i] = kernel[i], p.stride[i] = stride[i], p.padding[i] = padding[i], p.dilation[i] = dilation[i];\n"
             "  p.ceil_mode = ceil_mode;\n  p.count_include_pad = count_include_pad;\n  return p;\n}\n\n"
@@ -281,8 +289,23 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
             "target_link_libraries(" + stem + " PUBLIC Kiln::engine)\n"
             "add_executable(" + stem + "_main main.cpp)\n"
             "target_compile_definitions(" + stem + "_main PRIVATE KILN_GENERATED_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}\")\n"
-            "target_link_libraries(" + stem + "_main PRIVATE " + stem + ")\n",
+            "target_link_libraries(" + stem + "_main PRIVATE " + stem + ")\n" +
+            (predicts ? "add_executable(" + stem + "_predict predict.cpp)\n"
+                        "target_compile_definitions(" + stem + "_predict PRIVATE KILN_GENERATED_DIR=\"${CMAKE_CURRENT_SOURCE_DIR}\")\n"
+                        "target_link_libraries(" + stem + "_predict PRIVATE " + stem + ")\n"
+                      : std::string()),
         written);
+  if (predicts) {
+    const int64_t logits = predict.regression ? 1 : static_cast<int64_t>(predict.classes.size());
+    const graph::TensorType& out = v.type.at(g.outputs[0].name);
+    KILN_CHECK(out.shape.size() == 2 && out.shape[1] == logits, ValueError, "codegen: the model's first output '",
+               g.outputs[0].name, "' is ", out.str(), ", not the run's ", logits, " logits [N, ", logits, "]");
+    write(d / (predict.image ? "images.json" : "table.json"),
+          predict.image ? data::run_images_json(*predict.image) : data::run_table_json(*predict.table_config, *predict.table),
+          written);
+    write(d / "predict.cpp", detail::predict_program(cls, stem, predict.image, predict.classes, predict.regression),
+          written);
+  }
   io::save_safetensors((d / (stem + "_weights.safetensors")).string(), weights);
   written.push_back((d / (stem + "_weights.safetensors")).string());
   io::NamedTensors ex_in(examples.begin(), examples.end()), ex_out;

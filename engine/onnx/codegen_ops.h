@@ -33,4 +33,9 @@ bool is_cpp_identifier(const std::string& s);
 // The C++20 keywords and alternative tokens.
 bool is_cpp_keyword(const std::string& s);
 
+// predict.cpp of `kiln codegen --run` (codegen_predict.cpp): class `cls` of "<stem>.h" on raw
+// images (`image`) or a CSV table, with the run's images.json / table.json beside it.
+std::string predict_program(const std::string& cls, const std::string& stem, bool image,
+                            const std::vector<std::string>& classes, bool regression);
+
 }  // namespace kiln::onnx::detail

@@ -35,7 +35,7 @@ void append_top_probabilities(const Tensor& logits, std::vector<float>& out) {
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateOptions& options) {
   NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
-  Evaluation out{ClassificationMetrics(options.num_classes, options.top_k), {}, {}, {}, false};
+  Evaluation out{ClassificationMetrics(options.num_classes, options.top_k), {}, {}, {}, false, {}, {}};
   loader.set_epoch(0);
   for (const data::Batch& batch : loader) {
     if (options.should_stop && options.should_stop()) {

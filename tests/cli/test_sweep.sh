@@ -30,7 +30,7 @@ run)
   run 0 sweep --project "$work/p.kiln" --param lr=1e-3:1e-2:log:2 --param batch-size=32,64 "${quick[@]}" --devices cpu,cpu
   contains "$out" "sweep 1 of $work/p.kiln: 4 trials on [\"cpu\",\"cpu\"]" "the first line"
   contains "$out" "trial  run   status" "the results table"
-  [[ $(sql "SELECT count(*) FROM runs WHERE status = 'finished'") == 4 ]] || fail "4 finished runs expected: $(sql 'SELECT id, status, message FROM runs')"
+  [[ $(sql "SELECT count(*) FROM runs WHERE status = 'finished'") == 4 ]] || fail "4 finished runs expected: $(sql 'SELECT id, status, message FROM runs'); the sweep's output: $out"
   [[ $(sql "SELECT count(*) FROM sweep_trials WHERE sweep = 1 AND status = 'finished' AND run IS NOT NULL") == 4 ]] ||
     fail "4 finished trials with their runs expected: $(sql 'SELECT * FROM sweep_trials')"
   [[ $(sql "SELECT count(*) FROM runs WHERE tags LIKE 'sweep 1%'") == 4 ]] || fail "the runs are not tagged 'sweep 1'"

@@ -5,6 +5,7 @@
 // Child mode: `test_project_crash --child PROJECT RUN` writes step metrics forever (one
 // every ~1 ms, so most commits come from the 200 ms timer) and prints "committed N"
 // after each commit it observes.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -137,6 +138,51 @@ class TestProjectCrash : public QObject {
     w.flush();
     QCOMPARE(w.rows_committed(), int64_t(4000));
     QCOMPARE(p.step_metrics(run).size(), size_t(4000));
+  }
+
+  // Opening a project while another connection holds the file's EXCLUSIVE lock for a moment (as
+  // one does while it closes as the last connection and checkpoints the WAL): the open waits for
+  // it. Before every connection had the busy timeout, the read-only check connection of
+  // Project::open failed at once with "database is locked" (cli.sweep_run saw it: two lanes
+  // ending their runs together, one run left 'running'). A child process holds the lock
+  // (https://sqlite.org/lockingv3.html: PENDING_BYTE 0x40000000, SHARED range from +2, 510 bytes).
+  void openWaitsForAnExclusiveLock() {
+    const std::string path = file("locked.kiln").toStdString();
+    { Project::create(path).begin_run({"r", "{}", "cpu", 0}); }
+    int ready[2];
+    QVERIFY(pipe(ready) == 0);
+    const pid_t child = fork();
+    if (child == 0) {
+      const int fd = ::open(path.c_str(), O_RDWR);
+      struct flock lock {};
+      lock.l_type = F_WRLCK;
+      lock.l_whence = SEEK_SET;
+      lock.l_start = 0x40000000;
+      lock.l_len = 512;  // PENDING, RESERVED and the SHARED range: EXCLUSIVE
+      const char ok = fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0 ? '1' : '0';
+      if (write(ready[1], &ok, 1) != 1) _exit(2);
+      usleep(400 * 1000);
+      _exit(0);  // the lock goes with the process
+    }
+    char ok = 0;
+    QCOMPARE(read(ready[0], &ok, 1), ssize_t(1));
+    QCOMPARE(ok, '1');
+    QElapsedTimer timer;
+    timer.start();
+    std::string error;
+    try {
+      Project p = Project::open(path);
+      p.end_run(1, RunStatus::finished, "", "{}");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    const qint64 waited = timer.elapsed();
+    int status = 0;
+    waitpid(child, &status, 0);
+    ::close(ready[0]), ::close(ready[1]);
+    QVERIFY2(error.empty(), error.c_str());
+    QVERIFY2(waited >= 200, qPrintable(QString("opened after %1 ms, while the lock was held").arg(waited)));
+    QCOMPARE(Project::open(path).runs().at(0).status, RunStatus::finished);
   }
 
   void sigkilledWriterKeepsCommittedRows() {

@@ -393,6 +393,24 @@ class TestStudioOnnx : public QObject {
     QCOMPARE(network.graph.inputs.size(), size_t{1});
     QCOMPARE(network.graph.inputs[0].name, before.graph.inputs[0].name);
     QCOMPARE(network.graph.inputs[0].elem_type, 1);  // FLOAT
+    // Export C++: with the preprocessing, a predict program and the run's images.json beside the
+    // class (tests/cli/test_codegen_run.sh builds and runs such a program); without, the network alone.
+    w.exportPreprocessingAction()->setChecked(true);
+    const QString cpp = tmp.filePath("cpp"), plainCpp = tmp.filePath("plain_cpp");
+    QVERIFY2(w.exportCpp(cpp), qPrintable(w.lastError()));
+    QVERIFY2(w.logPanel()->text().contains("and a predict program with its preprocessing (images.json)"),
+             qPrintable(w.logPanel()->text()));
+    QVERIFY(QFile::exists(cpp + "/predict.cpp"));
+    QFile images(cpp + "/images.json");
+    QVERIFY(images.open(QIODevice::ReadOnly));
+    const QByteArray json = images.readAll();
+    QVERIFY2(json.contains("\"T-shirt/top\"") && json.contains("\"height\": 28"), json.constData());
+    QFile cmake(cpp + "/CMakeLists.txt");
+    QVERIFY(cmake.open(QIODevice::ReadOnly));
+    QVERIFY(cmake.readAll().contains("_predict predict.cpp"));
+    w.exportPreprocessingAction()->setChecked(false);
+    QVERIFY2(w.exportCpp(plainCpp), qPrintable(w.lastError()));
+    QVERIFY(!QFile::exists(plainCpp + "/predict.cpp") && !QFile::exists(plainCpp + "/images.json"));
   }
 };
 
