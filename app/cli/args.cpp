@@ -172,7 +172,8 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
 
 std::string ArgParser::help() const {
   std::ostringstream os;
-  os << "usage: kiln " << command_ << (positional_.empty() ? "" : " " + positional_) << " [flags]\n\n" << synopsis_ << "\n\nflags:\n";
+  os << "usage: kiln " << command_ << (positional_.empty() ? "" : " " + positional_) << " [flags]\n\n"
+     << synopsis_ << "\n\nflags:\n";
   std::vector<std::string> lefts;
   size_t width = 0;
   for (const Flag& f : flags_) {
