@@ -32,6 +32,11 @@ const std::string& Args::str(const std::string& name) const {
   return it == values_.end() ? empty : it->second;
 }
 
+std::vector<std::string> Args::all(const std::string& name) const {
+  auto it = all_.find(name);
+  return it == all_.end() ? std::vector<std::string>{} : it->second;
+}
+
 void Args::fail(const std::string& message) const { throw UsageError("kiln " + command_ + ": " + message); }
 
 int64_t Args::integer(const std::string& name, int64_t min) const {
@@ -58,6 +63,18 @@ double Args::number(const std::string& name, double min, double max) const {
   return v;
 }
 
+double Args::positive(const std::string& name, double max) const {
+  const std::string& text = str(name);
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > max) {
+    std::ostringstream range;
+    range << " in (0, " << max << "]";
+    fail("--" + name + " expects a number" + range.str() + ", got '" + text + "'");
+  }
+  return v;
+}
+
 // ---- ArgParser ----
 
 ArgParser::ArgParser(std::string command, std::string synopsis)
@@ -71,6 +88,16 @@ ArgParser& ArgParser::flag(const std::string& name, const std::string& metavar, 
 
 ArgParser& ArgParser::toggle(const std::string& name, const std::string& help) {
   flags_.push_back({name, "", "", help, {}, true});
+  return *this;
+}
+
+ArgParser& ArgParser::repeatable() {
+  flags_.back().is_repeatable = true;
+  return *this;
+}
+
+ArgParser& ArgParser::positional(const std::string& metavar) {
+  positional_ = metavar;
   return *this;
 }
 
@@ -88,6 +115,8 @@ const ArgParser::Flag* ArgParser::find(const std::string& name) const {
 Args ArgParser::parse(const std::vector<std::string>& argv) const {
   std::map<std::string, std::string> values;
   std::map<std::string, bool> given;
+  std::map<std::string, std::vector<std::string>> all;
+  std::string positional;
   for (const Flag& f : flags_) values[f.name] = f.default_value;
   Args failing(command_, {}, {});
 
@@ -97,6 +126,14 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
   }
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
+    // A positional argument: anywhere among the flags, never a flag's value (those are read below).
+    if (!positional_.empty() && !arg.empty() && arg[0] != '-') {
+      if (!positional.empty())
+        failing.fail("two positional arguments, '" + positional + "' and '" + arg + "'; kiln " + command_ +
+                     " takes one " + positional_ + " (see kiln " + command_ + " --help)");
+      positional = arg;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0 || arg.size() == 2)
       failing.fail("unexpected argument '" + arg + "' (see kiln " + command_ + " --help)");
     std::string name = arg.substr(2), value;
@@ -128,13 +165,15 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
       failing.fail("--" + name + ": '" + value + "' is a file, not a directory");
     values[name] = value;
     given[name] = true;
+    if (f->is_repeatable) all[name].push_back(value);
   }
-  return Args(command_, values, given);
+  return Args(command_, values, given, all, positional);
 }
 
 std::string ArgParser::help() const {
   std::ostringstream os;
-  os << "usage: kiln " << command_ << " [flags]\n\n" << synopsis_ << "\n\nflags:\n";
+  os << "usage: kiln " << command_ << (positional_.empty() ? "" : " " + positional_) << " [flags]\n\n"
+     << synopsis_ << "\n\nflags:\n";
   std::vector<std::string> lefts;
   size_t width = 0;
   for (const Flag& f : flags_) {
@@ -148,6 +187,7 @@ std::string ArgParser::help() const {
     const Flag& f = flags_[i];
     std::string text = f.help;
     if (!f.is_toggle && !f.default_value.empty()) text += " (default: " + f.default_value + ")";
+    if (f.is_repeatable) text += " (repeatable)";
     os << lefts[i];
     if (lefts[i].size() > width) os << "\n" << std::string(width, ' ');
     else os << std::string(width - lefts[i].size(), ' ');

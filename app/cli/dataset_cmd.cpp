@@ -33,6 +33,7 @@ ArgParser inspect_parser() {
   add_text_flags(p);
   p.flag("seed", "N", "0", "text: seed of the train/test split");
   p.flag("samples", "N", "5", "text: tokenized test samples shown");
+  p.positional("PATH");
   return p;
 }
 
@@ -79,17 +80,8 @@ int dataset_command(const std::vector<std::string>& argv) {
   if (argv[0] != "inspect")
     throw UsageError("kiln dataset: unknown subcommand '" + argv[0] + "' (known: inspect, import-text)");
   ArgParser parser = inspect_parser();
-  std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  std::string path;
-  for (auto it = rest.begin(); it != rest.end(); ++it)
-    if (!it->empty() && (*it)[0] != '-' && (it == rest.begin() || (*(it - 1)).rfind("--", 0) != 0 ||
-                                            *(it - 1) == "--no-header" ||
-                                            std::count(text_toggles().begin(), text_toggles().end(), *(it - 1)))) {
-      path = *it;
-      rest.erase(it);
-      break;
-    }
-  Args args = parser.parse(rest);
+  Args args = parser.parse(std::vector<std::string>(argv.begin() + 1, argv.end()));
+  const std::string path = args.positional();
   if (args.help()) {
     std::fputs(parser.help().c_str(), stdout);
     return kExitOk;

@@ -17,7 +17,7 @@
 namespace kiln::cli {
 
 int onnx_codegen_command(const std::vector<std::string>& argv) {
-  ArgParser parser("codegen", "Writes an ONNX model (MODEL.onnx comes first) as C++ source with its weights and a\n"
+  ArgParser parser("codegen", "Writes an ONNX model as C++ source with its weights and a\n"
                               "CMakeLists.txt that builds it against the installed engine (find_package(Kiln)).");
   parser.flag("out", "DIR", "", "The folder to write (created when missing; required).");
   parser.flag("class", "NAME", "", "Name of the generated class: a C++ identifier, not a keyword (default: from the graph name).");
@@ -31,13 +31,9 @@ int onnx_codegen_command(const std::vector<std::string>& argv) {
                 "cmake --build cnn_cpp/build && cnn_cpp/build/<name>_main\n"
                 "         kiln codegen --run runs/photos --out photos_cpp --class Photos && cmake -S photos_cpp -B "
                 "photos_cpp/build && cmake --build photos_cpp/build && photos_cpp/build/photos_predict new_photos/");
-  std::vector<std::string> rest = argv;
-  std::string path;
-  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
-    path = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  parser.positional("MODEL.onnx");
+  Args args = parser.parse(argv);
+  const std::string path = args.positional();
   if (args.help()) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;

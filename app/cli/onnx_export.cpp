@@ -41,13 +41,9 @@ int onnx_export_command(const std::vector<std::string>& argv) {
                                                  "without it the layers keep their initialization.");
   parser.epilog("example: kiln export projects/templates/fashion_mnist_cnn.json --weights cnn.safetensors --out cnn.onnx\n"
                 "         kiln export --run runs/photos --out photos.onnx");
-  std::vector<std::string> rest = argv;
-  std::string path;
-  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
-    path = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  parser.positional("GRAPH.json|MODEL.onnx");
+  Args args = parser.parse(argv);
+  const std::string path = args.positional();
   if (args.help()) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;

@@ -21,16 +21,12 @@
 namespace kiln::cli {
 
 int onnx_import_command(const std::vector<std::string>& argv) {
-  ArgParser parser("import", "Reads an ONNX model (MODEL.onnx comes first) and prints its inputs, outputs, ops,\n"
+  ArgParser parser("import", "Reads an ONNX model and prints its inputs, outputs, ops,\n"
                              "parameter count and the ops Kiln does not support.");
   parser.epilog("example: kiln import resnet18.onnx");
-  std::vector<std::string> rest = argv;
-  std::string path;
-  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
-    path = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  parser.positional("MODEL.onnx");
+  Args args = parser.parse(argv);
+  const std::string path = args.positional();
   if (args.help()) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;

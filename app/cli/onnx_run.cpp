@@ -24,11 +24,35 @@
 
 namespace kiln::cli {
 
+namespace {
+
+// The inputs one --input value gives, each "FILE" or "NAME=FILE": the value itself when it names an
+// existing file, else its comma-separated items, where in a NAME=FILE list (its first item has the
+// NAME= form) a comma starts a new item only when NAME= follows it; the others belong to the file name.
+std::vector<std::string> input_items(const std::string& value) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(value, ec)) return {value};
+  std::vector<std::string> items;
+  std::stringstream list(value);
+  const auto named = [](const std::string& s) { return s.find('=') != std::string::npos && s.find('=') > 0; };
+  for (std::string part; std::getline(list, part, ',');) {
+    if (!items.empty() && named(items.front()) && !named(part)) items.back() += "," + part;
+    else items.push_back(part);
+  }
+  return items;
+}
+
+}  // namespace
+
 int onnx_run_command(const std::vector<std::string>& argv) {
-  ArgParser parser("run", "Runs an ONNX model (MODEL.onnx comes first) on .npy inputs and writes every output\n"
+  ArgParser parser("run", "Runs an ONNX model on .npy inputs and writes every output\n"
                           "to OUT-DIR/<output name>.npy.");
-  parser.flag("input", "LIST", "", "comma-separated .npy files, in the model's input order, or NAME=FILE pairs "
-                                   "(a unicode string array, dtype <U, feeds a STRING input)")
+  parser.flag("input", "[NAME=]FILE", "", "a .npy file per model input, in the model's input order, or NAME=FILE\n"
+                                          "(a unicode string array, dtype <U, feeds a STRING input); one --input\n"
+                                          "may list several, comma-separated: x.npy,y.npy or a=x.npy,b=y.npy.\n"
+                                          "A file name with a comma: a value naming an existing file is that file,\n"
+                                          "and in a NAME=FILE list only a comma before NAME= starts a new input")
+      .repeatable()
       .flag("out-dir", "DIR", ".", "folder for the outputs' .npy files")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
       .flag("repeat", "N", "0", "then time N more runs and print the latency (median, min in ms)")
@@ -37,14 +61,11 @@ int onnx_run_command(const std::vector<std::string>& argv) {
       .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks")
       .toggle("no-optimize", "on the CPU, run the nodes as written: no load-time fusion of activation chains "
                              "(x * sigmoid(x), the erf form of GELU) into one kernel each");
-  parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results");
-  std::vector<std::string> rest = argv;
-  std::string path;
-  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
-    path = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  parser.epilog("example: kiln run model.onnx --input x.npy --out-dir results\n"
+                "         kiln run --device cpu model.onnx --input ids=ids.npy --input mask=mask.npy");
+  parser.positional("MODEL.onnx");
+  Args args = parser.parse(argv);
+  const std::string path = args.positional();
   if (args.help()) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;
@@ -65,10 +86,11 @@ int onnx_run_command(const std::vector<std::string>& argv) {
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
   std::map<std::string, onnx::Value> strings;  // STRING inputs ('<U' .npy files): the run goes through run_values
-  std::stringstream list(args.str("input"));
-  std::string item;
+  std::vector<std::string> items;
+  for (const std::string& value : args.all("input"))
+    for (std::string& item : input_items(value)) items.push_back(std::move(item));
   size_t position = 0;
-  while (std::getline(list, item, ',')) {
+  for (const std::string& item : items) {
     if (item.empty()) continue;
     std::string name, file = item;
     if (auto eq = item.find('='); eq != std::string::npos) {

@@ -30,7 +30,7 @@ namespace {
 
 ArgParser suite_parser() {
   ArgParser p("onnx-suite", "Runs every ONNX backend test case (a folder with model.onnx and test_data_set_*)\n"
-                            "under DIR and compares the outputs (rtol 1e-3, atol 1e-7). DIR comes first.\n"
+                            "under DIR and compares the outputs (rtol 1e-3, atol 1e-7).\n"
                             "Exit status 1 when a case fails or is unsupported; with --expect, only when a\n"
                             "listed case does not pass.");
   p.flag("device", "D", "cpu", "device to run on (cpu, cuda:0, vulkan:0 ...; auto = the best)")
@@ -40,6 +40,7 @@ ArgParser suite_parser() {
       .flag("filter", "TEXT", "", "only cases whose name contains TEXT")
       .toggle("quiet", "print only the unsupported list, regressions and the summary")
       .toggle("no-fallback", "run every node on the device: no CPU fallback for ops or dtypes it lacks");
+  p.positional("DIR");
   p.epilog("example: kiln onnx-suite /usr/share/libonnx-testdata/data/node --json node.json");
   return p;
 }
@@ -68,18 +69,13 @@ std::string format_g(double v) {
 
 int onnx_suite_command(const std::vector<std::string>& argv) {
   ArgParser parser = suite_parser();
-  std::vector<std::string> rest = argv;
-  std::string dir;
-  if (!rest.empty() && rest[0].rfind("-", 0) != 0) {
-    dir = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  Args args = parser.parse(argv);
+  const std::string dir = args.positional();
   if (args.help()) {
     std::printf("%s", parser.help().c_str());
     return kExitOk;
   }
-  if (dir.empty()) args.fail("needs the folder of test cases first: kiln onnx-suite DIR [flags]");
+  if (dir.empty()) args.fail("needs the folder of test cases: kiln onnx-suite DIR [flags]");
   onnx::SuiteOptions opt;
   opt.device = resolve_device(args.str("device"));
   opt.cpu_fallback = !args.given("no-fallback");

@@ -45,6 +45,9 @@ ArgParser predict_parser() {
                                  "trained on text a .txt file, a folder of them (recursively), or a CSV/TSV/JSON-lines\n"
                                  "file with the run's text column (one prediction per row), tokenized with the\n"
                                  "run's tokenizer.json; texts longer than its max length are truncated, as at training")
+      .flag("skip-rows", "N", "", "a run trained on a table: lines of the CSV file to skip before its header or\n"
+                                  "data (default: the training table's --skip-rows, said on standard error;\n"
+                                  "0 for a file without the count line of scikit-learn's tables)")
       .flag("out", "FILE", "-", "the predictions CSV (- = standard output)")
       .flag("top-k", "K", "1", "classes per input, most probable first (columns class_2, probability_2 ...)")
       .flag("device", "D", "auto", "device (cpu, cuda:0, vulkan:0 ...; auto = the best, or KILN_DEVICE)")
@@ -88,6 +91,7 @@ int predict_command(const std::vector<std::string>& argv) {
   const fs::path run(args.str("run"));
   const std::string input = args.str("input"), out_path = args.str("out");
   const int64_t top_k_wanted = args.integer("top-k", 1);
+  const int64_t skip_rows = args.given("skip-rows") ? args.integer("skip-rows", 0) : -1;  // -1: the run's
   const int64_t batch_size = args.integer("batch-size", 1);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
 
@@ -101,6 +105,9 @@ int predict_command(const std::vector<std::string>& argv) {
   const Device device = resolve_device(args.str("device"));
   const io::SafetensorsFile file = io::load_safetensors(model_path.string());
   const RunData d = run_data(file, run);
+  if (args.given("skip-rows") && !d.table)
+    args.fail("--skip-rows is for a run trained on a table; " + run.string() + " was trained on " +
+              (d.text ? "text" : "images"));
   const int64_t outputs = d.regression ? 1 : static_cast<int64_t>(d.names.size());
   const int64_t k = d.regression ? 1 : std::min(top_k_wanted, outputs);
   std::string model_name;
@@ -123,7 +130,15 @@ int predict_command(const std::vector<std::string>& argv) {
     names_in = text_in->inputs;
     labels = text_in->labels;
   } else if (d.table) {
-    table_in = read_table_input(input, d.table->first, d.table->second);
+    TableConfig config = d.table->first;
+    if (skip_rows >= 0) {
+      config.csv.skip_rows = skip_rows;
+    } else if (config.csv.skip_rows > 0) {  // said, as a file without the count line loses its header to it
+      const auto n = static_cast<long long>(config.csv.skip_rows);
+      std::fprintf(stderr, "note: skipped the first %lld line(s) of %s as the training table's --skip-rows %lld "
+                           "(--skip-rows 0 reads every line)\n", n, input.c_str(), n);
+    }
+    table_in = read_table_input(input, config, d.table->second);
     names_in = table_in->inputs;
     labels = table_in->labels;
   } else {

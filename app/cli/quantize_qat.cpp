@@ -16,9 +16,18 @@
 
 namespace kiln::cli {
 
+namespace {
+
+// The flags only quantization-aware training reads.
+constexpr const char* kQatOnlyFlags[] = {"lr",           "optimizer",     "momentum",             "weight-decay",
+                                         "seed",         "limit-batches", "qat-observer-batches", "no-float-finetune"};
+
+}  // namespace
+
 void add_qat_flags(ArgParser& p) {
   p.flag("qat-epochs", "K", "0", "quantization-aware training: fine-tune with fake-quantized weights and\n"
-                                 "activations for K epochs, then convert (0: post-training quantization only)")
+                                 "activations for K epochs, then convert (0: post-training quantization only;\n"
+                                 "the flags from --lr to --no-float-finetune need K >= 1)")
       .flag("lr", "X", "0.0001", "QAT (and the float fine-tune's) learning rate")
       .flag("optimizer", "NAME", "adam", "QAT optimizer (torch.optim defaults otherwise)", optim::optimizer_names())
       .flag("momentum", "M", "0.9", "momentum of sgd and rmsprop")
@@ -34,9 +43,18 @@ void add_qat_flags(ArgParser& p) {
 QatSettings qat_settings(const Args& args, int64_t batch_size, std::vector<std::string> keep_float) {
   QatSettings s;
   s.epochs = static_cast<int>(std::min<int64_t>(args.integer("qat-epochs", 0), 1'000'000));
+  if (s.epochs == 0) {  // without QAT these would be silently ignored
+    std::string given;
+    int count = 0;
+    for (const char* f : kQatOnlyFlags)
+      if (args.given(f)) given += std::string(count++ ? ", --" : "--") + f;
+    if (count > 0)
+      args.fail(given + (count == 1 ? " is" : " are") + " for quantization-aware training: " +
+                (count == 1 ? "it needs" : "they need") + " --qat-epochs K (K >= 1)");
+  }
   s.batch_size = batch_size;
   s.optimizer.name = args.str("optimizer");
-  s.optimizer.lr = args.number("lr", 0, 1e6);
+  s.optimizer.lr = args.positive("lr", 1e6);
   s.optimizer.momentum = args.number("momentum", 0, 1);
   s.optimizer.weight_decay = args.number("weight-decay", 0, 1e6);
   s.seed = static_cast<uint64_t>(args.integer("seed", 0));

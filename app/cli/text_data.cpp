@@ -49,11 +49,6 @@ ArgParser& add_text_flags(ArgParser& p) {
                                  "before splitting, so that no text is in both train and test)");
 }
 
-const std::vector<std::string>& text_toggles() {
-  static const std::vector<std::string> t = {"--no-lowercase", "--keep-duplicates"};
-  return t;
-}
-
 TextConfig text_config(const Args& args, const std::string& dataset, double test_fraction, uint64_t seed) {
   TextConfig c;
   c.path = dataset.substr(std::string(kTextPrefix).size());

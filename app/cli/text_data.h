@@ -39,8 +39,6 @@ struct TextModelOptions {
 // Adds --tokenizer, --max-length, --vocab-size, --min-freq, --sp-model, --no-lowercase,
 // --text-column, --label-column and --keep-duplicates (test-fraction and seed are the caller's).
 ArgParser& add_text_flags(ArgParser& p);
-// The switches add_text_flags adds (they take no value).
-const std::vector<std::string>& text_toggles();
 // The text flags' values for dataset "text:PATH"; UsageError for a bad value.
 TextConfig text_config(const Args& args, const std::string& dataset, double test_fraction, uint64_t seed);
 

@@ -37,6 +37,7 @@ ArgParser import_parser() {
   p.flag("from", "DIR", "", "the npm prefix the packages were installed into (DIR/node_modules/@stdlib/...)");
   p.flag("out", "DIR", "", "the folder to write (new or empty)");
   p.toggle("keep-headers", "spamassassin: keep each mail's headers (by default only the body is kept)");
+  p.positional("spamassassin|first-names");
   return p;
 }
 
@@ -163,16 +164,10 @@ std::string import_first_names(const std::string& prefix, const fs::path& out) {
 
 int import_text_command(const std::vector<std::string>& argv) {
   ArgParser parser = import_parser();
-  std::vector<std::string> rest = argv;
-  std::string name;
-  if (!rest.empty() && !rest[0].empty() && rest[0][0] != '-') {
-    name = rest[0];
-    rest.erase(rest.begin());
-  }
-  Args args = parser.parse(rest);
+  Args args = parser.parse(argv);
+  const std::string name = args.positional();
   if (args.help()) {
-    std::fputs((parser.help() + "\nusage: kiln dataset import-text spamassassin|first-names --from DIR --out DIR\n").c_str(),
-               stdout);
+    std::fputs(parser.help().c_str(), stdout);
     return kExitOk;
   }
   if (name != "spamassassin" && name != "first-names")

@@ -106,6 +106,22 @@ PY
   sed '5s/^[^,]*,/oops,/' "$work/t.csv" >"$work/text.csv"
   run 1 predict --run "$work/run" --input "$work/text.csv"
   contains "$err" "$work/text.csv:5, column 'x'" "text in a number column"
+  # A run trained with --skip-rows 1 (a count line, as scikit-learn's tables): predict skips as many
+  # lines of its input and says so; --skip-rows 0 reads a file without the count line.
+  { echo "300,3,cat,dog,owl"; cat "$work/t.csv"; } >"$work/counted.csv"
+  run 0 train --dataset "csv:$work/counted.csv" --skip-rows 1 --epochs 1 --seed 0 --device cpu --out "$work/skip"
+  run 0 predict --run "$work/skip" --input "$work/counted.csv" --out "$work/s.csv"
+  contains "$err" "skipped the first 1 line(s) of $work/counted.csv as the training table's --skip-rows 1" "the note on skipped lines"
+  [[ $(field input "$work/s.csv" | sed -n 1p) == "$work/counted.csv:3" ]] || fail "the first row of counted.csv is not FILE:3"
+  run 1 predict --run "$work/skip" --input "$work/t.csv"  # its header skipped: the first row is taken for it
+  contains "$err" "skipped the first 1 line(s) of $work/t.csv" "the note when the input has no count line"
+  run 0 predict --run "$work/skip" --input "$work/t.csv" --skip-rows 0 --out "$work/s0.csv"
+  [[ $err != *"skipped the first"* ]] || fail "a note with --skip-rows 0: $err"
+  [[ $(field class "$work/s.csv") == "$(field class "$work/s0.csv")" ]] || fail "other classes with --skip-rows 0"
+  run 0 predict --run "$work/run" --input "$work/counted.csv" --skip-rows 1 --out "$work/s1.csv"
+  [[ $(field class "$work/p.csv") == "$(field class "$work/s1.csv")" ]] || fail "other classes with --skip-rows 1"
+  run 2 predict --run "$work/run" --input "$work/t.csv" --skip-rows -1
+  contains "$err" "--skip-rows expects an integer >= 0" "--skip-rows -1"
   mkdir -p "$work/unfinished/checkpoint"
   run 1 predict --run "$work/unfinished" --input "$work/t.csv"
   contains "$err" "holds no model.safetensors: its training has not finished" "a run without a model"

@@ -64,6 +64,16 @@ usage)
   run 2 train --lr -1; contains "$err" "--lr expects a number" "negative lr"
   run 2 train --resume; contains "$err" "--resume needs --out" "resume without out"
   run 2 eval; contains "$err" "--model-file" "eval without a file"
+  # kiln quantize: a learning rate must be > 0 and finite; QAT's flags without --qat-epochs are refused
+  # (they were silently ignored). Both before the model file is read.
+  q=(quantize --model-file "$work/none.safetensors" --out "$work/q")
+  for lr in 0 -0.001 nan inf; do
+    run 2 "${q[@]}" --qat-epochs 1 --lr "$lr"; contains "$err" "--lr expects a number in (0, 1e+06], got '$lr'" "quantize --lr $lr"
+    one_line "$err" "stderr"
+  done
+  run 2 "${q[@]}" --lr 0.01; contains "$err" "--lr is for quantization-aware training: it needs --qat-epochs K" "quantize --lr without --qat-epochs"
+  run 2 "${q[@]}" --qat-epochs 0 --seed 3 --no-float-finetune
+  contains "$err" "--seed, --no-float-finetune are for quantization-aware training: they need --qat-epochs K" "quantize --qat-epochs 0 --seed"
   ;;
 bad_model)
   run 2 train --model nope

@@ -54,6 +54,39 @@ assert "'shape': (3, 4, 5)" in b[10:10 + n].decode()
 y = struct.unpack("<60f", b[10 + n:])
 assert all(abs(v - max(0.0, (-1) ** i * i * 0.5)) < 1e-6 for i, v in enumerate(y)), y
 PY
+    # the model may come after the flags (a flag's value is never taken for it); two are refused, named
+    out=$("$KILN" run --device cpu --input "$TMP/x.npy" "$DATA/node/test_relu/model.onnx" --out-dir "$TMP/o2" 2>&1) ||
+      fail "the model after the flags: $out"
+    cmp -s "$TMP/out/y.npy" "$TMP/o2/y.npy" || fail "the model after the flags: other outputs"
+    out=$("$KILN" run --device cpu --input "$TMP/x.npy" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "needs a model" <<<"$out" || fail "no model: exit status $rc: $out"
+    out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --device cpu "$TMP/x.npy" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -qF "two positional arguments, '$DATA/node/test_relu/model.onnx' and '$TMP/x.npy'" <<<"$out" ||
+      fail "two models: exit status $rc: $out"
+    # --input: a file name with a comma, alone, as NAME=FILE, in a NAME=FILE list; --input repeated
+    cp "$TMP/x.npy" "$TMP/a,b.npy"
+    for input in "$TMP/a,b.npy" "x=$TMP/a,b.npy"; do
+      rm -rf "$TMP/o3"
+      out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "$input" --out-dir "$TMP/o3" --device cpu 2>&1) ||
+        fail "--input $input: $out"
+      cmp -s "$TMP/out/y.npy" "$TMP/o3/y.npy" || fail "--input $input: other outputs"
+    done
+    add=$DATA/node/test_add/model.onnx  # x + y, both FLOAT[3, 4, 5]
+    for inputs in "--input $TMP/a,b.npy --input $TMP/x.npy" "--input y=$TMP/x.npy --input x=$TMP/a,b.npy" \
+                  "--input x=$TMP/a,b.npy,y=$TMP/x.npy" "--input $TMP/x.npy,$TMP/x.npy"; do
+      rm -rf "$TMP/o4"
+      # shellcheck disable=SC2086  # the flags split at spaces ($TMP has none)
+      out=$("$KILN" run "$add" $inputs --out-dir "$TMP/o4" --device cpu 2>&1) || fail "kiln run $inputs: $out"
+      python3 - "$TMP/o4/sum.npy" <<'PY' || fail "kiln run $inputs: wrong sum"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<H", b[8:10])[0]
+y = struct.unpack("<60f", b[10 + n:])
+assert all(abs(v - 2 * (-1) ** i * i * 0.5) < 1e-6 for i, v in enumerate(y)), y
+PY
+    done
+    out=$("$KILN" run --help) || fail "$out"
+    grep -q "(repeatable)" <<<"$out" || fail "--help does not say --input is repeatable: $out"
     out=$("$KILN" run "$DATA/node/test_relu/model.onnx" --input "z=$TMP/x.npy" --device cpu 2>&1) && fail "exit status 0"
     grep -q "'z' is not an input of the model (inputs: x)" <<<"$out" || fail "$out"
     # an f64 .npy for a FLOAT input is refused at the input, before any node runs

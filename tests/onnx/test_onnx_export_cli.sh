@@ -56,11 +56,25 @@ case $CASE in
     grep -q "needs --out" <<<"$out" || fail "$out"
     out=$("$KILN" export "$TMP/missing.json" --out "$TMP/m.onnx" 2>&1) && fail "exit status 0: $out"
     grep -q "missing.json" <<<"$out" || fail "$out"
+    # the graph may come after the flags; a flag's value is never taken for it; two are refused, named
+    t=$SRC/projects/templates/fashion_mnist_mlp.json
+    out=$("$KILN" export --out "$TMP/m.onnx" "$t" 2>&1) || fail "graph after --out: exit status $?: $out"
+    grep -q "checker: ok" <<<"$out" || fail "$out"
+    out=$("$KILN" export --out "$TMP/m.onnx" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "needs a graph or model" <<<"$out" || fail "--out's value taken for the graph: $rc: $out"
+    out=$("$KILN" export "$t" --out "$TMP/m.onnx" "$TMP/other.json" 2>&1); rc=$?
+    [ $rc -eq 2 ] || fail "two graphs: exit status $rc: $out"
+    grep -qF "two positional arguments, '$t' and '$TMP/other.json'; kiln export takes one GRAPH.json|MODEL.onnx" <<<"$out" ||
+      fail "two graphs: $out"
+    out=$("$KILN" export --help 2>&1) || fail "$out"
+    grep -qF "usage: kiln export GRAPH.json|MODEL.onnx [flags]" <<<"$out" || fail "help: $out"
     ;;
   codegen_unsupported)
     [ -d "$DATA/node" ] || missing_dep libonnx-testdata "no ONNX test data in $DATA/node"
     out=$("$KILN" codegen "$DATA/node/test_cumsum_1d/model.onnx" --out "$TMP/gen" 2>&1) && fail "exit status 0: $out"
     grep -q "CumSum (node" <<<"$out" || fail "$out"
+    out=$("$KILN" codegen --out "$TMP/gen" "$DATA/node/test_cumsum_1d/model.onnx" 2>&1) && fail "exit status 0: $out"
+    grep -q "CumSum (node" <<<"$out" || fail "the model after --out: $out"
     [ ! -e "$TMP/gen" ] || fail "wrote files anyway"
     ;;
   *) fail "unknown case $CASE" ;;
