@@ -183,6 +183,12 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
     outs += (i ? ", " : "") + v.ident.at(g.outputs[i].name);
     out_doc += (i ? ", " : "") + cpp_comment_text(g.outputs[i].name + ": " + v.type.at(g.outputs[i].name).str());
   }
+  if (predicts) {  // checked before anything is written
+    const int64_t logits = predict.regression ? 1 : static_cast<int64_t>(predict.classes.size());
+    const graph::TensorType& out = v.type.at(g.outputs[0].name);
+    KILN_CHECK(out.shape.size() == 2 && out.shape[1] == logits, ValueError, "codegen: the model's first output '",
+               g.outputs[0].name, "' is ", out.str(), ", not the run's ", logits, " logits [N, ", logits, "]");
+  }
   fs::create_directories(dir);
   std::vector<std::string> written;
   const fs::path d(dir);
@@ -296,10 +302,6 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
                       : std::string()),
         written);
   if (predicts) {
-    const int64_t logits = predict.regression ? 1 : static_cast<int64_t>(predict.classes.size());
-    const graph::TensorType& out = v.type.at(g.outputs[0].name);
-    KILN_CHECK(out.shape.size() == 2 && out.shape[1] == logits, ValueError, "codegen: the model's first output '",
-               g.outputs[0].name, "' is ", out.str(), ", not the run's ", logits, " logits [N, ", logits, "]");
     write(d / (predict.image ? "images.json" : "table.json"),
           predict.image ? data::run_images_json(*predict.image) : data::run_table_json(*predict.table_config, *predict.table),
           written);

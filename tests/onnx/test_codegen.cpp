@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "engine/data/predict_input.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/io/safetensors.h"
@@ -91,6 +92,37 @@ TEST(OnnxCodegen, ListsEveryUntranslatedOpBeforeWriting) {
     std::string what = e.what();
     EXPECT_NE(what.find("CumSum (node 'relu1')"), std::string::npos) << what;
     EXPECT_NE(what.find("Hardmax (node 'pool1')"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(tmp.path));
+}
+
+// A run's predict program (kiln codegen --run; tests/cli/test_codegen_run.sh builds and runs it):
+// the run's images.json and predict.cpp beside the class, a <stem>_predict target; a run whose
+// classes do not fit the model's logits is refused before anything is written.
+TEST(OnnxCodegen, PredictProgramOfARun) {
+  TempDir tmp;
+  kiln::onnx::Model m = cnn_model();
+  data::ImageRun run = data::idx_image_run({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"});
+  kiln::onnx::CodegenOptions o;
+  o.class_name = "SmallCnn";
+  o.predict.image = &run;
+  o.predict.classes = run.classes;
+  std::vector<std::string> files = kiln::onnx::generate_cpp(m, tmp.path.string(), o);
+  EXPECT_EQ(files.size(), 9u);
+  EXPECT_EQ(data::parse_run_images(read(tmp.path / "images.json"), "images.json").classes, run.classes);
+  const std::string predict = read(tmp.path / "predict.cpp");
+  EXPECT_NE(predict.find("const SmallCnn model("), std::string::npos) << predict;
+  EXPECT_NE(predict.find("kiln::data::read_image_input("), std::string::npos) << predict;
+  EXPECT_NE(predict.find("classes{\"a\", \"b\""), std::string::npos) << predict;
+  EXPECT_NE(read(tmp.path / "CMakeLists.txt").find("add_executable(small_cnn_predict predict.cpp)"), std::string::npos);
+  fs::remove_all(tmp.path);
+  run.classes.pop_back();  // 9 classes for 10 logits
+  o.predict.classes = run.classes;
+  try {
+    kiln::onnx::generate_cpp(m, tmp.path.string(), o);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("not the run's 9 logits"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(tmp.path));
 }
