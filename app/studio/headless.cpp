@@ -32,11 +32,41 @@ void err(const QString& line) {
   std::fflush(stderr);
 }
 
-int createProject(const HeadlessOptions& o) {
-  if (o.templateName.isEmpty()) {
-    err(QString("--new needs --template NAME (known: %1)").arg(templateNames().join(", ")));
-    return 1;
+// A command-line mistake exits 2 (as `kiln`'s), before anything is read or recorded.
+constexpr int kUsageError = 2;
+
+// The options' own values checked before a project is opened: "" or what is wrong.
+QString usageProblem(const HeadlessOptions& o) {
+  if (!o.task.isEmpty() && o.dataset.isEmpty())
+    return "--task needs --dataset csv:FILE: the table whose label column it is about";
+  if (!o.task.isEmpty() && o.task != "classification" && o.task != "regression")
+    return QString("--task must be classification or regression, got '%1'").arg(o.task);
+  if (!o.missing.isEmpty() && o.missing != "error" && o.missing != "drop" && o.missing != "fill")
+    return QString("--missing must be error, drop or fill (as kiln train --missing), got '%1'").arg(o.missing);
+  if (!o.tokenizer.isEmpty() && o.tokenizer != "word" && o.tokenizer != "char" && o.tokenizer != "sentencepiece")
+    return QString("--tokenizer must be word, char or sentencepiece, got '%1'").arg(o.tokenizer);
+  if (!o.dataset.isEmpty()) {
+    const QString kind = o.dataset.section(':', 0, 0);
+    if (!o.dataset.contains(':') || !QStringList{"imagefolder", "images", "csv", "text"}.contains(kind) ||
+        o.dataset.section(':', 1).isEmpty())
+      return QString("--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '%1'").arg(o.dataset);
+    if (o.task == "regression" && kind != "csv")
+      return QString("--task regression needs --dataset csv:FILE (a table with a numeric label column), not '%1'").arg(o.dataset);
   }
+  if (!o.newFile.isEmpty()) {
+    const bool create = !(o.train && QFileInfo::exists(o.newFile));
+    if (create && o.templateName.isEmpty())
+      return QString("--new needs --template NAME (known: %1)").arg(templateNames().join(", "));
+    if (create && !templateNames().contains(o.templateName))
+      return QString("unknown template '%1' (known: %2)").arg(o.templateName, templateNames().join(", "));
+    return {};
+  }
+  if (o.project.isEmpty()) return "--headless needs --project FILE --train, or --new FILE --template NAME";
+  if (!o.train) return "--headless --project FILE: add --train to train its latest graph";
+  return {};
+}
+
+int createProject(const HeadlessOptions& o) {
   projects::Project p = createFromTemplate(o.newFile.toStdString(), o.templateName);
   out(QString("created %1 from template %2").arg(QString::fromStdString(p.path()), o.templateName));
   return 0;
@@ -69,6 +99,17 @@ int train(const HeadlessOptions& o) {
             .arg(o.project, QString::fromStdString(e.what())));
     return 1;
   }
+  // --missing: this run's policy; the project keeps its own (storedMissing).
+  const std::string storedMissing = dataset.missing;
+  if (!o.missing.isEmpty()) {
+    const std::string kind = o.dataset.isEmpty() ? dataset.name : o.dataset.section(':', 0, 0).toStdString();
+    if (kind != "csv") {
+      err(QString("--missing applies to a CSV table (csv:FILE); the dataset of %1 is %2")
+              .arg(o.project, QString::fromStdString(kind == "fashion-mnist" ? kind : kind + ":" + dataset.path)));
+      return kUsageError;
+    }
+    dataset.missing = o.missing.toStdString();
+  }
   if (!o.dataset.isEmpty()) {
     const std::string spec = o.dataset.toStdString();
     const size_t colon = spec.find(':');
@@ -91,6 +132,7 @@ int train(const HeadlessOptions& o) {
       out(QString("reading %1").arg(o.dataset));
       data::DatasetSource source = dataset.source(config.seed);
       source.index_store = std::make_shared<projects::ProjectIndexStore>(project.path());
+      source.rescan = o.rescan;
       const data::OpenedDataset d = data::open_dataset(source);
       out(QString::fromStdString(d.description()));
       for (const std::string& n : d.notes) out(QString::fromStdString(n));
@@ -105,7 +147,9 @@ int train(const HeadlessOptions& o) {
         version = project.latest_graph();
         KILN_CHECK(version && version->id == id, IoError, o.project.toStdString(), ": the fitted graph was not saved");
       }
-      project.set_setting("dataset", dataset.to_json());
+      DatasetSettings stored = dataset;
+      stored.missing = storedMissing;
+      project.set_setting("dataset", stored.to_json());
     } catch (const std::exception& e) {
       err(QString("cannot train %1 on %2: %3").arg(o.project, o.dataset, QString::fromStdString(plain_error(e))));
       return 1;
@@ -118,7 +162,8 @@ int train(const HeadlessOptions& o) {
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
 
   TrainingSession session;
-  session.setStoreSettings(false);  // --epochs/--lr/--batch-size/--subset/--test-subset/--device: this run only
+  session.setStoreSettings(false);  // --epochs/--lr/--batch-size/--subset/--test-subset/--device/--missing: this run only
+  session.setRescan(o.rescan);
   int status = 1;
   QElapsedTimer lastLine;
   lastLine.start();
@@ -218,9 +263,9 @@ int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetS
 }
 
 int runHeadless(const HeadlessOptions& o) {
-  if (!o.task.isEmpty() && o.dataset.isEmpty()) {
-    err("--task needs --dataset csv:FILE: the table whose label column it is about");
-    return 1;
+  if (const QString problem = usageProblem(o); !problem.isEmpty()) {
+    err(problem);
+    return kUsageError;
   }
   try {
     if (!o.newFile.isEmpty()) {
@@ -232,14 +277,6 @@ int runHeadless(const HeadlessOptions& o) {
       HeadlessOptions t = o;
       t.project = o.newFile;
       return train(t);
-    }
-    if (o.project.isEmpty()) {
-      err("--headless needs --project FILE --train, or --new FILE --template NAME");
-      return 1;
-    }
-    if (!o.train) {
-      err("--headless --project FILE: add --train to train its latest graph");
-      return 1;
     }
     return train(o);
   } catch (const std::exception& e) {

@@ -4,7 +4,12 @@
 //     trains the project's latest graph with its stored settings (its dataset setting's class
 //     filter and test size included), prints progress lines
 //     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
-//     stores the run; exit status 0 finished, 1 failed or bad input, 130 stopped (Ctrl-C).
+//     stores the run; exit status 0 finished, 1 failed (the run, its data, the project), 2 a
+//     command-line mistake (an unknown flag, a bad or missing value; nothing is recorded), 130
+//     stopped (Ctrl-C). A dataset whose folder or file is gone is refused before a run is recorded.
+//   [--missing error|drop|fill] a CSV table's missing values for this run (kiln train --missing);
+//   [--rescan] an image folder is read and checked again instead of taken from the project's
+//     stored file index (a file rewritten in place since is then skipped and named).
 //   kiln-studio --headless --project FILE --train --dataset csv:FILE [--label C] [--skip-rows N]
 //     [--task classification|regression]
 //     first sets the project's dataset and fits the graph's Input and class scores to it.
@@ -48,6 +53,11 @@ struct HeadlessOptions {
   QString tokenizer;
   qint64 maxLength = 0, vocabSize = 0;
   QString textColumn;
+  // --missing error|drop|fill: a CSV table's missing-value policy for this run (the project's
+  // DatasetSettings::missing otherwise; not stored). "" = the project's.
+  QString missing;
+  // --rescan: the image folder's stored file index is not used (DatasetSource::rescan).
+  bool rescan = false;
 };
 
 // --subset, --test-subset and --test-seed applied to a run's dataset settings (0 / -1: not
@@ -56,8 +66,8 @@ struct HeadlessOptions {
 // when 0). Returns the test size for TrainingSession::start.
 int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetSettings& dataset);
 
-// Runs the mode inside an existing Q(Core)Application; returns the exit status.
-// Errors go to stderr in plain words.
+// Runs the mode inside an existing Q(Core)Application; returns the exit status (0, 1, 2 for a
+// command-line mistake, 130). Errors go to stderr in plain words.
 int runHeadless(const HeadlessOptions& options);
 
 }  // namespace kiln::studio

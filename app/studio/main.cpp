@@ -30,7 +30,9 @@ bool isHeadless(int argc, char** argv) {
 }
 
 void addOptions(QCommandLineParser& p) {
-  p.setApplicationDescription("Kiln Studio: build, train and evaluate neural networks.");
+  p.setApplicationDescription("Kiln Studio: build, train and evaluate neural networks.\n"
+                              "Exit status (--headless): 0 finished, 1 the run or its data failed, 2 a mistake on the "
+                              "command line (an unknown flag, a bad value), 130 stopped with Ctrl-C.");
   p.addHelpOption();
   p.addVersionOption();
   p.addPositionalArgument("project", "A .kiln project to open.", "[project.kiln]");
@@ -57,6 +59,11 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"tokenizer", "With --dataset text:DIR|FILE: word, char or sentencepiece (default: word).", "kind"});
   p.addOption({"max-length", "With --dataset text:DIR|FILE: tokens per text; longer texts are truncated (default: 256).", "n"});
   p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
+  p.addOption({"missing", "With --headless --train on a CSV table: missing values (empty, NA, NaN, ?, ...): error names "
+                          "the line, drop drops the row, fill uses the training split's mean or mode (as kiln train "
+                          "--missing; overrides the project's setting for this run).", "policy"});
+  p.addOption({"rescan", "With --headless --train on an image folder: read and check every file again instead of the "
+                         "project's stored file index (a file rewritten in place is not seen by it)."});
   p.addOption({"text-column", "With --dataset text:FILE: the text column of a CSV or key of a JSON-lines file (default: text; "
                               "--label names the label column, default: label).", "name"});
   // Hyper-parameter sweeps (headless_sweep.h; `kiln sweep` runs kiln-studio --headless --sweep).
@@ -82,25 +89,43 @@ void addOptions(QCommandLineParser& p) {
   p.addOption(onnxShot);
 }
 
-long long number(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1,
-                 long long max = std::numeric_limits<long long>::max()) {
+// A command-line mistake (an unknown flag, a missing or bad value) exits 2, as `kiln`'s do
+// (docs/cli.md "Exit status"); 1 is kept for what fails while running.
+constexpr int kUsageError = 2;
+
+long long number(const QCommandLineParser& p, const char* name, long long min = 1,
+                 long long max = std::numeric_limits<long long>::max(), const char* who = "kiln-studio") {
   if (!p.isSet(name)) return 0;
   bool ok = false;
   long long v = p.value(name).toLongLong(&ok);
   if (!ok || v < min || v > max) {
-    const char* who = status == 2 ? "kiln sweep" : "kiln-studio";
     if (max == std::numeric_limits<long long>::max())
       std::fprintf(stderr, "%s: --%s needs a whole number >= %lld, got '%s'\n", who, name, min, p.value(name).toUtf8().constData());
     else
       std::fprintf(stderr, "%s: --%s needs a whole number from %lld to %lld, got '%s'\n", who, name, min, max,
                    p.value(name).toUtf8().constData());
-    std::exit(status);
+    std::exit(kUsageError);
   }
   return v;
 }
+long long sweepNumber(const QCommandLineParser& p, const char* name, long long min = 1) {
+  return number(p, name, min, std::numeric_limits<long long>::max(), "kiln sweep");
+}
 // For options held in an int (epochs, batch size).
-int intNumber(const QCommandLineParser& p, const char* name, long long min = 1, int status = 1) {
-  return static_cast<int>(number(p, name, min, status, std::numeric_limits<int32_t>::max()));
+int intNumber(const QCommandLineParser& p, const char* name, long long min = 1, const char* who = "kiln-studio") {
+  return static_cast<int>(number(p, name, min, std::numeric_limits<int32_t>::max(), who));
+}
+
+// QCommandLineParser::process would exit 1 on a parse error: parse, print, exit 2; --help,
+// --help-all and --version print and exit 0.
+void parseOrExit(QCommandLineParser& p, const QStringList& arguments, const char* who) {
+  if (!p.parse(arguments)) {
+    std::fprintf(stderr, "%s: %s\n", who, p.errorText().toUtf8().constData());
+    std::exit(kUsageError);
+  }
+  if (p.isSet("help")) p.showHelp(0);
+  if (p.isSet("help-all")) p.showHelp(0);
+  if (p.isSet("version")) p.showVersion();
 }
 
 }  // namespace
@@ -126,30 +151,25 @@ int main(int argc, char** argv) {
   addOptions(parser);
   const QStringList arguments = QCoreApplication::arguments();
   if (headless && arguments.contains("--sweep")) {
-    // A sweep's wrong flag exits 2, as `kiln`'s command-line mistakes do.
-    if (!parser.parse(arguments)) {
-      std::fprintf(stderr, "kiln sweep: %s\n", parser.errorText().toUtf8().constData());
-      return 2;
-    }
-    if (parser.isSet("help")) parser.showHelp(0);
+    parseOrExit(parser, arguments, "kiln sweep");
     kiln::studio::SweepOptions o;
     o.project = parser.value("project");
     o.params = parser.values("param");
-    o.trials = number(parser, "trials", 1, 2);
+    o.trials = sweepNumber(parser, "trials");
     if (parser.isSet("search")) o.search = parser.value("search");
-    o.seed = number(parser, "seed", 0, 2);
+    o.seed = sweepNumber(parser, "seed", 0);
     o.devices = parser.value("devices");
     if (parser.isSet("objective")) o.objective = parser.value("objective");
-    if (parser.isSet("prune-startup")) o.pruneStartup = number(parser, "prune-startup", 0, 2);
+    if (parser.isSet("prune-startup")) o.pruneStartup = sweepNumber(parser, "prune-startup", 0);
     o.resume = parser.isSet("resume");
     o.json = parser.isSet("json");
-    o.epochs = intNumber(parser, "epochs", 1, 2);
-    o.subset = number(parser, "subset", 1, 2);
-    o.testSubset = number(parser, "test-subset", 1, 2);
-    if (parser.isSet("test-seed")) o.testSeed = number(parser, "test-seed", 0, 2);
+    o.epochs = intNumber(parser, "epochs", 1, "kiln sweep");
+    o.subset = sweepNumber(parser, "subset");
+    o.testSubset = sweepNumber(parser, "test-subset");
+    if (parser.isSet("test-seed")) o.testSeed = sweepNumber(parser, "test-seed", 0);
     return kiln::studio::runHeadlessSweep(o);
   }
-  parser.process(*app);
+  parseOrExit(parser, arguments, "kiln-studio");
 
   if (headless) {
     kiln::studio::HeadlessOptions o;
@@ -162,7 +182,7 @@ int main(int argc, char** argv) {
       o.lr = parser.value("lr").toDouble(&ok);
       if (!ok || !(o.lr > 0) || !std::isfinite(o.lr)) {
         std::fprintf(stderr, "kiln-studio: --lr needs a number > 0, got '%s'\n", parser.value("lr").toUtf8().constData());
-        return 1;
+        return kUsageError;
       }
     }
     o.subset = number(parser, "subset");
@@ -180,6 +200,8 @@ int main(int argc, char** argv) {
     o.maxLength = number(parser, "max-length");
     o.vocabSize = number(parser, "vocab-size");
     o.textColumn = parser.value("text-column");
+    o.missing = parser.value("missing");
+    o.rescan = parser.isSet("rescan");
     return kiln::studio::runHeadless(o);
   }
   kiln::studio::MainWindow::applyStyle();

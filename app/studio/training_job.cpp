@@ -202,7 +202,21 @@ void TrainingJob::run() {
       message("reading " + spec_.dataset.spec());
       data::DatasetSource source = spec_.dataset.source(c.seed);
       if (!spec_.project_path.empty()) source.index_store = std::make_shared<projects::ProjectIndexStore>(spec_.project_path);
+      source.rescan = spec_.rescan;
       opened = data::open_dataset(source);
+      if (opened->images && opened->images->index_reused > 0) {
+        // The stored index does not see a file rewritten in place (truncated, corrupted, edited):
+        // one stat a file finds those, and the folder is then read and verified again, so that a
+        // file that no longer decodes is skipped and named instead of failing the run mid-way.
+        const std::vector<std::string> changed =
+            data::changed_image_files({opened->train.get(), opened->validation.get(), opened->test.get()});
+        if (!changed.empty()) {
+          message(std::to_string(changed.size()) + " file(s) changed since the project's index of the folder was stored (" +
+                  changed.front() + (changed.size() > 1 ? ", ..." : "") + "): reading the folder again");
+          source.rescan = true;
+          opened = data::open_dataset(source);
+        }
+      }
       message(opened->description());
       for (const std::string& note : opened->notes) message(note);
       // The preprocessing fitted on the data, kept with the run for Predict (run_predictor.h).

@@ -71,6 +71,12 @@ struct JobSpec {
   projects::RunConfig run_config;
   std::string work_dir;         // scratch directory for the checkpoint files
   int threads = 0;              // OpenMP threads for the kernels (0 = default)
+  // An image folder is scanned and verified again instead of taken from the project's stored
+  // file index. Without it, a stored index is still checked file by file (size and modification
+  // time, a stat each) and the folder read again when a file changed in place since it was stored
+  // (image_index_store.h Note [What the folder check misses]): an undecodable file is then
+  // skipped and named, as in a first reading, instead of failing the run.
+  bool rescan = false;
 };
 
 struct JobResult {

@@ -79,6 +79,9 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
       fashion ? training_blockers(graph, graph::analyze(graph), config.batch_size, classes)
               : training_blockers(graph, graph::analyze(graph), config.batch_size, 0, graph::SymShape{}, dataset.spec());
   blockers.insert(blockers.end(), settingsProblems.begin(), settingsProblems.end());
+  // A dataset folder or file that is gone is refused here, not recorded as a failed run.
+  if (settingsProblems.empty())
+    if (const std::string why = dataset.unavailable(); !why.empty()) blockers.push_back(why);
   if (!blockers.empty()) {
     QStringList lines;
     for (auto& b : blockers) lines << QString::fromStdString(b);
@@ -120,6 +123,7 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
   spec.work_dir = workDir_.toStdString();
   spec.threads = threads_;
+  spec.rescan = rescan_;
   job_ = std::make_unique<TrainingJob>(std::move(spec));
   TrainingJob* job = job_.get();
   thread_ = QThread::create([job] {

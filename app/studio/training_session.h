@@ -41,7 +41,8 @@ class TrainingSession : public QObject {
 
   // Starts a run of `graph` recorded in the project at `projectPath` unless
   // training_blockers() finds problems or the settings are invalid: then returns false
-  // with the reasons in `error` (one per line) and nothing is recorded. graphVersion: the
+  // with the reasons in `error` (one per line) and nothing is recorded; so does a dataset whose
+  // folder or file is gone (DatasetSettings::unavailable). graphVersion: the
   // project's version of `graph`, or 0 to save it as a new version. The settings are
   // stored as the project's "training" and "dataset" settings. Every SQLite write happens
   // on the training thread; started() follows once the run is recorded.
@@ -58,7 +59,10 @@ class TrainingSession : public QObject {
   int64_t rowsCommitted() const;  // metric rows of this run committed to the project so far
   void setThreads(int threads) { threads_ = threads; }
   // Whether start() stores its settings in the project (headless overrides are not stored).
-  void setStoreSettings(bool on) { storeSettings_ = on; }  // OpenMP threads of the kernels (0 = default)
+  void setStoreSettings(bool on) { storeSettings_ = on; }
+  // Whether the next runs read an image folder again instead of the project's stored file index
+  // (JobSpec::rescan; headless --rescan).
+  void setRescan(bool on) { rescan_ = on; }
 
  signals:
   void started(qint64 run, QString device);
@@ -90,6 +94,7 @@ class TrainingSession : public QObject {
   int epochs_ = 0;
   int threads_ = 0;
   bool storeSettings_ = true;
+  bool rescan_ = false;
   bool paused_ = false, stopRequested_ = false;
   QString workDir_, device_;
   QString datasetDir_;  // the running job's Fashion-MNIST directory (EvaluationResult::imageDir)

@@ -121,6 +121,7 @@ OpenedDataset open_dataset(const DatasetSource& source) {
     c.tabular.test_fraction = source.test_fraction;
     c.tabular.seed = source.seed;
     c.tabular.task = task;
+    c.tabular.missing = parse_missing_policy(source.missing);
   }
   KILN_CHECK(!c.path.empty(), ValueError, "csv:FILE needs a file");
   TabularData t = load_table(c);

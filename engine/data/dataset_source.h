@@ -25,6 +25,7 @@ struct DatasetSource {
   // whether the first row (after skip_rows) is a header, lines skipped before it.
   std::string label;
   std::string task = "classification";  // csv: classification | regression (`table`, when set, has its own)
+  std::string missing = "error";        // csv: error | drop | fill (tabular.h MissingPolicy; `table` has its own)
   bool header = true;
   int64_t skip_rows = 0;
   // Stratified by class (images: unless the folder has train/ and test/ subfolders): the share of

@@ -102,6 +102,7 @@ Thumbnail image_thumbnail(const Dataset&, int64_t, int64_t) { return {}; }
 std::string image_sample_path(const Dataset&, int64_t) { return {}; }
 std::vector<Thumbnail> augmentation_preview(const Dataset&, int64_t, const std::string&, double, int) { return {}; }
 std::vector<int64_t> image_labels(const Dataset&) { return {}; }
+std::vector<std::string> changed_image_files(const std::vector<const Dataset*>&) { return {}; }
 int64_t image_files_read() { return 0; }
 
 #endif

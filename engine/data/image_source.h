@@ -121,5 +121,11 @@ std::string image_sample_path(const Dataset& dataset, int64_t i);
 // The class of every sample of such a dataset, from its index (nothing decoded); empty for a
 // dataset of another kind.
 std::vector<int64_t> image_labels(const Dataset& dataset);
+// The files of the image datasets among `datasets` (or the datasets a Subset of one is of) whose
+// size or modification time is no longer the one their index holds, or that are gone, each as
+// "PATH (what changed)", every index looked at once: a file rewritten in place after a stored
+// index was made (image/image_index_store.h Note [What the folder check misses]). One stat a file;
+// nothing is read. Empty for datasets of another kind (and in a build without OpenCV).
+std::vector<std::string> changed_image_files(const std::vector<const Dataset*>& datasets);
 
 }  // namespace kiln::data

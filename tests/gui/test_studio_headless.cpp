@@ -53,7 +53,7 @@ class TestStudioHeadless : public QObject {
 
     p.start(kStudio, {"--headless", "--new", dir.filePath("x.kiln"), "--template", "nope"});
     QVERIFY(p.waitForFinished(20000));
-    QCOMPARE(p.exitCode(), 1);
+    QCOMPARE(p.exitCode(), 2);  // a command-line mistake
     QVERIFY(QString(p.readAllStandardError()).contains("unknown template 'nope'"));
 
     p.start(kStudio, {"--headless", "--project", dir.filePath("missing.kiln"), "--train"});
@@ -192,20 +192,20 @@ class TestStudioHeadless : public QObject {
     const auto& predictions = again.evaluation(2)->predictions;
     QVERIFY(predictions.back().index > 300);
     for (size_t i = 1; i < predictions.size(); ++i) QVERIFY(predictions[i - 1].index < predictions[i].index);
-    // A seed < 0 is refused with the option's name.
+    // A seed < 0 is refused with the option's name, exit 2 (a command-line mistake, as kiln's).
     p.start(kStudio, {"--headless", "--project", file, "--train", "--test-subset", "300", "--test-seed", "-1"});
     QVERIFY(p.waitForFinished(30000));
-    QCOMPARE(p.exitCode(), 1);
+    QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString(p.readAllStandardError()).contains("--test-seed needs a whole number >= 0"));
     // A count beyond an int is refused, not wrapped (4294967328 would be 32).
     p.start(kStudio, {"--headless", "--project", file, "--train", "--batch-size", "4294967328"});
     QVERIFY(p.waitForFinished(30000));
-    QCOMPARE(p.exitCode(), 1);
+    QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString(p.readAllStandardError()).contains("--batch-size needs a whole number from 1 to 2147483647, got '4294967328'"));
     for (const QString& lr : {"0", "-1", "nan", "fast"}) {
       p.start(kStudio, {"--headless", "--project", file, "--train", "--lr", lr});
       QVERIFY(p.waitForFinished(30000));
-      QCOMPARE(p.exitCode(), 1);
+      QCOMPARE(p.exitCode(), 2);
       QVERIFY2(QString(p.readAllStandardError()).contains("--lr needs a number > 0, got '" + lr + "'"), qPrintable(lr));
     }
   }

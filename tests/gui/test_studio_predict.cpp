@@ -327,20 +327,23 @@ class TestStudioPredict : public QObject {
     }
   }
 
-  // --task: a bad value, regression of a non-table, or no --dataset: a message, nothing trained.
+  // --task: a bad value, regression of a non-table, or no --dataset: a message, exit 2 (a
+  // command-line mistake), nothing trained.
   void headlessTaskBadInput() {
     int code = 0;
     const QString project = dir_.filePath("task.kiln");
     QString out = kiln::test::studio({"--headless", "--new", project, "--template", "table_mlp", "--dataset",
                                       "csv:" + dir_.filePath("t.csv"), "--task", "clustering", "--train"}, &code);
-    QCOMPARE(code, 1);
-    QVERIFY2(out.contains("clustering"), qPrintable(out));
+    QCOMPARE(code, 2);
+    QVERIFY2(out.contains("--task must be classification or regression, got 'clustering'"), qPrintable(out));
+    QVERIFY(!QFileInfo::exists(project));  // refused before the project is made
+    QVERIFY(kiln::test::studio({"--headless", "--new", project, "--template", "table_mlp"}, &code).contains("created"));
     out = kiln::test::studio({"--headless", "--project", project, "--dataset", "imagefolder:" + dir_.filePath("shapes"),
                               "--task", "regression", "--train"}, &code);
-    QCOMPARE(code, 1);
-    QVERIFY2(out.contains("regression"), qPrintable(out));
+    QCOMPARE(code, 2);
+    QVERIFY2(out.contains("--task regression needs --dataset csv:FILE"), qPrintable(out));
     out = kiln::test::studio({"--headless", "--project", project, "--task", "regression", "--train"}, &code);
-    QCOMPARE(code, 1);
+    QCOMPARE(code, 2);
     QVERIFY2(out.contains("--task needs --dataset csv:FILE"), qPrintable(out));
     QVERIFY(kiln::projects::Project::open(project.toStdString()).runs().empty());
   }

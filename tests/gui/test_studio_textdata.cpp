@@ -268,8 +268,8 @@ class TestStudioTextData : public QObject {
     const QString out = studio({"--headless", "--project", dir.filePath("text_classifier_lstm.kiln"), "--dataset",
                                 "text:" + root, "--tokenizer", "bytes", "--train"},
                                &code);
-    QCOMPARE(code, 1);
-    QVERIFY2(out.contains("'tokenizer' must be word, char or sentencepiece, got 'bytes'"), qPrintable(out));
+    QCOMPARE(code, 2);  // a command-line mistake
+    QVERIFY2(out.contains("--tokenizer must be word, char or sentencepiece, got 'bytes'"), qPrintable(out));
   }
 };
 

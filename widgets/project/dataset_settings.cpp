@@ -3,6 +3,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "engine/core/error.h"
 #include "engine/data/class_filter.h"
@@ -50,6 +52,7 @@ data::DatasetSource DatasetSettings::source(uint64_t seed) const {
   s.spec = spec();
   s.label = label;
   s.task = task;
+  s.missing = missing;
   s.header = header;
   s.skip_rows = skip_rows;
   s.test_fraction = test_fraction;
@@ -90,6 +93,8 @@ void DatasetSettings::validate() const {
              ": 'task' must be classification or regression, got '", task, "'");
   KILN_CHECK(task == "classification" || name == "csv", ValueError, kWhat,
              ": 'task' regression needs a CSV table (name csv), not ", name);
+  KILN_CHECK(missing == "error" || missing == "drop" || missing == "fill", ValueError, kWhat,
+             ": 'missing' must be error, drop or fill, got '", missing, "'");
   KILN_CHECK(augment == "none" || augment == "flip" || augment == "standard", ValueError, kWhat,
              ": 'augment' must be none, flip or standard, got '", augment, "'");
   KILN_CHECK(rotation >= 0 && rotation <= 180, ValueError, kWhat, ": 'rotation' must be 0 to 180 degrees, got ", rotation);
@@ -113,6 +118,28 @@ void DatasetSettings::validate() const {
              k < 10 ? " of classes " + classes : std::string());
 }
 
+std::string DatasetSettings::unavailable() const {
+  if (is_fashion_mnist() || path.empty()) return {};  // validate() names an empty path
+  namespace fs = std::filesystem;
+  const std::string what = name == "imagefolder" ? "image folder"
+                           : name == "images"    ? "image list"
+                           : name == "csv"       ? "table"
+                                                 : "texts";
+  const std::string where = "the dataset's " + what + " '" + path + "'";
+  const std::string fix = "; restore it, or choose the dataset again in the Dataset panel (headless: --dataset " + name + ":PATH)";
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return where + " is gone (no such file or folder)" + fix;
+  if (name == "imagefolder" && !fs::is_directory(st)) return where + " is not a folder" + fix;
+  if ((name == "images" || name == "csv") && fs::is_directory(st)) return where + " is a folder, not a file" + fix;
+  if (!fs::is_directory(st) && !std::ifstream(path).good()) return where + " cannot be read (permission denied?)" + fix;
+  if (fs::is_directory(st)) {
+    fs::directory_iterator it(path, ec);
+    if (ec) return where + " cannot be listed (" + ec.message() + ")" + fix;
+  }
+  return {};
+}
+
 std::string DatasetSettings::to_json() const {
   QJsonObject o{{"name", QString::fromStdString(name)},
                 {"dir", QString::fromStdString(dir)},
@@ -130,6 +157,7 @@ std::string DatasetSettings::to_json() const {
       o["header"] = header;
       o["skip_rows"] = static_cast<double>(skip_rows);
       if (task != "classification") o["task"] = QString::fromStdString(task);
+      if (missing != "error") o["missing"] = QString::fromStdString(missing);
     }
     if (image_height != 0) o["image_height"] = static_cast<double>(image_height);
     if (image_width != 0) o["image_width"] = static_cast<double>(image_width);
@@ -174,6 +202,7 @@ DatasetSettings DatasetSettings::from_json(const std::string& json) {
   s.image_width = read_int(o, "image_width", s.image_width);
   s.augment = read_string(o, "augment", s.augment);
   s.task = read_string(o, "task", s.task);
+  s.missing = read_string(o, "missing", s.missing);
   if (o.contains("rotation")) {
     KILN_CHECK(o.value("rotation").isDouble(), ValueError, kWhat, ": 'rotation' must be a number, got ",
                describe(o.value("rotation")));

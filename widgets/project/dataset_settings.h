@@ -39,6 +39,9 @@ struct DatasetSettings {
   // csv: classification (classes from the label's values) or regression (a numeric label, one
   // output, mse_loss), as `kiln train --task`.
   std::string task = "classification";
+  // csv: missing values (empty, NA, NaN, ?, ...): error (names the line), drop (the row) or fill
+  // (the training split's mean or mode), as `kiln train --missing` (data::MissingPolicy).
+  std::string missing = "error";
   double test_fraction = 0.2, validation_fraction = 0.1;
   // name "text" (engine/data/text: a folder of class subfolders of .txt files, or a CSV/TSV/
   // JSON-lines file): the text column of a table or JSON key (the label column is `label`, "" =
@@ -70,7 +73,8 @@ struct DatasetSettings {
 
   // ValueError naming the field: unknown name; for another source than Fashion-MNIST an empty
   // path, skip_rows < 0 or fractions outside [0, 0.9] (together at most 0.9); text: an unknown
-  // tokenizer, max_length outside [1, 65536], vocab_size outside [3, 10000000]; a task other than
+  // tokenizer, max_length outside [1, 65536], vocab_size outside [3, 10000000]; a missing policy
+  // other than error, drop or fill; a task other than
   // classification or regression, regression for another source than csv; images: an
   // image size outside [1, 8192] unless both are 0, an unknown augment, a rotation outside
   // [0, 180]; train_size < 1,
@@ -84,9 +88,15 @@ struct DatasetSettings {
   // are an image source's "image_height", "image_width", "augment" and "rotation", and a
   // table's "task" when regression).
   std::string to_json() const;
+  // "missing" only for a csv whose policy is not error.
   // Missing keys keep their defaults; ValueError "dataset settings: 'train_size' must be an
   // integer, got ..." for a wrong type, for text that is not a JSON object, or validate()'s.
   static DatasetSettings from_json(const std::string& json);
+  // "" when the dataset's folder or file is there (Fashion-MNIST: not checked, its loader names
+  // the files), else why not in plain words naming the path: "the image folder '/data/pets' is
+  // gone (no such file or folder); ...". TrainingSession::start refuses such a run before it is
+  // recorded.
+  std::string unavailable() const;
   bool operator==(const DatasetSettings&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <opencv2/imgproc.hpp>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "engine/core/error.h"
 #include "engine/data/image/image_dataset.h"
@@ -273,6 +274,30 @@ std::vector<int64_t> image_labels(const Dataset& dataset) {
   labels.reserve(images->positions().size());
   for (int64_t p : images->positions()) labels.push_back(images->index().samples.at(static_cast<size_t>(p)).label);
   return labels;
+}
+
+std::vector<std::string> changed_image_files(const std::vector<const Dataset*>& datasets) {
+  std::vector<const ImageIndex*> seen;
+  std::vector<std::string> changed;
+  for (const Dataset* d : datasets) {
+    while (const auto* subset = dynamic_cast<const Subset*>(d)) d = &subset->dataset();
+    const auto* images = dynamic_cast<const ImageDataset*>(d);
+    if (!images || std::find(seen.begin(), seen.end(), &images->index()) != seen.end()) continue;
+    seen.push_back(&images->index());
+    for (const ImageSample& s : images->index().samples) {
+      struct stat st {};
+      if (::stat(s.path.c_str(), &st) != 0) {
+        changed.push_back(s.path + " (gone)");
+        continue;
+      }
+      const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (static_cast<int64_t>(st.st_size) != s.bytes)
+        changed.push_back(s.path + " (" + std::to_string(s.bytes) + " bytes when indexed, " + std::to_string(st.st_size) + " now)");
+      else if (mtime != s.mtime_ns)
+        changed.push_back(s.path + " (modified since it was indexed)");
+    }
+  }
+  return changed;
 }
 
 }  // namespace kiln::data
