@@ -24,6 +24,14 @@ namespace kiln::studio {
 
 namespace {
 
+// An input without its prediction yet (error "") or with the reason it has none.
+PredictedInput unpredicted(const std::string& input, const std::string& error) {
+  PredictedInput p;
+  p.input = input;
+  p.error = error;
+  return p;
+}
+
 // The image file names Kiln reads (data::is_image_file_name, which needs OpenCV's headers).
 bool looks_like_image(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
@@ -214,14 +222,14 @@ void RunPredictor::predictTable(const std::string& file, int64_t top_k, std::vec
                table_->first.path, "; give a CSV file of its columns");
     in = data::read_table_input(file, table_->first, table_->second);
   } catch (const std::exception& e) {
-    out.push_back({file, plain_error(e), {}, 0});
+    out.push_back(unpredicted(file, plain_error(e)));
     return;
   }
   const size_t first = out.size();
-  for (const std::string& row : in.inputs) out.push_back({row, "", {}, 0});
+  for (const std::string& row : in.inputs) out.push_back(unpredicted(row, ""));
   if (!in.inputs.empty()) fill(in.x, top_k, out.data() + first);
   for (const std::string& row : in.dropped)
-    out.push_back({row, "left out: a missing value (the run's missing-value policy drops such rows)", {}, 0});
+    out.push_back(unpredicted(row, "left out: a missing value (the run's missing-value policy drops such rows)"));
 }
 
 std::vector<PredictedInput> RunPredictor::predict(const std::vector<std::string>& files, int64_t top_k,

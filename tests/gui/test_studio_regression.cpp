@@ -99,6 +99,28 @@ class TestStudioRegression : public QObject {
     QCOMPARE(panel.classTable()->rowCount(), 0);
     QVERIFY2(panel.summary().details.contains("regression of the number in column 'y'"), qPrintable(panel.summary().details));
     QCOMPARE(panel.summary().sample_shape, std::vector<int64_t>({2}));
+    // The missing-value policy (as kiln train --missing): a table with an empty field fails to
+    // load under "error", naming its line, and loads with the row dropped under "drop".
+    QFile f(dir.filePath("t.csv"));
+    QVERIFY(f.open(QIODevice::Append));
+    f.write("1.5,,3\n");
+    f.close();
+    QComboBox* missing = panel.sourceOptions()->missingCombo();
+    QVERIFY(missing->isVisibleTo(&panel));
+    QCOMPARE(missing->currentData().toString(), QString("error"));
+    auto choose = [&](const char* policy) {
+      missing->setCurrentIndex(missing->findData(policy));
+      emit missing->activated(missing->currentIndex());
+      return waitLoaded(panel);
+    };
+    QVERIFY(choose("drop"));
+    QVERIFY2(panel.isLoaded(), qPrintable(panel.errorText()));
+    QCOMPARE(panel.settings().missing, std::string("drop"));
+    QCOMPARE(DatasetSettings::from_json(panel.settings().to_json()).missing, std::string("drop"));
+    QVERIFY(choose("error"));
+    QVERIFY2(!panel.isLoaded() && panel.errorText().contains("t.csv:102"), qPrintable(panel.errorText()));
+    QVERIFY(choose("fill"));
+    QVERIFY2(panel.isLoaded(), qPrintable(panel.errorText()));
   }
 
   void headlessTrainsRegression() {

@@ -287,7 +287,7 @@ void DatasetPanel::setSettings(const DatasetSettings& s) {
                       s.text_column != settings_.text_column || s.tokenizer != settings_.tokenizer ||
                       s.max_length != settings_.max_length || s.vocab_size != settings_.vocab_size ||
                       s.image_height != settings_.image_height || s.image_width != settings_.image_width ||
-                      s.task != settings_.task;
+                      s.task != settings_.task || s.missing != settings_.missing;
   settings_ = s;
   updating_ = true;
   source_->setCurrentIndex(std::max(0, source_->findData(QString::fromStdString(s.name))));
@@ -341,7 +341,7 @@ void DatasetPanel::onSourceChanged(int index) {
   if (name == settings_.name) return;
   DatasetSettings s = settings_;
   s.name = name;
-  if (name != "csv") s.task = "classification";  // regression is a table's
+  if (name != "csv") s.task = "classification", s.missing = "error";  // a table's settings
   if (name == "fashion-mnist") {
     emit chosen();
     setSettings(s);

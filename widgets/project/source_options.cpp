@@ -45,7 +45,15 @@ SourceOptions::SourceOptions(QWidget* parent) : QWidget(parent) {
   task_->addItem(tr("Regression"), "regression");
   task_->setToolTip(tr("Classification: the label column's values are the classes. Regression: the label is a number "
                        "the model predicts (one output, mean squared error loss)"));
-  form_layout(taskBox_)->addRow(tr("Task:"), task_);
+  missing_ = new QComboBox;
+  missing_->addItem(tr("Error"), "error");
+  missing_->addItem(tr("Drop the row"), "drop");
+  missing_->addItem(tr("Fill (mean or mode)"), "fill");
+  missing_->setToolTip(tr("A missing value (an empty field, NA, NaN, ?): an error naming its line and column, the "
+                          "row left out, or filled with the training split's mean (numbers) or most frequent value"));
+  QFormLayout* table = form_layout(taskBox_);
+  table->addRow(tr("Task:"), task_);
+  table->addRow(tr("Missing values:"), missing_);
   form->addRow(taskBox_);
   form->addRow(tr("Test share:"), test_);
   form->addRow(tr("Validation share:"), validation_);
@@ -92,6 +100,7 @@ SourceOptions::SourceOptions(QWidget* parent) : QWidget(parent) {
   for (QSpinBox* s : {height_, width_}) connect(s, &QSpinBox::valueChanged, this, &SourceOptions::onEdited);
   connect(augment_, &QComboBox::activated, this, &SourceOptions::onEdited);
   connect(task_, &QComboBox::activated, this, &SourceOptions::onEdited);
+  connect(missing_, &QComboBox::activated, this, &SourceOptions::onEdited);
 }
 
 void SourceOptions::setSettings(const DatasetSettings& s) {
@@ -108,6 +117,7 @@ void SourceOptions::setSettings(const DatasetSettings& s) {
   rotation_->setValue(s.rotation);
   imageBox_->setVisible(s.name == "imagefolder" || s.name == "images");
   task_->setCurrentIndex(std::max(0, task_->findData(QString::fromStdString(s.task))));
+  missing_->setCurrentIndex(std::max(0, missing_->findData(QString::fromStdString(s.missing))));
   taskBox_->setVisible(s.name == "csv");
   updating_ = false;
 }
@@ -120,7 +130,10 @@ DatasetSettings SourceOptions::applied(DatasetSettings s) const {
   s.image_width = s.image_height == 0 ? 0 : width_->value() == 0 ? s.image_height : width_->value();
   if (s.image_height == 0) s.image_width = 0;
   s.augment = augment_->currentData().toString().toStdString();
-  if (s.name == "csv") s.task = task_->currentData().toString().toStdString();
+  if (s.name == "csv") {
+    s.task = task_->currentData().toString().toStdString();
+    s.missing = missing_->currentData().toString().toStdString();
+  }
   s.rotation = rotation_->value();
   return s;
 }

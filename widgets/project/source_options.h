@@ -1,9 +1,9 @@
 // SourceOptions: the Dataset panel's settings of a source other than Fashion-MNIST that are not
 // its path or columns: the shares held out for testing and validation (every source), a CSV
-// table's task (classification or regression), and for
+// table's task (classification or regression) and missing-value policy, and for
 // an image folder or manifest the model's input size, the training augmentation and the random
 // rotation (DatasetSettings' fields, as `kiln train --test-fraction --validation-fraction
-// --image-size --augment --rotation`).
+// --task --missing --image-size --augment --rotation`).
 #pragma once
 #include <QWidget>
 
@@ -30,6 +30,7 @@ class SourceOptions : public QWidget {
   QSpinBox* heightSpin() const { return height_; }  // 0 shows "auto"
   QSpinBox* widthSpin() const { return width_; }    // 0 shows "= height"
   QComboBox* taskCombo() const { return task_; }    // csv: classification | regression
+  QComboBox* missingCombo() const { return missing_; }  // csv: error | drop | fill
   QComboBox* augmentCombo() const { return augment_; }
   QDoubleSpinBox* rotationSpin() const { return rotation_; }
 
@@ -43,6 +44,7 @@ class SourceOptions : public QWidget {
   QWidget* imageBox_ = nullptr;
   QWidget* taskBox_ = nullptr;
   QComboBox* task_ = nullptr;
+  QComboBox* missing_ = nullptr;
   QSpinBox* height_ = nullptr;
   QSpinBox* width_ = nullptr;
   QComboBox* augment_ = nullptr;
