@@ -5,9 +5,11 @@
 #                                   bicubic) to W x H (0 0: as it is) as DST/<class>/<name>.png
 #   columns TABLE.csv DIR LABEL     each column but LABEL as DIR/<column>.npy [N, 1]: numbers float32 (empty: NaN),
 #                                   any other column unicode strings
+#   pets T.csv U.csv ROWS           a table to train on (x, colour, y -> label cat|dog|owl; missing numbers
+#                                   and colours, NA) and U.csv, the same rows with every 31st colour one T never has
 #   compare PREDICTIONS.csv FILES PROBS.npy CLASS...   max |p - q|: p from kiln predict's CSV (--top-k with every
 #                                   class; rows by input name, FILES lists them in PROBS.npy's order), q = PROBS.npy
-import csv, glob, os, sys
+import csv, glob, os, random, sys
 import numpy as np
 from PIL import Image
 
@@ -37,6 +39,20 @@ elif cmd == "columns":
         except ValueError:
             a = np.array([[x] for x in v])
         np.save(os.path.join(args[1], name + ".npy"), a)
+elif cmd == "pets":
+    random.seed(1)
+    colours = ["red", "green", "blue"]
+    with open(args[0], "w") as t, open(args[1], "w") as u:
+        for f in t, u:
+            f.write("x,colour,y,label\n")
+        for i in range(int(args[2])):
+            k = i % 3
+            c = colours[k] if random.random() < 0.8 else random.choice(colours)
+            x = "" if i % 17 == 0 else "%.3f" % random.gauss(2 * k, 0.7)
+            c = "" if i % 23 == 0 else "NA" if i % 29 == 0 else c
+            row = "%s,%%s,%.3f,%s\n" % (x, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k])
+            t.write(row % c)
+            u.write(row % ("purple" if i % 31 == 0 else c))
 elif cmd == "compare":
     rows = {r["input"]: r for r in csv.DictReader(open(args[0]))}
     q = np.load(args[2])

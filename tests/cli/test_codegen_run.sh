@@ -17,28 +17,14 @@
 set -uo pipefail
 kiln=$1 case=$2 fixtures=$3 build=${4:-}
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains, one_line, missing_dep
+/usr/bin/python3 -c 'import numpy, PIL' 2>/dev/null || missing_dep "python3-numpy python3-pil" "no numpy or PIL in /usr/bin/python3 (export_run_data.py)"
 
 shapes_run() {
   "$fixtures" shapes "$work/sh" 150 || fail "kiln_image_fixtures shapes"
   run 0 train --dataset "imagefolder:$work/sh" --model cnn --epochs 1 --batch-size 32 --seed 0 --device cpu --out "$work/run"
 }
 table_run() {
-  /usr/bin/python3 - "$work/t.csv" "$work/u.csv" <<'PY'
-import random, sys
-random.seed(1)
-colours = ["red", "green", "blue"]
-with open(sys.argv[1], "w") as t, open(sys.argv[2], "w") as u:
-    for f in t, u:
-        f.write("x,colour,y,label\n")
-    for i in range(200):
-        k = i % 3
-        c = colours[k] if random.random() < 0.8 else random.choice(colours)
-        x = "" if i % 17 == 0 else "%.3f" % random.gauss(2 * k, 0.7)
-        c = "" if i % 23 == 0 else c
-        row = "%s,%%s,%.3f,%s\n" % (x, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k])
-        t.write(row % c)
-        u.write(row % ("purple" if i % 31 == 0 else c))
-PY
+  /usr/bin/python3 "$(dirname "$0")/export_run_data.py" pets "$work/t.csv" "$work/u.csv" 200
   run 0 train --dataset "csv:$work/t.csv" --label label --missing fill --epochs 5 --batch-size 16 --lr 0.01 --seed 0 --device cpu --out "$work/trun"
 }
 # same A.csv B.csv WHAT: the two prediction CSVs have the same rows, labels, classes and errors, and

@@ -46,22 +46,7 @@ shapes_run() {
 }
 table() {
   # t.csv to train on; u.csv the same rows, every 31st colour one training never saw
-  /usr/bin/python3 - "$work/t.csv" "$work/u.csv" <<'PY'
-import random, sys
-random.seed(1)
-colours = ["red", "green", "blue"]
-with open(sys.argv[1], "w") as t, open(sys.argv[2], "w") as u:
-    for f in t, u:
-        f.write("x,colour,y,label\n")
-    for i in range(300):
-        k = i % 3
-        c = colours[k] if random.random() < 0.8 else random.choice(colours)
-        x = "" if i % 17 == 0 else "%.3f" % random.gauss(2 * k, 0.7)
-        c = "" if i % 23 == 0 else "NA" if i % 29 == 0 else c
-        row = "%s,%%s,%.3f,%s\n" % (x, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k])
-        t.write(row % c)
-        u.write(row % ("purple" if i % 31 == 0 else c))
-PY
+  py pets "$work/t.csv" "$work/u.csv" 300
   run 0 train --dataset "csv:$work/t.csv" --label label --missing fill --epochs 10 --batch-size 16 --lr 0.01 --seed 0 --device cpu --out "$work/trun"
   mkdir -p "$work/cols"; py columns "$work/u.csv" "$work/cols" label
 }
