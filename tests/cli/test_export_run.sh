@@ -11,7 +11,7 @@
 #              the network's input
 #   bad_input: a run without images.json / table.json, a corrupt images.json, no model, wrong flags
 #   ort:       the image and table exports in onnxruntime-node (KILN_NPM_DIR) equal kiln run's
-#              outputs; skipped (77) only when onnxruntime-node is not installed
+#              outputs; skipped (77) only when onnxruntime-node is not installed (quickstart.sh test installs it)
 # Tolerances (max |p - q| of the probabilities; predict writes them with 6 significant digits):
 #   1e-4 where Kiln shrinks (INTER_AREA, rebuilt exactly as MatMuls) or keeps the size: the float
 #        sums differ in order only (measured up to 1.3e-5);
@@ -135,7 +135,7 @@ bad_input)
 ort)
   npm_dir=${KILN_NPM_DIR:-${KILN_DATA_DIR:-$HOME/.local/share/kiln}/npm}
   [[ -d $npm_dir/node_modules/onnxruntime-node ]] && command -v node >/dev/null ||
-    missing_dep onnxruntime-node "no onnxruntime-node in $npm_dir (installer/quickstart.sh bench) or no node"
+    missing_dep onnxruntime-node "no onnxruntime-node in $npm_dir (installer/quickstart.sh test or bench) or no node"
   export NODE_PATH=$npm_dir/node_modules
   ort() { node "$(dirname "$0")/ort_run.js" "$@" 2>"$work/err" || fail "onnxruntime: $(cat "$work/err")"; }
   shapes_run
