@@ -51,8 +51,9 @@ int onnx_codegen_command(const std::vector<std::string>& argv) {
     const bool include = !args.given("no-preprocessing");
     const RunOnnx r = run_onnx(run, false);
     const RunData& d = r.data;
-    KILN_CHECK(!(d.text && include), ValueError, run, " is a text run: the generated C++ has no tokenizer yet; "
-               "generate the network alone with --no-preprocessing (it then takes token ids)");
+    KILN_CHECK(!(d.text && include), ValueError, run, " is a text run: the generated C++ has no tokenizer yet, so no "
+               "predict program; --no-preprocessing generates the network alone (it takes token ids), where codegen "
+               "translates its layers (not every text layer yet)");
     if (include) {
       options.predict.image = d.image ? &*d.image : nullptr;
       options.predict.table_config = d.table ? &d.table->first : nullptr;

@@ -23,6 +23,9 @@ namespace {
 using detail::cpp_comment_text;
 using detail::cpp_string_literal;
 
+// Whether <stem>.cpp would be one of the other generated files.
+bool file_stem_taken(const std::string& stem) { return stem == "main" || stem == "predict"; }
+
 // Names the generated files use at namespace scope besides the class.
 bool reserved_name(const std::string& s) {
   static const std::set<std::string> names{"kiln", "std", "main", "take", "conv_params", "pool_params", "read", "usage"};
@@ -96,6 +99,9 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
              ValueError, "codegen: class name ", cpp_string_literal(options.class_name),
              " is not a C++ identifier (letters, digits and '_', not starting with a digit) or is a keyword or a "
              "name the generated code uses (kiln, std, main, take, conv_params, pool_params, read, usage)");
+  KILN_CHECK(!file_stem_taken(snake(options.class_name)), ValueError, "codegen: class name ",
+             cpp_string_literal(options.class_name), " would write its code into ", snake(options.class_name),
+             ".cpp, a file the generated project has (main.cpp, predict.cpp): choose another");
   std::string bad;
   for (const Node& n : g.nodes)
     if (!n.domain.empty() && n.domain != "ai.onnx") bad += "\n  " + n.op_type + " (node '" + n.name + "', domain " + n.domain + ")";
@@ -141,7 +147,8 @@ std::vector<std::string> generate_cpp(const Model& model, const std::string& dir
     });
     examples = feed, example_out = out;
   }
-  const std::string cls = options.class_name.empty() ? class_name_of(g.name.empty() ? "Model" : g.name) : options.class_name;
+  std::string cls = options.class_name.empty() ? class_name_of(g.name.empty() ? "Model" : g.name) : options.class_name;
+  if (file_stem_taken(snake(cls))) cls += "Model";  // a graph named "main" or "predict"
   const std::string stem = snake(cls);
   std::set<std::string> taken{cls, "forward", "weights", "take", "conv_params", "pool_params"};
   io::NamedTensors weights;

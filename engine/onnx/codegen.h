@@ -17,7 +17,8 @@
 //   predict.cpp             <stem>_predict PATH: the class on new raw inputs (an image, a folder of
 //                           images, or a CSV of the table's columns), read and preprocessed by the
 //                           installed engine as `kiln predict` reads them (engine/data/predict_input.h),
-//                           one CSV row per input as `kiln predict` writes it (top 1)
+//                           one CSV row per input as `kiln predict` writes it (top 1); it reads the
+//                           weights and the preprocessing from `dir`, or from $KILN_MODEL_DIR when set
 // The ops it translates (to engine/core/ops.h and nn::functional): Conv (2-d), MaxPool,
 // AveragePool, GlobalAveragePool, Gemm, MatMul, Add, Sub, Mul, Div, the operator of every unary
 // layer (graph OpSchema::unary_layer: Relu, Sigmoid, Tanh, HardSwish), LeakyRelu, Erf, Softmax, LogSoftmax (axis attribute, opset >= 13), BatchNormalization (inference),
@@ -47,7 +48,8 @@ struct CodegenPredict {
 
 struct CodegenOptions {
   // "" = from the graph name ("Fashion-MNIST CNN" -> "FashionMnistCnn"); "Model" if empty. Otherwise a C++
-  // identifier that is not a keyword (nor kiln, std, main, take, conv_params, pool_params, read, usage): ValueError.
+  // identifier that is not a keyword (nor kiln, std, main, take, conv_params, pool_params, read, usage) and
+  // whose file (<snake_case>.cpp) is not main.cpp or predict.cpp: ValueError.
   // Names from the model reach the generated files only as escaped string literals or comment-safe text.
   std::string class_name;
   // A run's predict program; needs a model with one input and its first output the logits

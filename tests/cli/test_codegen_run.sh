@@ -7,10 +7,11 @@
 #              undecodable file added, and a table run (a categorical column, missing values filled,
 #              an unseen category) on a CSV: the generated <name>_predict writes the same rows,
 #              labels, classes and errors, probabilities within 1e-4 (both print 6 digits); its
-#              self-check main passes; bad arguments exit 2, a missing input exits 1 naming it
+#              self-check main passes; bad arguments exit 2, a missing input exits 1 naming it, and
+#              KILN_MODEL_DIR moves where it reads its weights
 #   bad_input: no run, a run and a model, --no-preprocessing without --run, a run without
-#              images.json, a corrupt table.json, a bad class name: exit 1 or 2 naming what is wrong,
-#              nothing written
+#              images.json, a bad class name or one whose file is main.cpp / predict.cpp: exit 1 or 2
+#              naming what is wrong, nothing written
 # Registered with ctest by tests/CMakeLists.txt (predict not under the sanitizers: it installs the
 # engine and builds the generated project, as onnx.codegen.* do):
 #   tests/cli/test_codegen_run.sh path/to/kiln CASE path/to/kiln_image_fixtures [path/to/kiln's build dir]
@@ -78,6 +79,9 @@ predict)
   "$work/img/build/shapes_predict" >/dev/null 2>"$work/e"; [[ $? == 2 ]] || fail "shapes_predict without PATH: not exit 2"
   "$work/img/build/shapes_predict" "$work/nowhere" >/dev/null 2>"$work/e"; [[ $? == 1 ]] || fail "a missing input: not exit 1"
   contains "$(cat "$work/e")" "$work/nowhere" "the missing input's error"
+  "$work/img/build/shapes_predict" --bogus >/dev/null 2>"$work/e"; [[ $? == 2 ]] || fail "shapes_predict --bogus: not exit 2"
+  KILN_MODEL_DIR="$work/moved" "$work/img/build/shapes_predict" "$work/in" >/dev/null 2>"$work/e"
+  contains "$(cat "$work/e")" "$work/moved/shapes_weights.safetensors" "KILN_MODEL_DIR's weights"
   # a table
   table_run
   run 0 codegen --run "$work/trun" --out "$work/tab" --class Pets
@@ -102,6 +106,8 @@ bad_input)
   contains "$err" "$work/noimages/images.json" "a run without images.json"; one_line "$err" "its error"
   run 1 codegen --run "$work/run" --out "$work/x" --class "not a name"
   contains "$err" "is not a C++ identifier" "a bad class name"
+  run 1 codegen --run "$work/run" --out "$work/x" --class Predict
+  contains "$err" "would write its code into predict.cpp" "a class named as a generated file"
   [[ ! -e $work/x ]] || fail "a refused codegen wrote $work/x"
   run 0 codegen --run "$work/run" --out "$work/plain" --no-preprocessing
   [[ ! -e $work/plain/predict.cpp && ! -e $work/plain/images.json ]] || fail "--no-preprocessing wrote the predict program"
