@@ -10,6 +10,7 @@
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
 #include "engine/data/dataset_source.h"
+#include "engine/graph/analysis.h"
 #include "engine/graph/fit_data.h"
 #include "engine/graph/json.h"
 #include "projects/index_store.h"
@@ -142,6 +143,16 @@ int train(const HeadlessOptions& o) {
           d.text ? graph::fit_graph_to_text(g, d.text->max_length, d.text->tokenizer->vocab_size(), k)
                  : graph::fit_graph_to_data(g, d.sample_shape, k);
       for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
+      // A graph that still cannot take the samples (a CNN given a table's rows) is refused
+      // before the project keeps the fitted graph or the new dataset.
+      const graph::Analysis fitted = graph::analyze(g);
+      if (!fitted.ok()) {
+        const graph::Problem& p = fitted.problems.front();
+        const graph::Node* n = g.find(p.node);
+        throw ValueError("the graph cannot take this dataset's samples " + shape_str(d.sample_shape) + ": " +
+                         (n ? "node '" + n->name + "' (" + n->op + "): " : std::string()) + p.message +
+                         "; choose a template made for this kind of data (--new FILE --template NAME)");
+      }
       if (!changes.empty()) {
         const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
         version = project.latest_graph();

@@ -148,6 +148,27 @@ class TestStudioHeadlessData : public QObject {
     QCOMPARE(runCount(file), runs);
   }
 
+  // A dataset the project's graph cannot take even fitted (a CNN given a table's rows) is refused
+  // before the project keeps the fitted graph or the new dataset: a plain --train still works after.
+  void unfittableDatasetLeavesTheProjectAsItWas() {
+    QTemporaryDir dir;
+    const QString csv = dir.filePath("t.csv"), file = dir.filePath("cnn.kiln");
+    writeFile(csv, tableWithAGap(40));
+    int code = 0;
+    QString out = studio({"--headless", "--new", file, "--template", "fashion_mnist_cnn"}, &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    auto versions = [&] { return kiln::projects::Project::open(file.toStdString()).graph_versions().size(); };
+    const size_t before = versions();
+    out = studio({"--headless", "--project", file, "--train", "--dataset", "csv:" + csv, "--missing", "drop", "--epochs", "1"},
+                 &code);
+    QVERIFY2(code == 1 && out.contains("the graph cannot take this dataset's samples [2]: node 'conv1' (Conv2d)"),
+             qPrintable(out));
+    QCOMPARE(versions(), before);
+    QCOMPARE(runCount(file), size_t(0));
+    const auto stored = nlohmann::json::parse(*kiln::projects::Project::open(file.toStdString()).setting("dataset"));
+    QCOMPARE(stored.value("name", ""), std::string("fashion-mnist"));
+  }
+
   void missingNeedsATable() {
     QTemporaryDir dir;
     const QString root = dir.filePath("pets"), file = dir.filePath("t.kiln");
