@@ -8,6 +8,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/omp_wait.h"
 #include "engine/core/registry.h"
 
 namespace kiln::cli {
@@ -16,7 +17,9 @@ int devices_command(const std::vector<std::string>& argv) {
   ArgParser parser("devices", "Lists the compute devices Kiln found, best score first, and the default device.");
   parser.epilog(
       "The default device is the best-scoring one unless KILN_DEVICE names another\n"
-      "(e.g. KILN_DEVICE=cpu); `--device` of train and eval overrides both.");
+      "(e.g. KILN_DEVICE=cpu); `--device` of train and eval overrides both. The last line says how long\n"
+      "idle CPU threads wait actively (kiln sets GOMP_SPINCOUNT=1000 unless GOMP_SPINCOUNT or OMP_WAIT_POLICY\n"
+      "is set).");
   Args args = parser.parse(argv);
   if (args.help()) {
     std::fputs(parser.help().c_str(), stdout);
@@ -54,6 +57,7 @@ int devices_command(const std::vector<std::string>& argv) {
   Device best = default_device();  // throws DeviceError when KILN_DEVICE names no device
   std::printf("default: %s%s\n", best.str().c_str(),
               env && *env ? (std::string(" (from KILN_DEVICE=") + env + ")").c_str() : "");
+  std::printf("cpu idle wait: %s\n", app::omp_wait_setting().c_str());
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/omp_wait.h"
 #include "engine/core/error.h"
 
 namespace kiln::cli {
@@ -42,7 +43,8 @@ void print_help(std::FILE* out) {
   for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out,
                "\n`kiln <command> --help` lists a command's flags and their defaults; `kiln --version` the version.\n"
-               "KILN_DEVICE=cuda:0 (or vulkan:0, cpu, ...) picks the default device.\n");
+               "KILN_DEVICE=cuda:0 (or vulkan:0, cpu, ...) picks the default device. OMP_NUM_THREADS sets the CPU\n"
+               "threads; idle ones spin GOMP_SPINCOUNT=1000 times unless GOMP_SPINCOUNT or OMP_WAIT_POLICY is set.\n");
 }
 
 int dispatch(int argc, char** argv) {
@@ -70,6 +72,7 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace kiln::cli;
+  kiln::app::use_short_omp_spin(argv);  // app/omp_wait.h: may execute kiln again with GOMP_SPINCOUNT set
   try {
     return dispatch(argc, argv);
   } catch (const UsageError& e) {

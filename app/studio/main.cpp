@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 
+#include "app/omp_wait.h"
 #include "app/studio/headless.h"
 #include "app/studio/headless_sweep.h"
 #include "app/studio/main_window.h"
@@ -131,6 +132,7 @@ void parseOrExit(QCommandLineParser& p, const QStringList& arguments, const char
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::app::use_short_omp_spin(argv);  // app/omp_wait.h: may execute kiln-studio again with GOMP_SPINCOUNT set
   const bool headless = isHeadless(argc, argv);
   if (!headless && !haveDisplay()) {
     std::fprintf(stderr,

@@ -9,7 +9,8 @@
 // pass (which fills the cache), in alternating rounds; prints the images/s of each (per second of
 // wall time and per second of the process's CPU time) and the median ratios folder / tensor over
 // ROUNDS (the goal: >= 0.9). tests/bench/image_folder_vs_tensor.sh
-// generates a folder and runs it. Needs KILN_OPENCV.
+// generates a folder and runs it. Needs KILN_OPENCV. Its OpenMP threads wait as kiln's do
+// (app/omp_wait.h: GOMP_SPINCOUNT=1000 unless GOMP_SPINCOUNT or OMP_WAIT_POLICY is set).
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "app/omp_wait.h"
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/data/dataloader.h"
@@ -65,6 +67,7 @@ Rate train_rate(const std::shared_ptr<const data::Dataset>& dataset, const data:
 }  // namespace
 
 int main(int argc, char** argv) {
+  app::use_short_omp_spin(argv);
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_image_folder_train DIR [EPOCHS=2] [WORKERS=1] [BATCH=64] [AUGMENT=flip] [ROUNDS=3]\n");
     return 2;

@@ -93,6 +93,14 @@ devices)
   contains "$out" "default: " "kiln devices"
   KILN_DEVICE=cpu run 0 devices
   contains "$out" "default: cpu (from KILN_DEVICE=cpu)" "kiln devices with KILN_DEVICE"
+  # app/omp_wait.h: kiln runs itself again with GOMP_SPINCOUNT=1000 unless the user chose the wait.
+  unset GOMP_SPINCOUNT OMP_WAIT_POLICY
+  run 0 devices
+  contains "$out" "cpu idle wait: GOMP_SPINCOUNT=1000" "kiln devices: the short OpenMP spin"
+  GOMP_SPINCOUNT=20000 run 0 devices
+  contains "$out" "cpu idle wait: GOMP_SPINCOUNT=20000" "kiln devices: the user's GOMP_SPINCOUNT kept"
+  OMP_WAIT_POLICY=active run 0 devices
+  contains "$out" "cpu idle wait: OMP_WAIT_POLICY=active" "kiln devices: the user's OMP_WAIT_POLICY kept"
   ;;
 eval_missing)
   run 1 eval --model-file /nonexistent/model.safetensors
