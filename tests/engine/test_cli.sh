@@ -240,17 +240,19 @@ graph_eval)  # a run trained from a graph keeps it, and `kiln eval` rebuilds the
 eval_interrupt)  # Ctrl-C during `kiln eval` ends it with a message and status 130
   run 0 train --model mlp --epochs 1 --batch-size 64 --limit-batches 1 --out "$work/run"
   set -m  # background jobs keep SIGINT
-  "$kiln" eval --model-file "$work/run/model.safetensors" --batch-size 1 --threads 1 >"$work/out" 2>"$work/err" &
+  # Its own stderr file: $work/err holds the training's "evaluating on ..." line, which a slow
+  # start of the background job let the wait loop below take for the eval's (CI saw it).
+  "$kiln" eval --model-file "$work/run/model.safetensors" --batch-size 1 --threads 1 >"$work/out" 2>"$work/eval_err" &
   pid=$!
   for _ in $(seq 300); do
-    grep -q "evaluating" "$work/err" && break
+    grep -q "evaluating" "$work/eval_err" && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
   kill -INT "$pid"
   wait "$pid"; status=$?
-  [[ $status == 130 ]] || fail "after SIGINT kiln eval exited $status, expected 130; stderr: $(cat "$work/err")"
-  contains "$(cat "$work/err")" "evaluation interrupted after" "stderr after SIGINT"
+  [[ $status == 130 ]] || fail "after SIGINT kiln eval exited $status, expected 130; stderr: $(cat "$work/eval_err")"
+  contains "$(cat "$work/eval_err")" "evaluation interrupted after" "stderr after SIGINT"
   [[ ! -s $work/out ]] || fail "an interrupted eval printed results: $(cat "$work/out")"
   ;;
 version)
