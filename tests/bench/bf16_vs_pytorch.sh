@@ -12,6 +12,8 @@
 # ONEDNN_VERBOSE=1 line printed first names the ISA oneDNN dispatches.
 # PYTHON picks the interpreter (default: the first of python3, /usr/bin/python3 that has torch).
 set -euo pipefail
+# PyTorch's OpenMP threads wait as kiln's do (app/omp_wait.h), unless the caller chose.
+[[ -n ${GOMP_SPINCOUNT:-}${OMP_WAIT_POLICY:-} ]] || export GOMP_SPINCOUNT=1000
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
 threads=$(nproc) models="cnn resnet18" steps=20 kiln=build/bin/kiln

@@ -6,6 +6,8 @@
 # kiln / torch (< 1: Kiln is faster). A benchmark program, not a test: run it on a quiet machine.
 # Usage: onnx_resnet18_vs_torch.sh KILN [RUNS=30] [THREADS=all cores]
 set -eu
+# PyTorch's OpenMP threads wait as kiln's do (app/omp_wait.h), unless the caller chose.
+[[ -n ${GOMP_SPINCOUNT:-}${OMP_WAIT_POLICY:-} ]] || export GOMP_SPINCOUNT=1000
 KILN=$1
 RUNS=${2:-30}
 THREADS=${3:-$(nproc)}

@@ -8,6 +8,8 @@
 #
 #   tests/bench/seq_vs_pytorch.sh [-b build-dir] [-d cpu|cuda:0] [-t threads] [-s steps]
 set -euo pipefail
+# PyTorch's OpenMP threads wait as kiln's do (app/omp_wait.h), unless the caller chose.
+[[ -n ${GOMP_SPINCOUNT:-}${OMP_WAIT_POLICY:-} ]] || export GOMP_SPINCOUNT=1000
 cd "$(dirname "$(readlink -f "$0")")/../.."
 build=build dev=cpu threads=2 steps=10
 while getopts "b:d:t:s:h" opt; do

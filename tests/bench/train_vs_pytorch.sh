@@ -13,6 +13,8 @@
 # (OpenBLAS 0.3.21 takes some VMs' CPUs for a Prescott); the better of the two is the anchor.
 # PYTHON picks the interpreter (default: the first of python3, /usr/bin/python3 that has torch).
 set -euo pipefail
+# PyTorch's OpenMP threads wait as kiln's do (app/omp_wait.h), unless the caller chose.
+[[ -n ${GOMP_SPINCOUNT:-}${OMP_WAIT_POLICY:-} ]] || export GOMP_SPINCOUNT=1000
 cd "$(dirname "$(readlink -f "$0")")/../.."
 
 threads=$(nproc) models="mlp cnn" kiln=build/bin/kiln runs=3
