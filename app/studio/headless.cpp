@@ -233,7 +233,7 @@ int train(const HeadlessOptions& o) {
   lastLine.start();
   TrainingSession::Progress last;
   auto line = [&](const TrainingSession::Progress& p) {
-    out(QString("%10 epoch %1/%2 step %3/%4 loss %5 lr %6 %7 img/s ETA %8 rows committed %9")
+    out(QString("%10 epoch %1/%2 step %3/%4 loss %5 lr %6 %7 samples/s ETA %8 rows committed %9")
             .arg(p.epoch)
             .arg(p.epochs)
             .arg(p.step)

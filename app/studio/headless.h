@@ -3,7 +3,7 @@
 //     [--test-subset N [--test-seed S]] [--device D]
 //     trains the project's latest graph with its stored settings (its dataset setting's class
 //     filter and test size included), prints progress lines
-//     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
+//     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 samples/s ETA 3:02 rows committed 118"),
 //     stores the run; exit status 0 finished, 1 failed (the run, its data, the project), 2 a
 //     command-line mistake (an unknown flag, a bad or missing value; nothing is recorded), 130
 //     stopped (Ctrl-C). A dataset whose folder or file is gone is refused before a run is recorded.

@@ -92,6 +92,7 @@ with open(sys.argv[1], "w") as f:
         f.write("%.3f,%s,%.3f,%s\n" % (random.gauss(2 * k, 0.7), c, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k]))
 PY
   run 0 train --dataset "csv:$work/t.csv" --epochs 30 --batch-size 16 --lr 0.01 --seed 0 --device cpu --out "$work/run"
+  contains "$err" " samples/s " "the throughput of a table's epochs"; [[ $err != *img/s* ]] || fail "a table's rows as img/s: $err"
   run 0 predict --run "$work/run" --input "$work/t.csv" --out "$work/p.csv"
   acc=$(/usr/bin/python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print('%.2f%%' % (100*sum(x['class']==x['label'] for x in r)/len(r)))" "$work/p.csv")
   echo "kiln predict: $(grep -o 'accuracy .*' <<<"$err"); the rows: $acc"

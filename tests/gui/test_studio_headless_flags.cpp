@@ -92,6 +92,7 @@ class TestStudioHeadlessFlags : public QObject {
     // --skip-rows 0 is the default and a valid value.
     out = studio(train + QStringList{"--dataset", "csv:" + csv, "--skip-rows", "0"}, &code);
     QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains(" samples/s ETA ") && !out.contains("img/s"), qPrintable(out));  // a table's rows are not images
     QCOMPARE(runCount(file), size_t(1));
     QCOMPARE(storedDataset(file).value("skip_rows", -1), 0);
   }
