@@ -283,8 +283,8 @@ int predict_command(const std::vector<std::string>& argv) {
     if (const std::string note = data::unseen_categories_note(*table_in); !note.empty())
       std::fprintf(stderr, "warning: %s\n", note.c_str());
   if (text_in && text_in->truncated > 0)
-    std::fprintf(stderr, "  %lld texts longer than the run's max length %lld tokens: their first %lld tokens were used\n",
-                 static_cast<long long>(text_in->truncated), static_cast<long long>(d.text->config.max_length),
+    std::fprintf(stderr, "  %s longer than the run's max length %lld tokens: the first %lld tokens were used\n",
+                 count_of(text_in->truncated, "text").c_str(), static_cast<long long>(d.text->config.max_length),
                  static_cast<long long>(d.text->config.max_length));
   if (other_files > 0)
     std::fprintf(stderr, "  %s left out: not image file names\n", count_of(other_files, "file").c_str());
