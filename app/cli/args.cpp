@@ -147,6 +147,7 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
     if (!f) failing.fail("unknown flag --" + name + " (see kiln " + command_ + " --help)");
     if (f->is_toggle) {
       if (inline_value) failing.fail("--" + name + " takes no value");
+      if (given[name]) failing.fail("--" + name + " given twice (see kiln " + command_ + " --help)");
       given[name] = true;
       continue;
     }
@@ -163,6 +164,10 @@ Args ArgParser::parse(const std::vector<std::string>& argv) const {
       failing.fail("--" + name + ": '" + value + "' is a directory, not a file");
     if (f->metavar == "DIR" && std::filesystem::exists(value, ec) && !std::filesystem::is_directory(value, ec))
       failing.fail("--" + name + ": '" + value + "' is a file, not a directory");
+    // A flag of one value given again would silently drop the first: refused, as both may be meant.
+    if (given[name] && !f->is_repeatable)
+      failing.fail("--" + name + " given twice ('" + values[name] + "' and '" + value + "'); it takes one value (see kiln " +
+                   command_ + " --help)");
     values[name] = value;
     given[name] = true;
     if (f->is_repeatable) all[name].push_back(value);

@@ -4,7 +4,8 @@
 // Every flag takes a value (`--epochs 5` or `--epochs=5`) unless it is a switch
 // (`--resume`). A command may declare one positional argument (`kiln run MODEL.onnx`): any
 // argument that is neither a flag nor a flag's value, before, between or after the flags. A
-// flag declared repeatable may be given more than once (Args::all). A mistake on the command
+// flag declared repeatable may be given more than once (Args::all); any other flag or switch given
+// twice is a mistake (the first value would be lost). A mistake on the command
 // line (unknown flag, missing or malformed value, a value outside the flag's choices, a second
 // positional argument, an existing directory given to a flag whose metavar starts with FILE, an
 // existing file given to a DIR flag) throws UsageError; main() prints it as one line and exits

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
@@ -25,6 +26,7 @@
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
 #include "engine/core/ops.h"
+#include "engine/core/plural.h"
 #include "engine/core/registry.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors.h"
@@ -56,11 +58,26 @@ ArgParser predict_parser() {
   p.epilog("Columns: input (the file, or FILE:LINE of a table row), label (when known: a table's label column,\n"
            "or the class folder DIR/<class>/ an image is in), class, probability, error (why an input has no\n"
            "prediction: an image that cannot be decoded, a text that is empty or not UTF-8). A regression\n"
-           "run writes value instead of class and probability. With labels, the accuracy (or RMSE) goes to standard error with the summary.\n\n"
+           "run writes value instead of class and probability. With labels, the accuracy (or RMSE) goes to standard error with the summary.\n"
+           "A table's label column is only echoed: a row whose label is empty or a class the run does not know\n"
+           "is predicted as any other (counted wrong in the accuracy unless empty). A category the training\n"
+           "data did not have is encoded as none of its column's (as scikit-learn's\n"
+           "OneHotEncoder(handle_unknown='ignore')) and said on standard error with its file, line and column.\n"
+           "Exit status 1 when no input gave a prediction (the CSV still lists each input's error).\n\n"
            "example: kiln predict --run runs/photos --input new_photos/ --top-k 3 --out predictions.csv\n"
            "         kiln predict --run runs/wine --input more_wine.csv\n"
            "         kiln predict --run runs/spam --input new_mails.jsonl");
   return p;
+}
+
+// Whether a label field counts in the accuracy (or RMSE): not empty or a missing-value marker, and a
+// number for a regression run.
+bool usable_label(const std::string& label, bool regression) {
+  if (label.empty() || data::is_missing(label)) return false;
+  if (!regression) return true;
+  char* end = nullptr;
+  const double v = std::strtod(label.c_str(), &end);
+  return end != label.c_str() && *end == '\0' && std::isfinite(v);
 }
 
 // A CSV field, quoted when it holds a delimiter, quote or line break (RFC 4180).
@@ -212,7 +229,7 @@ int predict_command(const std::vector<std::string>& argv) {
       text += j == 0 ? ",class,probability"
                      : ",class_" + std::to_string(j + 1) + ",probability_" + std::to_string(j + 1);
   text += ",error\n";
-  int64_t predicted = 0, labelled_count = 0, correct = 0;
+  int64_t predicted = 0, labelled_count = 0, correct = 0, unknown_labels = 0;
   double squared = 0;
   for (int64_t i = 0; i < n; ++i) {
     const auto u = static_cast<size_t>(i);
@@ -222,8 +239,8 @@ int predict_command(const std::vector<std::string>& argv) {
     predicted += ok;
     if (d.regression) {
       text += "," + (ok ? number(values[u]) : "");
-      if (ok && !labels[u].empty()) {
-        const double diff = values[u] - std::stod(labels[u]);
+      if (ok && usable_label(labels[u], true)) {
+        const double diff = values[u] - std::strtod(labels[u].c_str(), nullptr);
         squared += diff * diff, ++labelled_count;
       }
     } else {
@@ -231,9 +248,10 @@ int predict_command(const std::vector<std::string>& argv) {
         text += ok ? "," + csv_field(d.names[static_cast<size_t>(top[u][static_cast<size_t>(j)].first)]) + "," +
                          number(top[u][static_cast<size_t>(j)].second)
                    : ",,";
-      if (ok && !labels[u].empty()) {  // a JSON line may leave its label out
+      if (ok && usable_label(labels[u], false)) {  // a JSON line may leave its label out
         ++labelled_count;
         correct += d.names[static_cast<size_t>(top[u][0].first)] == labels[u];
+        unknown_labels += std::find(d.names.begin(), d.names.end(), labels[u]) == d.names.end();
       }
     }
     text += "," + csv_field(errors[u]) + "\n";
@@ -256,19 +274,22 @@ int predict_command(const std::vector<std::string>& argv) {
 
   // The summary.
   const int64_t skipped = n - predicted + (table_in ? static_cast<int64_t>(table_in->dropped.size()) : 0);
-  std::fprintf(stderr, "%s: %lld of %lld %s predicted with %s on %s%s%s\n", input.c_str(),
-               static_cast<long long>(predicted), static_cast<long long>(predicted + skipped),
-               table_in || text_rows ? "rows" : text_in ? "texts" : "images", model_name.c_str(), device.str().c_str(),
-               out_path == "-" ? "" : ", written to ", out_path == "-" ? "" : out_path.c_str());
+  const char* noun = table_in || text_rows ? "row" : text_in ? "text" : "image";
+  const char* skipped_noun = table_in || text_rows ? "row" : "file";
+  std::fprintf(stderr, "%s: %lld of %s predicted with %s on %s%s%s\n", input.c_str(),
+               static_cast<long long>(predicted), count_of(predicted + skipped, noun).c_str(), model_name.c_str(),
+               device.str().c_str(), out_path == "-" ? "" : ", written to ", out_path == "-" ? "" : out_path.c_str());
+  if (table_in)
+    if (const std::string note = data::unseen_categories_note(*table_in); !note.empty())
+      std::fprintf(stderr, "warning: %s\n", note.c_str());
   if (text_in && text_in->truncated > 0)
-    std::fprintf(stderr, "  %lld texts longer than the run's max length %lld tokens: their first %lld tokens were used\n",
-                 static_cast<long long>(text_in->truncated), static_cast<long long>(d.text->config.max_length),
+    std::fprintf(stderr, "  %s longer than the run's max length %lld tokens: the first %lld tokens were used\n",
+                 count_of(text_in->truncated, "text").c_str(), static_cast<long long>(d.text->config.max_length),
                  static_cast<long long>(d.text->config.max_length));
   if (other_files > 0)
-    std::fprintf(stderr, "  %lld files left out: not image file names\n", static_cast<long long>(other_files));
+    std::fprintf(stderr, "  %s left out: not image file names\n", count_of(other_files, "file").c_str());
   if (skipped > 0) {
-    std::fprintf(stderr, "  %lld %s skipped:\n", static_cast<long long>(skipped),
-                 table_in || text_rows ? "rows" : "files");
+    std::fprintf(stderr, "  %s skipped:\n", count_of(skipped, skipped_noun).c_str());
     for (int64_t i = 0; i < n; ++i)
       if (const std::string& e = errors[static_cast<size_t>(i)]; !e.empty()) {
         // an image's decoder names its file; a text's reason does not
@@ -284,9 +305,14 @@ int predict_command(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "rmse %.6g on %lld labelled rows\n", std::sqrt(squared / static_cast<double>(labelled_count)),
                  static_cast<long long>(labelled_count));
   else if (labelled_count > 0)
-    std::fprintf(stderr, "accuracy %.2f%% (%lld of %lld labelled inputs)\n",
+    std::fprintf(stderr, "accuracy %.2f%% (%lld of %s)%s\n",
                  100.0 * static_cast<double>(correct) / static_cast<double>(labelled_count),
-                 static_cast<long long>(correct), static_cast<long long>(labelled_count));
+                 static_cast<long long>(correct), count_of(labelled_count, "labelled input").c_str(),
+                 unknown_labels ? ("; " + count_of(unknown_labels, "label") + " not among the run's classes, counted wrong").c_str() : "");
+  // Nothing predicted is a failure (a script must not take an empty CSV for a result); the CSV
+  // above still names each input's error.
+  KILN_CHECK(predicted > 0, IoError, input, ": no input gave a prediction (", count_of(skipped, skipped_noun),
+             " skipped, each named above and in the CSV's error column)");
   return kExitOk;
 }
 

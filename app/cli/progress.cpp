@@ -84,7 +84,7 @@ void ProgressBar::plain_line(const train::BatchEnd& e, std::chrono::steady_clock
   last_draw_ = now;
   double loss = weight_ > 0 ? loss_avg_ / weight_ : e.loss;
   double acc = weight_ > 0 ? acc_avg_ / weight_ : e.accuracy;
-  std::fprintf(out_, "epoch %d/%d  %lld/%lld (%d%%)  loss %s  acc %s%%  %s img/s  ETA %s\n", e.epoch + 1, epochs_,
+  std::fprintf(out_, "epoch %d/%d  %lld/%lld (%d%%)  loss %s  acc %s%%  %s samples/s  ETA %s\n", e.epoch + 1, epochs_,
                static_cast<long long>(e.batch), static_cast<long long>(e.batches_per_epoch),
                static_cast<int>(100 * e.batch / e.batches_per_epoch), fixed(loss, 4).c_str(), fixed(100 * acc, 1).c_str(),
                fixed(e.samples_per_second, 0).c_str(), format_duration(e.eta_seconds).c_str());
@@ -101,7 +101,7 @@ void ProgressBar::draw(const train::BatchEnd& e) {
                 static_cast<long long>(e.batches_per_epoch));
   const std::string count = buf;
   std::string tail = "  loss " + fixed(loss, 4) + "  acc " + fixed(100 * acc, 1) + "%  " +
-                     fixed(e.samples_per_second, 0) + " img/s  ETA " + format_duration(e.eta_seconds);
+                     fixed(e.samples_per_second, 0) + " samples/s  ETA " + format_duration(e.eta_seconds);
   int cols = columns() - 1;  // the last column would wrap on some terminals
   int bar = std::clamp(cols - static_cast<int>(head.size() + count.size() + tail.size()) - 2, 0, 40);
   std::string line = head;
@@ -127,7 +127,7 @@ void ProgressBar::on_epoch(const train::EpochEnd& e) {
                      fixed(e.train_loss, 4) + "  acc " + fixed(100 * e.train_accuracy, 2) + "%";
   if (std::isfinite(e.val_loss))
     line += "  val loss " + fixed(e.val_loss, 4) + "  val acc " + fixed(100 * e.val_accuracy, 2) + "%";
-  line += "  " + fixed(e.samples_per_second, 0) + " img/s  " + fixed(e.seconds, 1) + " s  lr " + general(e.lr);
+  line += "  " + fixed(e.samples_per_second, 0) + " samples/s  " + fixed(e.seconds, 1) + " s  lr " + general(e.lr);
   message(line);
 }
 

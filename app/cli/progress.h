@@ -1,11 +1,11 @@
 // The live progress display of `kiln train` on stderr.
 //
 // On a terminal one line is rewritten in place ('\r') as batches finish:
-//   epoch 2/5 [=========>          ] 234/469  loss 0.4123  acc 85.2%  41230 img/s  ETA 0:12
+//   epoch 2/5 [=========>          ] 234/469  loss 0.4123  acc 85.2%  41230 samples/s  ETA 0:12
 // and is replaced by a summary line when the epoch ends. When stderr is not a
 // terminal (a log file, CI) a plain line is printed at every tenth of the epoch, or after
 // 30 s without one, whichever comes first (not at the epoch's last batch: its summary follows):
-//   epoch 2/5  234/469 (50%)  loss 0.4123  acc 85.2%  41230 img/s  ETA 0:12
+//   epoch 2/5  234/469 (50%)  loss 0.4123  acc 85.2%  41230 samples/s  ETA 0:12
 #pragma once
 #include <chrono>
 #include <cstdint>

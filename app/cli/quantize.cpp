@@ -19,13 +19,17 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/datasets.h"
+#include "app/cli/image_data.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/quantize_qat.h"
 #include "app/cli/run_model.h"
+#include "app/cli/table_data.h"
+#include "app/cli/text_run.h"
 #include "app/cli/train_graph.h"
 #include "app/cli/train_loop.h"
 #include "engine/core/error.h"
 #include "engine/core/grad_mode.h"
+#include "engine/data/class_filter.h"
 #include "engine/data/dataloader.h"
 #include "engine/graph/graph_module.h"
 #include "engine/io/safetensors.h"
@@ -40,7 +44,8 @@ namespace {
 ArgParser quantize_parser() {
   ArgParser p("quantize", "Int8 quantization of a trained model, post-training or quantization-aware (--qat-epochs):\n"
                           "batch norm folded, Conv2d/Linear (+ ReLU) in int8 on the CPU's oneDNN int8 kernels,\n"
-                          "other layers in float.");
+                          "other layers in float. Fashion-MNIST runs only (calibration and evaluation use it): a run\n"
+                          "trained on a table, images, text or some classes (--classes) is refused.");
   p.flag("model-file", "FILE", "", "model.safetensors of a `kiln train` run (required)")
       .flag("graph", "FILE", "", "graph JSON of the model (default: the run's graph.json); for a run of a\n"
                                  "reference model, the graph that computes it (its parameters in the same order)")
@@ -171,6 +176,21 @@ OnnxCheck check_onnx(const std::string& bytes, const std::string& path, quant::I
   return r;
 }
 
+// kiln quantize calibrates on Fashion-MNIST's training split and evaluates on its test split: a
+// run trained on other data (its model file's metadata names table.json, images.json, text.json or
+// a class subset) is refused before anything is read or written, not failed on mismatched shapes.
+void check_fashion_mnist_run(const io::SafetensorsFile& file, const std::string& path) {
+  const auto has = [&](const char* key) { return file.metadata.count(key) > 0; };
+  const std::string other = has(kTableMetadataKey)    ? "a table (its run's table.json)"
+                            : has(kImagesMetadataKey) ? "images (its run's images.json)"
+                            : has(kTextMetadataKey)   ? "text (its run's text.json)"
+                            : has(data::kClassesMetadataKey)
+                                ? "some of Fashion-MNIST's classes (kiln train --classes " + file.metadata.at(data::kClassesMetadataKey) + ")"
+                                : "";
+  KILN_CHECK(other.empty(), ValueError, path, " was trained on ", other, "; kiln quantize calibrates and evaluates on all "
+             "of Fashion-MNIST only, so it quantizes runs of `kiln train` on Fashion-MNIST (without --dataset or --classes)");
+}
+
 }  // namespace
 
 int quantize_command(const std::vector<std::string>& argv) {
@@ -193,6 +213,7 @@ int quantize_command(const std::vector<std::string>& argv) {
   InterruptGuard interrupt_guard;
   const io::SafetensorsFile file = io::load_safetensors(path);
   KILN_CHECK(!quant::Int8Model::is_int8_file(file.metadata), ValueError, path, " is already an int8 model");
+  check_fashion_mnist_run(file, path);
   const graph::Graph g = trained_graph(file, path, args.str("graph"));
   const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : default_data_dir(dataset);
   const auto train_set = open_dataset(dataset, data_dir, /*train=*/true);

@@ -27,6 +27,7 @@
 #include "app/cli/train_loop.h"
 #include "app/cli/train_transfer.h"
 #include "engine/core/autocast.h"
+#include "engine/core/plural.h"
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
@@ -171,10 +172,11 @@ int train_command(const std::vector<std::string>& argv) {
                  data::task_name(table->schema.task),
                  regression ? "" : (", " + std::to_string(table->schema.classes.size()) + " classes").c_str());
   if (image) {
-    std::fprintf(stderr, "%s: %lld classes, %lld channel(s), %lldx%lld, %s split, augment %s; %zu files skipped%s\n",
+    std::fprintf(stderr, "%s: %lld classes, %lld channel(s), %lldx%lld, %s split, augment %s; %s skipped%s\n",
                  c.images.path.c_str(), static_cast<long long>(outputs), static_cast<long long>(images->run.channels),
                  static_cast<long long>(images->run.height), static_cast<long long>(images->run.width),
-                 images->summary["split"].get<std::string>().c_str(), c.images.augment.c_str(), images->skipped.size(),
+                 images->summary["split"].get<std::string>().c_str(), c.images.augment.c_str(),
+                 count_of(static_cast<long long>(images->skipped.size()), "file").c_str(),
                  images->skipped.empty() ? "" : ":");
     for (const std::string& s : images->skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
   }

@@ -9,6 +9,7 @@
 
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
+#include "engine/core/registry.h"
 #include "engine/data/dataset_source.h"
 #include "engine/graph/analysis.h"
 #include "engine/graph/fit_data.h"
@@ -36,6 +37,23 @@ void err(const QString& line) {
 // A command-line mistake exits 2 (as `kiln`'s), before anything is read or recorded.
 constexpr int kUsageError = 2;
 
+// "" when `name` is empty, auto or a device found here, else what is wrong, listing the devices
+// found (the engine's DeviceError names them for a well-formed name).
+QString deviceProblem(const QString& name) {
+  if (name.isEmpty() || name == "auto") return {};
+  try {
+    backend_for(Device::parse(name.toStdString()));
+    return {};
+  } catch (const DeviceError& e) {
+    std::string why = e.what();
+    if (why.find("devices found") == std::string::npos) {
+      why += "; devices found:";
+      for (const DeviceInfo& d : list_devices()) why += " " + d.device.str();
+    }
+    return QString("--device %1: %2").arg(name, QString::fromStdString(why));
+  }
+}
+
 // The options' own values checked before a project is opened: "" or what is wrong.
 QString usageProblem(const HeadlessOptions& o) {
   if (!o.task.isEmpty() && o.dataset.isEmpty())
@@ -46,15 +64,28 @@ QString usageProblem(const HeadlessOptions& o) {
     return QString("--missing must be error, drop or fill (as kiln train --missing), got '%1'").arg(o.missing);
   if (!o.tokenizer.isEmpty() && o.tokenizer != "word" && o.tokenizer != "char" && o.tokenizer != "sentencepiece")
     return QString("--tokenizer must be word, char or sentencepiece, got '%1'").arg(o.tokenizer);
+  const QString kind = o.dataset.section(':', 0, 0);
   if (!o.dataset.isEmpty()) {
-    const QString kind = o.dataset.section(':', 0, 0);
     if (!o.dataset.contains(':') || !QStringList{"imagefolder", "images", "csv", "text"}.contains(kind) ||
         o.dataset.section(':', 1).isEmpty())
       return QString("--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '%1'").arg(o.dataset);
     if (o.task == "regression" && kind != "csv")
       return QString("--task regression needs --dataset csv:FILE (a table with a numeric label column), not '%1'").arg(o.dataset);
   }
+  // The options of a table (or a text file) are refused where nothing would read them.
+  if (!o.label.isEmpty() && o.dataset.isEmpty())
+    return "--label needs --dataset csv:FILE or text:FILE: the table whose label column it names";
+  if (!o.label.isEmpty() && (kind == "imagefolder" || kind == "images"))
+    return QString("--label names the label column of a table (csv:FILE, text:FILE); the classes of '%1' are %2")
+        .arg(o.dataset, kind == "imagefolder" ? "its subfolders' names" : "the manifest's label column (path,label)");
+  if ((o.skipRows >= 0 || o.noHeader) && kind != "csv")
+    return QString("%1 applies to --dataset csv:FILE%2")
+        .arg(o.skipRows >= 0 ? "--skip-rows" : "--no-header",
+             o.dataset.isEmpty() ? QString(": the table whose lines it is about") : QString(", not '%1'").arg(o.dataset));
+  if (const QString d = deviceProblem(o.device); !d.isEmpty()) return d;
   if (!o.newFile.isEmpty()) {
+    if (!o.train && QFileInfo::exists(o.newFile))
+      return QString("%1 exists; open it without --new (--project %1 --train), or remove it").arg(o.newFile);
     const bool create = !(o.train && QFileInfo::exists(o.newFile));
     if (create && o.templateName.isEmpty())
       return QString("--new needs --template NAME (known: %1)").arg(templateNames().join(", "));
@@ -65,6 +96,14 @@ QString usageProblem(const HeadlessOptions& o) {
   if (o.project.isEmpty()) return "--headless needs --project FILE --train, or --new FILE --template NAME";
   if (!o.train) return "--headless --project FILE: add --train to train its latest graph";
   return {};
+}
+
+// Whether two dataset settings name the same table file and label column.
+bool sameTable(const DatasetSettings& a, const DatasetSettings& b) {
+  if (a.name != b.name || a.label != b.label) return false;
+  if (a.path == b.path) return true;
+  const QFileInfo x(QString::fromStdString(a.path)), y(QString::fromStdString(b.path));
+  return x.exists() && y.exists() && x.canonicalFilePath() == y.canonicalFilePath();
 }
 
 int createProject(const HeadlessOptions& o) {
@@ -111,15 +150,29 @@ int train(const HeadlessOptions& o) {
     }
     dataset.missing = o.missing.toStdString();
   }
+  if (const QString problem = subsetProblem(o.subset, o.dataset.isEmpty() ? dataset.name : o.dataset.section(':', 0, 0).toStdString(),
+                                            o.dataset.isEmpty() ? QString::fromStdString(dataset.spec()) : o.dataset);
+      !problem.isEmpty()) {
+    err(problem);
+    return kUsageError;
+  }
   if (!o.dataset.isEmpty()) {
+    const DatasetSettings stored0 = dataset;
     const std::string spec = o.dataset.toStdString();
     const size_t colon = spec.find(':');
     dataset.name = colon == std::string::npos ? spec : spec.substr(0, colon);
     dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
     dataset.label = o.label.toStdString();
-    if (dataset.name != "csv") dataset.task = "classification";  // a stored table's regression is not the new source's
+    // The stored task is the stored table's: another table (or label column) starts from
+    // classification, as `kiln train --dataset csv:FILE` does, unless --task says otherwise.
+    if (o.task.isEmpty() && dataset.task != "classification" && !(dataset.name == "csv" && sameTable(stored0, dataset))) {
+      if (dataset.name == "csv")
+        out(QString("task: classification (the project's %1 was for its earlier table %2; --task %1 keeps it)")
+                .arg(QString::fromStdString(dataset.task), QString::fromStdString(stored0.spec())));
+      dataset.task = "classification";
+    }
     if (!o.task.isEmpty()) dataset.task = o.task.toStdString();  // validate() names a bad one
-    dataset.skip_rows = o.skipRows;
+    dataset.skip_rows = std::max<qint64>(o.skipRows, 0);
     dataset.header = !o.noHeader;
     if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
     if (o.maxLength > 0) dataset.max_length = o.maxLength;
@@ -180,7 +233,7 @@ int train(const HeadlessOptions& o) {
   lastLine.start();
   TrainingSession::Progress last;
   auto line = [&](const TrainingSession::Progress& p) {
-    out(QString("%10 epoch %1/%2 step %3/%4 loss %5 lr %6 %7 img/s ETA %8 rows committed %9")
+    out(QString("%10 epoch %1/%2 step %3/%4 loss %5 lr %6 %7 samples/s ETA %8 rows committed %9")
             .arg(p.epoch)
             .arg(p.epochs)
             .arg(p.step)
@@ -253,6 +306,13 @@ int train(const HeadlessOptions& o) {
 }
 
 }  // namespace
+
+QString subsetProblem(qint64 subset, const std::string& kind, const QString& dataset) {
+  if (subset <= 0 || kind == "fashion-mnist") return {};
+  return QString("--subset N trains on N of Fashion-MNIST's training images; the dataset %1 is trained on whole "
+                 "(--test-subset N still evaluates N of its test samples; for a quick run, train on a smaller copy of it)")
+      .arg(dataset);
+}
 
 int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetSettings& dataset) {
   int64_t testSize = 10000;

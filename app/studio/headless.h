@@ -3,7 +3,7 @@
 //     [--test-subset N [--test-seed S]] [--device D]
 //     trains the project's latest graph with its stored settings (its dataset setting's class
 //     filter and test size included), prints progress lines
-//     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 img/s ETA 3:02 rows committed 118"),
+//     ("epoch 1/5 step 120/2150 loss 0.5123 lr 0.001 3120 samples/s ETA 3:02 rows committed 118"),
 //     stores the run; exit status 0 finished, 1 failed (the run, its data, the project), 2 a
 //     command-line mistake (an unknown flag, a bad or missing value; nothing is recorded), 130
 //     stopped (Ctrl-C). A dataset whose folder or file is gone is refused before a run is recorded.
@@ -12,7 +12,12 @@
 //     stored file index (a file rewritten in place since is then skipped and named).
 //   kiln-studio --headless --project FILE --train --dataset csv:FILE [--label C] [--skip-rows N]
 //     [--task classification|regression]
-//     first sets the project's dataset and fits the graph's Input and class scores to it.
+//     first sets the project's dataset and fits the graph's Input and class scores to it. The
+//     stored task is kept only for the same table and label column (another starts from
+//     classification). Options that nothing would read are usage errors: --label without a table
+//     or text file, --skip-rows/--no-header without a table, --subset on another dataset than
+//     Fashion-MNIST; so are an unknown --device (listing the devices found) and --new on an
+//     existing file without --train.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
 //     existing FILE is trained as it is: the quickstart's one command).
@@ -29,7 +34,7 @@ struct HeadlessOptions {
   int epochs = 0;         // --epochs N (0: the stored setting)
   double lr = 0;          // --lr X: the (peak) learning rate (0: the stored setting)
   int batchSize = 0;      // --batch-size B (0: the stored setting)
-  qint64 subset = 0;      // --subset N: train on N images (validation N/5 at most); the test set is kept
+  qint64 subset = 0;      // --subset N: train on N Fashion-MNIST images (validation N/5 at most); the test set is kept
   qint64 testSubset = 0;  // --test-subset N: evaluate N test images (recorded with the run)
   qint64 testSeed = -1;   // --test-seed S: which N (test_subset_indices); -1 = the project's setting
   QString device;         // --device D ("" = stored setting)
@@ -41,11 +46,11 @@ struct HeadlessOptions {
   // as a new graph version when that changes it).
   QString dataset;
   QString label;
-  qint64 skipRows = 0;
+  qint64 skipRows = -1;  // --skip-rows N (>= 0); -1: not given (0 is stored)
   bool noHeader = false;
   // --task classification|regression with --dataset csv:FILE: the table's task, stored as the
   // Dataset panel stores it (DatasetSettings::task; regression fits the graph to one output).
-  // "" = a csv keeps the project's stored task, another source is classification.
+  // "" = the project's stored task for the same table and label column, else classification.
   QString task;
   // With --dataset text:DIR|FILE: --tokenizer word|char|sentencepiece, --max-length N,
   // --vocab-size N, --text-column NAME (--label names the label column); empty / 0 = the
@@ -65,6 +70,11 @@ struct HeadlessOptions {
 // min(testSubset, 10000) drawn with testSeed; another dataset tests testSubset samples (all
 // when 0). Returns the test size for TrainingSession::start.
 int64_t applySubsets(qint64 subset, qint64 testSubset, qint64 testSeed, DatasetSettings& dataset);
+
+// "" when --subset N (`subset` > 0) applies to the dataset of kind `kind` ("fashion-mnist",
+// "imagefolder", "csv" ...; `dataset` names it in the message), else why not: only Fashion-MNIST
+// trains on a subset of its images, another dataset would silently be trained on whole.
+QString subsetProblem(qint64 subset, const std::string& kind, const QString& dataset);
 
 // Runs the mode inside an existing Q(Core)Application; returns the exit status (0, 1, 2 for a
 // command-line mistake, 130). Errors go to stderr in plain words.

@@ -67,6 +67,8 @@ SweepSettings planNewSweep(const SweepOptions& o, projects::Project& project, nl
   if (auto j = project.setting("training")) s.base = TrainingConfig::from_json(*j);
   if (auto j = project.setting("dataset")) s.dataset = DatasetSettings::from_json(*j);
   if (o.epochs > 0) s.base.epochs = o.epochs;
+  if (const QString p = subsetProblem(o.subset, s.dataset.name, QString::fromStdString(s.dataset.spec())); !p.isEmpty())
+    throw Usage(p.toStdString());
   s.testSize = applySubsets(o.subset, o.testSubset, o.testSeed, s.dataset);
   s.devices = splitDevices(o.devices.isEmpty() ? QString::fromStdString(s.base.device) : o.devices);
   s.maximize = o.objective == "val_accuracy";

@@ -43,20 +43,22 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
   p.addOption({"lr", "With --headless --train: the learning rate, the peak rate with OneCycle (overrides the stored setting).", "x"});
   p.addOption({"batch-size", "With --headless --train: samples per batch (overrides the stored setting).", "n"});
-  p.addOption({"subset", "Train on n images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
+  p.addOption({"subset", "Train on n Fashion-MNIST images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
   p.addOption({"test-subset", "Evaluate n test images, a random subset drawn with --test-seed (recorded with the run as its test_size and test_seed).", "n"});
   p.addOption({"test-seed", "Seed of the --test-subset images (default: the project's dataset setting, 0): the same seed, the same images.", "s"});
   p.addOption({"device", "Device: auto, cpu, cuda:0, vulkan:0 ...", "device"});
-  p.addOption({"new", "Create a project from --template (opened in the window unless --headless; an existing file is opened).", "file"});
+  p.addOption({"new", "Create a project from --template (opened in the window unless --headless). An existing file is opened "
+                      "in the window, trained with --headless --train, and refused by --headless alone.", "file"});
   p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn, image_folder_cnn, table_mlp, "
                            "text_classifier_lstm, small_transformer_classifier.", "name"});
   p.addOption({"dataset", "With --headless: train on imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE (stored in the project; "
                           "the graph's Input and class scores are fitted to it).", "spec"});
   p.addOption({"label", "With --dataset csv:FILE: the label column, by name or 0-based index (default: the last).", "column"});
-  p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (1 for scikit-learn's tables).", "n"});
+  p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (default 0; 1 for scikit-learn's tables).", "n"});
   p.addOption({"no-header", "With --dataset csv:FILE: the first row is data; columns are named 0, 1, ..."});
   p.addOption({"task", "With --dataset csv:FILE: classification (the label's values are the classes) or regression "
-                       "(a numeric label, one output, mean squared error). Default: the project's stored task.", "task"});
+                       "(a numeric label, one output, mean squared error). Default: the project's stored task for the same table and label, "
+                       "else classification.", "task"});
   p.addOption({"tokenizer", "With --dataset text:DIR|FILE: word, char or sentencepiece (default: word).", "kind"});
   p.addOption({"max-length", "With --dataset text:DIR|FILE: tokens per text; longer texts are truncated (default: 256).", "n"});
   p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
@@ -127,6 +129,17 @@ void parseOrExit(QCommandLineParser& p, const QStringList& arguments, const char
   if (p.isSet("help")) p.showHelp(0);
   if (p.isSet("help-all")) p.showHelp(0);
   if (p.isSet("version")) p.showVersion();
+  // An option given twice would keep its last value silently (QCommandLineParser::value); only
+  // --param is repeatable.
+  const QStringList names = p.optionNames();
+  for (const QString& name : names)
+    if (name != "param" && names.count(name) > 1) {
+      const QStringList values = p.values(name);
+      const QString twice = values.size() > 1 ? QString(" ('%1' and '%2'); it takes one value").arg(values[0], values[1])
+                                              : QString();
+      std::fprintf(stderr, "%s: --%s given twice%s (see --help)\n", who, name.toUtf8().constData(), twice.toUtf8().constData());
+      std::exit(kUsageError);
+    }
 }
 
 }  // namespace
@@ -195,7 +208,7 @@ int main(int argc, char** argv) {
     o.templateName = parser.value("template");
     o.dataset = parser.value("dataset");
     o.label = parser.value("label");
-    o.skipRows = number(parser, "skip-rows");
+    o.skipRows = parser.isSet("skip-rows") ? number(parser, "skip-rows", 0) : -1;
     o.noHeader = parser.isSet("no-header");
     o.task = parser.value("task");
     o.tokenizer = parser.value("tokenizer");

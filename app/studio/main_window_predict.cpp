@@ -17,6 +17,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/run_predictor.h"
 #include "app/studio/training_job.h"
+#include "engine/core/plural.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/project/runs_model.h"
 #include "widgets/project/runs_view.h"
@@ -29,6 +30,7 @@ namespace {
 
 struct PredictOutcome {
   QString caption, error, valueName;
+  QStringList notes;  // "FILE:LINE: column 'c': 'v' was not seen in training" (PredictedInput::note)
   bool regression = false;
   int explain = PredictionView::noExplanation;  // the method the rows were made with
   QVector<PredictionRow> rows;
@@ -54,6 +56,7 @@ PredictOutcome predictOffThread(const std::string& project, int64_t run, const Q
       r.input = QString::fromStdString(in.input);
       r.error = QString::fromStdString(in.error);
       errors += !in.error.empty();
+      if (!in.note.empty()) o.notes << QString::fromStdString(in.input + ": " + in.note);
       r.value = in.value;
       for (const auto& [c, prob] : in.top) {
         r.classes << QString::fromStdString(p->classes().at(static_cast<size_t>(c)));
@@ -81,7 +84,11 @@ PredictOutcome predictOffThread(const std::string& project, int64_t run, const Q
                     .arg(QString::fromStdString(p->description()))
                     .arg(o.rows.size() - errors)
                     .arg(o.rows.size())
-                    .arg(errors ? QObject::tr(", %1 without a prediction").arg(errors) : QString());
+                    .arg(errors ? QObject::tr(", %1 without a prediction").arg(errors) : QString()) +
+                (o.notes.isEmpty() ? QString()
+                                   : QObject::tr("; %1 with a category not seen in training (encoded as none of "
+                                                 "its column's; see the log)")
+                                         .arg(QString::fromStdString(count_of(static_cast<long long>(o.notes.size()), "row"))));
   } catch (const std::exception& e) {
     o.error = QString::fromStdString(plain_error(e));
   }
@@ -202,6 +209,11 @@ bool MainWindow::predictFiles(const QStringList& files) {
     predictionView_->setRows(o.rows, o.regression, o.valueName);
     for (const PredictionRow& r : o.rows)
       if (!r.error.isEmpty()) log_->warning(tr("Predict: %1").arg(r.error));
+    constexpr int kNotesShown = 5;
+    for (int i = 0; i < std::min<int>(kNotesShown, static_cast<int>(o.notes.size())); ++i)
+      log_->warning(tr("Predict: %1 (encoded as none of the column's categories)").arg(o.notes[i]));
+    if (o.notes.size() > kNotesShown)
+      log_->warning(tr("Predict: and %1 more rows with a category not seen in training").arg(o.notes.size() - kNotesShown));
     if (o.explain != predictionView_->explainMethod()->currentIndex()) predictFiles(predictedFiles_);  // changed meanwhile
   });
   watcher->setFuture(

@@ -228,6 +228,10 @@ void RunPredictor::predictTable(const std::string& file, int64_t top_k, std::vec
   const size_t first = out.size();
   for (const std::string& row : in.inputs) out.push_back(unpredicted(row, ""));
   if (!in.inputs.empty()) fill(in.x, top_k, out.data() + first);
+  for (const data::UnseenCategory& u : in.unseen) {
+    std::string& note = out[first + u.input].note;
+    note += (note.empty() ? "" : "; ") + ("column '" + u.column + "': '" + u.value + "' was not seen in training");
+  }
   for (const std::string& row : in.dropped)
     out.push_back(unpredicted(row, "left out: a missing value (the run's missing-value policy drops such rows)"));
 }

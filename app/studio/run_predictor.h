@@ -32,6 +32,10 @@ std::string preprocessing_json(const data::OpenedDataset& dataset);
 struct PredictedInput {
   std::string input;
   std::string error;  // why it has no prediction ("" = it has one)
+  // A table row's categorical values the run's training data did not have, encoded as none of the
+  // column's categories (data::UnseenCategory): "column 'colour': 'purple' was not seen in
+  // training" ("; " between several); "" for none.
+  std::string note;
   // Classification: the most probable classes first, (class index, softmax probability in [0, 1]).
   std::vector<std::pair<int64_t, float>> top;
   double value = 0;   // regression: the model's output, in the label's unit

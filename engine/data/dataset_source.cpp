@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/plural.h"
 #include "engine/data/class_balance.h"
 
 namespace kiln::data {
@@ -156,7 +157,7 @@ std::string OpenedDataset::description() const {
   if (regression) s << "regression of '" << (table ? table->schema.label : std::string()) << "', ";
   else s << classes.size() << " classes, ";
   s << n << (kind == "csv" ? " rows" : kind == "text" ? " texts" : " images");
-  if (!skipped.empty()) s << " (" << skipped.size() << " files skipped)";
+  if (!skipped.empty()) s << " (" << count_of(static_cast<long long>(skipped.size()), "file") << " skipped)";
   s << ", samples [";
   for (size_t i = 0; i < sample_shape.size(); ++i) s << (i ? ", " : "") << sample_shape[i];
   s << "]";

@@ -97,9 +97,11 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
       if (in.labelled || static_cast<int64_t>(k) != schema.label_index) source[k] = static_cast<int64_t>(i++);
   }
 
-  // The rows in the training table's column order. Without a label column, the label field holds
-  // a known class (or 0) only for prepare_tabular, which needs one; it is not reported.
+  // The rows in the training table's column order. The label field holds a known class (or 0) only
+  // for prepare_tabular, which needs one: a prediction does not depend on the label, so a row whose
+  // label is empty or unknown to the run is predicted as any other; the file's label is echoed.
   const std::string no_label = schema.task == Task::classification ? schema.classes.at(0) : "0";
+  const auto label_at = static_cast<size_t>(schema.label_index);
   CsvTable r;
   r.source = t.source;
   r.columns = train_names;
@@ -109,23 +111,42 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
   for (const auto& row : t.rows) {
     std::vector<std::string> fields(total);
     for (size_t k = 0; k < total; ++k)
-      fields[k] = source[k] >= 0 ? row[static_cast<size_t>(source[k])] : no_label;
+      fields[k] = source[k] >= 0 && k != label_at ? row[static_cast<size_t>(source[k])] : no_label;
     r.rows.push_back(std::move(fields));
   }
   TabularOptions o = config.tabular;
   o.test_fraction = 0;  // every row
   const TabularData d = prepare_tabular(r, o, &schema);
   in.x = d.x_train;
-  in.y = d.y_train;
-  std::vector<bool> kept(r.rows.size(), false);
+  std::vector<int64_t> input_of(r.rows.size(), -1);  // table row -> input
   for (int64_t row : d.train_rows) {
-    kept[static_cast<size_t>(row)] = true;
+    input_of[static_cast<size_t>(row)] = static_cast<int64_t>(in.inputs.size());
     in.inputs.push_back(where(t, t.lines[static_cast<size_t>(row)]));
-    in.labels.push_back(in.labelled ? r.rows[static_cast<size_t>(row)][static_cast<size_t>(schema.label_index)] : "");
+    in.labels.push_back(in.labelled ? t.rows[static_cast<size_t>(row)][static_cast<size_t>(source[label_at])] : "");
   }
-  for (size_t row = 0; row < kept.size(); ++row)
-    if (!kept[row]) in.dropped.push_back(where(t, t.lines[row]));
+  for (size_t row = 0; row < input_of.size(); ++row)
+    if (input_of[row] < 0) in.dropped.push_back(where(t, t.lines[row]));
+  for (const auto& [row, c] : d.unseen_categories) {
+    const ColumnInfo& col = schema.columns[static_cast<size_t>(c)];
+    in.unseen.push_back({static_cast<size_t>(input_of[static_cast<size_t>(row)]), col.name,
+                         r.rows[static_cast<size_t>(row)][static_cast<size_t>(col.index)]});
+  }
   return in;
+}
+
+std::string unseen_categories_note(const TableInput& in, size_t shown) {
+  if (in.unseen.empty()) return "";
+  const bool one = in.unseen.size() == 1;
+  std::string note = std::to_string(in.unseen.size()) + (one ? " value of a categorical column was" : " values of categorical columns were") +
+                     " not seen in training: encoded as none of the column's categories (as scikit-learn's "
+                     "OneHotEncoder(handle_unknown='ignore')), the row still predicted:";
+  for (size_t i = 0; i < in.unseen.size() && i < shown; ++i) {
+    const UnseenCategory& u = in.unseen[i];
+    note += "\n  " + in.inputs[u.input] + ", column '" + u.column + "': '" + u.value.substr(0, 40) +
+            (u.value.size() > 40 ? "...'" : "'");
+  }
+  if (in.unseen.size() > shown) note += "\n  and " + std::to_string(in.unseen.size() - shown) + " more";
+  return note;
 }
 
 }  // namespace kiln::data

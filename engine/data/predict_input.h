@@ -40,22 +40,39 @@ ImageRun idx_image_run(const std::vector<std::string>& classes);
 // "PATH: REASON" when the file cannot be read or decoded (read_image).
 void read_image_input(const std::string& path, const ImageRun& run, float* out);
 
+// A categorical field of a table input whose value the run's training split never had: encoded as
+// none of the column's categories (all zeros, as scikit-learn's OneHotEncoder(handle_unknown='ignore')).
+struct UnseenCategory {
+  size_t input = 0;    // the row: an index into TableInput::inputs
+  std::string column;  // the column's name
+  std::string value;
+};
+
 // A CSV file of feature rows encoded for a run trained on a table.
 struct TableInput {
   Tensor x;                         // f32 [N, F]: the rows kept
-  Tensor y;                         // the labels of those rows (as TabularData::y_train) when `labelled`
   bool labelled = false;            // the file has the label column
   std::vector<std::string> inputs;  // "FILE:LINE" of each row kept
-  std::vector<std::string> labels;  // the label field of each row kept ("" without a label column)
+  // The label field of each row kept as written ("" without a label column): only echoed, never
+  // used to choose rows (empty, missing or a class the run does not know, the row is predicted).
+  std::vector<std::string> labels;
   std::vector<std::string> dropped;  // "FILE:LINE" of the rows the run's missing-value policy drop left out
+  std::vector<UnseenCategory> unseen;  // in row order
 };
 
 // Reads `path` as the run's table was read (its delimiter, header and skip_rows), matches its
 // columns to the training table's (by header name; without a header by position, with or without
 // the label column) and encodes the rows with `schema`'s fitted preprocessing and `config`'s
-// missing-value policy. IoError "FILE:LINE: ..." naming a feature column the file lacks, a column
-// the training table did not have, or a field count that fits neither; the engine's errors
-// (prepare_tabular) for values that do not fit, naming file, line and column.
+// missing-value policy for the feature columns; the label column is not read for the encoding.
+// IoError "FILE:LINE: ..." naming a feature column the file lacks, a column the training table did
+// not have, or a field count that fits neither; the engine's errors (prepare_tabular) for values
+// that do not fit, naming file, line and column.
 TableInput read_table_input(const std::string& path, const TableConfig& config, const TabularSchema& schema);
+
+// "" when `in` has no unseen categorical value, else a note for the user: "3 values of categorical
+// columns were not seen in training: encoded as none of the column's categories (as scikit-learn's
+// OneHotEncoder(handle_unknown='ignore')), the row still predicted:", then the first `shown` one a
+// line ("  FILE:LINE, column 'C': 'V'") and "  and N more".
+std::string unseen_categories_note(const TableInput& in, size_t shown = 5);
 
 }  // namespace kiln::data

@@ -60,6 +60,7 @@ struct ColumnInfo {
   double mean = 0, scale = 1;           // numeric: x -> (x - mean) / scale; scale is the population
                                         // std (ddof 0, as sklearn's StandardScaler), 1 when it is 0
   std::vector<std::string> categories;  // categorical: sorted; a value not among them encodes as zeros
+                                        // (TabularData::unseen_categories lists them)
   std::string mode;                     // categorical: the fill value
   int64_t width() const;                // features it gives: 1, categories.size(), or 0
 };
@@ -87,6 +88,11 @@ struct TabularData {
   std::vector<int64_t> train_rows, test_rows;  // indices into the table's rows, ascending
   int64_t rows = 0;          // data rows in the file
   int64_t rows_dropped = 0;  // by MissingPolicy::drop or a missing label
+  // Categorical fields whose value is not among the column's fitted categories (a test row's, or
+  // any row's with a `fitted` schema), encoded as none of them (all zeros, as scikit-learn's
+  // OneHotEncoder(handle_unknown='ignore')): {row, column}, an index into the table's rows and one
+  // into schema.columns, in encoding order (the training rows, then the test rows).
+  std::vector<std::pair<int64_t, int64_t>> unseen_categories;
 };
 
 // Types the columns, applies the missing-value policy, splits (stratified by class for

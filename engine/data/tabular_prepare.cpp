@@ -258,9 +258,11 @@ TabularData prepare_tabular(const CsvTable& t, const TabularOptions& o, const Ta
           *out++ = static_cast<float>(std::isnan(v) ? 0.0 : (v - col.mean) / col.scale);  // fill = mean -> 0
         } else if (col.type == ColumnType::categorical) {
           std::string f = t.rows[kept[k]][static_cast<size_t>(col.index)];
-          if (is_missing(f)) f = col.mode;
+          const bool missing = is_missing(f);
+          if (missing) f = col.mode;
           auto it = std::lower_bound(col.categories.begin(), col.categories.end(), f);
           if (it != col.categories.end() && *it == f) out[it - col.categories.begin()] = 1.0f;
+          else if (!missing) d.unseen_categories.push_back({static_cast<int64_t>(kept[k]), static_cast<int64_t>(c)});
           out += col.categories.size();
         }
       }

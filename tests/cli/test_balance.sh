@@ -25,12 +25,12 @@ with open(sys.argv[1], "w") as f, open(sys.argv[2], "w") as g:
         f.write("%.4f,%.4f,c%d\n" % (a, b, k))
         g.write("%.4f,%.4f,%.4f\n" % (a, b, a - b))
 PY
-flags=(--dataset "csv:$work/t.csv" --batch-size 16 --epochs 2 --seed 1 --device cpu --threads 2)
+flags=(--dataset "csv:$work/t.csv" --batch-size 16 --seed 1 --device cpu --threads 2)
 field() { /usr/bin/python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[sys.argv[2]]))" "$1" "$2"; }
 
 case $case in
 weighted)
-  run 0 train "${flags[@]}" --class-weights balanced --sampler weighted --out "$work/b"
+  run 0 train "${flags[@]}" --epochs 2 --class-weights balanced --sampler weighted --out "$work/b"
   contains "$err" "class balance: training samples per class" "the class balance line"
   contains "$err" "sampler weighted" "the class balance line"
   /usr/bin/python3 - "$work/b/summary.json" <<'PY' || fail "summary.json's class weights are not scikit-learn's"
@@ -45,32 +45,32 @@ want = [n / (k * c) for c in counts]  # sklearn.utils.class_weight.compute_class
 assert all(abs(a - b) < 1e-9 * b for a, b in zip(w, want)), (w, want)
 print("train counts", counts, "balanced weights", [round(x, 4) for x in w])
 PY
-  run 0 train "${flags[@]}" --class-weights 1,2,8 --out "$work/w"
+  run 0 train "${flags[@]}" --epochs 2 --class-weights 1,2,8 --out "$work/w"
   [[ $(field "$work/w/summary.json" class_weights) == "[1.0, 2.0, 8.0]" ]] ||
     fail "summary.json class_weights: $(field "$work/w/summary.json" class_weights)"
   [[ $(field "$work/w/summary.json" sampler) == '"random"' ]] || fail "summary.json sampler is not random"
-  run 0 train "${flags[@]}" --out "$work/plain"
+  run 0 train "${flags[@]}" --epochs 2 --out "$work/plain"
   [[ $(field "$work/plain/summary.json" class_weights) == '"none"' ]] || fail "a plain run's class_weights is not none"
   ;;
 bad_input)
-  run 1 train "${flags[@]}" --class-weights 1,2 --out "$work/x"
+  run 1 train "${flags[@]}" --epochs 2 --class-weights 1,2 --out "$work/x"
   contains "$err" "--class-weights gives 2 weights for 3 classes" "a short weight list"; one_line "$err" "its error"
-  run 1 train "${flags[@]}" --class-weights 1,-1,2 --out "$work/x"
+  run 1 train "${flags[@]}" --epochs 2 --class-weights 1,-1,2 --out "$work/x"
   contains "$err" "--class-weights: weight 1 is -1; class weights must be finite and positive" "a negative weight"
-  run 1 train "${flags[@]}" --class-weights 1,nan,2 --out "$work/x"
+  run 1 train "${flags[@]}" --epochs 2 --class-weights 1,nan,2 --out "$work/x"
   contains "$err" "weight 1 is nan" "a NaN weight"
-  run 1 train "${flags[@]}" --class-weights 0,1,2 --out "$work/x"
+  run 1 train "${flags[@]}" --epochs 2 --class-weights 0,1,2 --out "$work/x"
   contains "$err" "weight 0 is 0" "a zero weight"
-  run 1 train "${flags[@]}" --class-weights heavy --out "$work/x"
+  run 1 train "${flags[@]}" --epochs 2 --class-weights heavy --out "$work/x"
   contains "$err" "--class-weights expects none, balanced or one weight per class" "a word"
-  run 2 train "${flags[@]}" --sampler uniform --out "$work/x"
+  run 2 train "${flags[@]}" --epochs 2 --sampler uniform --out "$work/x"
   contains "$err" "--sampler" "an unknown sampler"
   run 1 train --dataset "csv:$work/reg.csv" --label y --task regression --epochs 1 --device cpu --class-weights balanced \
     --out "$work/x"
   contains "$err" "is a regression" "class weights on a regression table"; contains "$err" "reg.csv" "its error"
   [[ ! -e $work/x/checkpoint ]] || fail "a refused run left a checkpoint"
   run 0 train "${flags[@]}" --epochs 1 --out "$work/r"
-  run 1 train "${flags[@]}" --sampler weighted --out "$work/r" --resume
+  run 1 train "${flags[@]}" --epochs 2 --sampler weighted --out "$work/r" --resume
   contains "$err" "sampler = random, not weighted" "a resume with another sampler"
   ;;
 *)

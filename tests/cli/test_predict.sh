@@ -45,11 +45,16 @@ images)
   mkdir -p "$work/mixed/sub"; cp "$work"/dg/test/7/*.png "$work/mixed/sub/"
   head -c 40 "$work/dg/test/7/$(ls "$work/dg/test/7" | head -1)" >"$work/mixed/broken.png"; echo hi >"$work/mixed/notes.txt"
   run 0 predict --run "$work/run" --input "$work/mixed" --out "$work/m.csv"
-  contains "$err" "1 files skipped" "the summary of a folder with a corrupt image"
+  contains "$err" "1 file skipped:" "the summary of a folder with a corrupt image"
   contains "$err" "skipped $work/mixed/broken.png: " "the corrupt image in the summary"
-  contains "$err" "1 files left out: not image file names" "the text file"
+  contains "$err" "1 file left out: not image file names" "the text file"
   contains "$(grep broken.png "$work/m.csv")" "$work/mixed/broken.png,,,\"$work/mixed/broken.png: not an image" "the corrupt image's row"
   [[ $(field class "$work/m.csv" | grep -c '^7$') -ge 30 ]] || fail "fewer than 30 of the 7s are 7"
+  # Nothing predicted is a failure (exit 1), the CSV still naming each input's error.
+  mkdir -p "$work/allbad"; cp "$work/mixed/broken.png" "$work/allbad/"
+  run 1 predict --run "$work/run" --input "$work/allbad" --out "$work/allbad.csv"
+  contains "$err" "kiln: error: $work/allbad: no input gave a prediction (1 file skipped" "a folder of corrupt images"
+  contains "$(cat "$work/allbad.csv")" "$work/allbad/broken.png: not an image" "the CSV of a folder of corrupt images"
   run 1 predict --run "$work/run" --input "$work/mixed/notes.txt"
   contains "$err" "not an image file name" "a text file as the input"; one_line "$err" "its error"
   run 1 predict --run "$work/run" --input "$work/empty_nope"
@@ -87,6 +92,7 @@ with open(sys.argv[1], "w") as f:
         f.write("%.3f,%s,%.3f,%s\n" % (random.gauss(2 * k, 0.7), c, random.gauss(-k, 0.7), ["cat", "dog", "owl"][k]))
 PY
   run 0 train --dataset "csv:$work/t.csv" --epochs 30 --batch-size 16 --lr 0.01 --seed 0 --device cpu --out "$work/run"
+  contains "$err" " samples/s " "the throughput of a table's epochs"; [[ $err != *img/s* ]] || fail "a table's rows as img/s: $err"
   run 0 predict --run "$work/run" --input "$work/t.csv" --out "$work/p.csv"
   acc=$(/usr/bin/python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print('%.2f%%' % (100*sum(x['class']==x['label'] for x in r)/len(r)))" "$work/p.csv")
   echo "kiln predict: $(grep -o 'accuracy .*' <<<"$err"); the rows: $acc"
@@ -97,6 +103,24 @@ PY
   run 0 predict --run "$work/run" --input "$work/nolabel.csv" --out "$work/q.csv"
   [[ $(field class "$work/p.csv") == "$(field class "$work/q.csv")" ]] || fail "other classes without the label column"
   [[ $(head -1 "$work/q.csv") == "input,class,probability,error" ]] || fail "the header without labels: $(head -1 "$work/q.csv")"
+  # The label column never filters rows: empty, a missing marker or a class the run does not know,
+  # each row is predicted as without the column, the label echoed; unknown classes count wrong.
+  { echo "x,colour,y,label"; sed -n '2,7p' "$work/t.csv" | awk -F, -v OFS=, 'NR==1{$4=""} NR==2{$4="NA"} NR==3{$4="bird"} 1'; } >"$work/odd.csv"
+  run 0 predict --run "$work/run" --input "$work/odd.csv" --out "$work/o.csv"
+  contains "$err" "6 of 6 rows predicted" "rows with empty or unknown labels"
+  [[ $(field class "$work/o.csv") == "$(field class "$work/q.csv" | head -6)" ]] || fail "other classes with odd labels"
+  [[ $(field label "$work/o.csv" | head -3 | tr '\n' ' ') == " NA bird " ]] || fail "the labels are not echoed: $(cat "$work/o.csv")"
+  contains "$err" "of 4 labelled inputs); 1 label not among the run's classes, counted wrong" "the accuracy of odd labels"
+  # A category the training rows never had: predicted (encoded as none, as OneHotEncoder(handle_unknown=
+  # 'ignore')) and said on standard error with file, line, column and value, the first 5 and a count.
+  { echo "x,colour,y"; for i in 1 2 3 4 5 6; do echo "0.5,purple$i,0.1"; done; echo "0.5,red,0.1"; } >"$work/new.csv"
+  run 0 predict --run "$work/run" --input "$work/new.csv" --out "$work/n.csv"
+  contains "$err" "7 of 7 rows predicted" "rows with unseen categories"
+  contains "$err" "warning: 6 values of categorical columns were not seen in training: encoded as none of the column's categories (as scikit-learn's OneHotEncoder(handle_unknown='ignore'))" "the unseen categories"
+  contains "$err" "  $work/new.csv:2, column 'colour': 'purple1'" "the first unseen value"
+  contains "$err" "  $work/new.csv:6, column 'colour': 'purple5'
+  and 1 more" "the fifth unseen value and the count"
+  [[ $err != *purple6* && $err != *"'red'"* ]] || fail "more than the first 5 unseen values, or a seen one: $err"
   cut -d, -f2-4 "$work/t.csv" >"$work/missing.csv"
   run 1 predict --run "$work/run" --input "$work/missing.csv"
   contains "$err" "$work/missing.csv:1: no column 'x'" "a missing column"; one_line "$err" "its error"

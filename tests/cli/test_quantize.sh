@@ -128,6 +128,16 @@ bad)
   contains "$out" "accuracy float" "quantize of a reference model with --graph"
   run 1 quantize --model-file "$work/ref/model.safetensors" --graph "$templates/residual_cnn.json" --out "$work/q5"
   contains "$err" "state tensors" "quantize with the graph of another network"
+  # Fashion-MNIST runs only (calibration and evaluation use it): a table's run and one of some
+  # classes are refused with what they were trained on, before anything is written.
+  /usr/bin/python3 -c "print('a,b,y'); [print('%d,%d,%s' % (i % 7, i % 3, 'yn'[i % 2])) for i in range(40)]" >"$work/t.csv"
+  run 0 train --dataset "csv:$work/t.csv" --epochs 1 --device cpu --out "$work/table"
+  run 1 quantize --model-file "$work/table/model.safetensors" --out "$work/q6"
+  contains "$err" "table/model.safetensors was trained on a table (its run's table.json); kiln quantize calibrates and evaluates on all of Fashion-MNIST only" "quantize of a table run"
+  one_line "$err" "its error"; [[ ! -e $work/q6 ]] || fail "a refused quantize made its --out folder"
+  run 0 train --model mlp --classes 0-4 --epochs 1 --limit-batches 1 --out "$work/five"
+  run 1 quantize --model-file "$work/five/model.safetensors" --graph "$templates/fashion_mnist_mlp.json" --out "$work/q7"
+  contains "$err" "was trained on some of Fashion-MNIST's classes (kiln train --classes 0,1,2,3,4)" "quantize of a --classes run"
   ;;
 *) fail "unknown case $case" ;;
 esac

@@ -64,6 +64,15 @@ usage)
   run 2 train --lr -1; contains "$err" "--lr expects a number" "negative lr"
   run 2 train --resume; contains "$err" "--resume needs --out" "resume without out"
   run 2 eval; contains "$err" "--model-file" "eval without a file"
+  # A flag of one value given twice is refused in every command (the last one used to win silently);
+  # a repeatable one (kiln run --input) is not.
+  run 2 predict --run "$work/r" --input a.csv --input b.csv
+  contains "$err" "kiln predict: --input given twice ('a.csv' and 'b.csv'); it takes one value" "predict --input twice"
+  one_line "$err" "stderr"
+  run 2 train --epochs 1 --epochs=2; contains "$err" "kiln train: --epochs given twice ('1' and '2')" "train --epochs twice"
+  run 2 train --resume --out "$work/r" --resume; contains "$err" "kiln train: --resume given twice" "a switch twice"
+  run 1 run "$work/none.onnx" --input "$work/a" --input "$work/b"  # the missing model, not the flags
+  [[ $err != *"given twice"* ]] || fail "kiln run's repeatable --input refused: $err"
   # kiln quantize: a learning rate must be > 0 and finite; QAT's flags without --qat-epochs are refused
   # (they were silently ignored). Both before the model file is read.
   q=(quantize --model-file "$work/none.safetensors" --out "$work/q")

@@ -90,6 +90,8 @@ TEST(CsvTabular, OneHotRowsAndUnknownCategory) {
   ASSERT_EQ(x.size(), 18u);
   EXPECT_EQ(x[0] + x[1], 1.0f);   // green
   EXPECT_EQ(x[16] + x[17], 0.0f);  // blue
+  EXPECT_EQ(d.unseen_categories, (std::vector<std::pair<int64_t, int64_t>>{{8, 0}}));  // listed: row 8, column c
+  EXPECT_TRUE(all.unseen_categories.empty());
 }
 
 TEST(CsvTabular, TypeOverridesAndTextColumns) {

@@ -94,7 +94,7 @@ TEST(DataSource, TextFolderSplitsTokenizesAndListsSkippedFiles) {
   const data::Batch b = d.test->get_batch({0, 1});
   EXPECT_EQ(b.input.dtype(), DType::i64);
   EXPECT_EQ(b.input.shape(), (std::vector<int64_t>{2, 3}));
-  EXPECT_NE(d.description().find("2 classes, 40 texts (1 files skipped), samples [3] token ids, word vocabulary"), std::string::npos)
+  EXPECT_NE(d.description().find("2 classes, 40 texts (1 file skipped), samples [3] token ids, word vocabulary"), std::string::npos)
       << d.description();
   s.max_length = 0;
   EXPECT_THROW(data::open_dataset(s), ValueError);

@@ -348,6 +348,35 @@ class TestStudioPredict : public QObject {
     QVERIFY(kiln::projects::Project::open(project.toStdString()).runs().empty());
   }
 
+  // Issue 14's new-user try: the label column never filters rows (empty, a missing marker or a class
+  // the run does not know, the row is predicted as without it), and a category the training rows
+  // never had is predicted (encoded as none, as OneHotEncoder(handle_unknown='ignore')) with a note.
+  void tableRowsWithOddLabelsOrUnseenCategories() {
+    QByteArray csv = "x,colour,kind\n";
+    for (int i = 0; i < 40; ++i)
+      csv += QByteArray::number(i % 2 ? 2.0 + 0.1 * (i % 5) : -2.0 + 0.1 * (i % 3)) + "," + (i % 2 ? "red" : "blue") + "," +
+             (i % 2 ? "high" : "low") + "\n";
+    writeFile(dir_.filePath("cat.csv"), csv);
+    const QString file = dir_.filePath("cat.kiln");
+    const auto run = trainHeadless({"--headless", "--new", file, "--template", "table_mlp", "--dataset",
+                                    "csv:" + dir_.filePath("cat.csv"), "--train", "--epochs", "1"});
+    QCOMPARE(run.status, kiln::projects::RunStatus::finished);
+    writeFile(dir_.filePath("odd.csv"), "x,colour,kind\n2.1,red,\n-2,blue,NA\n2.2,red,giraffe\n-1.9,green,low\n");
+    writeFile(dir_.filePath("plain.csv"), "x,colour\n2.1,red\n-2,blue\n2.2,red\n-1.9,green\n");
+    const auto p = RunPredictor::load(file.toStdString(), run.id);
+    const std::vector<PredictedInput> odd = p->predict({dir_.filePath("odd.csv").toStdString()});
+    const std::vector<PredictedInput> plain = p->predict({dir_.filePath("plain.csv").toStdString()});
+    QCOMPARE(odd.size(), size_t(4));
+    QCOMPARE(plain.size(), size_t(4));
+    for (size_t i = 0; i < odd.size(); ++i) {
+      QVERIFY2(odd[i].error.empty() && !odd[i].top.empty(), odd[i].error.c_str());
+      QCOMPARE(odd[i].top, plain[i].top);
+      QCOMPARE(odd[i].note, plain[i].note);
+    }
+    QCOMPARE(odd[3].note, std::string("column 'colour': 'green' was not seen in training"));
+    QVERIFY2(odd[0].note.empty() && odd[2].note.empty(), odd[0].note.c_str());
+  }
+
   void noFinishedRun() {
     QVERIFY_THROWS_EXCEPTION(kiln::ValueError, RunPredictor::load(tableProject_.toStdString(), 999));
     MainWindow w;

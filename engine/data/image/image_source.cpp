@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "engine/core/error.h"
+#include "engine/core/plural.h"
 #include "engine/data/image/image_dataset.h"
 #include "engine/data/image/image_decode.h"
 #include "engine/data/image/image_index_store.h"
@@ -89,7 +90,7 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted, IndexSt
   std::shared_ptr<ImageIndex> train_index = train_indexed.first;
   const ImageStats& train_stats = train_indexed.second;
   KILN_CHECK(!train_index->samples.empty(), ValueError, train_index->source, ": no image could be read (",
-             train_index->skipped.size(), " files skipped)");
+             count_of(static_cast<long long>(train_index->skipped.size()), "file"), " skipped)");
   KILN_CHECK(fitted || train_index->classes.size() >= 2, ValueError, train_index->source, ": one class ('",
              train_index->classes.at(0), "'); classification needs at least two class folders");
   if (!channels) channels = train_stats.channels.size() == 1 && train_stats.channels.count(1) ? 1 : 3;
@@ -223,7 +224,8 @@ std::string inspect_images(const ImageConfig& config) {
     if (classes.empty()) classes = index.classes;
     const ImageStats st = verify_images(index, std::max(1, config.workers));
     out << dir.string() << (part.empty() ? "" : " (" + part + " split)") << ": " << index.samples.size()
-        << " images, " << index.classes.size() << " classes, " << index.skipped.size() << " files skipped, "
+        << " images, " << index.classes.size() << " classes, "
+        << count_of(static_cast<long long>(index.skipped.size()), "file") << " skipped, "
         << index.hidden << " hidden entries\n";
     const std::vector<int64_t> counts = index.class_counts();
     for (size_t k = 0; k < index.classes.size(); ++k)
