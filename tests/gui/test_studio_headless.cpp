@@ -164,8 +164,10 @@ class TestStudioHeadless : public QObject {
     auto project = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(project.runs().at(0).status, kiln::projects::RunStatus::finished);
     QCOMPARE(project.step_metrics(1).size(), size_t(4));  // 512 images / batch 128
-    QCOMPARE(project.evaluation(1)->count, int64_t(500));
-    QCOMPARE(project.evaluation(1)->predictions.size(), size_t(500));
+    const auto evaluation = project.evaluation(1);
+    QVERIFY(evaluation.has_value());
+    QCOMPARE(evaluation->count, int64_t(500));
+    QCOMPARE(evaluation->predictions.size(), size_t(500));
     const auto config = nlohmann::json::parse(project.runs().at(0).config_json);
     QCOMPARE(config.at("test_size").get<int64_t>(), int64_t(500));
     QCOMPARE(config.at("test_seed").get<int64_t>(), int64_t(0));
@@ -189,7 +191,9 @@ class TestStudioHeadless : public QObject {
     QCOMPARE(again.evaluation(2)->count, int64_t(300));
     QCOMPARE(nlohmann::json::parse(again.runs().at(1).config_json).at("test_seed").get<int64_t>(), int64_t(3));
     // A random subset of the whole split (test_studio_subsets checks which), not its first 300.
-    const auto& predictions = again.evaluation(2)->predictions;
+    const auto evaluation2 = again.evaluation(2);  // kept: its predictions are read below
+    QVERIFY(evaluation2.has_value());
+    const auto& predictions = evaluation2->predictions;
     QVERIFY(predictions.back().index > 300);
     for (size_t i = 1; i < predictions.size(); ++i) QVERIFY(predictions[i - 1].index < predictions[i].index);
     // A seed < 0 is refused with the option's name, exit 2 (a command-line mistake, as kiln's).
@@ -202,7 +206,7 @@ class TestStudioHeadless : public QObject {
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString(p.readAllStandardError()).contains("--batch-size needs a whole number from 1 to 2147483647, got '4294967328'"));
-    for (const QString& lr : {"0", "-1", "nan", "fast"}) {
+    for (const QString lr : {"0", "-1", "nan", "fast"}) {
       p.start(kStudio, {"--headless", "--project", file, "--train", "--lr", lr});
       QVERIFY(p.waitForFinished(30000));
       QCOMPARE(p.exitCode(), 2);
