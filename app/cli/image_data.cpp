@@ -36,7 +36,7 @@ std::vector<double> parse_numbers(const std::string& text, const Args& args) {
 
 ArgParser& add_image_flags(ArgParser& p) {
   return p
-      .flag("image-size", "H[xW]", "", "images: the input size (default: the most common size of the training images)")
+      .flag("image-size", "H[xW]", "", "images: the input size (default: the most common size of the training images, scaled to 224 on its shorter side when longer)")
       .flag("channels", "C", "", "images: 1 (grey) or 3 (RGB) (default: 1 when every image is grey, else 3)")
       .flag("augment", "A", "none", "images: training augmentation: none (resize + center crop), flip (+ random\n"
                                     "horizontal flip), standard (RandomResizedCrop + flip + ColorJitter 0.4)",

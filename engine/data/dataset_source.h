@@ -36,7 +36,7 @@ struct DatasetSource {
   // rather than of all samples (the Studio's).
   bool validation_of_train = false;
   uint64_t seed = 0;
-  // images: the input size (0 x 0: the most common size of the training images), the training
+  // images: the input size (0 x 0: ImageConfig's automatic size), the training
   // augmentation (none | flip | standard) and RandomRotation of up to `rotation` degrees, as
   // `kiln train --image-size HxW --augment A --rotation DEG` (ImageConfig, image_source.h).
   int64_t image_height = 0, image_width = 0;

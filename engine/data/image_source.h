@@ -29,10 +29,16 @@ bool have_image_support();
 // an IndexStore unchanged). 0 in a build without OpenCV.
 int64_t image_files_read();
 
+// The most an automatic input size's shorter side is (ImageConfig::height 0): 224, the input of
+// torchvision's classification models. Photos at their own size would need tens of GB to train.
+inline constexpr int64_t kDefaultShortSide = 224;
+
 struct ImageConfig {
   std::string kind;               // "imagefolder" or "images"
   std::string path;               // the folder or the manifest CSV
-  int64_t height = 0, width = 0;  // 0: the most common size of the training images
+  // 0: the most common size of the training images, scaled down (aspect kept, as torchvision's
+  // Resize(kDefaultShortSide)) when its shorter side is longer than kDefaultShortSide.
+  int64_t height = 0, width = 0;
   int channels = 0;               // 1 or 3; 0: 1 when every training image is grey, else 3
   std::string augment = "none";   // none | flip | standard (image_transforms.h parse_augment)
   double rotation = 0;            // RandomRotation of up to this many degrees when training

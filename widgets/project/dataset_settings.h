@@ -54,7 +54,7 @@ struct DatasetSettings {
   int64_t vocab_size = 20000;
 
   // name "imagefolder" or "images": the model's input size (0 x 0: the most common size of the
-  // training images), the training augmentation (none | flip | standard = RandomResizedCrop +
+  // training images, at most 224 on its shorter side: ImageConfig), the training augmentation (none | flip | standard = RandomResizedCrop +
   // flip + ColorJitter) and RandomRotation of up to `rotation` degrees; as `kiln train
   // --image-size HxW --augment A --rotation DEG` (app/cli/image_data.cpp) and their defaults.
   int64_t image_height = 0, image_width = 0;

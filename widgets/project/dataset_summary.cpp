@@ -93,7 +93,7 @@ DatasetSummary summarize_source(const DatasetSettings& settings, int samples, st
                                      .arg(d.classes.size())
                                      .arg(s.label, split);
     } else {
-      s.details = QObject::tr("%1 images of %2 classes, %3 channel(s), %4 × %5 (the most common size; others are resized)%6; %7.")
+      s.details = QObject::tr("%1 images of %2 classes, %3 channel(s), %4 × %5 (the model's input size; others are resized)%6; %7.")
                       .arg(thousands(s.total))
                       .arg(d.classes.size())
                       .arg(d.sample_shape[0])

@@ -67,7 +67,8 @@ SourceOptions::SourceOptions(QWidget* parent) : QWidget(parent) {
   }
   height_->setSpecialValueText(tr("auto"));
   width_->setSpecialValueText(tr("= height"));
-  height_->setToolTip(tr("The model's input height in pixels; auto: the most common size of the training images "
+  height_->setToolTip(tr("The model's input height in pixels; auto: the most common size of the training images, "
+                         "scaled to 224 on its shorter side when longer "
                          "(every image is resized to cover the size, then center-cropped)"));
   width_->setToolTip(tr("The model's input width in pixels (= height: square)"));
   auto* size = new QHBoxLayout;

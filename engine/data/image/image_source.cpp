@@ -99,6 +99,11 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted, IndexSt
     auto most = std::max_element(train_stats.sizes.begin(), train_stats.sizes.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     height = most->first.first, width = most->first.second;
+    if (std::min(height, width) > kDefaultShortSide) {  // torchvision's Resize(224): the long side truncated
+      int64_t& s = height < width ? height : width;
+      int64_t& l = height < width ? width : height;
+      l = kDefaultShortSide * l / s, s = kDefaultShortSide;
+    }
   }
   if (channels != verify_channels || short_side == 0) {
     const int64_t side = cache_short_side(height, width);
