@@ -11,7 +11,7 @@
 // reference CNN and MLP as fast as with 300,000 (issue 14's note has the figures).
 //
 // libgomp reads the variable once, when it is loaded, before main(): so use_short_omp_spin()
-// executes the program again (/proc/self/exe, same arguments) with GOMP_SPINCOUNT=1000 when the
+// executes the program again (its path from /proc/self/exe, same arguments) with GOMP_SPINCOUNT=1000 when the
 // user set neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY; a user's setting is kept as given. Call it
 // first thing in main(), before any thread starts. Where exec fails (no /proc) the program runs on
 // with libgomp's default.
@@ -28,6 +28,14 @@ inline constexpr const char* kOmpSpinCount = "1000";
 inline void use_short_omp_spin(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (setenv("GOMP_SPINCOUNT", kOmpSpinCount, 1) != 0) return;
+  // The program's own path, so that ps and top show its name (not "exe"); /proc/self/exe where
+  // it cannot be read (or the file was replaced since).
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    execv(self, argv);
+  }
   execv("/proc/self/exe", argv);
   unsetenv("GOMP_SPINCOUNT");  // exec failed: libgomp (already loaded) uses its default
 }
