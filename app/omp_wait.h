@@ -1,20 +1,21 @@
 // How long an idle OpenMP thread of Kiln's programs (kiln, kiln-studio) waits actively.
 //
 // GNU libgomp, which runs the CPU backend's kernels and oneDNN's, lets an idle thread spin up to
-// GOMP_SPINCOUNT times before it sleeps: 300,000 by default (milliseconds), cut to 100 only when
-// its own threads outnumber the CPUs (libgomp manual, "GOMP_SPINCOUNT"). A spinning thread holds
+// GOMP_SPINCOUNT times before it sleeps: 300,000 by default (milliseconds of spinning), cut to 100
+// only when its own threads outnumber the CPUs (libgomp manual, "GOMP_SPINCOUNT"). A spinning thread holds
 // its core while the training thread does serial work between kernels, so wherever anything else
 // wants that core (a DataLoader worker decoding images, the Studio's UI thread, another process)
 // the kernels wait for the scheduler. On a 2-core machine that made a CNN's training step from an
 // image folder ~35% slower than from the same images in memory, and a second busy process made
-// steps 3-14x slower; with 1,000 spins neither happens, and a quiet 16-core machine trains the
-// reference CNN and MLP as fast as with 300,000 (issue 14's note has the figures).
+// steps 3-14x slower. With 1,000 spins neither happens; a quiet 16-core machine trains the reference
+// CNN as fast as with 300,000 and the MLP's sub-millisecond steps up to ~14% slower (the figures
+// are in issue 14's note of 2026-12-03). GOMP_SPINCOUNT=300000 restores libgomp's default.
 //
 // libgomp reads the variable once, when it is loaded, before main(): so use_short_omp_spin()
-// executes the program again (its path from /proc/self/exe, same arguments) with GOMP_SPINCOUNT=1000 when the
-// user set neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY; a user's setting is kept as given. Call it
-// first thing in main(), before any thread starts. Where exec fails (no /proc) the program runs on
-// with libgomp's default.
+// executes the program again (its path from /proc/self/exe, same arguments) with
+// GOMP_SPINCOUNT=1000 when the user set neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY; a user's
+// setting is kept as given. Call it first thing in main(), before any thread starts. Where exec
+// fails (no /proc) the program runs on with libgomp's default.
 #pragma once
 #include <cstdlib>
 #include <string>
