@@ -93,6 +93,13 @@ struct CheckpointInfo {
   bool latest = false;      // the run's newest stored epoch
   bool best = false;        // the highest val_accuracy (ties: the later epoch)
 };
+// Where a run can continue from (Project::resume_point): its newest checkpoint, taken after
+// `epoch` whole epochs and `batch` batches of the next one (0: at that epoch's end), `step`
+// optimizer steps in all (0 when not known: an epoch checkpoint stored before schema 11).
+struct ResumePoint {
+  int epoch = 0;
+  int64_t batch = 0, step = 0;
+};
 // How a run's model did on the test images (Project::set_evaluation).
 struct Evaluation {
   int64_t count = 0;                     // images evaluated
@@ -173,7 +180,7 @@ struct SweepTrial {
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -278,13 +285,38 @@ class Project : private graph::BlobStore {
   // val_accuracy, NaN ranking last, ties to the later epoch) is deleted in the same
   // transaction, so a run keeps at most two and the file does not grow with the epochs
   // (SQLite reuses the freed pages). Errors as add_checkpoint.
-  void add_epoch_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy);
+  // `step`: the optimizer steps taken (0: not known). Drops the run's mid-epoch checkpoint.
+  void add_epoch_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy,
+                            int64_t step = 0);
+  // The epoch checkpoints (mid-epoch ones are resume_point()'s).
   std::vector<int> checkpoint_epochs(int64_t run) const;
   std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // by epoch
   // Writes the files back byte-identical into into_dir (created); ProjectError when there
   // is no such checkpoint or a file cannot be written.
   void restore_checkpoint(int64_t run, int epoch, const std::string& into_dir) const;
   void add_export(const std::string& kind, const std::string& path);  // kind: "onnx", "csv" ...
+
+  // ---- continuing a stopped or interrupted run (project_resume.cpp, schema 11) ----
+  // A checkpoint taken in the middle of an epoch (train::TrainerOptions::checkpoint_every_seconds,
+  // or at a Stop), after `epochs` whole epochs and `batch` >= 1 batches of the next one, `step`
+  // optimizer steps in all: it replaces the run's earlier mid-epoch checkpoint in one transaction
+  // (a run keeps one; the next epoch checkpoint drops it). Errors as add_checkpoint, and
+  // ProjectError when batch < 1.
+  void add_mid_epoch_checkpoint(int64_t run, int epochs, int64_t batch, int64_t step, const std::string& checkpoint_dir);
+  // The run's newest checkpoint, mid-epoch or epoch; nullopt when it has none.
+  std::optional<ResumePoint> resume_point(int64_t run) const;
+  // Writes the files of resume_point()'s checkpoint into into_dir, as restore_checkpoint does.
+  void restore_resume_point(int64_t run, const std::string& into_dir) const;
+  // "" when `run` can be continued, else why not in plain words: it must exist, not be deleted,
+  // have ended stopped or interrupted (a finished run has nothing left to train, a failed one
+  // would fail again, a running one is being written) and have a checkpoint.
+  std::string why_not_resumable(int64_t run) const;
+  // Reopens the run to continue it from its checkpoint after `step` optimizer steps and `epochs`
+  // whole epochs: status running, ended_at, message and final metrics cleared, this process's
+  // pid, host and heartbeat; its step metrics after `step`, epoch metrics after `epochs` and its
+  // evaluation deleted (those steps are trained again). One transaction. ProjectError naming the
+  // run with why_not_resumable's reason.
+  void reopen_run(int64_t run, int64_t step, int epochs);
 
   // Stores (replaces) the run's evaluation. ProjectError for an unknown run, a confusion
   // matrix that is not C * C, a label outside [0, C), a class name with a line break, or
@@ -345,7 +377,10 @@ class Project : private graph::BlobStore {
  private:
   explicit Project(std::unique_ptr<Database> db);
   void require_run(int64_t run) const;
-  void store_checkpoint(int64_t run, int epoch, const std::string& dir, double val_accuracy);  // in a transaction
+  // In a transaction; batch > 0: a mid-epoch checkpoint.
+  void store_checkpoint(int64_t run, int epoch, const std::string& dir, double val_accuracy, int64_t batch = 0,
+                        int64_t step = 0);
+  void restore_checkpoint_files(int64_t run, int epoch, int64_t batch, const std::string& into_dir) const;
   std::string put(std::string_view bytes) override;
   std::string get(const std::string& key) const override;
   std::unique_ptr<Database> db_;

@@ -19,7 +19,8 @@ void Project::add_checkpoint(int64_t run, int epoch, const std::string& checkpoi
   tx.commit();
 }
 
-void Project::store_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy) {
+void Project::store_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy,
+                               int64_t batch, int64_t step) {
   require_run(run);
   const std::string where = "project " + path() + ": checkpoint of run " + std::to_string(run) + " epoch " +
                             std::to_string(epoch) + " from " + checkpoint_dir;
@@ -32,12 +33,14 @@ void Project::store_checkpoint(int64_t run, int epoch, const std::string& checkp
   if (files.empty()) throw ProjectError(where + ": the folder holds no files");
   std::sort(files.begin(), files.end());
 
-  db_->prepare("DELETE FROM checkpoints WHERE run = ? AND epoch = ?").bind(1, run).bind(2, epoch).run();
-  db_->prepare("INSERT INTO checkpoints(run, epoch, created_at, val_accuracy) VALUES(?, ?, ?, ?)")
+  db_->prepare("DELETE FROM checkpoints WHERE run = ? AND epoch = ? AND batch = ?").bind(1, run).bind(2, epoch).bind(3, batch).run();
+  db_->prepare("INSERT INTO checkpoints(run, epoch, created_at, val_accuracy, batch, step) VALUES(?, ?, ?, ?, ?, ?)")
       .bind(1, run)
       .bind(2, epoch)
       .bind(3, utc_now())
       .bind(4, val_accuracy)
+      .bind(5, batch)
+      .bind(6, step)
       .run();
   const int64_t id = db_->last_insert_rowid();
   Statement insert = db_->prepare("INSERT INTO checkpoint_files(checkpoint, name, data) VALUES(?, ?, ?)");
@@ -53,7 +56,7 @@ void Project::store_checkpoint(int64_t run, int epoch, const std::string& checkp
 }
 
 std::vector<int> Project::checkpoint_epochs(int64_t run) const {
-  Statement s = db_->prepare("SELECT epoch FROM checkpoints WHERE run = ? ORDER BY epoch");
+  Statement s = db_->prepare("SELECT epoch FROM checkpoints WHERE run = ? AND batch = 0 ORDER BY epoch");
   s.bind(1, run);
   std::vector<int> out;
   while (s.step()) out.push_back(static_cast<int>(s.int64(0)));
@@ -61,12 +64,17 @@ std::vector<int> Project::checkpoint_epochs(int64_t run) const {
 }
 
 void Project::restore_checkpoint(int64_t run, int epoch, const std::string& into_dir) const {
+  restore_checkpoint_files(run, epoch, 0, into_dir);
+}
+
+void Project::restore_checkpoint_files(int64_t run, int epoch, int64_t batch, const std::string& into_dir) const {
   const std::string where = "project " + path() + ": restoring checkpoint of run " + std::to_string(run) + " epoch " +
-                            std::to_string(epoch) + " into " + into_dir;
+                            std::to_string(epoch) + (batch > 0 ? " batch " + std::to_string(batch) : "") + " into " +
+                            into_dir;
   Statement s = db_->prepare(
       "SELECT f.name, f.data FROM checkpoint_files f JOIN checkpoints c ON f.checkpoint = c.id "
-      "WHERE c.run = ? AND c.epoch = ? ORDER BY f.name");
-  s.bind(1, run).bind(2, epoch);
+      "WHERE c.run = ? AND c.epoch = ? AND c.batch = ? ORDER BY f.name");
+  s.bind(1, run).bind(2, epoch).bind(3, batch);
   bool any = false;
   while (s.step()) {
     any = true;

@@ -50,18 +50,21 @@ std::vector<Evaluation::Text> unpack_texts(const std::vector<char>& bytes, const
 
 // The run's best checkpoint: highest val_accuracy, NULL (NaN) last, ties to the later epoch.
 constexpr const char* kBest =
-    "SELECT id FROM checkpoints WHERE run = ?1 ORDER BY val_accuracy IS NULL, val_accuracy DESC, epoch DESC LIMIT 1";
+    "SELECT id FROM checkpoints WHERE run = ?1 AND batch = 0 ORDER BY val_accuracy IS NULL, val_accuracy DESC, epoch DESC "
+    "LIMIT 1";
 }  // namespace
 
-void Project::add_epoch_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy) {
+void Project::add_epoch_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir, double val_accuracy,
+                                   int64_t step) {
   Transaction tx(*db_);
+  db_->prepare("DELETE FROM checkpoints WHERE run = ? AND batch > 0").bind(1, run).run();  // older than this one
   // Older epochs that are not the best go first, so the new files reuse their pages:
   // at most the best and the new checkpoint are stored at once.
   db_->prepare(std::string("DELETE FROM checkpoints WHERE run = ?1 AND epoch < ?2 AND id NOT IN (") + kBest + ")")
       .bind(1, run)
       .bind(2, epoch)
       .run();
-  store_checkpoint(run, epoch, checkpoint_dir, val_accuracy);
+  store_checkpoint(run, epoch, checkpoint_dir, val_accuracy, 0, step);
   // Keep the newest epoch and the best one; checkpoint_files go with them (ON DELETE CASCADE).
   db_->prepare(std::string("DELETE FROM checkpoints WHERE run = ?1 AND id NOT IN ("
                            "SELECT id FROM (SELECT id FROM checkpoints WHERE run = ?1 ORDER BY epoch DESC LIMIT 1) "
@@ -74,9 +77,8 @@ void Project::add_epoch_checkpoint(int64_t run, int epoch, const std::string& ch
 std::vector<CheckpointInfo> Project::checkpoints(int64_t run) const {
   Statement s = db_->prepare(
       "SELECT epoch, val_accuracy, "
-      "epoch = (SELECT max(epoch) FROM checkpoints WHERE run = ?1), "
-      "id = (SELECT id FROM checkpoints WHERE run = ?1 ORDER BY val_accuracy IS NULL, val_accuracy DESC, "
-      "epoch DESC LIMIT 1) FROM checkpoints WHERE run = ?1 ORDER BY epoch");
+      "epoch = (SELECT max(epoch) FROM checkpoints WHERE run = ?1 AND batch = 0), "
+      "id = (" + std::string(kBest) + ") FROM checkpoints WHERE run = ?1 AND batch = 0 ORDER BY epoch");
   s.bind(1, run);
   std::vector<CheckpointInfo> out;
   while (s.step()) out.push_back({static_cast<int>(s.int64(0)), s.real(1), s.int64(2) != 0, s.int64(3) != 0});

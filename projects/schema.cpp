@@ -189,6 +189,27 @@ ALTER TABLE runs ADD COLUMN preprocessing_json TEXT NOT NULL DEFAULT '';
 CREATE TABLE file_indexes(key TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at TEXT NOT NULL);
 )sql";
 
+// Schema 11 (issue 14): a run may keep one checkpoint taken in the middle of an epoch besides its
+// epoch checkpoints (Project::add_mid_epoch_checkpoint): `batch` is the batches of the epoch after
+// `epoch` done (0: an epoch checkpoint), `step` the optimizer steps taken (0: unknown, stored
+// before schema 11). UNIQUE(run, epoch) becomes UNIQUE(run, epoch, batch), so the table is
+// rebuilt as schema 2 rebuilt runs (checkpoint_files keep their ids).
+constexpr const char* kSchema11 = R"sql(
+CREATE TABLE checkpoints_v11(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  val_accuracy REAL,
+  batch INTEGER NOT NULL DEFAULT 0,
+  step INTEGER NOT NULL DEFAULT 0,
+  UNIQUE(run, epoch, batch));
+INSERT INTO checkpoints_v11(id, run, epoch, created_at, val_accuracy)
+  SELECT id, run, epoch, created_at, val_accuracy FROM checkpoints;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_v11 RENAME TO checkpoints;
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -264,7 +285,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}, {9, kSchema10}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}, {9, kSchema10}, {10, kSchema11}};
   return steps;
 }
 

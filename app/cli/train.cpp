@@ -120,6 +120,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.checkpoint_dir = (out / "checkpoint").string();
   options.checkpoint_every_steps = c.checkpoint_every_steps;
   options.checkpoint_every_seconds = c.checkpoint_every_steps > 0 ? 0 : 60 * c.checkpoint_every_minutes;
+  options.checkpoint_on_cancel = true;  // Ctrl-C checkpoints where it stops: --resume loses nothing
   options.cuda_graph = !args.given("no-cuda-graph");
   auto text = [](double v) { return nlohmann::json(v).dump(); };
   options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},

@@ -87,9 +87,10 @@ ArgParser train_parser() {
                                    "inside the Transformer layers (default: text-transformer 0.1 inside its layers only,\n"
                                    "the others none)");
   p.epilog(
-      "Ctrl-C stops after the current batch (exit status 130); the last checkpoint (of the last\n"
-      "finished epoch, or --checkpoint-every's in the middle of one) stays, and `--resume`\n"
-      "continues from it. A checkpoint replaces the last one atomically, so a killed run keeps one.\n\n"
+      "Ctrl-C stops after the current batch (exit status 130) and checkpoints there, so that\n"
+      "`--resume` continues with the next batch; a killed run keeps its last checkpoint (of the last\n"
+      "finished epoch, or --checkpoint-every's in the middle of one): a checkpoint replaces the\n"
+      "last one atomically.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
       "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
       "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip\n"

@@ -4,8 +4,12 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QTimer>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <tuple>
 
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
@@ -54,6 +58,15 @@ QString deviceProblem(const QString& name) {
   }
 }
 
+// --checkpoint-every N|Nm as `kiln train` reads it: N optimizer steps, or N minutes; nullopt when malformed.
+std::optional<std::pair<int64_t, double>> checkpointEvery(const QString& text) {
+  const bool minutes = text.endsWith('m');
+  bool ok = false;
+  const double n = (minutes ? text.chopped(1) : text).toDouble(&ok);
+  if (!ok || !(n >= 0) || n > 1e6 || (!minutes && n != std::floor(n))) return std::nullopt;
+  return minutes ? std::pair<int64_t, double>{0, n} : std::pair<int64_t, double>{static_cast<int64_t>(n), n == 0 ? 0 : 10};
+}
+
 // The options' own values checked before a project is opened: "" or what is wrong.
 QString usageProblem(const HeadlessOptions& o) {
   if (!o.task.isEmpty() && o.dataset.isEmpty())
@@ -93,8 +106,32 @@ QString usageProblem(const HeadlessOptions& o) {
       return QString("unknown template '%1' (known: %2)").arg(o.templateName, templateNames().join(", "));
     return {};
   }
+  if (o.run > 0 && !o.resume) return "--run N needs --resume: it names the run to continue";
+  if (!o.checkpointEvery.isEmpty() && !checkpointEvery(o.checkpointEvery))
+    return QString("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+                   "0: at epoch ends only; got '%1'")
+        .arg(o.checkpointEvery);
+  if (o.resume) {
+    // A run continues with its own settings (the same order and draws): nothing to override.
+    QStringList given;
+    if (o.train) given << "--train";
+    if (!o.newFile.isEmpty()) given << "--new";
+    if (!o.dataset.isEmpty()) given << "--dataset";
+    if (o.epochs > 0) given << "--epochs";
+    if (o.lr > 0) given << "--lr";
+    if (o.batchSize > 0) given << "--batch-size";
+    if (o.subset > 0) given << "--subset";
+    if (o.testSubset > 0) given << "--test-subset";
+    if (!o.device.isEmpty()) given << "--device";
+    if (!o.checkpointEvery.isEmpty()) given << "--checkpoint-every";
+    if (!o.missing.isEmpty()) given << "--missing";
+    if (!given.isEmpty())
+      return QString("--resume continues a run with its own settings, graph and device; drop %1").arg(given.join(", "));
+    if (o.project.isEmpty()) return "--resume needs --project FILE: the project whose run to continue";
+    return {};
+  }
   if (o.project.isEmpty()) return "--headless needs --project FILE --train, or --new FILE --template NAME";
-  if (!o.train) return "--headless --project FILE: add --train to train its latest graph";
+  if (!o.train) return "--headless --project FILE: add --train to train its latest graph, or --resume to continue a run";
   return {};
 }
 
@@ -105,6 +142,9 @@ bool sameTable(const DatasetSettings& a, const DatasetSettings& b) {
   const QFileInfo x(QString::fromStdString(a.path)), y(QString::fromStdString(b.path));
   return x.exists() && y.exists() && x.canonicalFilePath() == y.canonicalFilePath();
 }
+
+int runSession(const HeadlessOptions& o, int64_t graphVersion, const QString& failure,
+               const std::function<bool(TrainingSession&, QString*)>& start);
 
 int createProject(const HeadlessOptions& o) {
   projects::Project p = createFromTemplate(o.newFile.toStdString(), o.templateName);
@@ -223,7 +263,36 @@ int train(const HeadlessOptions& o) {
   if (o.lr > 0) config.lr = o.lr;
   if (o.batchSize > 0) config.batch_size = o.batchSize;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
+  if (const auto every = o.checkpointEvery.isEmpty() ? std::nullopt : checkpointEvery(o.checkpointEvery))
+    std::tie(config.checkpoint_steps, config.checkpoint_minutes) = *every;
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
+  const int64_t versionId = version->id;
+  return runSession(o, versionId, "cannot train " + o.project, [&](TrainingSession& session, QString* error) {
+    return session.start(project.path(), versionId, g, config, dataset, testSize, error);
+  });
+}
+
+// --resume: the run named by --run, else the project's latest that can be continued.
+int resume(const HeadlessOptions& o) {
+  projects::Project project = projects::Project::open(o.project.toStdString());
+  int64_t run = o.run;
+  int64_t graphVersion = 0;
+  const std::vector<projects::RunRecord> runs = project.runs();
+  if (run == 0)
+    for (auto r = runs.rbegin(); r != runs.rend() && run == 0; ++r)
+      if (project.why_not_resumable(r->id).empty()) run = r->id;
+  if (run == 0) {
+    err(QString("%1 has no stopped or interrupted run with a checkpoint to continue").arg(o.project));
+    return 1;
+  }
+  for (const projects::RunRecord& r : runs)
+    if (r.id == run) graphVersion = r.graph_version;
+  return runSession(o, graphVersion, QString("cannot continue run %1 of %2").arg(run).arg(o.project),
+                    [&](TrainingSession& session, QString* error) { return session.resume(project, run, error); });
+}
+
+int runSession(const HeadlessOptions& o, int64_t graphVersion, const QString& failure,
+               const std::function<bool(TrainingSession&, QString*)>& start) {
 
   TrainingSession session;
   session.setStoreSettings(false);  // --epochs/--lr/--batch-size/--subset/--test-subset/--device/--missing: this run only
@@ -246,7 +315,7 @@ int train(const HeadlessOptions& o) {
             .arg(phase_name(static_cast<int>(p.phase))));
   };
   QObject::connect(&session, &TrainingSession::started, [&](qint64 run, const QString& device) {
-    out(QString("run %1 of %2 (graph version %3) on %4").arg(run).arg(o.project).arg(version->id).arg(device));
+    out(QString("run %1 of %2 (graph version %3) on %4").arg(run).arg(o.project).arg(graphVersion).arg(device));
   });
   QObject::connect(&session, &TrainingSession::progressChanged, [&](const TrainingSession::Progress& p) {
     last = p;
@@ -297,8 +366,8 @@ int train(const HeadlessOptions& o) {
   interrupt.start(100);
 
   QString error;
-  if (!session.start(project.path(), version->id, g, config, dataset, testSize, &error)) {
-    err(QString("cannot train %1:\n  %2").arg(o.project, error.replace("\n", "\n  ")));
+  if (!start(session, &error)) {
+    err(QString("%1:\n  %2").arg(failure, error.replace("\n", "\n  ")));
     return 1;
   }
   QCoreApplication::exec();
@@ -349,7 +418,7 @@ int runHeadless(const HeadlessOptions& o) {
       t.project = o.newFile;
       return train(t);
     }
-    return train(o);
+    return o.resume ? resume(o) : train(o);
   } catch (const std::exception& e) {
     err(QString::fromStdString(plain_error(e)));
     return 1;

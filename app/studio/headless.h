@@ -18,6 +18,10 @@
 //     or text file, --skip-rows/--no-header without a table, --subset on another dataset than
 //     Fashion-MNIST; so are an unknown --device (listing the devices found) and --new on an
 //     existing file without --train.
+//   [--checkpoint-every N|Nm] mid-epoch checkpoints every N steps or N minutes (default 10m).
+//   kiln-studio --headless --project FILE --resume [--run N]
+//     continues the project's latest stopped or interrupted run (or run N) from its newest
+//     checkpoint, mid-epoch or not, with the run's own settings; exit status as --train.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
 //     existing FILE is trained as it is: the quickstart's one command).
@@ -63,6 +67,15 @@ struct HeadlessOptions {
   QString missing;
   // --rescan: the image folder's stored file index is not used (DatasetSource::rescan).
   bool rescan = false;
+  // --checkpoint-every N|Nm with --train: a mid-epoch checkpoint every N optimizer steps or N
+  // minutes, stored in the project (TrainingConfig::checkpoint_steps / _minutes; "" = the stored
+  // setting, 10 minutes by default).
+  QString checkpointEvery;
+  // --resume [--run N]: continue run N, or the project's latest stopped or interrupted run with a
+  // checkpoint, with its own settings (TrainingSession::resume); the options that would change
+  // them are usage errors.
+  bool resume = false;
+  qint64 run = 0;
 };
 
 // --subset, --test-subset and --test-seed applied to a run's dataset settings (0 / -1: not

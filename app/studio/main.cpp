@@ -82,7 +82,13 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"objective", "With --sweep: val_accuracy (default, higher is better) or val_loss.", "name"});
   p.addOption({"prune-startup", "With --sweep: finished trials needed before the median rule stops bad trials "
                                 "(default 2; 0: never).", "n"});
-  p.addOption({"resume", "With --sweep: continue the project's latest unfinished sweep."});
+  p.addOption({"resume", "With --headless --project: continue the project's latest stopped or interrupted run (or "
+                         "--run's) from its newest checkpoint, with the run's own settings. With --sweep: continue the "
+                         "project's latest unfinished sweep."});
+  p.addOption({"run", "With --resume: the id of the run to continue.", "n"});
+  p.addOption({"checkpoint-every", "With --headless --train: a checkpoint every N optimizer steps or every N minutes "
+                                   "(Nm) in the middle of epochs too, stored in the project for --resume (default: the "
+                                   "project's setting, 10m; 0: at epoch ends only).", "N|Nm"});
   p.addOption({"json", "With --sweep: print the results as one JSON object."});
   QCommandLineOption demo("screenshot-demo", "Save screenshots of a scripted session into dir.", "dir");
   demo.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -217,6 +223,9 @@ int main(int argc, char** argv) {
     o.textColumn = parser.value("text-column");
     o.missing = parser.value("missing");
     o.rescan = parser.isSet("rescan");
+    o.checkpointEvery = parser.value("checkpoint-every");
+    o.resume = parser.isSet("resume");
+    o.run = number(parser, "run");
     return kiln::studio::runHeadless(o);
   }
   kiln::studio::MainWindow::applyStyle();

@@ -74,6 +74,9 @@ class MainWindow : public QMainWindow {
   // ---- training ----
   QStringList trainBlockers() const;  // why Train is disabled (empty: enabled)
   bool startTraining();               // as the Train action; false with the reason in the log/dialog
+  // Runs > Resume Run: continues a stopped or interrupted run of the project from its newest
+  // checkpoint (TrainingSession::resume); false with the reason in the log/dialog.
+  bool resumeRun(qint64 run);
   void setSilent(bool on) { silent_ = on; }  // tests: errors to the log only, no message boxes
   void setTrainingPaused(bool on);  // as Train > Pause: the session, the action and the panel
   // Asks a yes/no question (true: yes); a QMessageBox unless a test sets its own. Used for
@@ -202,6 +205,8 @@ class MainWindow : public QMainWindow {
   QString layoutSettingsKey() const;  // "window/<W>x<H>/" of the available screen area
   void storeLayout();
   void restoreLayout();
+  void prepareRunViews();     // plots and evaluation cleared for a live run, its threads set
+  void enterTrainingState();  // the document read-only and the actions of a running run
   void createModelMenu();     // Model > Analyze Network (main_window_analyzer.cpp)
   void createPredict(QMenu* model);  // Model > Predict… (main_window_predict.cpp)
   void updatePredictAction();

@@ -26,6 +26,7 @@ void MainWindow::connectRuns() {
   connect(runs_, &RunsView::currentRunChanged, this, [this](qint64 run) { showRun(run, false); });
   connect(runs_, &RunsView::evaluationRequested, this, [this](qint64 run) { openRunEvaluation(run); });
   connect(runs_, &RunsView::compareRequested, this, [this](qint64 a, qint64 b) { compareEvaluations(a, b); });
+  connect(runs_, &RunsView::resumeRequested, this, &MainWindow::resumeRun);
   // A run edit changes the project file at once: when only run commands lie between the
   // clean state and the current one, the graph is still as saved.
   connect(stack, &QUndoStack::indexChanged, this, [this, stack](int index) {

@@ -202,12 +202,7 @@ bool MainWindow::startTraining() {
     showError(tr("Cannot train"), QString::fromStdString(plain_error(e)));
     return false;
   }
-  plots_->clear();
-  evaluation_->clear();
-  shownRun_ = 0;  // the docks follow the live run
-  setEvaluationCaption(0, {});
-  // Leave one core to the UI so that it stays responsive.
-  session_->setThreads(std::max(1, QThread::idealThreadCount() - 1));
+  prepareRunViews();
   QString error;
   if (!session_->start(project_->path(), version, document_->graph(), trainingPanel_->config(), datasetSettings(), testImages_,
                        &error)) {
@@ -215,6 +210,36 @@ bool MainWindow::startTraining() {
     return false;
   }
   document_->setClean();  // the run stores this graph as a version
+  enterTrainingState();
+  return true;
+}
+
+bool MainWindow::resumeRun(qint64 run) {
+  if (!project_ || session_->isRunning()) {
+    showError(tr("Cannot resume run %1").arg(run), project_ ? tr("a training run is already in progress") : tr("no project is open"));
+    return false;
+  }
+  prepareRunViews();
+  QString error;
+  if (!session_->resume(*project_, run, &error)) {
+    showError(tr("Cannot resume run %1").arg(run), error);
+    return false;
+  }
+  log_->info(tr("resuming run %1 from its newest checkpoint").arg(run));
+  enterTrainingState();
+  return true;
+}
+
+void MainWindow::prepareRunViews() {
+  plots_->clear();
+  evaluation_->clear();
+  shownRun_ = 0;  // the docks follow the live run
+  setEvaluationCaption(0, {});
+  // Leave one core to the UI so that it stays responsive.
+  session_->setThreads(std::max(1, QThread::idealThreadCount() - 1));
+}
+
+void MainWindow::enterTrainingState() {
   document_->setReadOnly(true, tr("a training run uses this graph; stop it or wait until it ends"));
   enableEditing(false, {palette_, properties_, history_},
                 {undoAction_, redoAction_, pasteAction_, deleteAction_, layoutAction_});
@@ -223,7 +248,6 @@ bool MainWindow::startTraining() {
   if (QDockWidget* d = dock("plots")) d->raise();
   if (QDockWidget* d = dock("training")) d->raise();  // its progress, when it shares a tab (compact layout)
   updateTrainState();
-  return true;
 }
 
 void MainWindow::onTrainingFinished(qint64 run, const QString& status, const QString& message) {

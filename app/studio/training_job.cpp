@@ -165,6 +165,13 @@ void TrainingJob::cancel() {
   if (trainer_) trainer_->cancel();
 }
 
+void TrainingJob::open_writer(int64_t run) {
+  auto writer = std::make_shared<projects::MetricsWriter>(spec_.project_path, run);
+  std::lock_guard<std::mutex> lock(mutex_);
+  writer_ = writer;
+  run_ = run;
+}
+
 std::shared_ptr<projects::MetricsWriter> TrainingJob::metricsWriter() {
   std::lock_guard<std::mutex> lock(mutex_);
   return writer_;
@@ -181,18 +188,25 @@ void TrainingJob::run() {
     // One connection for the whole run, used only from this thread. SQLite commits wait
     // on the disk: never on the UI thread.
     std::optional<projects::Project> project;
-    if (!spec_.project_path.empty()) {
+    // The run the job records: a new one, or (spec_.resume_run) a stopped or interrupted one that
+    // is reopened once its checkpoint is loaded, so that a failure before leaves it as it was.
+    int64_t record = spec_.resume_run;
+    const bool resuming = record != 0;
+    if (resuming) {
+      KILN_CHECK(!spec_.project_path.empty() && !spec_.work_dir.empty(), ValueError,
+                 "continuing run ", record, " needs its project and a folder for the checkpoint");
+      project.emplace(projects::Project::open(spec_.project_path));
+      const std::string why = project->why_not_resumable(record);
+      KILN_CHECK(why.empty(), ValueError, "cannot continue ", why);
+    } else if (!spec_.project_path.empty()) {
       project.emplace(projects::Project::open(spec_.project_path));
       projects::RunConfig rc = spec_.run_config;
       rc.device = device.str();
       rc.graph_version = spec_.graph_version ? spec_.graph_version : project->save_graph(graph::to_json(spec_.graph, &project->blobs()), "trained");
       for (auto& [key, json] : spec_.settings)
         if (project->setting(key) != json) project->set_setting(key, json);
-      const int64_t run = project->begin_run(rc);
-      auto writer = std::make_shared<projects::MetricsWriter>(spec_.project_path, run);
-      std::lock_guard<std::mutex> lock(mutex_);
-      writer_ = writer;
-      run_ = run;
+      record = project->begin_run(rc);
+      open_writer(record);
     }
     graph::Analysis analysis = graph::analyze(spec_.graph);
     std::optional<data::OpenedDataset> opened;
@@ -220,8 +234,8 @@ void TrainingJob::run() {
       message(opened->description());
       for (const std::string& note : opened->notes) message(note);
       // The preprocessing fitted on the data, kept with the run for Predict (run_predictor.h).
-      if (project && (opened->images || opened->table))
-        project->set_run_preprocessing(run_, preprocessing_json(*opened));
+      if (project && !resuming && (opened->images || opened->table))
+        project->set_run_preprocessing(record, preprocessing_json(*opened));
       for (const std::string& f : opened->skipped) message("skipped " + f);
       k = opened->regression ? 1 : static_cast<int64_t>(opened->classes.size());
       const graph::SymShape sample(opened->sample_shape.begin(), opened->sample_shape.end());
@@ -278,11 +292,24 @@ void TrainingJob::run() {
     to.num_classes = k;
     to.device = device;
     const std::string checkpoint_dir = spec_.work_dir + "/checkpoint";
+    std::shared_ptr<train::Trainer> trainer;
+    const int64_t batches = train_loader.size();
     if (project && !spec_.work_dir.empty()) {
       to.checkpoint_dir = checkpoint_dir;
       to.on_checkpoint = [&](const train::EpochEnd& e) {
-        project->add_epoch_checkpoint(run_, e.epoch + 1, checkpoint_dir, e.val_accuracy);
+        project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir, e.val_accuracy, trainer->step());
         result_.checkpoint_epoch = e.epoch + 1;
+      };
+      // Mid-epoch checkpoints (TrainingConfig::checkpoint_minutes / _steps) and one at a Stop, so that
+      // Resume continues a killed or stopped run at the next batch of the same order.
+      to.checkpoint_every_steps = c.checkpoint_steps;
+      to.checkpoint_every_seconds = c.checkpoint_steps > 0 ? 0 : 60 * c.checkpoint_minutes;
+      to.checkpoint_on_cancel = true;
+      to.on_mid_epoch_checkpoint = [&](const train::CheckpointSaved& saved) {
+        project->add_mid_epoch_checkpoint(record, saved.epoch, saved.batch, saved.step, checkpoint_dir);
+        message("checkpoint stored in the project at step " + std::to_string(saved.step) + " (batch " +
+                std::to_string(saved.batch) + " of " + std::to_string(batches) + ", epoch " +
+                std::to_string(saved.epoch + 1) + "); Resume Run continues from it");
       };
     }
     optim::Scheduler scheduler = optim::make_scheduler(c.scheduler_config(train_loader.size()), *optimizer);
@@ -291,8 +318,19 @@ void TrainingJob::run() {
     auto loss = [regression](const Tensor& output, const Tensor& target) {
       return regression ? nn::functional::mse_loss(output, target) : nn::functional::cross_entropy(output, target);
     };
-    auto trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler.scheduler, loss, to);
+    trainer = std::make_shared<train::Trainer>(model, optimizer, scheduler.scheduler, loss, to);
     total_steps_ = result_.total_steps = train_loader.size() * c.epochs;
+    if (resuming) {
+      project->restore_resume_point(record, checkpoint_dir);
+      const std::string note = trainer->load_checkpoint(checkpoint_dir);
+      if (!note.empty()) message(note);
+      project->reopen_run(record, trainer->step(), trainer->epoch());
+      open_writer(record);
+      message("continuing run " + std::to_string(record) + " at step " + std::to_string(trainer->step() + 1) +
+              (trainer->batch_in_epoch() > 0 ? " (batch " + std::to_string(trainer->batch_in_epoch() + 1) + " of epoch " +
+                                                   std::to_string(trainer->epoch() + 1) + ")"
+                                             : " (after epoch " + std::to_string(trainer->epoch()) + ")"));
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (paused_) trainer->pause();
@@ -310,16 +348,15 @@ void TrainingJob::run() {
     trainer->fit(train_loader, val_loader.get());
     result_.cancelled = trainer->cancelled();
 
-    if (result_.checkpoint_epoch > 0) {
-      std::error_code ec;
-      std::filesystem::remove_all(checkpoint_dir, ec);
+    if (result_.checkpoint_epoch > 0)
       message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
-    }
+    std::error_code ec;
+    std::filesystem::remove_all(checkpoint_dir, ec);
     if (!result_.cancelled && spec_.test_size > 0) {
       if (opened && opened->regression) evaluate_regression(*model, device, *opened);
       else if (opened) evaluate_opened(*model, device, *opened);
       else evaluate(*model, device);
-      if (project && result_.evaluated) project->set_evaluation(run_, result_.evaluation);
+      if (project && result_.evaluated) project->set_evaluation(record, result_.evaluation);
     }
   } catch (const std::exception& e) {
     result_.error = plain_error(e);

@@ -77,6 +77,11 @@ struct JobSpec {
   // (image_index_store.h Note [What the folder check misses]): an undecodable file is then
   // skipped and named, as in a first reading, instead of failing the run.
   bool rescan = false;
+  // Continue this stopped or interrupted run of the project (Project::why_not_resumable) from its
+  // newest checkpoint instead of recording a new one: graph, config and dataset must be the run's
+  // own (TrainingSession::resume); run_config and settings are not used. The run is reopened
+  // (Project::reopen_run) only once the checkpoint is loaded. 0: a new run.
+  int64_t resume_run = 0;
 };
 
 struct JobResult {
@@ -125,6 +130,7 @@ class TrainingJob {
 
  private:
   void message(const std::string&);
+  void open_writer(int64_t run);  // the run's MetricsWriter; runId() says `run` from now on
   void evaluate(nn::Module& model, const Device& device);
   void evaluate_opened(nn::Module& model, const Device& device, const data::OpenedDataset& d);
   void evaluate_regression(nn::Module& model, const Device& device, const data::OpenedDataset& d);

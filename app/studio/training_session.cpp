@@ -108,19 +108,27 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(plain_error(e)));
   }
+  spec.graph = graph;
+  spec.config = config;
+  spec.dataset = dataset;
+  spec.test_size = testSize;
+  spec.graph_version = graphVersion;
+  if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
+  launch(std::move(spec), projectPath, tests);
+  return true;
+}
+
+void TrainingSession::launch(JobSpec spec, const std::string& projectPath, int64_t tests) {
+  const TrainingConfig config = spec.config;
+  const bool fashion = spec.dataset.is_fashion_mnist();
+  const int64_t validation = spec.dataset.validation_size;
   projectPath_ = projectPath;
   auto dir = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/kiln-studio-run-XXXXXX");
   dir->setAutoRemove(false);
   workDir_ = dir->path();
 
-  spec.graph = graph;
-  spec.config = config;
-  spec.dataset = dataset;
-  spec.test_size = testSize;
-  datasetDir_ = fashion ? QString::fromStdString(dataset.dir) : QString();
+  datasetDir_ = fashion ? QString::fromStdString(spec.dataset.dir) : QString();
   spec.project_path = projectPath;
-  spec.graph_version = graphVersion;
-  if (storeSettings_) spec.settings = {{"training", config.to_json()}, {"dataset", dataset.to_json()}};
   spec.work_dir = workDir_.toStdString();
   spec.threads = threads_;
   spec.rescan = rescan_;
@@ -138,13 +146,73 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   epochs_ = config.epochs;
   progress_ = Progress{};
   progress_.epochs = config.epochs;
-  phases_ = std::make_unique<RunProgress>(config.epochs, fashion ? dataset.validation_size : 0, fashion ? tests : 0);
+  phases_ = std::make_unique<RunProgress>(config.epochs, fashion ? validation : 0, fashion ? tests : 0);
   lastEmit_ = 0;
   testSeen_ = 0;
   writerError_.clear();
   clock_.start();
   thread_->start();
   timer_.start();
+}
+
+bool TrainingSession::resume(const projects::Project& project, int64_t run, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (isRunning()) return fail(tr("a training run is already in progress"));
+  JobSpec spec;
+  std::optional<projects::ResumePoint> point;
+  int64_t tests = 0;
+  projects::RunRecord record;
+  try {
+    if (const std::string why = project.why_not_resumable(run); !why.empty()) return fail(QString::fromStdString(why));
+    for (const projects::RunRecord& r : project.runs())
+      if (r.id == run) record = r;
+    point = project.resume_point(run);
+    // The run's own settings (its config JSON is TrainingConfig's with "dataset" and "test_size"),
+    // graph version and device, so that it continues with the same order and draws.
+    const nlohmann::json cj = nlohmann::json::parse(record.config_json);
+    spec.config = TrainingConfig::from_json(record.config_json);
+    if (!record.device.empty()) spec.config.device = record.device;
+    if (cj.contains("dataset")) spec.dataset = DatasetSettings::from_json(cj["dataset"].dump());
+    tests = cj.value("test_size", int64_t{10000});
+    spec.test_size = tests;
+    std::optional<projects::GraphVersion> version;
+    for (projects::GraphVersion& v : project.graph_versions())
+      if (v.id == record.graph_version) version = std::move(v);
+    KILN_CHECK(version, ValueError, "run ", run, "'s graph version ", record.graph_version, " is not in the project");
+    spec.graph = graph::from_json(version->graph_json, &project.blobs());
+    spec.graph_version = version->id;
+  } catch (const std::exception& e) {
+    return fail(QString::fromStdString(plain_error(e)));
+  }
+  if (const std::string why = spec.dataset.unavailable(); !why.empty()) return fail(QString::fromStdString(why));
+  spec.resume_run = run;
+  launch(std::move(spec), project.path(), tests);
+  // The curves up to the checkpoint, before the steps trained again after it.
+  progress_.step = point->step;
+  progress_.epoch = point->epoch + (point->batch > 0 ? 1 : 0);
+  QVector<double> steps, losses, lrs, times, epochs;
+  try {
+    for (const projects::StepMetric& m : project.step_metrics(run)) {
+      if (point->step > 0 ? m.step > point->step : m.epoch > point->epoch) continue;
+      steps << static_cast<double>(m.step);
+      losses << m.loss;
+      lrs << m.lr;
+      times << m.time_s;
+      epochs << m.epoch;
+    }
+    if (!steps.isEmpty()) emit stepsAdded(steps, losses, lrs, times, epochs);
+    for (const projects::EpochMetric& m : project.epoch_metrics(run)) {
+      if (m.epoch > point->epoch) continue;
+      emit epochEnded(m.epoch, m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy);
+      lastEpoch_ = m;
+      haveEpoch_ = true;
+    }
+  } catch (const std::exception& e) {
+    emit errorMessage(tr("the run's earlier metrics could not be read: %1").arg(QString::fromStdString(e.what())));
+  }
   return true;
 }
 

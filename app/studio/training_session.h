@@ -51,6 +51,14 @@ class TrainingSession : public QObject {
   // filter in its "dataset"), its name ends with ", classes 5-9" / ", test 500" when set.
   bool start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
              const TrainingConfig& config, const DatasetSettings& dataset, int64_t testSize, QString* error);
+  // Continues run `run` of `project` (stopped or interrupted, with a checkpoint:
+  // Project::why_not_resumable) from its newest checkpoint, with the run's own graph version,
+  // settings and device: the same sample order and draws, so on the CPU the same losses as a run
+  // never stopped. Returns false with the reason in `error` when it cannot (the run, a dataset
+  // that is gone, a graph version that is missing); the run is unchanged until the job has loaded
+  // the checkpoint (TrainingJob, JobSpec::resume_run). Emits the run's stored curves up to the
+  // checkpoint (stepsAdded, epochEnded) before it returns, then goes on as start() does.
+  bool resume(const projects::Project& project, int64_t run, QString* error);
   void setPaused(bool paused);
   void stop();  // stops after the current batch; the run ends as "stopped"
   bool isRunning() const { return job_ != nullptr || finishing_; }
@@ -80,6 +88,8 @@ class TrainingSession : public QObject {
  private:
   void poll();
   void finish();
+  // Starts `spec`'s job on the training thread and the polling (start() and resume()).
+  void launch(JobSpec spec, const std::string& projectPath, int64_t tests);
 
   std::string projectPath_;
   QFuture<QString> pending_;  // the run's last writes (finish())

@@ -180,13 +180,14 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         if (!options_.checkpoint_dir.empty() && batch_index < batches && (every_steps || every_seconds)) {
           finish(*pending);  // the checkpoint's metrics count this step
           pending.reset();
-          save_checkpoint_at(options_.checkpoint_dir, batch_index, &metrics, epoch_lr, seconds_since(epoch_start));
+          save_mid_epoch(batch_index, metrics, epoch_lr, seconds_since(epoch_start));
           last_checkpoint = Clock::now();
-          events_.push(CheckpointSaved{epoch_, options_.checkpoint_dir, batch_index, step_});
         }
       }
       if (pending) finish(*pending);
       double epoch_seconds = seconds_since(epoch_start);
+      if (cancelled_ && options_.checkpoint_on_cancel && batch_index > 0)
+        save_mid_epoch(batch_index, metrics, epoch_lr, epoch_seconds);
       train_seconds_ += epoch_seconds;
       samples_trained_ += metrics.count();
       if (cancelled_) break;
@@ -239,6 +240,14 @@ ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const { save_checkpoint_at(dir, 0, nullptr, 0, 0); }
+
+void Trainer::save_mid_epoch(int64_t batch, const ClassificationMetrics& metrics, double epoch_lr, double epoch_seconds) {
+  if (options_.checkpoint_dir.empty()) return;
+  save_checkpoint_at(options_.checkpoint_dir, batch, &metrics, epoch_lr, epoch_seconds);
+  const CheckpointSaved saved{epoch_, options_.checkpoint_dir, batch, step_};
+  if (options_.on_mid_epoch_checkpoint) options_.on_mid_epoch_checkpoint(saved);
+  events_.push(saved);
+}
 
 void Trainer::save_checkpoint_at(const std::string& dir, int64_t batch, const ClassificationMetrics* metrics,
                                  double epoch_lr, double epoch_seconds) const {

@@ -45,6 +45,12 @@ struct TrainerOptions {
   // of the same order (DataLoader::set_epoch(epoch, batch)) and, on the CPU, the same losses.
   int64_t checkpoint_every_steps = 0;
   double checkpoint_every_seconds = 0;
+  // A mid-epoch checkpoint when cancel() stops an epoch after at least one of its batches, so
+  // that a stopped run continues where it stopped rather than at the last checkpoint.
+  bool checkpoint_on_cancel = false;
+  // Called on fit()'s thread after each mid-epoch checkpoint is written to checkpoint_dir, as
+  // on_checkpoint is after an epoch's. May be empty.
+  std::function<void(const CheckpointSaved&)> on_mid_epoch_checkpoint;
   bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
   int64_t top_k = 5;
   // Settings a resumed run must share with the run that wrote the checkpoint
@@ -137,6 +143,8 @@ class Trainer {
   // with the epoch's metrics, starting lr and training seconds so far when batch > 0.
   void save_checkpoint_at(const std::string& dir, int64_t batch, const ClassificationMetrics* metrics,
                           double epoch_lr, double epoch_seconds) const;
+  // A mid-epoch checkpoint into options_.checkpoint_dir, its callback and CheckpointSaved event.
+  void save_mid_epoch(int64_t batch, const ClassificationMetrics& metrics, double epoch_lr, double epoch_seconds);
   int epoch_ = 0;
   int64_t step_ = 0;
   double train_seconds_ = 0;

@@ -6,6 +6,8 @@
 #            per-step losses (metrics.csv) equal those of an uninterrupted run with the same seed
 #   kill9_weighted: the same with --sampler weighted --class-weights balanced (the weighted draws of
 #            the resumed epoch are those of the uninterrupted run)
+#   sigint:  a run stopped with Ctrl-C (SIGINT) checkpoints where it stopped (exit 130): --resume
+#            continues with the next batch, and the losses are the uninterrupted run's
 #   corrupt: a truncated checkpoint file gives one error naming it; a checkpoint whose save was
 #            killed between its renames (only checkpoint.old) is read with a message; a half-written
 #            checkpoint.new is ignored
@@ -32,21 +34,37 @@ scalar() { /usr/bin/python3 -c "import json,sys; print(int(json.load(open(sys.ar
 [[ $case == kill9_weighted ]] && flags+=(--sampler weighted --class-weights balanced)
 
 case $case in
-kill9 | kill9_weighted)
-  "$kiln" train "${flags[@]}" --epochs 50 --checkpoint-every 20 --out "$work/killed" >/dev/null 2>"$work/killed.err" &
+kill9 | kill9_weighted | sigint)
+  every=20; [[ $case == sigint ]] && every=0
+  "$kiln" train "${flags[@]}" --epochs 50 --checkpoint-every $every --out "$work/killed" >/dev/null 2>"$work/killed.err" &
   pid=$!
-  for _ in $(seq 600); do  # up to 30 s for the first checkpoint
-    [[ -f $work/killed/checkpoint/trainer.json || -f $work/killed/checkpoint.old/trainer.json ]] && break
+  for _ in $(seq 600); do  # up to 30 s for the first checkpoint, or (sigint) 100 steps
+    if [[ $case == sigint ]]; then
+      (($(grep -c . "$work/killed/metrics.csv" 2>/dev/null || echo 0) > 100)) && break
+    else
+      [[ -f $work/killed/checkpoint/trainer.json || -f $work/killed/checkpoint.old/trainer.json ]] && break
+    fi
     kill -0 $pid 2>/dev/null || break
     sleep 0.05
   done
-  kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+  if [[ $case == sigint ]]; then
+    kill -INT $pid 2>/dev/null; wait $pid; code=$?
+    ((code == 130)) || fail "Ctrl-C: exit status $code, expected 130"
+  else
+    kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+  fi
   ckpt=$work/killed/checkpoint; [[ -d $ckpt ]] || ckpt=$work/killed/checkpoint.old
-  [[ -f $ckpt/trainer.json ]] || { fail "no checkpoint after SIGKILL: $(cat "$work/killed.err")"; exit 1; }
+  [[ -f $ckpt/trainer.json ]] || { fail "no checkpoint after SIG${case^^}: $(cat "$work/killed.err")"; exit 1; }
   step=$(scalar step "$ckpt") epochs=$(scalar epoch "$ckpt") batch=$(scalar batch "$ckpt")
   echo "killed with a checkpoint at step $step (epoch $((epochs + 1)), batch $batch of 800)"
   ((batch > 0)) || fail "the checkpoint is not a mid-epoch one (batch $batch)"
-  ((step % 20 == 0)) || fail "the checkpoint's step $step is not a multiple of 20"
+  if [[ $case == sigint ]]; then
+    contains "$(cat "$work/killed.err")" "the checkpoint of step $step (epoch $((epochs + 1))) is in" "the Ctrl-C message"
+    rows=$(grep -c ",batch," "$work/killed/metrics.csv")
+    ((rows == step)) || fail "Ctrl-C checkpointed at step $step, but $rows steps were trained"
+  else
+    ((step % 20 == 0)) || fail "the checkpoint's step $step is not a multiple of 20"
+  fi
   total=$((epochs + 2))  # the rest of the interrupted epoch and one more
   run 0 train "${flags[@]}" --epochs $total --checkpoint-every 20 --out "$work/killed" --resume
   contains "$err" "resuming at step $((step + 1)) (batch $((batch + 1)) of epoch $((epochs + 1)))" "the resume line"

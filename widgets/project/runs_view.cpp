@@ -417,6 +417,11 @@ void RunsView::showContextMenu(const QPoint& pos) {
   QMenu menu(this);
   menu.addAction(tr("Open Evaluation"), this, [this, id] { emit evaluationRequested(id); });
   if (compare_->isEnabled()) menu.addAction(compare_->text(), compare_, &QPushButton::click);
+  const int source = model_->rowForRun(id);
+  const projects::RunStatus status = source >= 0 ? model_->recordAt(source).status : projects::RunStatus::finished;
+  if (ids.size() == 1 && (status == projects::RunStatus::stopped || status == projects::RunStatus::interrupted))
+    menu.addAction(tr("Resume Run"), this, [this, id] { emit resumeRequested(id); })
+        ->setToolTip(tr("Continue the run from its newest checkpoint, with its own settings"));
   menu.addAction(tr("Rename…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Name)); });
   menu.addAction(tr("Edit Tags…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Tags)); });
   menu.addSeparator();

@@ -58,6 +58,9 @@ void TrainingConfig::validate() const {
   KILN_CHECK(epochs >= 1 && epochs <= 100000, ValueError, w, ": 'epochs' must be an integer in [1, 100000], got ", epochs);
   KILN_CHECK(batch_size >= 1 && batch_size <= 65536, ValueError, w, ": 'batch_size' must be an integer in [1, 65536], got ", batch_size);
   KILN_CHECK(!device.empty(), ValueError, w, ": 'device' is empty (use \"auto\" or a device such as \"cpu\")");
+  KILN_CHECK(checkpoint_minutes >= 0 && checkpoint_minutes <= 1e6, ValueError, w,
+             ": 'checkpoint_minutes' must be in [0, 1000000] (0: at epoch ends only), got ", checkpoint_minutes);
+  KILN_CHECK(checkpoint_steps >= 0, ValueError, w, ": 'checkpoint_steps' must be >= 0, got ", checkpoint_steps);
 }
 
 optim::OptimizerConfig TrainingConfig::optimizer_config() const {
@@ -73,7 +76,7 @@ optim::SchedulerConfig TrainingConfig::scheduler_config(int64_t batches_per_epoc
 std::string TrainingConfig::to_json() const {
   json j = {{"optimizer", optimizer}, {"lr", lr}, {"momentum", momentum}, {"weight_decay", weight_decay},
             {"scheduler", scheduler}, {"epochs", epochs}, {"batch_size", batch_size}, {"seed", seed},
-            {"device", device}};
+            {"device", device}, {"checkpoint_minutes", checkpoint_minutes}, {"checkpoint_steps", checkpoint_steps}};
   return j.dump();
 }
 
@@ -90,6 +93,8 @@ TrainingConfig TrainingConfig::from_json(const std::string& text) {
   read(j, w, "batch_size", c.batch_size);
   read(j, w, "seed", c.seed);
   read(j, w, "device", c.device);
+  read(j, w, "checkpoint_minutes", c.checkpoint_minutes);
+  read(j, w, "checkpoint_steps", c.checkpoint_steps);
   c.validate();
   return c;
 }

@@ -20,6 +20,12 @@ struct TrainingConfig {
   int batch_size = 128;             // images per step, >= 1
   uint64_t seed = 0;                // model init, split and shuffle order
   std::string device = "auto";      // "auto" (the registry's best) or "cpu", "cuda:0", ...
+  // Checkpoints in the middle of an epoch, stored in the project so that a run killed or
+  // stopped mid-epoch can be continued (Project::resume_point): every checkpoint_steps optimizer
+  // steps when > 0, else after every checkpoint_minutes of training (0: at epoch ends only; the
+  // default, 10, is `kiln train --checkpoint-every`'s). A Stop checkpoints where it stops.
+  double checkpoint_minutes = 10;
+  int64_t checkpoint_steps = 0;
 
   // Throws ValueError naming the field and the allowed values when a field is out of range.
   void validate() const;

@@ -207,7 +207,7 @@ void TrainingPanel::refreshDevices() {
 }
 
 TrainingConfig TrainingPanel::config() const {
-  TrainingConfig c;
+  TrainingConfig c = stored_;  // the settings the panel has no field for (checkpoint interval)
   c.optimizer = optimizer_->currentData().toString().toStdString();
   c.lr = lr_->value();
   c.momentum = momentum_->value();
@@ -221,6 +221,7 @@ TrainingConfig TrainingPanel::config() const {
 }
 
 void TrainingPanel::setConfig(const TrainingConfig& c) {
+  stored_ = c;
   auto select = [](QComboBox* box, const std::string& value) {
     int i = box->findData(QString::fromStdString(value));
     if (i < 0) {

@@ -107,6 +107,7 @@ class TrainingPanel : public QWidget {
   double lastImagesPerSecond_ = 0, lastEta_ = 0;
   Phase phase_ = Phase::Training;
   bool showingBlockers_ = false;  // status_ shows the blockers (replaced once they are gone)
+  TrainingConfig stored_;  // setConfig's, for the fields without a widget
 };
 
 // "1:05:03" / "4:07" for a duration in seconds; "—" when not finite.
