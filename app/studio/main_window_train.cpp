@@ -14,6 +14,7 @@
 #include "app/studio/main_window.h"
 #include "widgets/graph/network_analyzer.h"
 
+#include "engine/core/registry.h"
 #include "engine/graph/fit_data.h"
 #include "widgets/project/dataset_panel.h"
 #include "engine/graph/json.h"
@@ -67,6 +68,17 @@ std::optional<graph::Problem> memoryProblem(const graph::Graph& g, const graph::
                             .arg(c.toString(total * kTrainingBytesPerParameter / 1e9, 'f', 0))
                             .arg(c.toString(memory / 1e9, 'f', 0))
                             .toStdString()};
+}
+// memoryProblem's, else the whole training estimate's on the CPU (cpu_memory_problem): the
+// graph's Input is the dataset's sample, so the analysis has every activation's size.
+std::optional<graph::Problem> memoryProblems(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c) {
+  if (auto p = memoryProblem(g, a)) return p;
+  try {
+    if (const std::string why = cpu_memory_problem(g, a, c, resolve_device(c.device)); !why.empty())
+      return graph::Problem{-1, why};
+  } catch (const std::exception&) {  // an unknown device: the run reports it
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -126,7 +138,7 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
                                   QFileInfo(QString::fromStdString(custom.path)).fileName().toStdString() + "'",
                               s.kind == "text" ? DType::i64 : DType::f32);
     }
-    if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
+    if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config())) out.push_back(*p);
     return out;
   }
   int64_t classes = kFashionMnistClasses;  // the class filter's k; invalid settings are reported below
@@ -136,7 +148,7 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
   }
   std::vector<graph::Problem> out =
       training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, classes);
-  if (auto p = memoryProblem(document_->graph(), document_->analysis())) out.push_back(*p);
+  if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config())) out.push_back(*p);
   try {
     const DatasetSettings d = datasetSettings();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())

@@ -1,6 +1,7 @@
 #include "app/studio/training_job.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "engine/data/dataloader.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/text/utf8.h"
+#include "engine/graph/footprint.h"
 #include "engine/graph/graph_module.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/factory.h"
@@ -120,6 +122,21 @@ std::vector<std::string> training_blockers(const graph::Graph& g, const graph::A
     out.push_back(analysis && p.node >= 0 && g.contains(p.node) ? g.node(p.node).name + ": " + p.message : p.message);
   }
   return out;
+}
+
+std::string cpu_memory_problem(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c,
+                               const Device& device) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (device.type != DeviceType::cpu || pages <= 0 || page_size <= 0 || !a.ok()) return "";
+  const double memory = double(pages) * double(page_size);
+  const graph::MemoryEstimate m =
+      graph::estimate_memory(g, a, {.batch = c.batch_size, .optimizer = c.optimizer, .momentum = c.momentum});
+  if (double(m.training) <= memory) return "";
+  return "training needs about " + graph::bytes_str(m.training) + " at batch size " + std::to_string(c.batch_size) +
+         " (activations " + graph::bytes_str(m.activations) + ", parameters, gradients and optimizer state " +
+         graph::bytes_str(m.parameters + m.gradients + m.optimizer_state) + "; Model > Analyze Network), more than "
+         "this machine's " + graph::bytes_str(int64_t(memory)) + " of memory: lower the batch size" +
+         (a.total_parameters > 0 ? ", the input size or the layers' widths" : "");
 }
 
 std::string plain_error(const std::exception& e) {
@@ -266,6 +283,8 @@ void TrainingJob::run() {
       if (n_val > 0) val_set = parts[1];
     }
     const int64_t n_train = train_set->size(), n_val = val_set ? val_set->size() : 0;
+    if (const std::string why = cpu_memory_problem(spec_.graph, analysis, c, device); !why.empty())
+      throw ValueError("the graph cannot be trained on " + device.str() + ": " + why);
 
     data::DataLoader::Options lo;
     lo.batch_size = c.batch_size;

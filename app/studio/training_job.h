@@ -52,6 +52,14 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
                                               const graph::SymShape& sample = kFashionMnistImageShape,
                                               const std::string& data = "Fashion-MNIST", DType input_dtype = DType::f32);
 
+// Why training `g` with config `c` on `device` would not fit in this machine's memory: the
+// analyzer's training estimate (engine/graph/footprint.h, Note [Training memory estimate]) at the
+// run's batch size and optimizer, in f32, is more than the physical memory (sysconf), so the run
+// would swap or be killed (a 1000-class CNN on 500-pixel photos). "" when it fits, when the memory
+// is unknown, or off the CPU (a GPU's memory is the analyzer's warning, not a blocker).
+std::string cpu_memory_problem(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c,
+                               const Device& device);
+
 struct JobSpec {
   graph::Graph graph;
   TrainingConfig config;

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
       return std::string(buf);
     };
     std::vector<std::string> names, labels, errors, dropped;
+    std::string unseen;  // a table's categorical values that training never saw (kiln::data::unseen_categories_note)
     std::vector<std::pair<int64_t, float>> best;  // per input: (class, probability), or (0, value)
     // forward(x) -> the first output, checked to be [rows, outputs]
     auto run = [&](const kiln::Tensor& x) {
@@ -97,6 +98,13 @@ int main(int argc, char** argv) {
                  static_cast<long long>(names.size() + dropped.size()));
     for (size_t i = 0; i < names.size(); ++i)
       if (!errors[i].empty()) std::fprintf(stderr, "  skipped %s\n", errors[i].c_str());
+    if (!unseen.empty()) std::fprintf(stderr, "warning: %s\n", unseen.c_str());
+    // Nothing predicted is a failure, as for kiln predict: a script must not take an empty CSV for a result.
+    if (predicted == 0) {
+      std::fprintf(stderr, "%s: error: no input gave a prediction (each is named above and in the CSV's error column)\n",
+                   input.c_str());
+      return 1;
+    }
     return 0;
   } catch (const std::exception& e) {  // a missing or unreadable input, a preprocessing file that is gone
     std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
@@ -141,6 +149,7 @@ constexpr const char* kReadTable = R"(    const auto [config, schema] = kiln::da
                    static_cast<long long>(config.csv.skip_rows), input.c_str());
     const kiln::data::TableInput table = kiln::data::read_table_input(input, config, schema);
     names = table.inputs, labels = table.labels, dropped = table.dropped;
+    unseen = kiln::data::unseen_categories_note(table);
     errors.assign(names.size(), "");
     best.assign(names.size(), {0, 0.0f});
     for (int64_t start = 0; start < table.x.size(0); start += batch) {

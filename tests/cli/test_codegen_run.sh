@@ -80,6 +80,9 @@ predict)
   "$work/img/build/shapes_predict" "$work/nowhere" >/dev/null 2>"$work/e"; [[ $? == 1 ]] || fail "a missing input: not exit 1"
   contains "$(cat "$work/e")" "$work/nowhere" "the missing input's error"
   "$work/img/build/shapes_predict" --bogus >/dev/null 2>"$work/e"; [[ $? == 2 ]] || fail "shapes_predict --bogus: not exit 2"
+  mkdir -p "$work/allbad"; echo "not a picture" >"$work/allbad/a.png"  # nothing to predict: exit 1, as kiln predict
+  "$work/img/build/shapes_predict" "$work/allbad" >/dev/null 2>"$work/e"; [[ $? == 1 ]] || fail "no image decodes: not exit 1"
+  contains "$(cat "$work/e")" "no input gave a prediction" "the error when nothing is predicted"
   KILN_MODEL_DIR="$work/moved" "$work/img/build/shapes_predict" "$work/in" >/dev/null 2>"$work/e"
   contains "$(cat "$work/e")" "$work/moved/shapes_weights.safetensors" "KILN_MODEL_DIR's weights"
   # a table
@@ -90,6 +93,7 @@ predict)
   run 0 predict --run "$work/trun" --input "$work/u.csv" --out "$work/want_t.csv"
   "$work/tab/build/pets_predict" "$work/u.csv" >"$work/got_t.csv" 2>"$work/got.err" || fail "pets_predict: $(cat "$work/got.err")"
   same "$work/want_t.csv" "$work/got_t.csv" "a table (kiln predict vs the generated program)"
+  contains "$(cat "$work/got.err")" "not seen in training" "the unseen category's warning"
   ;;
 bad_input)
   shapes_run

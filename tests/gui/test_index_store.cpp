@@ -201,7 +201,7 @@ class TestIndexStore : public QObject {
       QCOMPARE(kiln::projects::check_project_file(path.toStdString(), kiln::projects::kCurrentSchema), 9);
     }
     auto p = kiln::projects::Project::open(path.toStdString());
-    QCOMPARE(p.database().pragma_int("user_version"), int64_t(10));
+    QCOMPARE(p.database().pragma_int("user_version"), int64_t(kiln::projects::kCurrentSchema));
     const auto runs = p.runs();
     QCOMPARE(runs.size(), size_t(1));
     QCOMPARE(runs[0].status, kiln::projects::RunStatus::finished);

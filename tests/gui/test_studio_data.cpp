@@ -15,10 +15,15 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "tests/gui/headless_studio.h"
 #include "tests/gui/test_files.h"
 #include "app/studio/main_window.h"
+#include "app/studio/templates.h"
+#include "app/studio/training_job.h"
+#include "engine/graph/fit_data.h"
+#include "engine/graph/footprint.h"
 #include "engine/data/image_source.h"
 #include "engine/graph/json.h"
 #include "projects/project.h"
@@ -297,6 +302,29 @@ class TestStudioData : public QObject {
     QCOMPARE(code, 1);
     QVERIFY2(out.contains("bad.csv:62"), qPrintable(out));
     QCOMPARE(kiln::projects::Project::open(tableProject.toStdString()).runs().size(), size_t(1));
+  }
+
+  // Photos at full size: a CPU run whose training estimate (activations at the batch size) is more
+  // than this machine's memory is refused before it starts, instead of swapping or being killed.
+  void cpuRunLargerThanTheMemoryIsRefused() {
+    initResources();
+    kiln::graph::Graph g = kiln::graph::from_json(templateJson("image_folder_cnn"));
+    kiln::graph::fit_graph_to_data(g, {3, 512, 512}, 10);
+    const kiln::graph::Analysis a = kiln::graph::analyze(g);
+    QVERIFY(a.ok());
+    TrainingConfig c;
+    c.batch_size = 1;
+    const kiln::Device cpu = kiln::Device::parse("cpu");
+    QCOMPARE(cpu_memory_problem(g, a, c, cpu), std::string());
+    // A batch whose activations alone are twice this machine's memory, whatever the machine.
+    const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+    const int64_t perSample = kiln::graph::estimate_memory(g, a, {.batch = 1}).activations;
+    c.batch_size = static_cast<int>(std::min(2 * memory / double(perSample) + 1, 2e9));
+    const QString why = QString::fromStdString(cpu_memory_problem(g, a, c, cpu));
+    QVERIFY2(why.contains("training needs about") && why.contains(QString("at batch size %1").arg(c.batch_size)) &&
+                 why.contains("lower the batch size"),
+             qPrintable(why));
+    QCOMPARE(cpu_memory_problem(g, a, c, kiln::Device::parse("cuda:0")), std::string());  // a GPU: the analyzer warns
   }
 };
 
