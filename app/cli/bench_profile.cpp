@@ -60,8 +60,8 @@ int bench_profile(const Args& args) {
   std::printf("\nloss: forward %.3f ms, backward %.3f ms\n", p.loss_forward_ms, p.loss_backward_ms);
   if (p.steps > 0)
     std::printf("per-layer sum %.2f ms = %.0f%% of the step %.2f ms (forward + loss + backward with profiling off, "
-                "eager; profiled step %.2f ms)\n",
-                sum, p.step_ms > 0 ? 100.0 * sum / p.step_ms : 0.0, p.step_ms, p.profiled_step_ms);
+                "eager; profiled step %.2f ms, %.2f ms of it outside the timed regions)\n",
+                sum, p.step_ms > 0 ? 100.0 * sum / p.step_ms : 0.0, p.step_ms, p.profiled_step_ms, p.outside_ms);
   if (p.peak_bytes) std::printf("peak memory %.1f MiB\n", static_cast<double>(*p.peak_bytes) / (1024.0 * 1024.0));
   if (p.cancelled) std::printf("(interrupted after %d timed steps)\n", p.steps);
   if (!args.str("json").empty()) {

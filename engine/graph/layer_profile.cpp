@@ -218,6 +218,11 @@ LayerProfile profile_layers(const Graph& g, const std::string& device_name, cons
   r.loss_forward_ms = med([](const StepSample& s) { return s.loss_forward; });
   r.loss_backward_ms = med([](const StepSample& s) { return s.loss_backward; });
   r.profiled_step_ms = med([](const StepSample& s) { return s.total; });
+  r.outside_ms = med([](const StepSample& s) {
+    double timed = s.loss_forward + s.loss_backward;
+    for (size_t k = 0; k < s.forward.size(); ++k) timed += s.forward[k] + s.backward[k];
+    return s.total - timed;
+  });
   r.step_ms = median(plain);
   const MemoryStats mem = backend->memory_stats();
   if (mem.tracked) r.peak_bytes = mem.peak_allocated;

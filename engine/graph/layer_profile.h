@@ -21,6 +21,10 @@
 // without CUDA-graph capture or fusion (eager, synchronized only at its ends), not with the
 // captured, fused step kiln train runs; the CPU runs its kernels synchronously and pays almost
 // nothing for the syncs.
+// Figures are medians over the steps, per layer; their sum (layer_sum_ms) is not the median of
+// the steps' sums: on a busy machine, where each node's time has its own right-skewed noise, the
+// sum of the medians comes out below the median step. outside_ms, taken within each step, says
+// how much of a profiled step no figure covers (about 0.1 ms for the CNN template on the CPU).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -66,6 +70,11 @@ struct LayerProfile {
   double loss_backward_ms = 0;    // median ms of the backward work of no graph node
   double profiled_step_ms = 0;    // median ms of a whole step with profiling on
   double step_ms = 0;             // median ms of the same step with profiling off (see the Note)
+  // Median over the timed steps of a profiled step's ms outside every timed region (the
+  // profiler's bookkeeping, the backward pass's ordering): what no row or loss figure explains.
+  // Unlike the sum of per-layer medians, it is measured within each step, so when it is small
+  // and layer_sum_ms is far from profiled_step_ms, the difference is noise between the steps.
+  double outside_ms = 0;
   // The backend's peak of bytes held by tensors since the process started (MemoryStats::
   // peak_allocated); nullopt when the backend cannot tell.
   std::optional<uint64_t> peak_bytes;
@@ -91,7 +100,7 @@ LayerProfile profile_layers(const Graph& graph, const std::string& device, const
 
 // The profile as JSON (docs: `kiln bench --graph FILE --profile --json`): {"device", "name",
 // "precision", "batch_size", "steps", "interrupted", "step_ms", "profiled_step_ms",
-// "layer_sum_ms", "loss_forward_ms", "loss_backward_ms", "peak_memory_bytes", "layers":
+// "layer_sum_ms", "outside_ms", "loss_forward_ms", "loss_backward_ms", "peak_memory_bytes", "layers":
 // [{"node", "name", "op", "forward_ms", "backward_ms", "total_ms", "share_percent",
 // "has_backward", "has_parameters", "output_bytes", "forward_alloc_bytes"}, ...]}, layers in
 // topological order, unknown figures null; indented by 2, sorted keys.

@@ -31,6 +31,7 @@ std::string profile_json(const LayerProfile& p) {
       {"step_ms", p.step_ms},
       {"profiled_step_ms", p.profiled_step_ms},
       {"layer_sum_ms", p.layer_sum_ms()},
+      {"outside_ms", p.outside_ms},
       {"loss_forward_ms", p.loss_forward_ms},
       {"loss_backward_ms", p.loss_backward_ms},
       {"peak_memory_bytes", p.peak_bytes ? nlohmann::json(*p.peak_bytes) : nlohmann::json(nullptr)},

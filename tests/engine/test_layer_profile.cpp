@@ -92,6 +92,7 @@ TEST(LayerProfile, CnnTemplateOnCpuHasEveryNode) {
   EXPECT_GE(p.loss_backward_ms, 0);
   // The profiled step contains every timed region.
   EXPECT_GE(p.profiled_step_ms, sum);
+  EXPECT_GE(p.outside_ms, 0);
 }
 
 TEST(LayerProfile, BackwardGoesToTheNodesThatRecordedIt) {
@@ -118,6 +119,7 @@ TEST(LayerProfile, Json) {
   EXPECT_EQ(j["interrupted"], false);
   EXPECT_DOUBLE_EQ(j["layer_sum_ms"].get<double>(), p.layer_sum_ms());
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), p.step_ms);
+  EXPECT_DOUBLE_EQ(j["outside_ms"].get<double>(), p.outside_ms);
   ASSERT_EQ(j["layers"].size(), 3u);
   EXPECT_EQ(j["layers"][2]["name"], "head");
   EXPECT_EQ(j["layers"][2]["op"], "Linear");
