@@ -180,6 +180,9 @@ int bench_command(const std::vector<std::string>& argv) {
       .flag("threads", "N", "0", "CPU threads (0: all cores, or OMP_NUM_THREADS when set)")
       .flag("precision", "P", "f32", "f32, or bf16 / f16: matmul and conv in that type with f32 weights (as kiln train)",
             {"f32", "bf16", "f16"})
+      .toggle("profile", "with a graph: time and memory per node of a training step on one device (--device),\n"
+                         "forward and backward, sorted by time (10 steps after 2 warm-up unless given)")
+      .flag("device", "D", "auto", "with --profile: the device, or auto (the best one found)")
       .flag("json", "FILE", "", "also write the results as JSON")
       .flag("csv", "FILE", "", "also write the results as CSV")
       .epilog("example: kiln bench --model cnn --batch-size 128 --devices all --json bench.json\n"
@@ -189,9 +192,12 @@ int bench_command(const std::vector<std::string>& argv) {
     std::fputs(parser.help().c_str(), stdout);
     return kExitOk;
   }
-  if (!args.str("graph").empty() || !args.str("onnx").empty() || !args.str("project").empty()) {
+  const bool has_graph = !args.str("graph").empty() || !args.str("onnx").empty() || !args.str("project").empty();
+  if (args.given("profile") && !has_graph) args.fail("--profile needs a graph: --graph FILE, --onnx FILE or --project FILE");
+  if (args.given("device") && !args.given("profile")) args.fail("--device is for --profile; to compare devices, --devices LIST");
+  if (has_graph) {
     set_threads(static_cast<int>(args.integer("threads", 0)));
-    return bench_graph(args);
+    return args.given("profile") ? bench_profile(args) : bench_graph(args);
   }
   if (args.given("precisions")) args.fail("--precisions is for --graph, --onnx and --project; with --model, --precision");
   const std::string model = args.str("model");

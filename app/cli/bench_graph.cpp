@@ -116,16 +116,10 @@ std::string opt_fmt(const std::optional<double>& v, const char* fmt) {
 
 }  // namespace
 
-int bench_graph(const Args& args) {
+graph::Graph load_bench_graph(const Args& args, std::string& source) {
   const int given = !args.str("graph").empty() + !args.str("onnx").empty() + !args.str("project").empty();
   if (given != 1 || args.given("model")) args.fail("give one of --model NAME, --graph FILE, --onnx FILE, --project FILE");
-  if (args.given("precision")) args.fail("--precision is for --model; with a graph, --precisions LIST");
-  graph::CompareOptions o;
-  o.batch = args.integer("batch-size", 1);
-  o.steps = static_cast<int>(args.integer("steps", 1));
-  o.warmup = static_cast<int>(args.integer("warmup", 0));
-  std::string source;
-  const graph::Graph g = read_model(args, source);
+  graph::Graph g = read_model(args, source);
   if (g.input_nodes().empty()) args.fail(source + ": the graph has no Input node: nothing to feed it");
   const graph::Analysis a = graph::analyze(g);
   if (!a.ok()) {
@@ -134,6 +128,18 @@ int bench_graph(const Args& args) {
       msg += "\n  " + (p.node >= 0 ? "'" + g.node(p.node).name + "'" : std::string("graph")) + ": " + p.message;
     args.fail(msg);
   }
+  return g;
+}
+
+int bench_graph(const Args& args) {
+  if (args.given("precision")) args.fail("--precision is for --model and --profile; with a graph, --precisions LIST");
+  if (args.given("device")) args.fail("--device is for --profile; to compare devices, --devices LIST");
+  graph::CompareOptions o;
+  o.batch = args.integer("batch-size", 1);
+  o.steps = static_cast<int>(args.integer("steps", 1));
+  o.warmup = static_cast<int>(args.integer("warmup", 0));
+  std::string source;
+  const graph::Graph g = load_bench_graph(args, source);
   const std::vector<graph::CompareTarget> targets = targets_of(args);
 
   std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device and precision\n",

@@ -1,6 +1,7 @@
 #include "engine/autograd/backward.h"
 
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 #include <variant>
 
@@ -37,7 +38,15 @@ void accumulate(std::shared_ptr<TensorImpl>& slot, const Tensor& g) {
   }
 }
 
+thread_local const BackwardNodeHook* current_hook = nullptr;
+
 }  // namespace
+
+BackwardHookGuard::BackwardHookGuard(BackwardNodeHook hook) : hook_(std::move(hook)), previous_(current_hook) {
+  current_hook = hook_ ? &hook_ : nullptr;
+}
+
+BackwardHookGuard::~BackwardHookGuard() { current_hook = previous_; }
 
 void backward(const Tensor& root, const Tensor& grad_root) {
   KILN_CHECK(root.defined() && root.requires_grad(), ValueError,
@@ -79,6 +88,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
   // tensors and T full-size additions.
   std::unordered_set<Node*> owned;
   grads[root.impl()->grad_fn.get()] = g0;
+  const BackwardNodeHook* hook = current_hook;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
     auto found = grads.find(node);
@@ -86,6 +96,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     Tensor g = found->second;
     grads.erase(found);
     owned.erase(node);
+    if (hook) (*hook)(*node, false);
     if (node->kind == OpKind::slice && node->inputs[0] && node->inputs[0]->requires_grad && node->inputs[0]->grad_fn) {
       const auto& a = std::get<op_attrs::Slice>(node->attrs);
       const auto& in = node->inputs[0];
@@ -99,6 +110,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
       owned.insert(target);
       Tensor part = slot->second.slice(a.dim, a.start, a.end, a.step);
       part.copy_(add(part, g));
+      if (hook) (*hook)(*node, true);
       continue;
     }
     std::vector<Tensor> input_grads = apply_backward_rule(*node, g);
@@ -120,6 +132,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
         accumulate(in->grad, gi);
       }
     }
+    if (hook) (*hook)(*node, true);
   }
 }
 

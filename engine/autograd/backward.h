@@ -2,6 +2,7 @@
 // Each differentiable op records a Node (engine/core/node.h); rules.cpp holds one
 // backward rule per OpKind; backward() walks the graph in reverse creation order.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -21,5 +22,22 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 // Throws ValueError when root does not require grad or is not a scalar and no
 // grad_root is given, or when grad_root's shape differs from root's.
 void backward(const Tensor& root, const Tensor& grad_root = Tensor());
+
+// Profiling (engine/graph/layer_profile.h): while a BackwardHookGuard lives, backward() on this
+// thread calls its hook with (node, false) just before doing an autograd node's work (its rule,
+// or a slice's in-place add, and passing the gradients on, accumulation into leaves included)
+// and with (node, true) just after. Guards nest; an empty hook turns hooking off inside.
+using BackwardNodeHook = std::function<void(const Node& node, bool done)>;
+class BackwardHookGuard {
+ public:
+  explicit BackwardHookGuard(BackwardNodeHook hook);
+  ~BackwardHookGuard();
+  BackwardHookGuard(const BackwardHookGuard&) = delete;
+  BackwardHookGuard& operator=(const BackwardHookGuard&) = delete;
+
+ private:
+  BackwardNodeHook hook_;
+  const BackwardNodeHook* previous_;
+};
 
 }  // namespace kiln::autograd

@@ -13,6 +13,10 @@
 #   project    a project's latest saved graph (tests/fixtures/project_schema4.kiln, a copy)
 #   interrupt  SIGINT during the timed steps: exit 130, the partial row printed and written
 #   bad_input  a missing file, two models at once, a graph without an Input, --precision with a graph
+#   profile    --profile of the CNN template on the CPU: the table sorted by total time, every node
+#              once, the sum line, the JSON's layers adding up to its layer_sum_ms
+#   profile_bad_input  --profile without a graph, an unknown device, --devices / --csv with it,
+#              --device without --profile: usage errors (exit 2)
 set -uo pipefail
 kiln=$1 case=$2
 source "$(dirname "$0")/../common/cli_harness.sh"  # $work, fail, run, contains
@@ -118,6 +122,54 @@ json.dump(g, open(sys.argv[2], 'w'))" "$mlp" "$work/no_input.json"
   run 2 bench --graph "$work/no_input.json" --devices cpu
   contains "$err" "no_input.json: the graph has no Input node" "a graph without an Input"
   [[ $out != *"done"* ]] || fail "a graph without an Input was measured"
+  ;;
+profile)
+  cnn="$here/../../projects/templates/fashion_mnist_cnn.json"
+  run 0 bench --graph "$cnn" --profile --device cpu --batch-size 4 --steps 2 --warmup 1 --json "$work/p.json"
+  echo "$out"
+  contains "$out" "kiln bench --profile: $cnn on cpu, batch 4, f32, medians of 2 steps after 1 warm-up steps" "the header"
+  grep -Eq '^per-layer sum [0-9.]+ ms = [0-9]+% of the step [0-9.]+ ms ' <<<"$out" || fail "no per-layer sum line"
+  /usr/bin/python3 - "$work/p.json" "$cnn" "$work/out" <<'PY' || fail "the table / JSON do not hold the expected figures (above)"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+g = json.load(open(sys.argv[2]))
+out = open(sys.argv[3]).read().splitlines()
+names = [n["name"] for n in g["nodes"] if n["op"] not in ("Input", "Output")]
+layers = j["layers"]
+assert sorted(l["name"] for l in layers) == sorted(names), (layers, names)
+assert j["device"] == "cpu" and j["batch_size"] == 4 and j["steps"] == 2 and j["interrupted"] is False, j
+assert abs(sum(l["total_ms"] for l in layers) - j["layer_sum_ms"]) <= 1e-9 * max(1, j["layer_sum_ms"]), j
+assert j["step_ms"] > 0 and all(l["forward_ms"] >= 0 and l["backward_ms"] >= 0 for l in layers), j
+assert all(l["has_backward"] for l in layers if l["has_parameters"]), layers
+assert {l["name"] for l in layers if l["has_parameters"]} == {n["name"] for n in g["nodes"] if n["op"] in ("Conv2d", "Linear")}
+# the table: a header, then one row per node sorted by total time (ties keep any order)
+head = next(i for i, line in enumerate(out) if line.startswith("node "))
+rows = [line.split() for line in out[head + 1 : head + 1 + len(names)]]
+assert sorted(r[0] for r in rows) == sorted(names), rows
+by_name = {l["name"]: l for l in layers}
+totals = [by_name[r[0]]["total_ms"] for r in rows]
+assert totals == sorted(totals, reverse=True), totals
+for r in rows:
+    assert int(r[-1]) == by_name[r[0]]["output_bytes"], r
+print("profile ok:", [(r[0], r[-2]) for r in rows])
+PY
+  ;;
+profile_bad_input)
+  cnn="$here/../../projects/templates/fashion_mnist_cnn.json"
+  run 2 bench --profile --device cpu
+  contains "$err" "--profile needs a graph: --graph FILE, --onnx FILE or --project FILE" "--profile without a graph"
+  one_line "$err" "the usage error"
+  run 2 bench --graph "$cnn" --profile --device nosuch:0
+  contains "$err" "kiln bench: --device nosuch:0: " "an unknown device"
+  run 2 bench --graph "$cnn" --profile --device cpu:3
+  contains "$err" "kiln bench: --device cpu:3: " "a device that is not there"
+  run 2 bench --graph "$cnn" --profile --devices cpu
+  contains "$err" "--devices is for comparing devices; with --profile, --device D" "--devices with --profile"
+  run 2 bench --graph "$cnn" --profile --csv "$work/p.csv"
+  contains "$err" "--csv is for comparing devices; with --profile, --device D and --json FILE" "--csv with --profile"
+  run 2 bench --graph "$cnn" --device cpu
+  contains "$err" "--device is for --profile; to compare devices, --devices LIST" "--device without --profile"
+  [[ $out != *"per-layer"* ]] || fail "a usage error printed a profile"
   ;;
 *) fail "unknown case $case" ;;
 esac
