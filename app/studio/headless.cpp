@@ -152,15 +152,18 @@ int createProject(const HeadlessOptions& o) {
   return 0;
 }
 
+// A run is stored in the project file (SQLite: the file and a journal beside it), so a read-only
+// file or directory fails before the run instead of after it: false, said on stderr.
+bool writable(const QString& project, const char* what) {
+  const QFileInfo file(project), dir(QFileInfo(project).absolutePath());
+  if (!file.exists() || (file.isWritable() && dir.isWritable())) return true;
+  err(QString("cannot %1 %2: the project is read-only (%3 is not writable); use Save As in Kiln Studio to keep changes")
+          .arg(what, project, file.isWritable() ? dir.absoluteFilePath() : file.absoluteFilePath()));
+  return false;
+}
+
 int train(const HeadlessOptions& o) {
-  // A run is stored in the project file (SQLite: the file and a journal beside it), so a
-  // read-only file or directory fails here instead of after the run.
-  const QFileInfo file(o.project), dir(QFileInfo(o.project).absolutePath());
-  if (file.exists() && (!file.isWritable() || !dir.isWritable())) {
-    err(QString("cannot train %1: the project is read-only (%2 is not writable); use Save As in Kiln Studio to keep changes")
-            .arg(o.project, file.isWritable() ? dir.absoluteFilePath() : file.absoluteFilePath()));
-    return 1;
-  }
+  if (!writable(o.project, "train")) return 1;
   projects::Project project = projects::Project::open(o.project.toStdString());
   std::optional<projects::GraphVersion> version = project.latest_graph();
   if (!version) {
@@ -274,6 +277,7 @@ int train(const HeadlessOptions& o) {
 
 // --resume: the run named by --run, else the project's latest that can be continued.
 int resume(const HeadlessOptions& o) {
+  if (!writable(o.project, "continue a run of")) return 1;
   projects::Project project = projects::Project::open(o.project.toStdString());
   int64_t run = o.run;
   int64_t graphVersion = 0;
@@ -293,7 +297,6 @@ int resume(const HeadlessOptions& o) {
 
 int runSession(const HeadlessOptions& o, int64_t graphVersion, const QString& failure,
                const std::function<bool(TrainingSession&, QString*)>& start) {
-
   TrainingSession session;
   session.setStoreSettings(false);  // --epochs/--lr/--batch-size/--subset/--test-subset/--device/--missing: this run only
   session.setRescan(o.rescan);

@@ -209,7 +209,7 @@ class TestStudioResume : public QObject {
     const QString csv = dir.filePath("t.csv"), file = dir.filePath("p.kiln");
     writeTable(csv);
     writeProject(file, csv);
-    const QStringList train = {"--headless", "--project", file, "--train", "--epochs", "3", "--batch-size", "4",
+    const QStringList train = {"--headless", "--project", file, "--train", "--epochs", "4", "--batch-size", "4",
                                "--device", "cpu"};
     QProcess killed;
     killed.setProcessChannelMode(QProcess::MergedChannels);
@@ -248,7 +248,7 @@ class TestStudioResume : public QObject {
     QVERIFY2(code == 0, qPrintable(out));
     Project p = Project::open(file.toStdString());
     QCOMPARE(statusOf(p, 1), RunStatus::finished);
-    compareRuns(p, 1, 2, 3 * 700);
+    compareRuns(p, 1, 2, 4 * 700);
     // Nothing left to continue; an override is a usage error.
     out = kiln::test::studio({"--headless", "--project", file, "--resume"}, &code);
     QVERIFY2(code == 1 && out.contains("no stopped or interrupted run with a checkpoint"), qPrintable(out));
@@ -294,6 +294,14 @@ class TestStudioResume : public QObject {
       stoppedAt = point->step;
       QCOMPARE(int64_t(p.step_metrics(run).size()), stoppedAt);  // where it stopped, not an earlier checkpoint
       QVERIFY(stoppedAt < 3 * 700);
+    }
+    {
+      MainWindow reopened;  // the log says which run can be continued, and from where
+      reopened.setSilent(true);
+      QVERIFY(reopened.openProject(file));
+      QVERIFY2(reopened.logPanel()->text().contains(QString("run %1 (").arg(run)) &&
+                   reopened.logPanel()->text().contains("the Runs view's Resume Run continues it"),
+               qPrintable(reopened.logPanel()->text()));
     }
     emit w.runsView()->resumeRequested(run);
     QVERIFY(w.session()->isRunning());
