@@ -59,9 +59,9 @@ std::string Project::why_not_resumable(int64_t run) const {
 }
 
 void Project::reopen_run(int64_t run, int64_t step, int epochs) {
+  Transaction tx(*db_);  // the check inside it: of two processes continuing the run, one does
   if (const std::string why = why_not_resumable(run); !why.empty())
-    throw ProjectError("project " + path() + ": cannot continue " + why);
-  Transaction tx(*db_);
+    throw ProjectError("project " + path() + ": cannot continue: " + why);
   db_->prepare(
          "UPDATE runs SET status = 'running', ended_at = '', message = '', final_metrics_json = '', pid = ?, host = ?, "
          "heartbeat_at = ? WHERE id = ?")

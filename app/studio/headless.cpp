@@ -107,10 +107,10 @@ QString usageProblem(const HeadlessOptions& o) {
     return {};
   }
   if (o.run > 0 && !o.resume) return "--run N needs --resume: it names the run to continue";
-  if (!o.checkpointEvery.isEmpty() && !checkpointEvery(o.checkpointEvery))
+  if (o.checkpointEvery && !checkpointEvery(*o.checkpointEvery))
     return QString("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
                    "0: at epoch ends only; got '%1'")
-        .arg(o.checkpointEvery);
+        .arg(*o.checkpointEvery);
   if (o.resume) {
     // A run continues with its own settings (the same order and draws): nothing to override.
     QStringList given;
@@ -123,7 +123,7 @@ QString usageProblem(const HeadlessOptions& o) {
     if (o.subset > 0) given << "--subset";
     if (o.testSubset > 0) given << "--test-subset";
     if (!o.device.isEmpty()) given << "--device";
-    if (!o.checkpointEvery.isEmpty()) given << "--checkpoint-every";
+    if (o.checkpointEvery) given << "--checkpoint-every";
     if (!o.missing.isEmpty()) given << "--missing";
     if (!given.isEmpty())
       return QString("--resume continues a run with its own settings, graph and device; drop %1").arg(given.join(", "));
@@ -266,7 +266,7 @@ int train(const HeadlessOptions& o) {
   if (o.lr > 0) config.lr = o.lr;
   if (o.batchSize > 0) config.batch_size = o.batchSize;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
-  if (const auto every = o.checkpointEvery.isEmpty() ? std::nullopt : checkpointEvery(o.checkpointEvery))
+  if (const auto every = o.checkpointEvery ? checkpointEvery(*o.checkpointEvery) : std::nullopt)
     std::tie(config.checkpoint_steps, config.checkpoint_minutes) = *every;
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
   const int64_t versionId = version->id;
@@ -352,7 +352,8 @@ int runSession(const HeadlessOptions& o, int64_t graphVersion, const QString& fa
   QObject::connect(&session, &TrainingSession::errorMessage, [&](const QString& m) { err(m); });
   QObject::connect(&session, &TrainingSession::finished, [&](qint64 run, const QString& s, const QString&) {
     if (last.step > 0) line(last);
-    out(QString("the run (id %1) is stored in %2").arg(run).arg(o.project));  // "run N <status>" came as a log line
+    if (run > 0)  // "run N <status>" came as a log line; 0: it failed before a run was recorded or reopened
+      out(QString("the run (id %1) is stored in %2").arg(run).arg(o.project));
     status = s == "finished" ? 0 : s == "stopped" ? 130 : 1;
     QCoreApplication::exit(status);
   });

@@ -27,6 +27,7 @@
 //     existing FILE is trained as it is: the quickstart's one command).
 #pragma once
 #include <QStringList>
+#include <optional>
 
 #include "widgets/project/dataset_settings.h"
 
@@ -69,8 +70,8 @@ struct HeadlessOptions {
   bool rescan = false;
   // --checkpoint-every N|Nm with --train: a mid-epoch checkpoint every N optimizer steps or N
   // minutes, stored in the project (TrainingConfig::checkpoint_steps / _minutes; "" = the stored
-  // setting, 10 minutes by default).
-  QString checkpointEvery;
+  // setting, 10 minutes by default; nullopt: not given).
+  std::optional<QString> checkpointEvery;
   // --resume [--run N]: continue run N, or the project's latest stopped or interrupted run with a
   // checkpoint, with its own settings (TrainingSession::resume); the options that would change
   // them are usage errors.

@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
     o.textColumn = parser.value("text-column");
     o.missing = parser.value("missing");
     o.rescan = parser.isSet("rescan");
-    o.checkpointEvery = parser.value("checkpoint-every");
+    if (parser.isSet("checkpoint-every")) o.checkpointEvery = parser.value("checkpoint-every");
     o.resume = parser.isSet("resume");
     o.run = number(parser, "run");
     return kiln::studio::runHeadless(o);

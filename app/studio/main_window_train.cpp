@@ -71,10 +71,12 @@ std::optional<graph::Problem> memoryProblem(const graph::Graph& g, const graph::
 }
 // memoryProblem's, else the whole training estimate's on the CPU (cpu_memory_problem): the
 // graph's Input is the dataset's sample, so the analysis has every activation's size.
-std::optional<graph::Problem> memoryProblems(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c) {
+// samples: the dataset's (all splits: the largest batch there can be), 0 when not known.
+std::optional<graph::Problem> memoryProblems(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c,
+                                             int64_t samples) {
   if (auto p = memoryProblem(g, a)) return p;
   try {
-    if (const std::string why = cpu_memory_problem(g, a, c, resolve_device(c.device)); !why.empty())
+    if (const std::string why = cpu_memory_problem(g, a, c, resolve_device(c.device), samples); !why.empty())
       return graph::Problem{-1, why};
   } catch (const std::exception&) {  // an unknown device: the run reports it
   }
@@ -138,7 +140,8 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
                                   QFileInfo(QString::fromStdString(custom.path)).fileName().toStdString() + "'",
                               s.kind == "text" ? DType::i64 : DType::f32);
     }
-    if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config())) out.push_back(*p);
+    if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config(), s.total))
+      out.push_back(*p);
     return out;
   }
   int64_t classes = kFashionMnistClasses;  // the class filter's k; invalid settings are reported below
@@ -148,7 +151,13 @@ std::vector<graph::Problem> MainWindow::trainProblems() const {
   }
   std::vector<graph::Problem> out =
       training_problems(document_->graph(), document_->analysis(), trainingPanel_->config().batch_size, classes);
-  if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config())) out.push_back(*p);
+  int64_t trainSize = 0;
+  try {
+    trainSize = datasetSettings().train_size;
+  } catch (const std::exception&) {  // reported below
+  }
+  if (auto p = memoryProblems(document_->graph(), document_->analysis(), trainingPanel_->config(), trainSize))
+    out.push_back(*p);
   try {
     const DatasetSettings d = datasetSettings();
     if (!QFileInfo(QString::fromStdString(d.dir)).isDir())

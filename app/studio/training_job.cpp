@@ -9,6 +9,7 @@
 #include <sstream>
 #include <chrono>
 #include <thread>
+#include <variant>
 
 #include "app/studio/run_predictor.h"
 #include "engine/core/random.h"
@@ -125,14 +126,15 @@ std::vector<std::string> training_blockers(const graph::Graph& g, const graph::A
 }
 
 std::string cpu_memory_problem(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c,
-                               const Device& device) {
+                               const Device& device, int64_t samples) {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
   if (device.type != DeviceType::cpu || pages <= 0 || page_size <= 0 || !a.ok()) return "";
   const double memory = double(pages) * double(page_size);
+  const int64_t batch = samples > 0 ? std::min<int64_t>(c.batch_size, samples) : c.batch_size;
   const graph::MemoryEstimate m =
-      graph::estimate_memory(g, a, {.batch = c.batch_size, .optimizer = c.optimizer, .momentum = c.momentum});
+      graph::estimate_memory(g, a, {.batch = batch, .optimizer = c.optimizer, .momentum = c.momentum});
   if (double(m.training) <= memory) return "";
-  return "training needs about " + graph::bytes_str(m.training) + " at batch size " + std::to_string(c.batch_size) +
+  return "training needs about " + graph::bytes_str(m.training) + " at batch size " + std::to_string(batch) +
          " (activations " + graph::bytes_str(m.activations) + ", parameters, gradients and optimizer state " +
          graph::bytes_str(m.parameters + m.gradients + m.optimizer_state) + "; Model > Analyze Network), more than "
          "this machine's " + graph::bytes_str(int64_t(memory)) + " of memory: lower the batch size" +
@@ -161,13 +163,51 @@ std::vector<std::string> TrainingJob::drainMessages() {
   return std::exchange(messages_, {});
 }
 
-std::vector<train::Event> TrainingJob::drainEvents() {
+// Note [Metrics before a checkpoint]
+// The session drains the trainer's events about 30 times a second and the writer commits every
+// ~200 ms, so a checkpoint stored by fit()'s thread could be committed before the step metrics
+// that precede it; a kill then would leave steps that the resumed run never trains again, a hole
+// in the curve. So the rows are written here, where the events are drained, and before a
+// checkpoint is stored commit_metrics drains the rest on fit()'s thread and commits them first.
+std::vector<train::Event> TrainingJob::drainEvents(std::string* write_error) {
+  std::lock_guard<std::mutex> events_lock(events_mutex_);
   std::shared_ptr<train::Trainer> t;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     t = trainer_;
   }
-  return t ? t->events().drain() : std::vector<train::Event>{};
+  std::vector<train::Event> out = std::exchange(drained_, {});
+  if (t) {
+    std::vector<train::Event> more = t->events().drain();
+    write_metrics(more, write_error);
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  return out;
+}
+
+void TrainingJob::write_metrics(const std::vector<train::Event>& events, std::string* error) {
+  const std::shared_ptr<projects::MetricsWriter> w = metricsWriter();
+  if (!w) return;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  try {
+    for (const train::Event& event : events) {
+      if (const auto* b = std::get_if<train::BatchEnd>(&event))
+        w->step({b->step, b->epoch + 1, b->loss, b->lr, b->samples_per_second, now});
+      else if (const auto* e = std::get_if<train::EpochEnd>(&event))
+        w->epoch({e->epoch + 1, e->train_loss, e->train_accuracy, e->val_loss, e->val_accuracy, e->lr, e->seconds});
+    }
+  } catch (const std::exception& e) {
+    if (error && error->empty()) *error = e.what();
+  }
+}
+
+void TrainingJob::commit_metrics(train::Trainer& trainer) {
+  std::lock_guard<std::mutex> events_lock(events_mutex_);
+  std::vector<train::Event> events = trainer.events().drain();
+  std::string error;
+  write_metrics(events, &error);
+  if (auto w = metricsWriter()) w->flush();  // throws what a failed commit said: the checkpoint is not stored
+  drained_.insert(drained_.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
 }
 
 void TrainingJob::pause(bool on) {
@@ -214,7 +254,7 @@ void TrainingJob::run() {
                  "continuing run ", record, " needs its project and a folder for the checkpoint");
       project.emplace(projects::Project::open(spec_.project_path));
       const std::string why = project->why_not_resumable(record);
-      KILN_CHECK(why.empty(), ValueError, "cannot continue ", why);
+      KILN_CHECK(why.empty(), ValueError, why);
     } else if (!spec_.project_path.empty()) {
       project.emplace(projects::Project::open(spec_.project_path));
       projects::RunConfig rc = spec_.run_config;
@@ -283,8 +323,17 @@ void TrainingJob::run() {
       if (n_val > 0) val_set = parts[1];
     }
     const int64_t n_train = train_set->size(), n_val = val_set ? val_set->size() : 0;
-    if (const std::string why = cpu_memory_problem(spec_.graph, analysis, c, device); !why.empty())
+    if (const std::string why = cpu_memory_problem(spec_.graph, analysis, c, device, n_train); !why.empty())
       throw ValueError("the graph cannot be trained on " + device.str() + ": " + why);
+    // A continued run must read the data it started on: the preprocessing fitted on it (an image
+    // folder's file list, a table's categories and standardization) and, below, the number of
+    // training samples, which every checkpoint keeps (TrainerOptions::run_settings).
+    if (resuming && opened && (opened->images || opened->table)) {
+      const std::string stored = project->run_preprocessing(record);
+      KILN_CHECK(stored.empty() || stored == preprocessing_json(*opened), ValueError, dataset_name(spec_.dataset),
+                 " changed since run ", record, " started (its files, rows or values differ from those its preprocessing was ",
+                 "fitted on); continuing would train the rest of the run on other data: start a new run instead");
+    }
 
     data::DataLoader::Options lo;
     lo.batch_size = c.batch_size;
@@ -307,6 +356,7 @@ void TrainingJob::run() {
     for (const Tensor& p : params) trained += p.numel();
     auto optimizer = optim::make_optimizer(c.optimizer_config(), params);
     train::TrainerOptions to;
+    to.run_settings = {{"training_samples", std::to_string(n_train)}};
     to.epochs = c.epochs;
     to.num_classes = k;
     to.device = device;
@@ -316,6 +366,7 @@ void TrainingJob::run() {
     if (project && !spec_.work_dir.empty()) {
       to.checkpoint_dir = checkpoint_dir;
       to.on_checkpoint = [&](const train::EpochEnd& e) {
+        commit_metrics(*trainer);  // Note [Metrics before a checkpoint]
         project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir, e.val_accuracy, trainer->step());
         result_.checkpoint_epoch = e.epoch + 1;
       };
@@ -325,6 +376,7 @@ void TrainingJob::run() {
       to.checkpoint_every_seconds = c.checkpoint_steps > 0 ? 0 : 60 * c.checkpoint_minutes;
       to.checkpoint_on_cancel = true;
       to.on_mid_epoch_checkpoint = [&](const train::CheckpointSaved& saved) {
+        commit_metrics(*trainer);
         project->add_mid_epoch_checkpoint(record, saved.epoch, saved.batch, saved.step, checkpoint_dir);
         message("checkpoint stored in the project at step " + std::to_string(saved.step) + " (batch " +
                 std::to_string(saved.batch) + " of " + std::to_string(batches) + ", epoch " +

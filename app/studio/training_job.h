@@ -5,6 +5,7 @@
 // TrainingSession (training_session.h) runs it on a QThread and polls it.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -55,10 +56,11 @@ std::vector<graph::Problem> training_problems(const graph::Graph& g, const graph
 // Why training `g` with config `c` on `device` would not fit in this machine's memory: the
 // analyzer's training estimate (engine/graph/footprint.h, Note [Training memory estimate]) at the
 // run's batch size and optimizer, in f32, is more than the physical memory (sysconf), so the run
-// would swap or be killed (a 1000-class CNN on 500-pixel photos). "" when it fits, when the memory
-// is unknown, or off the CPU (a GPU's memory is the analyzer's warning, not a blocker).
+// would swap or be killed (a 1000-class CNN on 500-pixel photos). `samples`: the training samples
+// when known (> 0), the largest batch there can be. "" when it fits, when the memory is unknown,
+// or off the CPU (a GPU's memory is the analyzer's warning, not a blocker).
 std::string cpu_memory_problem(const graph::Graph& g, const graph::Analysis& a, const TrainingConfig& c,
-                               const Device& device);
+                               const Device& device, int64_t samples = 0);
 
 struct JobSpec {
   graph::Graph graph;
@@ -123,7 +125,10 @@ class TrainingJob {
   void pause(bool on);
   void cancel();
   // Any thread: events from the Trainer and progress messages of the job since the last call.
-  std::vector<train::Event> drainEvents();
+  // drainEvents also writes the events' step and epoch metrics to the run's MetricsWriter (see
+  // Note [Metrics before a checkpoint] in training_job.cpp); a write that fails (disk full ...)
+  // is said in *write_error and training goes on.
+  std::vector<train::Event> drainEvents(std::string* write_error = nullptr);
   std::vector<std::string> drainMessages();
   int64_t totalSteps() const { return total_steps_; }  // 0 until the data is loaded
   // Any thread: the test pass's batches, the one being evaluated (1-based; 0 before the
@@ -139,6 +144,12 @@ class TrainingJob {
  private:
   void message(const std::string&);
   void open_writer(int64_t run);  // the run's MetricsWriter; runId() says `run` from now on
+  // The rows of `events` to the writer (INSERT OR REPLACE: written twice changes nothing); caller
+  // holds events_mutex_. Errors go to *error (the first kept).
+  void write_metrics(const std::vector<train::Event>& events, std::string* error);
+  // On fit()'s thread before a checkpoint is stored: the trainer's pending events written and
+  // committed, and kept for the next drainEvents.
+  void commit_metrics(train::Trainer& trainer);
   void evaluate(nn::Module& model, const Device& device);
   void evaluate_opened(nn::Module& model, const Device& device, const data::OpenedDataset& d);
   void evaluate_regression(nn::Module& model, const Device& device, const data::OpenedDataset& d);
@@ -153,6 +164,9 @@ class TrainingJob {
   std::shared_ptr<train::Trainer> trainer_;  // guarded by mutex_
   bool paused_ = false, cancelled_ = false;  // guarded by mutex_
   std::vector<std::string> messages_;        // guarded by mutex_
+  std::mutex events_mutex_;                  // held while events are drained and their rows written
+  std::vector<train::Event> drained_;        // commit_metrics's, for drainEvents; guarded by events_mutex_
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // StepMetric::time_s
   std::atomic<int64_t> total_steps_{0};
   std::atomic<int64_t> test_started_{0}, test_batches_{0};
   std::atomic<int64_t> run_{0};

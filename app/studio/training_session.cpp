@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "engine/core/registry.h"
 #include "engine/data/fashion_mnist.h"
 #include "app/studio/run_restore.h"
 #include "engine/graph/json.h"
@@ -82,6 +83,15 @@ bool TrainingSession::start(const std::string& projectPath, int64_t graphVersion
   // A dataset folder or file that is gone is refused here, not recorded as a failed run.
   if (settingsProblems.empty())
     if (const std::string why = dataset.unavailable(); !why.empty()) blockers.push_back(why);
+  // So is a Fashion-MNIST run too large for this machine's memory (other datasets' sizes are
+  // known once the job has read them: it checks them then).
+  if (settingsProblems.empty() && fashion) try {
+      if (const std::string why = cpu_memory_problem(graph, graph::analyze(graph), config, resolve_device(config.device),
+                                                     dataset.train_size);
+          !why.empty())
+        blockers.push_back("the graph cannot be trained on the CPU: " + why);
+    } catch (const std::exception&) {  // an unknown device: the job names the devices found
+    }
   if (!blockers.empty()) {
     QStringList lines;
     for (auto& b : blockers) lines << QString::fromStdString(b);
@@ -187,7 +197,10 @@ bool TrainingSession::resume(const projects::Project& project, int64_t run, QStr
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(plain_error(e)));
   }
-  if (const std::string why = spec.dataset.unavailable(); !why.empty()) return fail(QString::fromStdString(why));
+  if (const std::string why = spec.dataset.unavailable(); !why.empty())  // its own data, at the same place
+    return fail(tr("run %1 trains on %2; put it back there to continue the run")
+                    .arg(run)
+                    .arg(QString::fromStdString(why.substr(0, why.find("; restore it")))));
   spec.resume_run = run;
   launch(std::move(spec), project.path(), tests);
   // The curves up to the checkpoint, before the steps trained again after it.
@@ -239,29 +252,25 @@ int64_t TrainingSession::rowsCommitted() const { return writer_ ? writer_->rows_
 void TrainingSession::poll() {
   if (!job_) return;
   const bool done = job_->done();  // read first: every event pushed before the end is drained below
+  if (progress_.totalSteps == 0) progress_.totalSteps = job_->totalSteps();  // before the first batch (a resumed test pass)
   if (run_ == 0 && job_->runId() != 0) {
     run_ = job_->runId();
     writer_ = job_->metricsWriter();
     emit started(run_, device_);
   }
   for (const std::string& m : job_->drainMessages()) emit logMessage(QString::fromStdString(m));
-  std::vector<train::Event> events = job_->drainEvents();
+  std::string writeError;  // the job writes the events' metrics as it hands them over
+  std::vector<train::Event> events = job_->drainEvents(&writeError);
   QVector<double> steps, losses, lrs, times, epochs;
   steps.reserve(static_cast<qsizetype>(events.size()));
   losses.reserve(static_cast<qsizetype>(events.size()));
   lrs.reserve(static_cast<qsizetype>(events.size()));
   bool progressed = false;
   const double now = static_cast<double>(clock_.elapsed()) / 1000.0;
-  auto write = [&](auto&& f) {
-    try {
-      f();
-    } catch (const std::exception& e) {  // disk full, project deleted...: training goes on, the user is told once
-      if (writerError_.isEmpty()) {
-        writerError_ = QString::fromStdString(e.what());
-        emit errorMessage(tr("metrics could not be saved to the project: %1").arg(writerError_));
-      }
-    }
-  };
+  if (!writeError.empty() && writerError_.isEmpty()) {  // disk full, project deleted...: training goes on, the user is told once
+    writerError_ = QString::fromStdString(writeError);
+    emit errorMessage(tr("metrics could not be saved to the project: %1").arg(writerError_));
+  }
   for (const train::Event& event : events) {
     std::visit(Overloaded{
                    [&](const train::BatchEnd& e) {
@@ -270,7 +279,6 @@ void TrainingSession::poll() {
                      lrs << e.lr;
                      times << now;
                      epochs << e.epoch + 1;
-                     if (writer_) write([&] { writer_->step({e.step, e.epoch + 1, e.loss, e.lr, e.samples_per_second, now}); });
                      progress_.step = e.step;
                      progress_.totalSteps = e.batches_per_epoch * epochs_;
                      progress_.epoch = e.epoch + 1;
@@ -287,7 +295,6 @@ void TrainingSession::poll() {
                      haveEpoch_ = true;
                      phases_->epochEnded(e.epoch, now);
                      progressed = true;
-                     if (writer_) write([&] { writer_->epoch(lastEpoch_); });
                      emit epochEnded(e.epoch + 1, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy);
                      if (std::isnan(e.train_accuracy))  // regression (mse_loss): losses only
                        emit logMessage(tr("epoch %1/%2: train loss %3; validation loss %4 (%5 s)")
@@ -426,7 +433,7 @@ void TrainingSession::finish() {
     if (!problem.isEmpty()) emit errorMessage(problem);
     finishing_ = false;
     paused_ = false;
-    emit logMessage(tr("run %1 %2").arg(run).arg(status));
+    if (run > 0) emit logMessage(tr("run %1 %2").arg(run).arg(status));
     emit finished(run, status, QString::fromStdString(error));
   });
   watcher->setFuture(pending_);
