@@ -172,6 +172,8 @@ int train_command(const std::vector<std::string>& argv) {
                  static_cast<long long>(table->schema.num_features()), table->schema.label.c_str(),
                  data::task_name(table->schema.task),
                  regression ? "" : (", " + std::to_string(table->schema.classes.size()) + " classes").c_str());
+  if (csv)
+    for (const std::string& n : table->notes) std::fprintf(stderr, "kiln: note: %s\n", n.c_str());
   if (image) {
     std::fprintf(stderr, "%s: %lld classes, %lld channel(s), %lldx%lld, %s split, augment %s; %s skipped%s\n",
                  c.images.path.c_str(), static_cast<long long>(outputs), static_cast<long long>(images->run.channels),
