@@ -25,7 +25,7 @@ Device resolve_listing(const std::string& name) {
 
 std::string devices_found() {
   std::string out;
-  for (const DeviceInfo& d : list_devices()) out += (out.empty() ? "" : " ") + d.device.str();
+  for (const DeviceInfo& d : list_devices()) out += (out.empty() ? "" : ", ") + d.device.str();
   return out;
 }
 

@@ -9,7 +9,7 @@
 
 namespace kiln::cli {
 
-// The devices of the registry, best first, as messages list them: "cpu vulkan:0".
+// The devices of the registry, best first, as the registry's messages list them: "cpu, vulkan:0".
 std::string devices_found();
 
 // The device of the flag `name` of args: "auto" (or "") is resolve_device's default, whose

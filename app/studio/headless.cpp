@@ -51,8 +51,8 @@ QString deviceProblem(const QString& name) {
   } catch (const DeviceError& e) {
     std::string why = e.what();
     if (why.find("devices found") == std::string::npos) {
-      why += "; devices found:";
-      for (const DeviceInfo& d : list_devices()) why += " " + d.device.str();
+      why += "; devices found: ";  // as the registry lists them: "cpu, vulkan:0"
+      for (const DeviceInfo& d : list_devices()) why += (why.back() == ' ' ? "" : ", ") + d.device.str();
     }
     return QString("--device %1: %2").arg(name, QString::fromStdString(why));
   }

@@ -89,7 +89,7 @@ bad_model)
   contains "$err" "nope" "unknown model"; contains "$err" "mlp, cnn" "unknown model"; one_line "$err" "stderr"
   ;;
 bad_device)  # a malformed or absent --device is a mistake on the command line (exit 2), as in kiln-studio --headless
-  lists_devices() { grep -Eq 'devices found: ([a-z]+:[0-9]+ )*cpu( |$)' <<<"$err" || fail "$1: no list of the devices found: $err"; }
+  lists_devices() { grep -Eq 'devices found: ([a-z]+:[0-9]+, )*cpu(, |$)' <<<"$err" || fail "$1: no list of the devices found: $err"; }
   run 2 train --device tpu:0
   contains "$err" "kiln train: --device tpu:0: unknown device 'tpu:0'" "bad device"
   lists_devices "bad device"; one_line "$err" "stderr"
