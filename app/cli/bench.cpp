@@ -204,7 +204,12 @@ int bench_command(const std::vector<std::string>& argv) {
   const int64_t batch = args.integer("batch-size", 1);
   const int steps = static_cast<int>(args.integer("steps", 1)), warmup = static_cast<int>(args.integer("warmup", 0));
   set_threads(static_cast<int>(args.integer("threads", 0)));
-  std::vector<DeviceInfo> devices = pick_devices(args.str("devices"));
+  std::vector<DeviceInfo> devices;
+  try {
+    devices = pick_devices(args.str("devices"));
+  } catch (const DeviceError& e) {
+    args.fail(std::string("--devices: ") + e.what());
+  }
   if (devices.empty()) args.fail("--devices " + args.str("devices") + " matches no device");
 
   const std::string precision = args.str("precision");

@@ -59,7 +59,8 @@ graph::Graph read_model(const Args& args, std::string& source) {
 
 // The (device, precision) rows: each device of --devices ("all": every one detected) in order,
 // each once, with each precision of --precisions ("all": graph::compare_precisions of the device).
-// A name that is not found is kept: its rows say so, and the others run.
+// A device that is not found is kept: its rows say so, and the others run. A malformed name
+// ("tpu:0") is a usage error naming the devices found.
 std::vector<graph::CompareTarget> targets_of(const Args& args) {
   std::vector<std::string> names;
   std::stringstream ss(args.str("devices"));
@@ -69,6 +70,11 @@ std::vector<graph::CompareTarget> targets_of(const Args& args) {
     if (item == "all") {
       for (const DeviceInfo& d : list_devices()) add.push_back(d.device.str());
     } else {
+      try {
+        Device::parse(item);
+      } catch (const DeviceError& e) {
+        args.fail(std::string("--devices: ") + e.what() + "; devices found: " + devices_found());
+      }
       add.push_back(item);
     }
     for (const std::string& n : add)
@@ -138,9 +144,9 @@ int bench_graph(const Args& args) {
   o.batch = args.integer("batch-size", 1);
   o.steps = static_cast<int>(args.integer("steps", 1));
   o.warmup = static_cast<int>(args.integer("warmup", 0));
+  const std::vector<graph::CompareTarget> targets = targets_of(args);  // the flags' mistakes before the file's
   std::string source;
   const graph::Graph g = load_bench_graph(args, source);
-  const std::vector<graph::CompareTarget> targets = targets_of(args);
 
   std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device and precision\n",
               source.c_str(), static_cast<long long>(o.batch), o.steps, o.warmup);

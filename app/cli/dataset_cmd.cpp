@@ -46,6 +46,7 @@ void print_table(const TableConfig& c) {
   std::printf("%s: %lld rows, %zu columns (delimiter '%s'), label '%s' (%s)\n", c.path.c_str(),
               static_cast<long long>(d.rows), table.columns.size(), table.delimiter == '\t' ? "tab" :
               std::string(1, table.delimiter).c_str(), d.schema.label.c_str(), data::task_name(d.schema.task));
+  for (const std::string& n : table.notes) std::printf("  note: %s\n", n.c_str());
   if (d.schema.task == data::Task::classification) {
     std::vector<int64_t> counts(d.schema.classes.size(), 0);  // over every row, dropped ones included
     for (const std::vector<std::string>& row : table.rows) {

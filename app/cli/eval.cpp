@@ -11,6 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "engine/data/class_filter.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
@@ -99,7 +100,7 @@ int eval_command(const std::vector<std::string>& argv) {
   const std::string data_dir = args.given("data-dir") ? args.str("data-dir") : csv || text_dataset ? "" : default_data_dir(dataset);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
 
-  const Device device = resolve_device(args.str("device"));
+  const Device device = device_flag(args);
   InterruptGuard interrupt_guard;  // Ctrl-C from here on ends with a message, not a kill
   KILN_CHECK(!std::filesystem::is_directory(path), IoError, path, " is a directory, not a safetensors file");
   io::SafetensorsFile file = io::load_safetensors(path);

@@ -11,6 +11,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "app/cli/heat_map.h"
 #include "app/cli/predict_input.h"
 #include "app/cli/run_data.h"
@@ -136,7 +137,7 @@ int explain_command(const std::vector<std::string>& argv) {
   const int64_t cls = args.given("class") ? args.integer("class", 0) : -1;
   const std::string method = args.str("method");
   if (method == "saliency" && args.given("layer")) args.fail("--layer is Grad-CAM's; saliency maps have no layer");
-  const Device device = resolve_device(args.str("device"));
+  const Device device = device_flag(args);
 
   Explained x;
   if (args.given("run")) {

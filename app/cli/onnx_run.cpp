@@ -17,6 +17,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "engine/onnx/executor.h"
@@ -71,7 +72,7 @@ int onnx_run_command(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (path.empty()) args.fail("needs a model: kiln run MODEL.onnx --input x.npy");
-  Device device = resolve_device(args.str("device"));
+  Device device = device_flag(args);
   onnx::SessionOptions session_options;
   session_options.cpu_fallback = !args.given("no-fallback");
   session_options.cuda_graph = !args.given("no-cuda-graph");

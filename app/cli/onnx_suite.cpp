@@ -18,6 +18,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "app/cli/interrupt.h"
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
@@ -77,7 +78,7 @@ int onnx_suite_command(const std::vector<std::string>& argv) {
   }
   if (dir.empty()) args.fail("needs the folder of test cases: kiln onnx-suite DIR [flags]");
   onnx::SuiteOptions opt;
-  opt.device = resolve_device(args.str("device"));
+  opt.device = device_flag(args);
   opt.cpu_fallback = !args.given("no-fallback");
   std::set<std::string> expected;
   if (args.given("expect")) expected = read_list(args.str("expect"), "expect");

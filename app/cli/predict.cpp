@@ -15,6 +15,7 @@
 #include "app/cli/args.h"
 #include "engine/data/class_filter.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/predict_input.h"
@@ -111,6 +112,7 @@ int predict_command(const std::vector<std::string>& argv) {
   const int64_t skip_rows = args.given("skip-rows") ? args.integer("skip-rows", 0) : -1;  // -1: the run's
   const int64_t batch_size = args.integer("batch-size", 1);
   set_threads(args.given("threads") ? static_cast<int>(std::min<int64_t>(args.integer("threads", 1), 4096)) : 0);
+  const Device device = device_flag(args);
 
   std::error_code ec;
   KILN_CHECK(fs::is_directory(run, ec), IoError, run.string(), ": no such run directory");
@@ -119,7 +121,6 @@ int predict_command(const std::vector<std::string>& argv) {
              fs::exists(run / "checkpoint", ec)
                  ? "its training has not finished (continue it with kiln train --out " + run.string() + " --resume)"
                  : std::string("not the directory of a kiln train run (kiln train --out DIR)"));
-  const Device device = resolve_device(args.str("device"));
   const io::SafetensorsFile file = io::load_safetensors(model_path.string());
   const RunData d = run_data(file, run);
   if (args.given("skip-rows") && !d.table)

@@ -14,6 +14,7 @@
 
 #include "engine/data/class_filter.h"
 #include "app/cli/commands.h"
+#include "app/cli/device_list.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
 #include "app/cli/progress.h"
@@ -58,15 +59,14 @@ int train_command(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   TrainConfig c = train_config(args);
+  set_threads(c.threads);
+  const Device device = device_flag(args);
   if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
   const std::filesystem::path out(c.out_dir);
   // Never overwrite a finished or interrupted run by accident.
   KILN_CHECK(c.resume || !std::filesystem::exists(out / "checkpoint"), ValueError, display_path(out),
              " already holds a run (", display_path(out / "checkpoint"),
              "); continue it with --resume, or choose another --out");
-
-  set_threads(c.threads);
-  const Device device = resolve_device(c.device);
   manual_seed(c.seed);
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
@@ -172,6 +172,8 @@ int train_command(const std::vector<std::string>& argv) {
                  static_cast<long long>(table->schema.num_features()), table->schema.label.c_str(),
                  data::task_name(table->schema.task),
                  regression ? "" : (", " + std::to_string(table->schema.classes.size()) + " classes").c_str());
+  if (csv)
+    for (const std::string& n : table->notes) std::fprintf(stderr, "kiln: note: %s\n", n.c_str());
   if (image) {
     std::fprintf(stderr, "%s: %lld classes, %lld channel(s), %lldx%lld, %s split, augment %s; %s skipped%s\n",
                  c.images.path.c_str(), static_cast<long long>(outputs), static_cast<long long>(images->run.channels),

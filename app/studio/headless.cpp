@@ -51,8 +51,8 @@ QString deviceProblem(const QString& name) {
   } catch (const DeviceError& e) {
     std::string why = e.what();
     if (why.find("devices found") == std::string::npos) {
-      why += "; devices found:";
-      for (const DeviceInfo& d : list_devices()) why += " " + d.device.str();
+      why += "; devices found: ";  // as the registry lists them: "cpu, vulkan:0"
+      for (const DeviceInfo& d : list_devices()) why += (why.back() == ' ' ? "" : ", ") + d.device.str();
     }
     return QString("--device %1: %2").arg(name, QString::fromStdString(why));
   }
@@ -162,6 +162,100 @@ bool writable(const QString& project, const char* what) {
   return false;
 }
 
+// --dataset SPEC (with --label, --task, --skip-rows, --no-header and the text options) for
+// `project`, whose stored dataset setting `dataset` holds: reads it (printing its description and
+// notes), fits `g` to its samples and classes (a changed graph is saved as a new version, then
+// `version`) and stores the new setting (with storedMissing as its missing policy), as the Studio's
+// Dataset panel does. `dataset` becomes the new setting. 0, or 1 after printing
+// "<failure> on SPEC: <why>" (nothing stored).
+int useDataset(const HeadlessOptions& o, projects::Project& project, graph::Graph& g,
+               std::optional<projects::GraphVersion>& version, DatasetSettings& dataset,
+               const std::string& storedMissing, uint64_t seed, const QString& failure) {
+  const DatasetSettings stored0 = dataset;
+  const std::string spec = o.dataset.toStdString();
+  const size_t colon = spec.find(':');
+  dataset.name = colon == std::string::npos ? spec : spec.substr(0, colon);
+  dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+  dataset.label = o.label.toStdString();
+  // The stored task is the stored table's: another table (or label column) starts from
+  // classification, as `kiln train --dataset csv:FILE` does, unless --task says otherwise.
+  if (o.task.isEmpty() && dataset.task != "classification" && !(dataset.name == "csv" && sameTable(stored0, dataset))) {
+    if (dataset.name == "csv")
+      out(QString("task: classification (the project's %1 was for its earlier table %2; --task %1 keeps it)")
+              .arg(QString::fromStdString(dataset.task), QString::fromStdString(stored0.spec())));
+    dataset.task = "classification";
+  }
+  if (!o.task.isEmpty()) dataset.task = o.task.toStdString();  // validate() names a bad one
+  dataset.skip_rows = std::max<qint64>(o.skipRows, 0);
+  dataset.header = !o.noHeader;
+  if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
+  if (o.maxLength > 0) dataset.max_length = o.maxLength;
+  if (o.vocabSize > 0) dataset.vocab_size = o.vocabSize;
+  if (!o.textColumn.isEmpty()) dataset.text_column = o.textColumn.toStdString();
+  try {
+    dataset.validate();
+    KILN_CHECK(!dataset.is_fashion_mnist(), ValueError,
+               "--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '",
+               spec, "'");
+    out(QString("reading %1").arg(o.dataset));
+    data::DatasetSource source = dataset.source(seed);
+    source.index_store = std::make_shared<projects::ProjectIndexStore>(project.path());
+    source.rescan = o.rescan;
+    const data::OpenedDataset d = data::open_dataset(source);
+    out(QString::fromStdString(d.description()));
+    for (const std::string& n : d.notes) out(QString::fromStdString(n));
+    for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
+    const auto k = d.regression ? int64_t{1} : static_cast<int64_t>(d.classes.size());
+    const std::vector<std::string> changes =
+        d.text ? graph::fit_graph_to_text(g, d.text->max_length, d.text->tokenizer->vocab_size(), k)
+               : graph::fit_graph_to_data(g, d.sample_shape, k);
+    for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
+    // A graph that still cannot take the samples (a CNN given a table's rows) is refused
+    // before the project keeps the fitted graph or the new dataset.
+    const graph::Analysis fitted = graph::analyze(g);
+    if (!fitted.ok()) {
+      const graph::Problem& p = fitted.problems.front();
+      const graph::Node* n = g.find(p.node);
+      throw ValueError("the graph cannot take this dataset's samples " + shape_str(d.sample_shape) + ": " +
+                       (n ? "node '" + n->name + "' (" + n->op + "): " : std::string()) + p.message +
+                       "; choose a template made for this kind of data (--new FILE --template NAME)");
+    }
+    if (!changes.empty()) {
+      const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
+      version = project.latest_graph();
+      KILN_CHECK(version && version->id == id, IoError, project.path(), ": the fitted graph was not saved");
+    }
+    DatasetSettings stored = dataset;
+    stored.missing = storedMissing;
+    project.set_setting("dataset", stored.to_json());
+  } catch (const std::exception& e) {
+    err(QString("%1 on %2: %3").arg(failure, o.dataset, QString::fromStdString(plain_error(e))));
+    return 1;
+  }
+  return 0;
+}
+
+// --new FILE --template T --dataset SPEC without --train: the new project's graph fitted to the
+// dataset and the dataset stored, as the --train path does before it trains; nothing is trained.
+int storeDataset(const HeadlessOptions& o) {
+  projects::Project project = projects::Project::open(o.newFile.toStdString());
+  std::optional<projects::GraphVersion> version = project.latest_graph();  // the template's
+  KILN_CHECK(version.has_value(), ValueError, o.newFile.toStdString(), ": the template stored no graph");
+  graph::Graph g = graph::from_json(version->graph_json, &project.blobs());
+  TrainingConfig config;
+  DatasetSettings dataset;
+  if (auto st = project.setting("training")) config = TrainingConfig::from_json(*st);
+  if (auto st = project.setting("dataset")) dataset = DatasetSettings::from_json(*st);
+  const std::string storedMissing = dataset.missing;
+  if (const int status = useDataset(o, project, g, version, dataset, storedMissing, config.seed,
+                                    "cannot fit " + o.newFile);
+      status != 0)
+    return status;
+  out(QString("stored the dataset %1 (%2) in %3; train it with kiln-studio --headless --project %3 --train")
+          .arg(QString::fromStdString(dataset.spec()), QString::fromStdString(dataset.task), o.newFile));
+  return 0;
+}
+
 int train(const HeadlessOptions& o) {
   if (!writable(o.project, "train")) return 1;
   projects::Project project = projects::Project::open(o.project.toStdString());
@@ -200,67 +294,9 @@ int train(const HeadlessOptions& o) {
     return kUsageError;
   }
   if (!o.dataset.isEmpty()) {
-    const DatasetSettings stored0 = dataset;
-    const std::string spec = o.dataset.toStdString();
-    const size_t colon = spec.find(':');
-    dataset.name = colon == std::string::npos ? spec : spec.substr(0, colon);
-    dataset.path = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
-    dataset.label = o.label.toStdString();
-    // The stored task is the stored table's: another table (or label column) starts from
-    // classification, as `kiln train --dataset csv:FILE` does, unless --task says otherwise.
-    if (o.task.isEmpty() && dataset.task != "classification" && !(dataset.name == "csv" && sameTable(stored0, dataset))) {
-      if (dataset.name == "csv")
-        out(QString("task: classification (the project's %1 was for its earlier table %2; --task %1 keeps it)")
-                .arg(QString::fromStdString(dataset.task), QString::fromStdString(stored0.spec())));
-      dataset.task = "classification";
-    }
-    if (!o.task.isEmpty()) dataset.task = o.task.toStdString();  // validate() names a bad one
-    dataset.skip_rows = std::max<qint64>(o.skipRows, 0);
-    dataset.header = !o.noHeader;
-    if (!o.tokenizer.isEmpty()) dataset.tokenizer = o.tokenizer.toStdString();
-    if (o.maxLength > 0) dataset.max_length = o.maxLength;
-    if (o.vocabSize > 0) dataset.vocab_size = o.vocabSize;
-    if (!o.textColumn.isEmpty()) dataset.text_column = o.textColumn.toStdString();
-    try {
-      dataset.validate();
-      KILN_CHECK(!dataset.is_fashion_mnist(), ValueError,
-                 "--dataset expects imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE, got '",
-                 spec, "'");
-      out(QString("reading %1").arg(o.dataset));
-      data::DatasetSource source = dataset.source(config.seed);
-      source.index_store = std::make_shared<projects::ProjectIndexStore>(project.path());
-      source.rescan = o.rescan;
-      const data::OpenedDataset d = data::open_dataset(source);
-      out(QString::fromStdString(d.description()));
-      for (const std::string& n : d.notes) out(QString::fromStdString(n));
-      for (const std::string& f : d.skipped) out(QString("skipped %1").arg(QString::fromStdString(f)));
-      const auto k = d.regression ? int64_t{1} : static_cast<int64_t>(d.classes.size());
-      const std::vector<std::string> changes =
-          d.text ? graph::fit_graph_to_text(g, d.text->max_length, d.text->tokenizer->vocab_size(), k)
-                 : graph::fit_graph_to_data(g, d.sample_shape, k);
-      for (const std::string& c : changes) out(QString("fitted to the dataset: %1").arg(QString::fromStdString(c)));
-      // A graph that still cannot take the samples (a CNN given a table's rows) is refused
-      // before the project keeps the fitted graph or the new dataset.
-      const graph::Analysis fitted = graph::analyze(g);
-      if (!fitted.ok()) {
-        const graph::Problem& p = fitted.problems.front();
-        const graph::Node* n = g.find(p.node);
-        throw ValueError("the graph cannot take this dataset's samples " + shape_str(d.sample_shape) + ": " +
-                         (n ? "node '" + n->name + "' (" + n->op + "): " : std::string()) + p.message +
-                         "; choose a template made for this kind of data (--new FILE --template NAME)");
-      }
-      if (!changes.empty()) {
-        const int64_t id = project.save_graph(graph::to_json(g, &project.blobs()), "fitted to " + spec);
-        version = project.latest_graph();
-        KILN_CHECK(version && version->id == id, IoError, o.project.toStdString(), ": the fitted graph was not saved");
-      }
-      DatasetSettings stored = dataset;
-      stored.missing = storedMissing;
-      project.set_setting("dataset", stored.to_json());
-    } catch (const std::exception& e) {
-      err(QString("cannot train %1 on %2: %3").arg(o.project, o.dataset, QString::fromStdString(plain_error(e))));
-      return 1;
-    }
+    if (const int status = useDataset(o, project, g, version, dataset, storedMissing, config.seed, "cannot train " + o.project);
+        status != 0)
+      return status;
   }
   if (o.epochs > 0) config.epochs = o.epochs;
   if (o.lr > 0) config.lr = o.lr;
@@ -416,7 +452,7 @@ int runHeadless(const HeadlessOptions& o) {
       // --new FILE --template T --train: make the project unless it exists, then train it.
       if (!(o.train && QFileInfo::exists(o.newFile))) {
         const int status = createProject(o);
-        if (status != 0 || !o.train) return status;
+        if (status != 0 || !o.train) return status != 0 || o.dataset.isEmpty() ? status : storeDataset(o);
       }
       HeadlessOptions t = o;
       t.project = o.newFile;

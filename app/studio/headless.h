@@ -24,7 +24,9 @@
 //     checkpoint, mid-epoch or not, with the run's own settings; exit status as --train.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
-//     existing FILE is trained as it is: the quickstart's one command).
+//     existing FILE is trained as it is: the quickstart's one command). With --dataset SPEC (and
+//     its options) but without --train, the dataset is stored and the graph fitted to it as
+//     --train would, and nothing is trained.
 #pragma once
 #include <QStringList>
 #include <optional>

@@ -52,7 +52,7 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"template", "Template of --new: fashion_mnist_mlp, fashion_mnist_cnn, residual_cnn, image_folder_cnn, table_mlp, "
                            "text_classifier_lstm, small_transformer_classifier.", "name"});
   p.addOption({"dataset", "With --headless: train on imagefolder:DIR, images:FILE.csv, csv:FILE or text:DIR|FILE (stored in the project; "
-                          "the graph's Input and class scores are fitted to it).", "spec"});
+                          "the graph's Input and class scores are fitted to it; --new FILE without --train stores it and trains nothing).", "spec"});
   p.addOption({"label", "With --dataset csv:FILE: the label column, by name or 0-based index (default: the last).", "column"});
   p.addOption({"skip-rows", "With --dataset csv:FILE: lines to skip before the header or data (default 0; 1 for scikit-learn's tables).", "n"});
   p.addOption({"no-header", "With --dataset csv:FILE: the first row is data; columns are named 0, 1, ..."});

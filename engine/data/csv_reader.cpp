@@ -2,8 +2,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -85,6 +88,16 @@ size_t invalid_utf8_offset(std::string_view s) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+bool parse_number(const std::string& field, double& out) {
+  std::string_view s = field;
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
 }
 
 CsvTable parse_csv(std::string_view text, const CsvOptions& options, const std::string& source) {
@@ -171,6 +184,13 @@ CsvTable parse_csv(std::string_view text, const CsvOptions& options, const std::
     if (blank) continue;
 
     if (!have_header) {
+      // A header of numbers is most likely the first row of data (a file without a header, or a
+      // count line skipped by one line too many): said, not refused, as a column may be named "2024".
+      double v = 0;
+      if (std::all_of(record.begin(), record.end(), [&v](const std::string& f) { return parse_number(f, v); }))
+        t.notes.push_back(detail::str_cat(source, ": every field of the header row (line ", record_line,
+                                          ") is a number: if it is data, read the file with --no-header (in Kiln "
+                                          "Studio, clear the Dataset panel's 'Header row' box)"));
       for (size_t i = 0; i < record.size(); ++i) {
         if (record[i].empty()) record[i] = std::to_string(i);  // an unnamed column (pandas: "Unnamed: i")
         for (size_t j = 0; j < i; ++j)

@@ -26,6 +26,10 @@ struct CsvTable {
   std::vector<std::vector<std::string>> rows;  // every row has columns.size() fields
   std::vector<int64_t> lines;         // lines[i]: the 1-based line of the file where rows[i] starts
   char delimiter = ',';
+  // What was read but may not be meant, one sentence each, for the user to see (kiln dataset
+  // inspect, kiln train, the Studio's Dataset panel): a header row whose every field is a number
+  // ("FILE: every field of the header row (line 2) is a number: if it is data, ...").
+  std::vector<std::string> notes;
 };
 
 // Parses `text` (the whole file). Throws IoError starting "SOURCE:LINE:" for text that is not
@@ -38,6 +42,10 @@ CsvTable parse_csv(std::string_view text, const CsvOptions& options, const std::
 // parses it. IoError naming the path when it is missing, a directory, unreadable, a corrupt
 // gzip stream or larger than 1 GiB uncompressed; then parse_csv's errors.
 CsvTable read_csv(const std::string& path, const CsvOptions& options = {});
+
+// Whether `field` is a finite number as a table's cells are typed (tabular.h): decimal or
+// scientific, a leading '+' allowed, spaces and tabs around it ignored; its value in `out`.
+bool parse_number(const std::string& field, double& out);
 
 // The byte offset of the first byte that is not valid UTF-8 (overlong forms, surrogates and
 // code points above U+10FFFF are invalid, as in RFC 3629), or npos when all of `text` is valid.

@@ -143,6 +143,7 @@ OpenedDataset open_dataset(const DatasetSource& source) {
     for (size_t i = 0; i < d.class_counts.size(); ++i) d.class_counts[i] += test_counts[i];
   }
   const int64_t total = d.train->size() + d.test->size();
+  d.notes = t.notes;
   d.table = std::move(t);
   d.table_config = c;
   take_validation(d, source, total);

@@ -81,7 +81,8 @@ struct OpenedDataset {
   std::vector<int64_t> class_counts;  // samples per class over train, validation and test
   bool regression = false;            // csv with task regression: f32 targets [1], one output
   std::vector<std::string> skipped;   // images: "PATH: REASON" of every file left out
-  std::vector<std::string> notes;     // images: what the index store said (ImageData::notes)
+  std::vector<std::string> notes;     // images: what the index store said (ImageData::notes); tables:
+                                      // the CSV reader's (CsvTable::notes, e.g. a header of numbers)
   std::optional<ImageData> images;    // the image loading's results (run description, summary)
   std::optional<TabularData> table;   // the table's (schema, rows)
   std::optional<TableConfig> table_config;

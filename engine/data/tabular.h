@@ -93,6 +93,7 @@ struct TabularData {
   // OneHotEncoder(handle_unknown='ignore')): {row, column}, an index into the table's rows and one
   // into schema.columns, in encoding order (the training rows, then the test rows).
   std::vector<std::pair<int64_t, int64_t>> unseen_categories;
+  std::vector<std::string> notes;  // the CSV reader's (CsvTable::notes)
 };
 
 // Types the columns, applies the missing-value policy, splits (stratified by class for

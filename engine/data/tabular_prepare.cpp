@@ -18,16 +18,6 @@ std::string where(const CsvTable& t, size_t row, int64_t col) {
                          col + 1, ")");
 }
 
-bool parse_number(const std::string& field, double& out) {
-  std::string_view s = field;
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
-}
-
 // The column `spec` names: a header name first, else a 0-based index (negative from the end).
 int64_t column_of(const CsvTable& t, const std::string& spec, const char* what) {
   const auto n = static_cast<int64_t>(t.columns.size());
@@ -125,6 +115,7 @@ void check_fits(const CsvTable& t, const TabularSchema& s) {
 TabularData prepare_tabular(const CsvTable& t, const TabularOptions& o, const TabularSchema* fitted) {
   TabularData d;
   d.rows = static_cast<int64_t>(t.rows.size());
+  d.notes = t.notes;
   if (fitted) check_fits(t, *fitted);
   TabularSchema s = fitted ? *fitted : infer_schema(t, o);
   const bool fit = fitted == nullptr;

@@ -50,6 +50,13 @@ breast_cancer)
 wine)
   table_run "$sk/wine_data.csv" --skip-rows 1 --no-header --label -1
   check_accuracy 3 13
+  [[ $err != *"note:"* ]] || fail "a note on wine_data.csv read with --no-header: $err"
+  # Without --no-header its first row of numbers is the header: said by inspect and train, not refused.
+  note="$sk/wine_data.csv: every field of the header row (line 2) is a number: if it is data, read the file with --no-header"
+  run 0 dataset inspect "csv:$sk/wine_data.csv" --skip-rows 1
+  contains "$out" "  note: $note (in Kiln Studio, clear the Dataset panel's 'Header row' box)" "inspect without --no-header"
+  run 0 train --dataset "csv:$sk/wine_data.csv" --skip-rows 1 --epochs 1 --device cpu --out "$work/run2"
+  contains "$err" "kiln: note: $note" "train without --no-header"
   ;;
 digits)  # 8 x 8 images as a table of 64 columns, gzip-compressed, no count line
   table_run "$sk/digits.csv.gz" --no-header --label 64

@@ -88,11 +88,36 @@ bad_model)
   run 2 train --model nope
   contains "$err" "nope" "unknown model"; contains "$err" "mlp, cnn" "unknown model"; one_line "$err" "stderr"
   ;;
-bad_device)
-  run 1 train --device tpu:0
-  contains "$err" "kiln: error:" "bad device"; contains "$err" "tpu:0" "bad device"; one_line "$err" "stderr"
-  run 1 train --device cuda:7 --model mlp
-  contains "$err" "cuda:7" "absent device"
+bad_device)  # a malformed or absent --device is a mistake on the command line (exit 2), as in kiln-studio --headless
+  lists_devices() { grep -Eq 'devices found: ([a-z]+:[0-9]+, )*cpu(, |$)' <<<"$err" || fail "$1: no list of the devices found: $err"; }
+  run 2 train --device tpu:0
+  contains "$err" "kiln train: --device tpu:0: unknown device 'tpu:0'" "bad device"
+  lists_devices "bad device"; one_line "$err" "stderr"
+  run 2 train --device cuda:7 --model mlp
+  contains "$err" "kiln train: --device cuda:7: " "absent device"; lists_devices "absent device"
+  # Before the run directory, model file or data are read (those would be exit 1).
+  run 2 train --device cpu:1 --out "$work/none" --resume
+  contains "$err" "kiln train: --device cpu:1: unknown device 'cpu:1'; devices found: " "train --device cpu:1"
+  run 2 eval --model-file "$work/none.safetensors" --device tpu:
+  contains "$err" "kiln eval: --device tpu:: bad device name 'tpu:'" "eval --device tpu:"
+  lists_devices "eval --device tpu:"; one_line "$err" "stderr"
+  run 2 predict --run "$work/none" --input "$work/none.csv" --device gpu
+  contains "$err" "kiln predict: --device gpu: unknown device 'gpu'" "predict --device gpu"
+  lists_devices "predict --device gpu"; one_line "$err" "stderr"
+  run 2 explain --run "$work/none" --image "$work/none.png" --out "$work/x.png" --device cpu:2
+  contains "$err" "kiln explain: --device cpu:2: unknown device 'cpu:2'; devices found: " "explain --device cpu:2"
+  run 2 bench --devices cpu,tpu --steps 1; contains "$err" "kiln bench: --devices: unknown device 'tpu'" "bench --devices tpu"
+  lists_devices "bench --devices tpu"; one_line "$err" "stderr"
+  run 2 bench --graph "$work/none.json" --devices tpu:0
+  contains "$err" "kiln bench: --devices: unknown device 'tpu:0'" "bench --graph --devices tpu:0"
+  lists_devices "bench --graph --devices tpu:0"
+  run 2 analyze --devices cpu:9; contains "$err" "kiln analyze: --devices: unknown device 'cpu:9'" "analyze --devices cpu:9"
+  if "$kiln" --help | grep -q '^  run '; then  # the ONNX commands, when kiln is built with engine/onnx
+    run 2 run "$work/none.onnx" --device tpu:0; contains "$err" "kiln run: --device tpu:0: unknown device" "run --device tpu:0"
+    run 2 onnx-suite "$work" --device tpu:0
+    contains "$err" "kiln onnx-suite: --device tpu:0: unknown device" "onnx-suite --device tpu:0"
+  fi
+  # KILN_DEVICE is not the command line: an engine error (exit 1).
   KILN_DEVICE=nope:3 run 1 devices
   contains "$err" "KILN_DEVICE" "bad KILN_DEVICE"
   ;;
@@ -297,13 +322,13 @@ device_reason)  # a GPU device whose backend is missing gives the registry's rea
     [[ -n $why ]] || continue
     case $family in cuda) shown=CUDA ;; hip) shown=HIP ;; vulkan) shown=Vulkan ;; esac
     devices_out=$out
-    run 1 eval --model-file /nonexistent.safetensors --device "$family:0"
+    run 2 eval --model-file /nonexistent.safetensors --device "$family:0"
     contains "$err" "$shown backend unavailable: $why" "--device $family:0"; one_line "$err" "stderr"
-    run 1 train --device "$family:0" --epochs 1
+    run 2 train --device "$family:0" --epochs 1
     contains "$err" "$shown backend unavailable" "train --device $family:0"
     out=$devices_out checked=$((checked + 1))
   done
-  run 1 train --device cpu:3; contains "$err" "unknown device 'cpu:3'" "absent CPU device"
+  run 2 train --device cpu:3; contains "$err" "unknown device 'cpu:3'" "absent CPU device"
   [[ $checked -gt 0 ]] || { echo "SKIP: every GPU backend is available here"; exit 77; }
   ;;
 *)

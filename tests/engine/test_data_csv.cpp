@@ -107,6 +107,26 @@ TEST(CsvReader, SkipRowsAndNoHeader) {
   EXPECT_EQ(t.lines[0], 2);
 }
 
+// A header row of numbers is most likely data (scikit-learn's wine_data.csv read with --skip-rows 1
+// but without --no-header): a note, not an error; a header of names (or one number among names) none.
+TEST(CsvReader, HeaderOfNumbersIsNoted) {
+  CsvOptions o;
+  o.skip_rows = 1;
+  const CsvTable t = parse("178,13,class_0,class_1,class_2\n14.23,1.71, +2.43,1e2,0\n13.2,1.78,2.14,11.2,0\n", o);
+  EXPECT_EQ(t.columns[2], " +2.43");  // still read as asked
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_EQ(t.notes[0], "t.csv: every field of the header row (line 2) is a number: if it is data, read the file with "
+                        "--no-header (in Kiln Studio, clear the Dataset panel's 'Header row' box)");
+  EXPECT_NE(parse("\n\n1,2\n3,4\n").notes.at(0).find("header row (line 3) is a number"), std::string::npos);
+  EXPECT_TRUE(parse("a,b\n1,2\n").notes.empty());
+  EXPECT_TRUE(parse("year,2024\n1,2\n").notes.empty());
+  EXPECT_TRUE(parse(",1\n1,2\n").notes.empty());  // an unnamed column is no number
+  EXPECT_TRUE(parse("178,13,class_0\n1,2,3\n").notes.empty());
+  CsvOptions none;
+  none.header = false;
+  EXPECT_TRUE(parse("1,2\n3,4\n", none).notes.empty());  // columns "0", "1" are not a header
+}
+
 TEST(CsvReader, GzipFileReadsAsPlain) {
   const std::string text = "a,b\n1,2\n3,4\n";
   const std::string plain = temp_file("plain.csv", text), gz = temp_file("t.csv.gz", gzip_stored(text));

@@ -45,6 +45,26 @@ TEST(DataSource, CsvSplitsShapeAndClasses) {
   fs::remove(file);
 }
 
+// The CSV reader's notes (a header of numbers) reach OpenedDataset::notes, which kiln-studio
+// --headless and the Dataset panel show; a table with a header of names has none.
+TEST(DataSource, CsvReaderNotesArePassedOn) {
+  std::string rows;
+  for (int i = 0; i < 20; ++i) rows += std::to_string(i + 10) + "," + std::to_string(i % 2) + "\n";
+  const std::string file = write_table("numbers.csv", rows), named = write_table("named.csv", "a,y\n" + rows);
+  data::DatasetSource s;
+  s.spec = "csv:" + file;
+  const data::OpenedDataset d = data::open_dataset(s);
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].find(file + ": every field of the header row (line 1) is a number: if it is data, read the file "
+                                   "with --no-header"), 0u) << d.notes[0];
+  ASSERT_TRUE(d.table);
+  EXPECT_EQ(d.table->notes, d.notes);  // kiln train prints the table's
+  s.spec = "csv:" + named;
+  EXPECT_TRUE(data::open_dataset(s).notes.empty());
+  fs::remove(file);
+  fs::remove(named);
+}
+
 TEST(DataSource, BadInputNamesTheFile) {
   std::string one = "a,y\n";
   for (int i = 0; i < 10; ++i) one += std::to_string(i) + ",same\n";

@@ -2,7 +2,8 @@
 // ignored or wrongly refused. An option given twice, --subset on a table, --label on an image
 // folder, --skip-rows without a table, an unknown --device and --new on an existing file are usage
 // errors (exit 2, nothing stored); --skip-rows 0 is accepted; a task set for one table is not
-// carried to another. Tiny generated tables, one epoch.
+// carried to another; --new with --dataset but without --train stores the dataset and fits the
+// graph (it was ignored). Tiny generated tables, one epoch.
 #include <QCryptographicHash>
 #include <QFile>
 #include <QTemporaryDir>
@@ -35,6 +36,20 @@ size_t runCount(const QString& file) { return kiln::projects::Project::open(file
 
 nlohmann::json storedDataset(const QString& file) {
   return nlohmann::json::parse(*kiln::projects::Project::open(file.toStdString()).setting("dataset"));
+}
+
+// The latest graph version's Input shape and the out_features of its last Linear layer: "[5] 2".
+QString inputAndClasses(const QString& file) {
+  const auto version = kiln::projects::Project::open(file.toStdString()).latest_graph();
+  if (!version) return "no graph";
+  const nlohmann::json g = nlohmann::json::parse(version->graph_json);
+  std::string shape = "no Input";
+  int64_t classes = -1;
+  for (const nlohmann::json& n : g.at("nodes")) {
+    if (n.at("op") == "Input") shape = n.at("attrs").at("shape").dump();
+    if (n.at("op") == "Linear") classes = n.at("attrs").at("out_features").get<int64_t>();
+  }
+  return QString("%1 %2").arg(QString::fromStdString(shape)).arg(classes);
 }
 
 QByteArray digest(const QString& file) {
@@ -123,6 +138,47 @@ class TestStudioHeadlessFlags : public QObject {
     auto project = kiln::projects::Project::open(file.toStdString());
     QCOMPARE(project.runs().size(), size_t(3));
     QVERIFY(!project.evaluation(project.runs().back().id)->is_regression());
+  }
+
+  // --new FILE --template T --dataset csv:FILE and the table's options without --train: the
+  // project keeps the dataset and a graph fitted to it, as --train would, and trains nothing.
+  void newWithDatasetStoresItWithoutTraining() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("n.kiln"), plain = dir.filePath("p.kiln"), csv = dir.filePath("five.csv"),
+                  rows = dir.filePath("rows.csv");
+    QByteArray t = "# five features and a label, made by the test\na,b,c,d,e,kind\n", data;
+    for (int i = 0; i < 20; ++i)
+      data += QByteArray::number(i) + ",1,2,3," + QByteArray::number(i % 3) + "," + (i % 2 ? "x" : "y") + "\n";
+    writeFile(csv, t + data);
+    writeFile(rows, data);
+    int code = 0;
+    QString out = studio({"--headless", "--new", file, "--template", "table_mlp", "--dataset", "csv:" + csv, "--skip-rows",
+                          "1", "--label", "kind", "--task", "classification"},
+                         &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains("fitted to the dataset: Input 'features': shape [4] -> [5]"), qPrintable(out));
+    QVERIFY2(out.contains("stored the dataset csv:" + csv + " (classification) in " + file), qPrintable(out));
+    QVERIFY2(!out.contains("samples/s"), qPrintable(out));  // nothing trained
+    QCOMPARE(runCount(file), size_t(0));
+    const nlohmann::json stored = storedDataset(file);
+    QCOMPARE(stored.value("name", ""), std::string("csv"));
+    QCOMPARE(stored.value("path", ""), csv.toStdString());
+    QCOMPARE(stored.value("label", ""), std::string("kind"));
+    QCOMPARE(stored.value("skip_rows", -1), 1);
+    QCOMPARE(stored.value("header", false), true);
+    QCOMPARE(inputAndClasses(file), QString("[5] 2"));
+    // --no-header: the first line is a row (the label is the last column).
+    out = studio({"--headless", "--new", plain, "--template", "table_mlp", "--dataset", "csv:" + rows, "--no-header"}, &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QCOMPARE(storedDataset(plain).value("header", true), false);
+    QCOMPARE(inputAndClasses(plain), QString("[5] 2"));
+    // A table that cannot be read: exit 1 naming it; the project is made, the dataset not stored.
+    const QString bad = dir.filePath("b.kiln");
+    out = studio({"--headless", "--new", bad, "--template", "table_mlp", "--dataset", "csv:" + dir.filePath("none.csv")},
+                 &code);
+    QCOMPARE(code, 1);
+    QVERIFY2(out.contains("cannot fit " + bad + " on csv:" + dir.filePath("none.csv") + ": "), qPrintable(out));
+    QCOMPARE(inputAndClasses(bad), QString("[4] 3"));
   }
 };
 

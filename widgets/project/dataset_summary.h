@@ -29,7 +29,7 @@ struct DatasetSummary {
   std::vector<int64_t> class_counts;   // samples per class (all splits)
   std::vector<int64_t> sample_shape;   // per sample: [C, H, W] or [features]
   QStringList skipped;                 // "PATH: REASON" of every file left out
-  QStringList notes;                   // images: what the index store said (OpenedDataset::notes)
+  QStringList notes;                   // OpenedDataset::notes: the image index store's, the CSV reader's
   QStringList columns;                 // csv: the header's columns (the label's choices)
   QString label;                       // csv: the label column read
   bool regression = false;             // csv: the label is a number predicted (no classes)
