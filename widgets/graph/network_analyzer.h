@@ -3,13 +3,15 @@
 // per-layer table (name, op, output, parameters, multiply-adds per sample, activation memory),
 // the totals (summaryText(), which the main window shows in its status bar), the warnings
 // (engine/graph/footprint.h; activating one emits nodeActivated), and on request the step
-// time measured on each device (engine/graph/step_time.h) in a second table.
+// time measured on each device (engine/graph/step_time.h) in a second table, and the per-layer
+// profile on a chosen device (LayerProfilePanel, at the dock's batch size and type).
 //
 // The table, totals and warnings follow every document change (analysis and estimate are
 // cheap: no tensor is made). The measurement runs on a worker thread (QThread::create): the UI
 // thread only receives each device's row through a queued call, so it never waits on it.
 // cancelMeasurement() is honoured before each step (so within one step's time); destroying
-// the widget cancels and waits for the worker.
+// the widget cancels and waits for the worker. Measuring and profiling exclude each other, and
+// setMeasureAllowed(false) blocks both.
 #pragma once
 #include <QComboBox>
 #include <QLabel>
@@ -28,6 +30,7 @@
 #include "engine/graph/footprint.h"
 #include "engine/graph/step_time.h"
 #include "widgets/graph/graph_document.h"
+#include "widgets/graph/layer_profile_panel.h"
 
 namespace kiln::studio {
 
@@ -59,6 +62,7 @@ class NetworkAnalyzer : public QWidget {
   QTableWidget* timeTable() const { return times_; }
   QPushButton* measureButton() const { return measure_; }
   QPushButton* cancelButton() const { return cancel_; }
+  LayerProfilePanel* profilePanel() const { return profile_; }
   // "421,642 parameters · 4.24 M MACs/sample · training ≈ 49.8 MiB at batch 128", or why
   // there are no figures ("the graph has 2 problems").
   QString summaryText() const { return summary_; }
@@ -72,6 +76,8 @@ class NetworkAnalyzer : public QWidget {
   // optimizer chosen); no-op while measuring, without devices or with graph problems.
   void measure();
   void cancelMeasurement();
+  // Profiles each layer on the profile panel's device(s) at this batch size and type.
+  void profile();
 
  signals:
   void nodeActivated(kiln::graph::NodeId id);
@@ -104,6 +110,7 @@ class NetworkAnalyzer : public QWidget {
   QTableView* layers_;
   QListWidget* warnings_;
   QTableWidget* times_;
+  LayerProfilePanel* profile_;
   QString summary_;
   QStringList shown_;  // what the table and the warning list show (refresh)
   graph::MemoryEstimate memory_;
