@@ -159,6 +159,12 @@ class TestLayerProfile : public QObject {
     QVERIFY(done.wait(120000));
     const NodeId conv1 = nodeNamed(x.graph(), "conv1");
     QVERIFY(x.w.canvas()->nodeHeat(conv1));
+    // A row selects its node (the analyzer's nodeActivated, which the window sends to the canvas).
+    x.w.canvas()->selectNode(nodeNamed(x.graph(), "fc2"));
+    const QAbstractItemModel* m = x.p->table()->model();
+    for (int r = 0; r < m->rowCount(); ++r)
+      if (m->index(r, P::Name).data().toString() == "conv1") emit x.p->table()->activated(m->index(r, P::Total));
+    QCOMPARE(x.w.canvas()->selectedNodes(), QList<NodeId>({conv1}));
     QVERIFY(x.p->clearButton()->isEnabled());
     QTest::mouseClick(x.p->clearButton(), Qt::LeftButton);
     QVERIFY(!x.w.canvas()->nodeHeat(conv1));
@@ -236,6 +242,14 @@ class TestLayerProfile : public QObject {
 
   void blockedWhileTrainingAndWithProblems() {
     Window x;
+    // A run starting cancels a profile that is running.
+    x.p->setSteps(1000000, 0);
+    QSignalSpy done(x.p, &P::profileFinished);
+    x.a->profile();
+    QVERIFY(x.p->isProfiling());
+    x.a->setMeasureAllowed(false, "Training is running: measure the step time after it");
+    QVERIFY(!x.p->cancelButton()->isEnabled());
+    QVERIFY(done.wait(60000));
     x.a->setMeasureAllowed(false, "Training is running: measure the step time after it");
     QVERIFY(!x.p->profileButton()->isEnabled());
     QCOMPARE(x.p->profileButton()->toolTip(), QString("Training is running: measure the step time after it"));

@@ -145,6 +145,10 @@ void NetworkAnalyzer::setDType(const QString& name) {
 void NetworkAnalyzer::setMeasureAllowed(bool allowed, const QString& reason) {
   measureAllowed_ = allowed;
   blockedReason_ = reason;
+  if (!allowed) {  // a run starting: what runs stops after its current step
+    cancelMeasurement();
+    profile_->cancelProfile();
+  }
   updateButtons();
 }
 

@@ -54,7 +54,8 @@ class NetworkAnalyzer : public QWidget {
   // f32, bf16, f16
   void setDType(const QString& name);
   // Measuring while the window trains would compete for the device (and draw initial weights
-  // from the generator a run uses): the main window disables it with the reason shown.
+  // from the generator a run uses): the main window disables it with the reason shown, which
+  // also cancels a measurement or profile that is running.
   void setMeasureAllowed(bool allowed, const QString& reason = {});
 
   QTableView* layerTable() const { return layers_; }
