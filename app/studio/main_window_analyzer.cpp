@@ -1,6 +1,7 @@
 // MainWindow: the Network Analyzer (widgets/graph/network_analyzer.h) — Model > Analyze
 // Network shows its dock, its totals stay in the status bar, its rows and warnings select
-// their node on the canvas. Measuring is disabled while a run trains (updateTrainState).
+// their node on the canvas, its per-layer profile tints the canvas's nodes (GraphCanvas::
+// setNodeHeat). Measuring and profiling are disabled while a run trains (updateTrainState).
 // Model > Compare Devices shows the device comparison dock (main_window_layout.cpp).
 #include <QAction>
 #include <QDockWidget>
@@ -34,6 +35,8 @@ void MainWindow::createModelMenu() {
 
 void MainWindow::connectAnalyzer() {
   connect(analyzer_, &NetworkAnalyzer::nodeActivated, canvas_, &GraphCanvas::selectNode);
+  const LayerProfilePanel* profile = analyzer_->profilePanel();
+  connect(profile, &LayerProfilePanel::heatChanged, canvas_, [this, profile] { canvas_->setNodeHeat(profile->heat()); });
   analyzerStatus_ = new QLabel(analyzer_->summaryText(), this);
   analyzerStatus_->setObjectName("analyzerStatus");
   statusBar()->addPermanentWidget(analyzerStatus_);

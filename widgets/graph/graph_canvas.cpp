@@ -139,6 +139,18 @@ NodeItem* GraphCanvas::nodeItem(graph::NodeId id) const {
   return it == nodes_.end() ? nullptr : it->second;
 }
 
+void GraphCanvas::setNodeHeat(const std::map<graph::NodeId, NodeHeat>& heat) {
+  for (auto& [id, item] : nodes_) {
+    const auto it = heat.find(id);
+    item->setHeat(it == heat.end() ? std::nullopt : std::optional<NodeHeat>(it->second));
+  }
+}
+
+std::optional<NodeHeat> GraphCanvas::nodeHeat(graph::NodeId id) const {
+  const NodeItem* item = nodeItem(id);
+  return item ? item->heat() : std::nullopt;
+}
+
 EdgeItem* GraphCanvas::edgeItem(graph::PortRef to) const {
   auto it = edges_.find(to);
   return it == edges_.end() ? nullptr : it->second;

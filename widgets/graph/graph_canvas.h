@@ -13,6 +13,8 @@
 //     or Space+drag pans, fitAll(); findNode() selects and centres a node by (part of) its
 //     name, in any case, '.', '/' and '_' alike ("layer3.0.conv2" finds layer3_0_conv2_Conv);
 //   - a context menu (delete, copy, paste, auto layout, fit) and port tooltips;
+//   - per-node annotations (setNodeHeat: the Network Analyzer's per-layer profile) tint nodes
+//     and give them a badge until the caller clears them;
 //   - while the document is read-only (GraphDocument::setReadOnly, e.g. during training)
 //     nothing is edited: a note over the canvas says why; select, copy, zoom and pan work.
 // Items are synced to the graph by node id after every change (no rebuild).
@@ -61,6 +63,11 @@ class GraphCanvas : public QGraphicsView {
   double zoom() const { return transform().m11(); }        // 1 = 100%
   // "in0 (input) of add_1: f32[N, 16, 28, 28]": the tooltip of a port.
   QString portToolTip(graph::NodeId node, PortHit port) const;
+  // Annotates each node in `heat` (NodeHeat: tint, badge, tooltip line) and clears every other
+  // node's; an empty map clears all. The caller clears them when they no longer describe the
+  // graph (the analyzer's profile does on an edit); nodes added later have none.
+  void setNodeHeat(const std::map<graph::NodeId, NodeHeat>& heat);
+  std::optional<NodeHeat> nodeHeat(graph::NodeId id) const;  // none when not annotated or no such node
   // The note shown over the canvas while the document is read-only (hidden otherwise).
   QLabel* lockNote() const { return lockNote_; }
 

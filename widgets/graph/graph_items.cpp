@@ -68,8 +68,23 @@ void NodeItem::setState(const graph::Node& node, const graph::NodeInfo* info,
       tip += "<br>out: " + toQString(info_->outputs[i].str());
     tip += "<br>" + badgeText();
   }
-  setToolTip(tip);
+  tip_ = tip;
+  setToolTip(heat_ ? tip_ + "<br>" + heat_->tip.toHtmlEscaped() : tip_);
   update();
+}
+
+void NodeItem::setHeat(const std::optional<NodeHeat>& heat) {
+  if (heat == heat_) return;
+  heat_ = heat;
+  setToolTip(heat_ ? tip_ + "<br>" + heat_->tip.toHtmlEscaped() : tip_);
+  update();
+}
+
+QColor heatColor(double heat) {
+  const double h = std::clamp(heat, 0.0, 1.0);
+  const QColor light(0xff, 0xd8, 0xa0), dark(0xc4, 0x4c, 0x00);
+  auto mix = [h](int a, int b) { return int(std::lround(a + (b - a) * h)); };
+  return QColor(mix(light.red(), dark.red()), mix(light.green(), dark.green()), mix(light.blue(), dark.blue()));
 }
 
 QString NodeItem::badgeText() const {
@@ -143,7 +158,15 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   if (isSelected()) border = QColor(0x4f, 0xa3, 0xff);
   p->setPen(QPen(border, isSelected() || error ? 2.5 : 1.2));
   const bool muted = frozen() && !error;
-  p->setBrush(error ? QColor(0x4a, 0x28, 0x2a) : muted ? QColor(0x22, 0x24, 0x28) : QColor(0x2b, 0x2f, 0x36));
+  QColor body = error ? QColor(0x4a, 0x28, 0x2a) : muted ? QColor(0x22, 0x24, 0x28) : QColor(0x2b, 0x2f, 0x36);
+  if (heat_ && !error) {  // from a faint to a strong orange wash; the light text stays readable
+    const double a = 0.12 + 0.63 * std::clamp(heat_->heat, 0.0, 1.0);
+    const QColor o(0xd8, 0x6a, 0x10);
+    body = QColor::fromRgbF(float(body.redF() + (o.redF() - body.redF()) * a),
+                            float(body.greenF() + (o.greenF() - body.greenF()) * a),
+                            float(body.blueF() + (o.blueF() - body.blueF()) * a));
+  }
+  p->setBrush(body);
   if (muted && !isSelected()) p->setPen(QPen(border, 1.2, Qt::DashLine));
   p->drawRoundedRect(r, 6, 6);
   // Header band with the op name.
@@ -172,7 +195,23 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   font.setBold(true);
   p->setFont(font);
   p->setPen(Qt::white);
-  const double opWidth = r.width() - (muted ? 32 : 16);
+  double opWidth = r.width() - (muted ? 32 : 16);
+  if (heat_ && !heat_->badge.isEmpty()) {  // the badge at the header's right end (left of a padlock)
+    QFont small = font;
+    small.setPointSizeF(7.5);
+    const double w = QFontMetricsF(small).horizontalAdvance(heat_->badge) + 10;
+    const QRectF badge(r.right() - (muted ? 28 : 6) - w, r.top() + 3, w, kHeader - 6);
+    p->setPen(Qt::NoPen);
+    const QColor fill = heatColor(heat_->heat);
+    p->setBrush(fill);
+    p->drawRoundedRect(badge, 4, 4);
+    p->setFont(small);
+    p->setPen(fill.lightnessF() > 0.55 ? QColor(0x20, 0x20, 0x20) : Qt::white);
+    p->drawText(badge, Qt::AlignCenter, heat_->badge);
+    p->setFont(font);
+    p->setPen(Qt::white);
+    opWidth -= w + 4;
+  }
   p->drawText(QRectF(r.left() + 8, r.top(), opWidth, kHeader), Qt::AlignVCenter | Qt::AlignLeft,
               elideMiddle(toQString(node_.op), QFontMetricsF(font), opWidth));
   font.setBold(false);

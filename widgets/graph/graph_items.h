@@ -5,6 +5,7 @@
 // node's (x, y) (wider when it has many ports: kPortSpacing apart at least); layers run down the page, so input ports sit on the top edge and
 // output ports on the bottom edge, spread evenly.
 #pragma once
+#include <QColor>
 #include <QGraphicsItem>
 #include <QGraphicsPathItem>
 #include <QGraphicsSimpleTextItem>
@@ -34,6 +35,19 @@ double nodeWidth(const graph::Node&);
 graph::LayoutOptions canvasLayoutOptions();
 // `text` elided in the middle ("layer4.1.co…bn2") to fit `width` pixels of `metrics`.
 QString elideMiddle(const QString& text, const QFontMetricsF& metrics, double width);
+
+// A per-node annotation over the canvas (the Network Analyzer's per-layer profile): `heat` in
+// [0, 1] tints the node's body from its usual grey (0) to orange (1) and fills `badge` ("2.31 ms",
+// drawn at the header's right end) from light to dark orange (heatColor); `tip` is a line added
+// to the node's tooltip.
+struct NodeHeat {
+  double heat = 0;
+  QString badge;
+  QString tip;
+  bool operator==(const NodeHeat&) const = default;
+};
+// The heat scale, light orange (0) to dark orange (1); `heat` is clamped to [0, 1].
+QColor heatColor(double heat);
 
 struct PortHit {
   bool output = false;
@@ -65,6 +79,9 @@ class NodeItem : public QGraphicsItem {
   // A frozen node (Node::trainable false) with parameters: drawn muted with a lock.
   bool frozen() const;
   QList<EdgeItem*>& edges() { return edges_; }
+  // The profile's annotation (none: drawn as usual); repaints only when it differs.
+  void setHeat(const std::optional<NodeHeat>& heat);
+  const std::optional<NodeHeat>& heat() const { return heat_; }
 
   QRectF boundingRect() const override;
   void paint(QPainter*, const QStyleOptionGraphicsItem*, QWidget*) override;
@@ -80,6 +97,8 @@ class NodeItem : public QGraphicsItem {
   std::optional<graph::NodeInfo> info_;
   QStringList problems_;
   QList<EdgeItem*> edges_;
+  std::optional<NodeHeat> heat_;
+  QString tip_;  // the tooltip without the heat's line
 };
 
 class EdgeItem : public QGraphicsPathItem {

@@ -75,6 +75,8 @@ NetworkAnalyzer::NetworkAnalyzer(GraphDocument* document, QWidget* parent)
   times_->setHorizontalHeaderLabels({tr("Device"), tr("Name"), tr("ms/step"), tr("images/s"), tr("Peak memory"), tr("Status")});
   times_->verticalHeader()->hide();
   times_->horizontalHeader()->setStretchLastSection(true);
+  profile_ = new LayerProfilePanel(doc_, this);
+  profile_->setDevices(devices_);
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Batch"), this));
@@ -91,7 +93,9 @@ NetworkAnalyzer::NetworkAnalyzer(GraphDocument* document, QWidget* parent)
   split->addWidget(layers_);
   split->addWidget(warnings_);
   split->addWidget(times_);
+  split->addWidget(profile_);
   split->setStretchFactor(0, 3);
+  split->setStretchFactor(3, 2);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   layout->addLayout(controls);
@@ -113,6 +117,9 @@ NetworkAnalyzer::NetworkAnalyzer(GraphDocument* document, QWidget* parent)
   connect(optimizer_, &QComboBox::currentIndexChanged, this, &NetworkAnalyzer::refresh);
   connect(measure_, &QPushButton::clicked, this, &NetworkAnalyzer::measure);
   connect(cancel_, &QPushButton::clicked, this, &NetworkAnalyzer::cancelMeasurement);
+  connect(profile_, &LayerProfilePanel::profileRequested, this, &NetworkAnalyzer::profile);
+  connect(profile_, &LayerProfilePanel::profilingChanged, this, &NetworkAnalyzer::updateButtons);
+  connect(profile_, &LayerProfilePanel::nodeActivated, this, activateNode);
   refresh();
 }
 
@@ -126,6 +133,7 @@ NetworkAnalyzer::~NetworkAnalyzer() {
 
 void NetworkAnalyzer::setDevices(const std::vector<DeviceInfo>& devices) {
   devices_ = devices;
+  profile_->setDevices(devices);
   refresh();
 }
 
@@ -137,6 +145,10 @@ void NetworkAnalyzer::setDType(const QString& name) {
 void NetworkAnalyzer::setMeasureAllowed(bool allowed, const QString& reason) {
   measureAllowed_ = allowed;
   blockedReason_ = reason;
+  if (!allowed) {  // a run starting: what runs stops after its current step
+    cancelMeasurement();
+    profile_->cancelProfile();
+  }
   updateButtons();
 }
 
@@ -242,15 +254,24 @@ void NetworkAnalyzer::updateSummary() {
 
 void NetworkAnalyzer::updateButtons() {
   const bool ok = doc_->analysis().ok() && !devices_.empty();
-  measure_->setEnabled(!worker_ && ok && measureAllowed_);
+  measure_->setEnabled(!worker_ && ok && measureAllowed_ && !profile_->isProfiling());
   measure_->setToolTip(!measureAllowed_ ? blockedReason_
                        : !ok ? tr("The graph has problems (see Problems) or no device was found")
                              : tr("A few training steps of the graph at this batch size on each device, on a worker thread"));
   cancel_->setEnabled(worker_ != nullptr && !cancelled_);
+  profile_->setBlocked(!measureAllowed_ ? blockedReason_
+                       : !doc_->analysis().ok() ? tr("The graph has problems (see Problems)")
+                       : worker_               ? tr("The step time is being measured")
+                                               : QString());
+}
+
+void NetworkAnalyzer::profile() {
+  if (worker_ || !doc_->analysis().ok() || !measureAllowed_) return;
+  profile_->profile(batch_->value(), dtype_->currentText());
 }
 
 void NetworkAnalyzer::measure() {
-  if (worker_ || !doc_->analysis().ok() || devices_.empty() || !measureAllowed_) return;
+  if (worker_ || !doc_->analysis().ok() || devices_.empty() || !measureAllowed_ || profile_->isProfiling()) return;
   times_->setRowCount(0);
   cancelled_ = false;
   graph::StepTimeOptions o;

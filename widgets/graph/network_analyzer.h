@@ -3,13 +3,15 @@
 // per-layer table (name, op, output, parameters, multiply-adds per sample, activation memory),
 // the totals (summaryText(), which the main window shows in its status bar), the warnings
 // (engine/graph/footprint.h; activating one emits nodeActivated), and on request the step
-// time measured on each device (engine/graph/step_time.h) in a second table.
+// time measured on each device (engine/graph/step_time.h) in a second table, and the per-layer
+// profile on a chosen device (LayerProfilePanel, at the dock's batch size and type).
 //
 // The table, totals and warnings follow every document change (analysis and estimate are
 // cheap: no tensor is made). The measurement runs on a worker thread (QThread::create): the UI
 // thread only receives each device's row through a queued call, so it never waits on it.
 // cancelMeasurement() is honoured before each step (so within one step's time); destroying
-// the widget cancels and waits for the worker.
+// the widget cancels and waits for the worker. Measuring and profiling exclude each other, and
+// setMeasureAllowed(false) blocks both.
 #pragma once
 #include <QComboBox>
 #include <QLabel>
@@ -28,6 +30,7 @@
 #include "engine/graph/footprint.h"
 #include "engine/graph/step_time.h"
 #include "widgets/graph/graph_document.h"
+#include "widgets/graph/layer_profile_panel.h"
 
 namespace kiln::studio {
 
@@ -51,7 +54,8 @@ class NetworkAnalyzer : public QWidget {
   // f32, bf16, f16
   void setDType(const QString& name);
   // Measuring while the window trains would compete for the device (and draw initial weights
-  // from the generator a run uses): the main window disables it with the reason shown.
+  // from the generator a run uses): the main window disables it with the reason shown, which
+  // also cancels a measurement or profile that is running.
   void setMeasureAllowed(bool allowed, const QString& reason = {});
 
   QTableView* layerTable() const { return layers_; }
@@ -59,6 +63,7 @@ class NetworkAnalyzer : public QWidget {
   QTableWidget* timeTable() const { return times_; }
   QPushButton* measureButton() const { return measure_; }
   QPushButton* cancelButton() const { return cancel_; }
+  LayerProfilePanel* profilePanel() const { return profile_; }
   // "421,642 parameters · 4.24 M MACs/sample · training ≈ 49.8 MiB at batch 128", or why
   // there are no figures ("the graph has 2 problems").
   QString summaryText() const { return summary_; }
@@ -72,6 +77,8 @@ class NetworkAnalyzer : public QWidget {
   // optimizer chosen); no-op while measuring, without devices or with graph problems.
   void measure();
   void cancelMeasurement();
+  // Profiles each layer on the profile panel's device(s) at this batch size and type.
+  void profile();
 
  signals:
   void nodeActivated(kiln::graph::NodeId id);
@@ -104,6 +111,7 @@ class NetworkAnalyzer : public QWidget {
   QTableView* layers_;
   QListWidget* warnings_;
   QTableWidget* times_;
+  LayerProfilePanel* profile_;
   QString summary_;
   QStringList shown_;  // what the table and the warning list show (refresh)
   graph::MemoryEstimate memory_;
