@@ -90,8 +90,7 @@ TEST(LayerProfile, CnnTemplateOnCpuHasEveryNode) {
   EXPECT_GT(p.profiled_step_ms, 0);
   EXPECT_GE(p.loss_forward_ms, 0);
   EXPECT_GE(p.loss_backward_ms, 0);
-  // The profiled step contains every timed region.
-  EXPECT_GE(p.profiled_step_ms, sum);
+  // (The sum of per-layer medians can exceed the median profiled step: no timing is compared.)
   EXPECT_GE(p.outside_ms, 0);
 }
 
