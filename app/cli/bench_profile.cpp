@@ -33,7 +33,7 @@ int bench_profile(const Args& args) {
     args.fail("--device " + device_flag + ": " + e.what());
   }
 
-  std::printf("kiln bench --profile: %s on %s, batch %lld, %s, medians of %d steps after %d warm-up steps\n",
+  std::printf("kiln bench --profile: %s on %s, batch %lld, %s, interquartile means of %d steps after %d warm-up steps\n",
               source.c_str(), device.str().c_str(), static_cast<long long>(o.batch), o.precision.c_str(), o.steps,
               o.warmup);
   std::fflush(stdout);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/autograd/backward.h"
 #include "engine/core/autocast.h"
@@ -25,11 +27,17 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-double median(std::vector<double> v) {
+// The middle half of n ranked items: [n / 4, n - n / 4), never empty for n >= 1.
+std::pair<size_t, size_t> middle_half(size_t n) { return {n / 4, n - n / 4}; }
+
+// The interquartile mean of v (the mean of its middle half once sorted), 0 when empty.
+double interquartile_mean(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  const auto [lo, hi] = middle_half(v.size());
+  double sum = 0;
+  for (size_t i = lo; i < hi; ++i) sum += v[i];
+  return sum / static_cast<double>(hi - lo);
 }
 
 // Claims for graph node `owner` every autograd node reachable from `outputs` that no earlier
@@ -200,30 +208,37 @@ LayerProfile profile_layers(const Graph& g, const std::string& device_name, cons
   r.steps = static_cast<int>(samples.size());
   r.cancelled = r.steps < o.steps;
 
-  auto med = [&](auto field) {
-    std::vector<double> v;
-    for (const StepSample& s : samples) v.push_back(field(s));
-    return median(v);
+  // The middle half of the profiled steps ranked by their total (Note [Per-layer timing]).
+  std::vector<const StepSample*> kept;
+  for (const StepSample& s : samples) kept.push_back(&s);
+  std::sort(kept.begin(), kept.end(), [](const StepSample* a, const StepSample* b) { return a->total < b->total; });
+  const auto [lo, hi] = middle_half(kept.size());
+  kept = std::vector<const StepSample*>(kept.begin() + static_cast<std::ptrdiff_t>(lo),
+                                        kept.begin() + static_cast<std::ptrdiff_t>(hi));
+  auto mean = [&](auto field) {
+    double sum = 0;
+    for (const StepSample* s : kept) sum += field(*s);
+    return kept.empty() ? 0 : sum / static_cast<double>(kept.size());
   };
   for (size_t k = 0; k < count; ++k) {
     LayerTime& l = r.layers[k];
-    l.forward_ms = med([k](const StepSample& s) { return s.forward[k]; });
-    l.backward_ms = med([k](const StepSample& s) { return s.backward[k]; });
+    l.forward_ms = mean([k](const StepSample& s) { return s.forward[k]; });
+    l.backward_ms = mean([k](const StepSample& s) { return s.backward[k]; });
     for (const StepSample& s : samples) l.has_backward = l.has_backward || s.has_backward[k];
     if (!samples.empty()) {
       l.output_bytes = samples.back().output_bytes[k];
       l.forward_alloc_bytes = samples.back().alloc[k];
     }
   }
-  r.loss_forward_ms = med([](const StepSample& s) { return s.loss_forward; });
-  r.loss_backward_ms = med([](const StepSample& s) { return s.loss_backward; });
-  r.profiled_step_ms = med([](const StepSample& s) { return s.total; });
-  r.outside_ms = med([](const StepSample& s) {
+  r.loss_forward_ms = mean([](const StepSample& s) { return s.loss_forward; });
+  r.loss_backward_ms = mean([](const StepSample& s) { return s.loss_backward; });
+  r.profiled_step_ms = mean([](const StepSample& s) { return s.total; });
+  r.outside_ms = mean([](const StepSample& s) {
     double timed = s.loss_forward + s.loss_backward;
     for (size_t k = 0; k < s.forward.size(); ++k) timed += s.forward[k] + s.backward[k];
     return s.total - timed;
   });
-  r.step_ms = median(plain);
+  r.step_ms = interquartile_mean(plain);
   const MemoryStats mem = backend->memory_stats();
   if (mem.tracked) r.peak_bytes = mem.peak_allocated;
   return r;

@@ -21,10 +21,14 @@
 // without CUDA-graph capture or fusion (eager, synchronized only at its ends), not with the
 // captured, fused step kiln train runs; the CPU runs its kernels synchronously and pays almost
 // nothing for the syncs.
-// Figures are medians over the steps, per layer; their sum (layer_sum_ms) is not the median of
-// the steps' sums: on a busy machine, where each node's time has its own right-skewed noise, the
-// sum of the medians comes out below the median step. outside_ms, taken within each step, says
-// how much of a profiled step no figure covers (about 0.1 ms for the CNN template on the CPU).
+// Figures are interquartile means: the profiled steps are ranked by their total time and the
+// middle half kept (a step that a busy machine preempted, or a cold cache slowed, is dropped
+// whole), and each figure is its mean over the kept steps. Means of the same steps add up: the
+// per-layer sum plus the loss and outside_ms is exactly profiled_step_ms, so the rows explain the
+// profiled step. (Per-node medians, the statistic before, do not: each node has its own
+// right-skewed noise, and their sum came out 10-17% below the median step on a busy 2-core CPU.)
+// step_ms is the interquartile mean of the unprofiled steps, so layer_sum_ms / step_ms measures
+// what profiling adds (the syncs) plus the noise between the two kinds of step.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -39,15 +43,15 @@ namespace kiln::graph {
 struct ProfileOptions {
   int64_t batch = 32;             // samples per step, >= 1
   std::string precision = "f32";  // f32, bf16 or f16 (autocast as kiln train --precision)
-  int steps = 10;                 // timed steps, >= 1; figures are medians over them
+  int steps = 10;                 // timed steps, >= 1; figures are interquartile means (see the Note)
   int warmup = 2;                 // untimed steps first (plans, caches, allocator), >= 0
 };
 
 struct LayerTime {
   NodeId node = -1;
   std::string name, op;   // the graph node's name and op
-  double forward_ms = 0;  // median over the timed steps of the node's forward, milliseconds
-  double backward_ms = 0; // median over the timed steps of its autograd nodes' backward work, ms
+  double forward_ms = 0;  // the node's forward, milliseconds (an interquartile mean, see the Note)
+  double backward_ms = 0; // its autograd nodes' backward work, ms (likewise)
   bool has_backward = false;    // some backward work was attributed to the node
   bool has_parameters = false;  // the node has parameters that require grad
   uint64_t output_bytes = 0;    // bytes of the node's outputs (numel * dtype size, all ports)
@@ -66,20 +70,20 @@ struct LayerProfile {
   int steps = 0;   // timed steps completed (< options.steps when cancelled)
   bool cancelled = false;
   std::vector<LayerTime> layers;  // every node but Input and Output, in topological order
-  double loss_forward_ms = 0;     // median ms of the loss after the last node (see the Note)
-  double loss_backward_ms = 0;    // median ms of the backward work of no graph node
-  double profiled_step_ms = 0;    // median ms of a whole step with profiling on
-  double step_ms = 0;             // median ms of the same step with profiling off (see the Note)
-  // Median over the timed steps of a profiled step's ms outside every timed region (the
-  // profiler's bookkeeping, the backward pass's ordering): what no row or loss figure explains.
-  // Unlike the sum of per-layer medians, it is measured within each step, so when it is small
-  // and layer_sum_ms is far from profiled_step_ms, the difference is noise between the steps.
+  // All ms, interquartile means (see the Note).
+  double loss_forward_ms = 0;     // the loss after the last node
+  double loss_backward_ms = 0;    // the backward work of no graph node
+  double profiled_step_ms = 0;    // a whole step with profiling on
+  double step_ms = 0;             // the same step with profiling off (its own steps' interquartile mean)
+  // A profiled step's time outside every timed region (the profiler's bookkeeping, the backward
+  // pass's ordering): what no row or loss figure explains. layer_sum_ms + loss_forward_ms +
+  // loss_backward_ms + outside_ms == profiled_step_ms (up to rounding).
   double outside_ms = 0;
   // The backend's peak of bytes held by tensors since the process started (MemoryStats::
   // peak_allocated); nullopt when the backend cannot tell.
   std::optional<uint64_t> peak_bytes;
 
-  // Sum over layers of forward_ms + backward_ms (the per-layer medians added up), ms.
+  // Sum over layers of forward_ms + backward_ms, ms.
   double layer_sum_ms() const;
   // A layer's share of the per-layer sum, percent: 100 * layer.total_ms() / layer_sum_ms()
   // (0 when the sum is 0), so the shares add up to 100.
@@ -90,8 +94,8 @@ struct LayerProfile {
 // says, with `options.warmup` untimed then `options.steps` timed steps, a profiled step and an
 // unprofiled one alternating so that both see the same machine. Parameters are drawn from
 // default_generator(), inputs and labels from Generator(1) (random_inputs, StepLoss) on the CPU.
-// `cancelled` (may be empty) is asked before each step; once true, the figures are medians of
-// the steps completed. Throws ValueError for batch < 1, steps < 1 or warmup < 0, an unknown
+// `cancelled` (may be empty) is asked before each step; once true, the figures are those of the
+// steps completed. Throws ValueError for batch < 1, steps < 1 or warmup < 0, an unknown
 // precision or one the device does not run, a graph that cannot run (GraphModule's message
 // naming the nodes) or an input with a symbolic dimension besides N; DeviceError (or ValueError
 // for a malformed name) for an unknown device; the backend's errors (out of memory) as they come.

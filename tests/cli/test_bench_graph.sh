@@ -127,7 +127,7 @@ profile)
   cnn="$here/../../projects/templates/fashion_mnist_cnn.json"
   run 0 bench --graph "$cnn" --profile --device cpu --batch-size 4 --steps 2 --warmup 1 --json "$work/p.json"
   echo "$out"
-  contains "$out" "kiln bench --profile: $cnn on cpu, batch 4, f32, medians of 2 steps after 1 warm-up steps" "the header"
+  contains "$out" "kiln bench --profile: $cnn on cpu, batch 4, f32, interquartile means of 2 steps after 1 warm-up steps" "the header"
   grep -Eq '^per-layer sum [0-9.]+ ms = [0-9]+% of the step [0-9.]+ ms ' <<<"$out" || fail "no per-layer sum line"
   /usr/bin/python3 - "$work/p.json" "$cnn" "$work/out" <<'PY' || fail "the table / JSON do not hold the expected figures (above)"
 import json, re, sys

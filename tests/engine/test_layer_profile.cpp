@@ -90,8 +90,10 @@ TEST(LayerProfile, CnnTemplateOnCpuHasEveryNode) {
   EXPECT_GT(p.profiled_step_ms, 0);
   EXPECT_GE(p.loss_forward_ms, 0);
   EXPECT_GE(p.loss_backward_ms, 0);
-  // (The sum of per-layer medians can exceed the median profiled step: no timing is compared.)
   EXPECT_GE(p.outside_ms, 0);
+  // Means over the same kept steps add up: the rows, the loss and the untimed rest are the step.
+  EXPECT_NEAR(p.layer_sum_ms() + p.loss_forward_ms + p.loss_backward_ms + p.outside_ms, p.profiled_step_ms,
+              1e-9 * p.profiled_step_ms);
 }
 
 TEST(LayerProfile, BackwardGoesToTheNodesThatRecordedIt) {

@@ -97,7 +97,7 @@ class TestLayerProfile : public QObject {
     QCOMPARE(want.size(), size_t(10));
     QCOMPARE(tableNodes(*x.p), want);
     QVERIFY2(x.p->summaryText().startsWith("per-layer sum ") && x.p->summaryText().contains("% of the step ") &&
-                 x.p->summaryText().contains(" ms on cpu (batch 8, f32, medians of 2 step(s))"),
+                 x.p->summaryText().contains(" ms on cpu (batch 8, f32, interquartile means of 2 step(s))"),
              qPrintable(x.p->summaryText()));
     QVERIFY(x.p->table()->isColumnHidden(P::Ratio));  // no second device
     // Shares add up to 100; conv layers have a backward time.

@@ -34,14 +34,14 @@ QString ratioText(double ratio, const QString& other) {
                     : QObject::tr("%1× slower on %2").arg(QString::number(1 / ratio, 'f', 1), other);
 }
 
-// "per-layer sum 4.92 ms = 93% of the step 5.31 ms on cpu (batch 32, f32, medians of 10 steps)".
+// "per-layer sum 4.92 ms = 93% of the step 5.31 ms on cpu (batch 32, f32, interquartile means of 10 steps)".
 QString sumLine(const graph::LayerProfile& p) {
   const double sum = p.layer_sum_ms();
   QString line = QObject::tr("per-layer sum %1 ms = %2% of the step %3 ms on %4")
                      .arg(QString::number(sum, 'f', 2))
                      .arg(p.step_ms > 0 ? QString::number(100.0 * sum / p.step_ms, 'f', 0) : QString("?"))
                      .arg(QString::number(p.step_ms, 'f', 2), q(p.device));
-  line += QObject::tr(" (batch %1, %2, medians of %n step(s))", nullptr, p.steps).arg(p.batch).arg(q(p.precision));
+  line += QObject::tr(" (batch %1, %2, interquartile means of %n step(s))", nullptr, p.steps).arg(p.batch).arg(q(p.precision));
   if (p.cancelled) line += QObject::tr("; cancelled");
   return line;
 }
