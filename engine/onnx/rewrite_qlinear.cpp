@@ -262,8 +262,9 @@ class FuseQLinear : public OnnxPass {
       Plan p;
       std::string why = quant::int8_supported(Device()) ? "" : "the CPU has no int8 kernels";
       if (why.empty()) why = conv ? plan_conv(g, n, p) : plan_matmul(g, n, p);
-      if (!why.empty()) {
-        ctx.log.push_back("FuseQLinear: left '" + n.name + "' in float: " + why);
+      if (!why.empty()) {  // once, though the runner repeats the passes while another one changes the graph
+        const std::string line = "FuseQLinear: left '" + n.name + "' in float: " + why;
+        if (std::find(ctx.log.begin(), ctx.log.end(), line) == ctx.log.end()) ctx.log.push_back(line);
         continue;
       }
       const std::string w8 = fresh_name(g, input_name(n, 3) + ".int8");
