@@ -133,6 +133,7 @@ const OpTable& onnx_ops() {
     register_spectral_ops(t);
     register_text_ops(t);
     register_fused_ops(t);
+    register_qlinear_fused_ops(t);
     return t;
   }();
   return table;

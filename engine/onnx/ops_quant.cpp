@@ -113,26 +113,37 @@ std::vector<Tensor> conv_integer_op(OpContext& c) {
   return {conv_f64(c, x, w, Tensor()).to(DType::i32)};
 }
 
+// y's zero point decides its type: UINT8 or INT8 (the spec's T3), else the node fails naming it.
+DType quantized_output_type(const OpContext& c, const Tensor& y_zero_point) {
+  if (y_zero_point.dtype() != DType::u8 && y_zero_point.dtype() != DType::i8)
+    c.fail(std::string("y_zero_point must be UINT8 or INT8, got ") + dtype_name(y_zero_point.dtype()));
+  return y_zero_point.dtype();
+}
+
+// a's and y's scale and zero point per tensor or per row ([M]), b's per tensor or per column ([N])
+// (QLinearMatMul-10).
 std::vector<Tensor> qlinear_matmul_op(OpContext& c) {
-  Tensor a = sub(c.input(0).to(DType::f64), c.input(2).to(DType::f64).reshape({}));
-  Tensor b = sub(c.input(3).to(DType::f64), c.input(5).to(DType::f64).reshape({}));
-  double as = c.scalar_input(1), bs = c.scalar_input(4), ys = c.scalar_input(6);
-  DType out = c.input(7).dtype();
-  Tensor y = mul(matmul(a, b), scalar(as * bs / ys, DType::f64, a.device()));
-  return {saturate(add(round(y), c.input(7).to(DType::f64).reshape({})), out)};
+  auto row = [](const Tensor& p) { return (p.numel() == 1 ? p.reshape({}) : p.reshape({-1, 1})).to(DType::f64); };
+  auto col = [](const Tensor& p) { return (p.numel() == 1 ? p.reshape({}) : p.reshape({-1})).to(DType::f64); };
+  Tensor a = sub(c.input(0).to(DType::f64), row(zero_point_of(c, c.input(0), c.input(2))));
+  Tensor b = sub(c.input(3).to(DType::f64), col(zero_point_of(c, c.input(3), c.input(5))));
+  DType out = quantized_output_type(c, c.input(7));
+  Tensor y = mul(matmul(a, b), div(mul(row(c.input(1)), col(c.input(4))), row(c.input(6))));
+  return {saturate(add(round(y), row(c.input(7))), out)};
 }
 
 std::vector<Tensor> qlinear_conv_op(OpContext& c) {
-  Tensor x = sub(c.input(0).to(DType::f64), c.input(2).to(DType::f64).reshape({}));
+  const DType out = quantized_output_type(c, c.input(7));
+  Tensor x = sub(c.input(0).to(DType::f64), zero_point_of(c, c.input(0), c.input(2)).to(DType::f64).reshape({}));
   const Tensor& wq = c.input(3);
-  Tensor w = sub(wq.to(DType::f64), per_axis(c, c.input(5).to(DType::f64), wq.shape(), 0));
+  Tensor w = sub(wq.to(DType::f64), per_axis(c, zero_point_of(c, wq, c.input(5)).to(DType::f64), wq.shape(), 0));
   Tensor bias = c.has_input(8) ? c.input(8).to(DType::f64) : Tensor();
   Tensor acc = conv_f64(c, x, w, bias);  // [N, M, ...]
   Tensor ws = c.input(4).to(DType::f64);
   Tensor scale = ws.numel() == 1 ? ws.reshape({}) : per_axis(c, ws, acc.shape(), 1);
   Tensor y = mul(acc, div(mul(scale, scalar(c.scalar_input(1), DType::f64, x.device())),
                           scalar(c.scalar_input(6), DType::f64, x.device())));
-  return {saturate(add(round(y), c.input(7).to(DType::f64).reshape({})), c.input(7).dtype())};
+  return {saturate(add(round(y), c.input(7).to(DType::f64).reshape({})), out)};
 }
 
 // HannWindow, HammingWindow, BlackmanWindow (opset 17): generalized cosine windows

@@ -39,7 +39,7 @@ std::vector<std::string> OnnxPassRunner::run(Graph& graph, int max_rounds) const
 
 OnnxPassRunner inference_passes() {
   OnnxPassRunner r;
-  r.add(make_fuse_qdq()).add(make_fuse_gelu()).add(make_fuse_silu());
+  r.add(make_fuse_qdq()).add(make_fuse_qlinear()).add(make_fuse_gelu()).add(make_fuse_silu());
   return r;
 }
 

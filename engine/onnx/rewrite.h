@@ -54,12 +54,15 @@ class OnnxPassRunner {
   std::vector<std::unique_ptr<OnnxPass>> passes_;
 };
 
-// The inference passes in their order: FuseQdq (rewrite_qdq.cpp), FuseGelu, FuseSiLU
-// (rewrite_activations.cpp).
+// The inference passes in their order: FuseQdq (rewrite_qdq.cpp), FuseQLinear
+// (rewrite_qlinear.cpp), FuseGelu, FuseSiLU (rewrite_activations.cpp).
 OnnxPassRunner inference_passes();
 // A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) -> kiln.fused.QConv / QGemm on the
 // int8 kernels (rewrite_qdq.cpp says the pattern).
 std::unique_ptr<OnnxPass> make_fuse_qdq();
+// A QOperator model's QLinearConv / QLinearMatMul with constant weights -> kiln.fused.QLinearConv /
+// QLinearMatMul on the int8 kernels, u8 or s8 in and out (rewrite_qlinear.cpp says which).
+std::unique_ptr<OnnxPass> make_fuse_qlinear();
 std::unique_ptr<OnnxPass> make_fuse_silu();  // Mul(x, Sigmoid(x)) -> kiln.fused.SiLU(x)
 // Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) and its operand orders (torch.onnx's export of
 // F.gelu, approximate "none") -> kiln.fused.Gelu(x).
