@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
-#include <tuple>
 
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
@@ -18,6 +17,7 @@
 #include "engine/graph/analysis.h"
 #include "engine/graph/fit_data.h"
 #include "engine/graph/json.h"
+#include "engine/train/checkpoint_every.h"
 #include "projects/index_store.h"
 #include <limits>
 #include "widgets/training/training_panel.h"
@@ -56,15 +56,6 @@ QString deviceProblem(const QString& name) {
     }
     return QString("--device %1: %2").arg(name, QString::fromStdString(why));
   }
-}
-
-// --checkpoint-every N|Nm as `kiln train` reads it: N optimizer steps, or N minutes; nullopt when malformed.
-std::optional<std::pair<int64_t, double>> checkpointEvery(const QString& text) {
-  const bool minutes = text.endsWith('m');
-  bool ok = false;
-  const double n = (minutes ? text.chopped(1) : text).toDouble(&ok);
-  if (!ok || !(n >= 0) || n > 1e6 || (!minutes && n != std::floor(n))) return std::nullopt;
-  return minutes ? std::pair<int64_t, double>{0, n} : std::pair<int64_t, double>{static_cast<int64_t>(n), n == 0 ? 0 : 10};
 }
 
 // The options' own values checked before a project is opened: "" or what is wrong.
@@ -107,10 +98,8 @@ QString usageProblem(const HeadlessOptions& o) {
     return {};
   }
   if (o.run > 0 && !o.resume) return "--run N needs --resume: it names the run to continue";
-  if (o.checkpointEvery && !checkpointEvery(*o.checkpointEvery))
-    return QString("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
-                   "0: at epoch ends only; got '%1'")
-        .arg(*o.checkpointEvery);
+  if (o.checkpointEvery && !kiln::train::parse_checkpoint_every(o.checkpointEvery->toStdString()))
+    return QString::fromStdString(kiln::train::checkpoint_every_problem(o.checkpointEvery->toStdString()));
   if (o.resume) {
     // A run continues with its own settings (the same order and draws): nothing to override.
     QStringList given;
@@ -302,8 +291,10 @@ int train(const HeadlessOptions& o) {
   if (o.lr > 0) config.lr = o.lr;
   if (o.batchSize > 0) config.batch_size = o.batchSize;
   if (!o.device.isEmpty()) config.device = o.device.toStdString();
-  if (const auto every = o.checkpointEvery ? checkpointEvery(*o.checkpointEvery) : std::nullopt)
-    std::tie(config.checkpoint_steps, config.checkpoint_minutes) = *every;
+  if (const auto every = o.checkpointEvery ? kiln::train::parse_checkpoint_every(o.checkpointEvery->toStdString()) : std::nullopt) {
+    config.checkpoint_steps = every->steps;
+    config.checkpoint_minutes = every->minutes;
+  }
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
   const int64_t versionId = version->id;
   return runSession(o, versionId, "cannot train " + o.project, [&](TrainingSession& session, QString* error) {

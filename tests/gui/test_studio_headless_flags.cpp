@@ -91,6 +91,12 @@ class TestStudioHeadlessFlags : public QObject {
         {train + QStringList{"--dataset", "csv:" + csv, "--device", "nodev"},
          "--device nodev: unknown device 'nodev': expected cpu, vulkan[:N], cuda[:N] or hip[:N]; devices found: cpu"},
         {train + QStringList{"--device", "cuda:99"}, "--device cuda:99: "},
+        {train + QStringList{"--checkpoint-every", "5x"},
+         "--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+         "0: at epoch ends only; got '5x'"},
+        {train + QStringList{"--checkpoint-every", "-1"}, "--checkpoint-every expects N (optimizer steps, a whole number) or Nm"},
+        {train + QStringList{"--checkpoint-every", "1.5"}, "got '1.5'"},
+        {train + QStringList{"--checkpoint-every", ""}, "got ''"},
         {{"--headless", "--new", file, "--template", "table_mlp"},
          file + " exists; open it without --new (--project " + file + " --train), or remove it"},
     };
