@@ -17,6 +17,7 @@
 #include "app/cli/device_list.h"
 #include "app/cli/datasets.h"
 #include "app/cli/image_data.h"
+#include "app/cli/interrupt.h"
 #include "app/cli/progress.h"
 #include "app/cli/run_files.h"
 #include "app/cli/table_data.h"
@@ -37,6 +38,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/factory.h"
+#include "engine/train/evaluate.h"
 #include "engine/train/reference_models.h"
 #include "engine/train/trainer.h"
 
@@ -214,6 +216,9 @@ int train_command(const std::vector<std::string>& argv) {
                static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
                resume_text.c_str());
 
+  // Ctrl-C from here to the end: run_fit's own guard turns it into Trainer::cancel(); this one
+  // stops the test pass after the last epoch (exit 130 too), so that no Ctrl-C goes unheard.
+  InterruptGuard interrupt;
   ProgressBar progress(c.epochs);
   FitResult fit = run_fit(trainer, *loaders.train, loaders.validation.get(), c.threads, progress, metrics);
   if (fit.cancelled) {
@@ -231,17 +236,31 @@ int train_command(const std::vector<std::string>& argv) {
 
   if (device.type == DeviceType::cuda || device.type == DeviceType::hip)  // the backends that record graphs
     std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
-  std::fprintf(stderr, "evaluating on %lld test samples ...\n",
-               static_cast<long long>(loaders.test->dataset().size()));
-  train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
-
+  // The weights are saved before the test pass, so that a Ctrl-C in it loses nothing of the training.
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
   if (image) metadata[kImagesMetadataKey] = kRunImagesFile;
   if (text_data) metadata[kTextMetadataKey] = kRunTextFile;
   if (net) metadata[kGraphMetadataKey] = kRunGraphFile;  // `kiln eval` rebuilds the network from it
   if (!c.classes.empty()) metadata[data::kClassesMetadataKey] = data::classes_str(classes);  // `kiln eval` keeps the same classes
-  io::save_safetensors((out / "model.safetensors").string(), model->state_dict(), metadata);
+  const std::filesystem::path weights = out / "model.safetensors";
+  io::save_safetensors(weights.string(), model->state_dict(), metadata);
+
+  std::fprintf(stderr, "evaluating on %lld test samples ... (Ctrl-C stops)\n",
+               static_cast<long long>(loaders.test->dataset().size()));
+  train::EvaluateOptions test_options = trainer.evaluate_options();
+  test_options.should_stop = [] { return InterruptGuard::interrupted(); };
+  const train::Evaluation evaluation = train::evaluate(*model, *loaders.test, test_options);
+  if (evaluation.stopped) {
+    std::fprintf(stderr,
+                 "kiln: evaluation interrupted after %lld of %lld test samples; the training is kept: the weights in "
+                 "%s, the checkpoint of epoch %d in %s; evaluate them with kiln eval --model-file %s\n",
+                 static_cast<long long>(evaluation.metrics.count()),
+                 static_cast<long long>(loaders.test->dataset().size()), display_path(weights).c_str(),
+                 trainer.epoch(), display_path(out / "checkpoint").c_str(), display_path(weights).c_str());
+    return kExitInterrupted;
+  }
+  const train::ClassificationMetrics& test = evaluation.metrics;
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =
       seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "app/cli/datasets.h"
 #include "app/cli/text_run.h"
 #include "app/cli/train_transfer.h"
+#include "engine/train/checkpoint_every.h"
 #include "engine/train/reference_models.h"
 
 namespace kiln::cli {
@@ -90,7 +92,8 @@ ArgParser train_parser() {
       "Ctrl-C stops after the current batch (exit status 130) and checkpoints there, so that\n"
       "`--resume` continues with the next batch; a killed run keeps its last checkpoint (of the last\n"
       "finished epoch, or --checkpoint-every's in the middle of one): a checkpoint replaces the\n"
-      "last one atomically.\n\n"
+      "last one atomically. Ctrl-C in the test-set evaluation after the last epoch stops it too (exit\n"
+      "status 130), with the weights already in model.safetensors for `kiln eval`.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
       "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
       "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip\n"
@@ -157,16 +160,10 @@ TrainConfig train_config(const Args& args) {
   c.sampler = args.str("sampler");
   {
     const std::string every = args.str("checkpoint-every");
-    const bool minutes = !every.empty() && every.back() == 'm';
-    const std::string number = minutes ? every.substr(0, every.size() - 1) : every;
-    char* end = nullptr;
-    const double n = number.empty() ? -1 : std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !(n >= 0) || n > 1e12 ||
-        (!minutes && n != static_cast<double>(static_cast<int64_t>(n))))
-      args.fail("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
-                "got '" + every + "'");
-    if (minutes) c.checkpoint_every_minutes = n;
-    else c.checkpoint_every_steps = static_cast<int64_t>(n);
+    const std::optional<train::CheckpointEvery> e = train::parse_checkpoint_every(every);
+    if (!e) args.fail(train::checkpoint_every_problem(every));
+    c.checkpoint_every_steps = e->steps;
+    c.checkpoint_every_minutes = e->minutes;
   }
   if (c.resume && !args.given("out")) args.fail("--resume needs --out DIR (the run to continue)");
   c.out_dir = args.given("out") ? args.str("out") : "";

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
-#include <tuple>
 
 #include "app/studio/templates.h"
 #include "app/studio/training_session.h"
@@ -18,6 +17,7 @@
 #include "engine/graph/analysis.h"
 #include "engine/graph/fit_data.h"
 #include "engine/graph/json.h"
+#include "engine/train/checkpoint_every.h"
 #include "projects/index_store.h"
 #include <limits>
 #include "widgets/training/training_panel.h"
@@ -58,15 +58,6 @@ QString deviceProblem(const QString& name) {
   }
 }
 
-// --checkpoint-every N|Nm as `kiln train` reads it: N optimizer steps, or N minutes; nullopt when malformed.
-std::optional<std::pair<int64_t, double>> checkpointEvery(const QString& text) {
-  const bool minutes = text.endsWith('m');
-  bool ok = false;
-  const double n = (minutes ? text.chopped(1) : text).toDouble(&ok);
-  if (!ok || !(n >= 0) || n > 1e6 || (!minutes && n != std::floor(n))) return std::nullopt;
-  return minutes ? std::pair<int64_t, double>{0, n} : std::pair<int64_t, double>{static_cast<int64_t>(n), n == 0 ? 0 : 10};
-}
-
 // The options' own values checked before a project is opened: "" or what is wrong.
 QString usageProblem(const HeadlessOptions& o) {
   if (!o.task.isEmpty() && o.dataset.isEmpty())
@@ -96,7 +87,28 @@ QString usageProblem(const HeadlessOptions& o) {
         .arg(o.skipRows >= 0 ? "--skip-rows" : "--no-header",
              o.dataset.isEmpty() ? QString(": the table whose lines it is about") : QString(", not '%1'").arg(o.dataset));
   if (const QString d = deviceProblem(o.device); !d.isEmpty()) return d;
+  if (o.checkpointEvery && !kiln::train::parse_checkpoint_every(o.checkpointEvery->toStdString()))
+    return QString::fromStdString(kiln::train::checkpoint_every_problem(o.checkpointEvery->toStdString()));
   if (!o.newFile.isEmpty()) {
+    if (!o.train) {
+      // Without --train the run options are stored as the project's training settings
+      // (storeSettings); these choose or continue one run's samples and have nowhere to go.
+      QStringList runOnly;
+      if (o.subset > 0) runOnly << "--subset";
+      if (o.testSubset > 0) runOnly << "--test-subset";
+      if (o.testSeed >= 0) runOnly << "--test-seed";
+      if (o.resume) runOnly << "--resume";
+      if (o.run > 0) runOnly << "--run";
+      if (!runOnly.isEmpty())
+        return QString("%1 %2 about a run and not stored in the project; add --train to train it now (--epochs, --lr, "
+                       "--batch-size, --device and --checkpoint-every are stored without it)")
+            .arg(runOnly.join(", "), runOnly.size() > 1 ? "are" : "is");
+      if (!o.missing.isEmpty() && kind != "csv")
+        return QString("--missing applies to a CSV table: --dataset csv:FILE%1")
+            .arg(o.dataset.isEmpty() ? QString() : QString(", not '%1'").arg(o.dataset));
+      if (o.rescan && o.dataset.isEmpty())
+        return "--rescan without --train reads the image folder of --dataset imagefolder:DIR; add --dataset or --train";
+    }
     if (!o.train && QFileInfo::exists(o.newFile))
       return QString("%1 exists; open it without --new (--project %1 --train), or remove it").arg(o.newFile);
     const bool create = !(o.train && QFileInfo::exists(o.newFile));
@@ -107,10 +119,6 @@ QString usageProblem(const HeadlessOptions& o) {
     return {};
   }
   if (o.run > 0 && !o.resume) return "--run N needs --resume: it names the run to continue";
-  if (o.checkpointEvery && !checkpointEvery(*o.checkpointEvery))
-    return QString("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
-                   "0: at epoch ends only; got '%1'")
-        .arg(*o.checkpointEvery);
   if (o.resume) {
     // A run continues with its own settings (the same order and draws): nothing to override.
     QStringList given;
@@ -141,6 +149,20 @@ bool sameTable(const DatasetSettings& a, const DatasetSettings& b) {
   if (a.path == b.path) return true;
   const QFileInfo x(QString::fromStdString(a.path)), y(QString::fromStdString(b.path));
   return x.exists() && y.exists() && x.canonicalFilePath() == y.canonicalFilePath();
+}
+
+// --epochs, --lr, --batch-size, --device and --checkpoint-every (those given) set in `config`;
+// whether any was given.
+bool applyRunOptions(const HeadlessOptions& o, TrainingConfig& config) {
+  if (o.epochs > 0) config.epochs = o.epochs;
+  if (o.lr > 0) config.lr = o.lr;
+  if (o.batchSize > 0) config.batch_size = o.batchSize;
+  if (!o.device.isEmpty()) config.device = o.device.toStdString();
+  if (const auto every = o.checkpointEvery ? kiln::train::parse_checkpoint_every(o.checkpointEvery->toStdString()) : std::nullopt) {
+    config.checkpoint_steps = every->steps;
+    config.checkpoint_minutes = every->minutes;
+  }
+  return o.epochs > 0 || o.lr > 0 || o.batchSize > 0 || !o.device.isEmpty() || o.checkpointEvery;
 }
 
 int runSession(const HeadlessOptions& o, int64_t graphVersion, const QString& failure,
@@ -235,24 +257,45 @@ int useDataset(const HeadlessOptions& o, projects::Project& project, graph::Grap
   return 0;
 }
 
-// --new FILE --template T --dataset SPEC without --train: the new project's graph fitted to the
-// dataset and the dataset stored, as the --train path does before it trains; nothing is trained.
-int storeDataset(const HeadlessOptions& o) {
+// --new FILE --template T without --train: with --dataset SPEC, the new project's graph fitted to
+// the dataset and the dataset stored, as the --train path does before it trains; --epochs, --lr,
+// --batch-size, --device and --checkpoint-every stored as its training settings, which a later
+// --train and the window start from; --missing as its table's missing-value policy. Nothing is trained.
+int storeSettings(const HeadlessOptions& o) {
   projects::Project project = projects::Project::open(o.newFile.toStdString());
-  std::optional<projects::GraphVersion> version = project.latest_graph();  // the template's
-  KILN_CHECK(version.has_value(), ValueError, o.newFile.toStdString(), ": the template stored no graph");
-  graph::Graph g = graph::from_json(version->graph_json, &project.blobs());
   TrainingConfig config;
   DatasetSettings dataset;
   if (auto st = project.setting("training")) config = TrainingConfig::from_json(*st);
   if (auto st = project.setting("dataset")) dataset = DatasetSettings::from_json(*st);
-  const std::string storedMissing = dataset.missing;
-  if (const int status = useDataset(o, project, g, version, dataset, storedMissing, config.seed,
-                                    "cannot fit " + o.newFile);
-      status != 0)
-    return status;
-  out(QString("stored the dataset %1 (%2) in %3; train it with kiln-studio --headless --project %3 --train")
-          .arg(QString::fromStdString(dataset.spec()), QString::fromStdString(dataset.task), o.newFile));
+  if (!o.dataset.isEmpty()) {
+    std::optional<projects::GraphVersion> version = project.latest_graph();  // the template's
+    KILN_CHECK(version.has_value(), ValueError, o.newFile.toStdString(), ": the template stored no graph");
+    graph::Graph g = graph::from_json(version->graph_json, &project.blobs());
+    if (!o.missing.isEmpty()) dataset.missing = o.missing.toStdString();  // usageProblem: a table
+    const std::string storedMissing = dataset.missing;
+    if (const int status = useDataset(o, project, g, version, dataset, storedMissing, config.seed,
+                                      "cannot fit " + o.newFile);
+        status != 0)
+      return status;
+    out(QString("stored the dataset %1 (%2) in %3")
+            .arg(QString::fromStdString(dataset.spec()), QString::fromStdString(dataset.task), o.newFile));
+  }
+  const bool runOptions = applyRunOptions(o, config);
+  if (runOptions) {
+    config.validate();
+    project.set_setting("training", config.to_json());
+    const QString every = config.checkpoint_steps > 0 ? QString("%1 steps").arg(config.checkpoint_steps)
+                          : config.checkpoint_minutes > 0 ? QString("%1 minutes").arg(config.checkpoint_minutes)
+                                                          : QString("epoch");
+    out(QString("stored the training settings in %1: %2 epochs, lr %3, batch size %4, device %5, a checkpoint every %6")
+            .arg(o.newFile)
+            .arg(config.epochs)
+            .arg(config.lr)
+            .arg(config.batch_size)
+            .arg(QString::fromStdString(config.device), every));
+  }
+  if (!o.dataset.isEmpty() || runOptions)
+    out(QString("train it with kiln-studio --headless --project %1 --train").arg(o.newFile));
   return 0;
 }
 
@@ -298,12 +341,7 @@ int train(const HeadlessOptions& o) {
         status != 0)
       return status;
   }
-  if (o.epochs > 0) config.epochs = o.epochs;
-  if (o.lr > 0) config.lr = o.lr;
-  if (o.batchSize > 0) config.batch_size = o.batchSize;
-  if (!o.device.isEmpty()) config.device = o.device.toStdString();
-  if (const auto every = o.checkpointEvery ? checkpointEvery(*o.checkpointEvery) : std::nullopt)
-    std::tie(config.checkpoint_steps, config.checkpoint_minutes) = *every;
+  applyRunOptions(o, config);
   const int64_t testSize = applySubsets(o.subset, o.testSubset, o.testSeed, dataset);
   const int64_t versionId = version->id;
   return runSession(o, versionId, "cannot train " + o.project, [&](TrainingSession& session, QString* error) {
@@ -452,7 +490,7 @@ int runHeadless(const HeadlessOptions& o) {
       // --new FILE --template T --train: make the project unless it exists, then train it.
       if (!(o.train && QFileInfo::exists(o.newFile))) {
         const int status = createProject(o);
-        if (status != 0 || !o.train) return status != 0 || o.dataset.isEmpty() ? status : storeDataset(o);
+        if (status != 0 || !o.train) return status != 0 ? status : storeSettings(o);
       }
       HeadlessOptions t = o;
       t.project = o.newFile;

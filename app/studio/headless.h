@@ -24,9 +24,12 @@
 //     checkpoint, mid-epoch or not, with the run's own settings; exit status as --train.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
-//     existing FILE is trained as it is: the quickstart's one command). With --dataset SPEC (and
-//     its options) but without --train, the dataset is stored and the graph fitted to it as
-//     --train would, and nothing is trained.
+//     existing FILE is trained as it is: the quickstart's one command). Without --train nothing is
+//     trained: --dataset SPEC (and its options, --missing included) is stored and the graph fitted
+//     to it as --train would; --epochs, --lr, --batch-size, --device and --checkpoint-every are
+//     stored as the project's training settings (which a later --train and the window start
+//     from); --subset, --test-subset, --test-seed, --resume and --run, which are about one run,
+//     are usage errors, as is --missing without a table.
 #pragma once
 #include <QStringList>
 #include <optional>
@@ -66,11 +69,12 @@ struct HeadlessOptions {
   qint64 maxLength = 0, vocabSize = 0;
   QString textColumn;
   // --missing error|drop|fill: a CSV table's missing-value policy for this run (the project's
-  // DatasetSettings::missing otherwise; not stored). "" = the project's.
+  // DatasetSettings::missing otherwise; not stored); stored as the project's by --new --dataset
+  // csv:FILE without --train. "" = the project's.
   QString missing;
   // --rescan: the image folder's stored file index is not used (DatasetSource::rescan).
   bool rescan = false;
-  // --checkpoint-every N|Nm with --train: a mid-epoch checkpoint every N optimizer steps or N
+  // --checkpoint-every N|Nm with --train (or stored by --new without it): a mid-epoch checkpoint every N optimizer steps or N
   // minutes, stored in the project (TrainingConfig::checkpoint_steps / _minutes; "" = the stored
   // setting, 10 minutes by default; nullopt: not given).
   std::optional<QString> checkpointEvery;

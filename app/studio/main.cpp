@@ -40,7 +40,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"headless", "Run in the terminal, without a window."});
   p.addOption({"project", "The project to train (with --headless --train).", "file"});
   p.addOption({"train", "Train the project's latest graph with its stored settings."});
-  p.addOption({"epochs", "Epochs (overrides the stored setting).", "n"});
+  p.addOption({"epochs", "Epochs (overrides the stored setting; --headless --new FILE without --train stores it, as "
+                       "--lr, --batch-size, --device and --checkpoint-every).", "n"});
   p.addOption({"lr", "With --headless --train: the learning rate, the peak rate with OneCycle (overrides the stored setting).", "x"});
   p.addOption({"batch-size", "With --headless --train: samples per batch (overrides the stored setting).", "n"});
   p.addOption({"subset", "Train on n Fashion-MNIST images, validate on n/5 at most (a quick run; the test set is kept).", "n"});
@@ -64,7 +65,8 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"vocab-size", "With --dataset text:DIR|FILE: the most vocabulary entries (default: 20000).", "n"});
   p.addOption({"missing", "With --headless --train on a CSV table: missing values (empty, NA, NaN, ?, ...): error names "
                           "the line, drop drops the row, fill uses the training split's mean or mode (as kiln train "
-                          "--missing; overrides the project's setting for this run).", "policy"});
+                          "--missing; overrides the project's setting for this run; with --new FILE --dataset csv:FILE "
+                          "without --train it is stored as the project's setting).", "policy"});
   p.addOption({"rescan", "With --headless --train on an image folder: read and check every file again instead of the "
                          "project's stored file index (a file rewritten in place is not seen by it)."});
   p.addOption({"text-column", "With --dataset text:FILE: the text column of a CSV or key of a JSON-lines file (default: text; "
@@ -86,7 +88,7 @@ void addOptions(QCommandLineParser& p) {
                          "--run's) from its newest checkpoint, with the run's own settings. With --sweep: continue the "
                          "project's latest unfinished sweep."});
   p.addOption({"run", "With --resume: the id of the run to continue.", "n"});
-  p.addOption({"checkpoint-every", "With --headless --train: a checkpoint every N optimizer steps or every N minutes "
+  p.addOption({"checkpoint-every", "With --headless --train (or --new without it, stored): a checkpoint every N optimizer steps or every N minutes "
                                    "(Nm) in the middle of epochs too, stored in the project for --resume (default: the "
                                    "project's setting, 10m; 0: at epoch ends only).", "N|Nm"});
   p.addOption({"json", "With --sweep: print the results as one JSON object."});

@@ -230,13 +230,17 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
   }
 }
 
-ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
+EvaluateOptions Trainer::evaluate_options() const {
   EvaluateOptions o;
   o.num_classes = options_.num_classes;
   o.top_k = options_.top_k;
   o.device = options_.device;
   o.loss = loss_;
-  return train::evaluate(*model_, loader, o).metrics;
+  return o;
+}
+
+ClassificationMetrics Trainer::evaluate(data::DataLoader& loader) {
+  return train::evaluate(*model_, loader, evaluate_options()).metrics;
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const { save_checkpoint_at(dir, 0, nullptr, 0, 0); }

@@ -94,8 +94,11 @@ class Trainer {
   void fit(data::DataLoader& train, data::DataLoader* validation);
 
   // Loss and metrics of the model on a whole loader, in eval mode, without gradients:
-  // train::evaluate (evaluate.h) with the trainer's loss, device, num_classes and top_k.
+  // train::evaluate (evaluate.h) with evaluate_options().
   ClassificationMetrics evaluate(data::DataLoader& loader);
+  // The trainer's loss, device, num_classes and top_k as train::evaluate takes them, for a pass
+  // that sets more (EvaluateOptions::should_stop: `kiln train`'s test pass stops on Ctrl-C).
+  EvaluateOptions evaluate_options() const;
 
   void cancel();  // also ends a pause
   bool cancelled() const { return cancelled_; }

@@ -11,6 +11,9 @@
 #   corrupt: a truncated checkpoint file gives one error naming it; a checkpoint whose save was
 #            killed between its renames (only checkpoint.old) is read with a message; a half-written
 #            checkpoint.new is ignored
+#   eval_sigint: Ctrl-C in the test-set evaluation after the last epoch (150000 rows, 95% of them
+#            the test split, batches of 1) stops it within seconds (exit 130; it was ignored), with
+#            the epoch's checkpoint and model.safetensors kept, which kiln eval reads
 #   kill_saving: six runs that save a checkpoint every step, killed with SIGKILL at once; each
 #            resume, and the last, which finishes the epoch, reads a whole checkpoint
 # Registered with ctest (label engine) by tests/CMakeLists.txt:  tests/cli/test_resume.sh path/to/kiln CASE
@@ -103,6 +106,44 @@ corrupt)
     fail "the next saves did not leave checkpoint/ alone: $(ls "$work/r")"
   run 2 train "${flags[@]}" --checkpoint-every 5x --out "$work/x"
   contains "$err" "--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes)" "a bad --checkpoint-every"
+  ;;
+eval_sigint)
+  /usr/bin/python3 - "$work/big.csv" <<'PY'
+import random, sys
+random.seed(1)
+with open(sys.argv[1], "w") as f:
+    f.write("a,b,c,d,label\n")
+    for i in range(150000):
+        k = i % 3
+        f.write(",".join("%.3f" % random.gauss(k * (j + 1) * 0.3, 1.0) for j in range(4)) + ",k%d\n" % k)
+PY
+  "$kiln" train --dataset "csv:$work/big.csv" --test-fraction 0.95 --batch-size 1 --epochs 1 --seed 3 --device cpu \
+    --threads 2 --checkpoint-every 0 --out "$work/e" >/dev/null 2>"$work/e.err" &
+  pid=$!
+  for _ in $(seq 1200); do  # up to 60 s for the training epoch
+    grep -q "^evaluating on" "$work/e.err" 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q "^evaluating on" "$work/e.err" || fail "no evaluation began: $(cat "$work/e.err")"
+  kill -INT $pid 2>/dev/null
+  sent=$SECONDS
+  for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done  # up to 5 s
+  if kill -0 $pid 2>/dev/null; then
+    fail "still evaluating 5 s after Ctrl-C"
+    kill -9 $pid 2>/dev/null
+  fi
+  wait $pid; code=$?
+  ((code == 130)) || fail "Ctrl-C in the evaluation: exit status $code, expected 130 ($((SECONDS - sent)) s)"
+  err=$(cat "$work/e.err")
+  contains "$err" "kiln: evaluation interrupted after " "the message"
+  contains "$err" "the training is kept: the weights in $work/e/model.safetensors, the checkpoint of epoch 1 in $work/e/checkpoint" "what is kept"
+  [[ -f $work/e/checkpoint/trainer.json ]] || fail "no checkpoint of the epoch"
+  batch=$(scalar batch "$work/e/checkpoint") epochs=$(scalar epoch "$work/e/checkpoint")
+  ((epochs == 1 && batch == 0)) || fail "the checkpoint is not the finished epoch's (epoch $epochs, batch $batch)"
+  [[ ! -e $work/e/summary.json ]] || fail "a summary.json without test figures"
+  run 0 eval --model-file "$work/e/model.safetensors" --device cpu --threads 2
+  contains "$out" "accuracy" "kiln eval of the kept weights"
   ;;
 kill_saving)  # a checkpoint every step, so that most kills land in a save: every resume still reads one
   run 0 train "${flags[@]}" --epochs 1 --limit-batches 30 --checkpoint-every 1 --out "$work/r"

@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
+#include <QListWidget>
 #include <QTableWidget>
 #include <QtTest>
 #include <cmath>
@@ -39,6 +40,21 @@ EvaluationResult smallResult() {
         r.predictions.push_back({index, t, p, static_cast<float>(0.4 + 0.1 * static_cast<double>((index * 7) % 6))});
   return r;
 }
+
+// Qt's warnings while a MessageCatcher lives (then passed on to QtTest's own handler).
+QStringList g_warnings;
+QtMessageHandler g_previousHandler = nullptr;
+void catchWarnings(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (type == QtWarningMsg) g_warnings << message;
+  if (g_previousHandler) g_previousHandler(type, context, message);
+}
+struct MessageCatcher {
+  MessageCatcher() {
+    g_warnings.clear();
+    g_previousHandler = qInstallMessageHandler(catchWarnings);
+  }
+  ~MessageCatcher() { qInstallMessageHandler(g_previousHandler); }
+};
 
 void near(double actual, double expected) {
   QVERIFY2(std::abs(actual - expected) < 1e-9, qPrintable(QString("%1 != %2").arg(actual, 0, 'g', 17).arg(expected, 0, 'g', 17)));
@@ -182,6 +198,36 @@ class TestEvaluationView : public QObject {
     QCOMPARE(s->item(0, 0)->data(Qt::DisplayRole).toLongLong(), 6);
     QCOMPARE(s->item(1, 0)->data(Qt::DisplayRole).toLongLong(), 7);
     QVERIFY(!s->item(0, 0)->icon().isNull());  // the stored image
+  }
+
+  // A table (CSV) run's evaluation, as run_restore.cpp builds it: misclassified rows without an
+  // image. They are listed by test row, and nothing scales a null image ("QImage::scaled: Image
+  // is a null image" was printed for each).
+  void tableRunHasNoNullImageWarnings() {
+    const MessageCatcher catcher;
+    EvaluationView view;
+    EvaluationResult r = smallResult();
+    r.misclassified = {{QImage(), 1, 0, 6}, {QImage(), 1, 2, 10}, {QImage(), 2, 1, -1}};
+    view.setResult(r);
+    view.resize(800, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.showCell(1, 0);
+    QVERIFY2(g_warnings.filter("null image").isEmpty(), qPrintable(g_warnings.join('\n')));
+    QCOMPARE(view.cellSamples()->table()->rowCount(), 2);
+    QListWidget* list = view.misclassifiedList();
+    QCOMPARE(list->count(), 3);
+    QCOMPARE(list->item(0)->text(), QString::fromUtf8("dog\n\u2192 cat\nrow 6"));
+    QCOMPARE(list->item(2)->text(), QString::fromUtf8("bird\n\u2192 dog"));  // no row known
+    QVERIFY(list->item(0)->icon().isNull());
+    // The images of an image run still get their thumbnails.
+    QImage img(28, 28, QImage::Format_Grayscale8);
+    img.fill(90);
+    r.misclassified = {{img, 1, 0, 6}};
+    view.setResult(r);
+    QCOMPARE(list->count(), 1);
+    QVERIFY(!list->item(0)->icon().isNull());
+    QCOMPARE(list->item(0)->text(), QString::fromUtf8("dog\n\u2192 cat"));
   }
 
   void cellSamplesShowTheTestImages() {

@@ -1,4 +1,4 @@
-// Files the Studio's dataset tests write: image folders and arbitrary bytes.
+// Files the Studio's dataset tests write: image folders, arbitrary bytes and project files.
 #pragma once
 #include <QColor>
 #include <QDir>
@@ -6,6 +6,9 @@
 #include <QImage>
 #include <QStringList>
 #include <QtTest>
+
+#include "projects/project.h"
+#include "widgets/project/dataset_settings.h"
 
 namespace kiln::studio::test {
 
@@ -30,6 +33,19 @@ inline void writeFile(const QString& path, const QByteArray& bytes) {
   QFile f(path);
   QVERIFY(f.open(QIODevice::WriteOnly));
   f.write(bytes);
+}
+
+// A new project file `file` whose graph is the template projects/templates/<templateName>.json
+// (no graph when templateName is "") and whose dataset setting is `dataset`, as the Dataset
+// panel stores it (a test failure when the template cannot be read).
+inline void writeProject(const QString& file, const QString& templateName, const DatasetSettings& dataset) {
+  auto p = kiln::projects::Project::create(file.toStdString());
+  if (!templateName.isEmpty()) {
+    QFile t(QStringLiteral(KILN_SOURCE_DIR "/projects/templates/%1.json").arg(templateName));
+    QVERIFY2(t.open(QIODevice::ReadOnly), qPrintable(t.fileName()));
+    p.save_graph(t.readAll().toStdString(), "test");
+  }
+  p.set_setting("dataset", dataset.to_json());
 }
 
 }  // namespace kiln::studio::test

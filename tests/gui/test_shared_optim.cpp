@@ -3,7 +3,8 @@
 // CLI's flags (app/cli/train_config.h) and the Studio's stored settings and panel
 // (widgets/training/training_config.h) give the same optimizer type and hyper-parameters
 // for every name, the same schedule for every scheduler, and both refuse an unknown name
-// (the Studio's own factory used to turn one into RMSprop).
+// (the Studio's own factory used to turn one into RMSprop). --checkpoint-every is read by one
+// function (engine/train/checkpoint_every.h) for `kiln train` and kiln-studio --headless.
 #include <QComboBox>
 #include <QtTest>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "app/cli/train_config.h"
 #include "engine/core/error.h"
 #include "engine/optim/factory.h"
+#include "engine/train/checkpoint_every.h"
 #include "widgets/training/training_config.h"
 #include "widgets/training/training_panel.h"
 
@@ -119,6 +121,31 @@ class TestSharedOptim : public QObject {
     auto opt = optim::make_optimizer({}, params());
     QVERIFY(thrown([&] { optim::make_scheduler(cli::scheduler_config(c, 3), *opt); }).contains("'plateau'"));
     QVERIFY(thrown([&] { optim::make_scheduler(s.scheduler_config(3), *opt); }).contains("'plateau'"));
+  }
+
+  void checkpointEveryReadsAlike() {
+    // `kiln train`'s flag gives what the one parser gives; "0" is at epoch ends only (the CLI
+    // used to keep its 10-minute default for it, against its --help).
+    for (const std::string text : {"500", "10m", "0.5m", "0", "0m", "1e3"}) {
+      const auto e = train::parse_checkpoint_every(text);
+      QVERIFY2(e.has_value(), text.c_str());
+      const cli::TrainConfig c = cliConfig({"--checkpoint-every", text});
+      QVERIFY2(c.checkpoint_every_steps == e->steps && c.checkpoint_every_minutes == e->minutes, text.c_str());
+    }
+    QCOMPARE(train::parse_checkpoint_every("500")->steps, int64_t(500));
+    QCOMPARE(train::parse_checkpoint_every("1e3")->steps, int64_t(1000));
+    QCOMPARE(train::parse_checkpoint_every("0.5m")->minutes, 0.5);
+    QCOMPARE(train::parse_checkpoint_every("0")->minutes, 0.0);
+    QCOMPARE(cliConfig({"--checkpoint-every", "0"}).checkpoint_every_minutes, 0.0);
+    QCOMPARE(cliConfig({}).checkpoint_every_minutes, 10.0);  // the default, 10m
+    for (const std::string text : {"", "-1", "5x", "1.5", "m", "-1m", " 5", "5 ", "0x10", "inf", "nanm", "2e6m", "1e13"}) {
+      QVERIFY2(!train::parse_checkpoint_every(text), text.c_str());
+      const QString error = thrown([&] { cliConfig({"--checkpoint-every", text}); });
+      QVERIFY2(error == QString::fromStdString("kiln train: " + train::checkpoint_every_problem(text)), qPrintable(error));
+    }
+    QCOMPARE(QString::fromStdString(train::checkpoint_every_problem("5x")),
+             QString("--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+                     "0: at epoch ends only; got '5x'"));
   }
 
   void thePanelOffersEveryName() {

@@ -27,6 +27,7 @@
 
 using namespace kiln::studio;
 using kiln::studio::test::writeImageFolder;
+using kiln::studio::test::writeProject;
 namespace data = kiln::data;
 
 namespace {
@@ -312,17 +313,11 @@ class TestStudioAugment : public QObject {
     const QString root = dir.filePath("shapes");
     writeImageFolder(root, {"circle", "square", "star"}, 6);
     const QString file = dir.filePath("p.kiln");
-    {
-      auto p = kiln::projects::Project::create(file.toStdString());
-      QFile t(KILN_SOURCE_DIR "/projects/templates/image_folder_cnn.json");
-      QVERIFY(t.open(QIODevice::ReadOnly));
-      p.save_graph(t.readAll().toStdString(), "test");
-      DatasetSettings d = folder(root);
-      d.image_height = d.image_width = 8;
-      d.augment = "flip";
-      d.rotation = 10;
-      p.set_setting("dataset", d.to_json());
-    }
+    DatasetSettings d = folder(root);
+    d.image_height = d.image_width = 8;
+    d.augment = "flip";
+    d.rotation = 10;
+    writeProject(file, "image_folder_cnn", d);
     int code = 0;
     const QString out = kiln::test::studio(
         {"--headless", "--project", file, "--dataset", "imagefolder:" + root, "--train", "--epochs", "1"}, &code);

@@ -33,6 +33,7 @@
 using namespace kiln::studio;
 using kiln::studio::test::writeFile;
 using kiln::studio::test::writeImageFolder;
+using kiln::studio::test::writeProject;
 
 namespace {
 
@@ -59,21 +60,6 @@ DatasetSettings source(const std::string& name, const QString& path) {
 }
 
 using kiln::test::studio;
-
-// A project file whose dataset setting is the image folder `root`; with the image-folder CNN
-// template as its graph when `graph`.
-void writeFolderProject(const QString& file, const QString& root, bool graph) {
-  auto p = kiln::projects::Project::create(file.toStdString());
-  if (graph) {
-    QFile t(KILN_SOURCE_DIR "/projects/templates/image_folder_cnn.json");
-    QVERIFY(t.open(QIODevice::ReadOnly));
-    p.save_graph(t.readAll().toStdString(), "test");
-  }
-  DatasetSettings d;
-  d.name = "imagefolder";
-  d.path = root.toStdString();
-  p.set_setting("dataset", d.to_json());
-}
 
 }  // namespace
 
@@ -179,7 +165,7 @@ class TestStudioData : public QObject {
     const QString root = dir.filePath("gone");
     writeImageFolder(root, {"a", "b"}, 2);
     const QString file = dir.filePath("p.kiln");
-    writeFolderProject(file, root, true);
+    writeProject(file, "image_folder_cnn", source("imagefolder", root));
     QVERIFY(QDir(root).removeRecursively());
     MainWindow w;
     w.setSilent(true);
@@ -203,7 +189,7 @@ class TestStudioData : public QObject {
     const QString root = dir.filePath("pets");
     writeImageFolder(root, {"cat", "dog"}, 30);
     const QString file = dir.filePath("p.kiln");
-    writeFolderProject(file, root, false);
+    writeProject(file, "", source("imagefolder", root));
     for (int pass = 0; pass < 2; ++pass) {
       MainWindow w;
       w.setSilent(true);

@@ -3,7 +3,9 @@
 // folder, --skip-rows without a table, an unknown --device and --new on an existing file are usage
 // errors (exit 2, nothing stored); --skip-rows 0 is accepted; a task set for one table is not
 // carried to another; --new with --dataset but without --train stores the dataset and fits the
-// graph (it was ignored). Tiny generated tables, one epoch.
+// graph (it was ignored), and stores --epochs, --lr, --batch-size, --device and --checkpoint-every
+// as the project's training settings (they were ignored); --subset and the other options of one
+// run are usage errors there. Tiny generated tables, one epoch.
 #include <QCryptographicHash>
 #include <QFile>
 #include <QTemporaryDir>
@@ -33,6 +35,10 @@ QByteArray table(int rows, bool regression) {
 }
 
 size_t runCount(const QString& file) { return kiln::projects::Project::open(file.toStdString()).runs().size(); }
+
+nlohmann::json storedTraining(const QString& file) {
+  return nlohmann::json::parse(*kiln::projects::Project::open(file.toStdString()).setting("training"));
+}
 
 nlohmann::json storedDataset(const QString& file) {
   return nlohmann::json::parse(*kiln::projects::Project::open(file.toStdString()).setting("dataset"));
@@ -91,6 +97,12 @@ class TestStudioHeadlessFlags : public QObject {
         {train + QStringList{"--dataset", "csv:" + csv, "--device", "nodev"},
          "--device nodev: unknown device 'nodev': expected cpu, vulkan[:N], cuda[:N] or hip[:N]; devices found: cpu"},
         {train + QStringList{"--device", "cuda:99"}, "--device cuda:99: "},
+        {train + QStringList{"--checkpoint-every", "5x"},
+         "--checkpoint-every expects N (optimizer steps, a whole number) or Nm (minutes), e.g. 500 or 10m; "
+         "0: at epoch ends only; got '5x'"},
+        {train + QStringList{"--checkpoint-every", "-1"}, "--checkpoint-every expects N (optimizer steps, a whole number) or Nm"},
+        {train + QStringList{"--checkpoint-every", "1.5"}, "got '1.5'"},
+        {train + QStringList{"--checkpoint-every", ""}, "got ''"},
         {{"--headless", "--new", file, "--template", "table_mlp"},
          file + " exists; open it without --new (--project " + file + " --train), or remove it"},
     };
@@ -179,6 +191,86 @@ class TestStudioHeadlessFlags : public QObject {
     QCOMPARE(code, 1);
     QVERIFY2(out.contains("cannot fit " + bad + " on csv:" + dir.filePath("none.csv") + ": "), qPrintable(out));
     QCOMPARE(inputAndClasses(bad), QString("[4] 3"));
+  }
+
+  // --new FILE --template T without --train: the run options become the project's training
+  // settings, which the next --train uses; the options of one run are usage errors, nothing made.
+  void newWithoutTrainStoresRunOptions() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath("s.kiln"), plain = dir.filePath("plain.kiln"), csv = dir.filePath("t.csv"),
+                  gaps = dir.filePath("gaps.csv");
+    writeFile(csv, table(40, false));
+    QByteArray withGaps = table(40, false);
+    withGaps.replace("\n0.2,", "\nNA,");  // a missing feature value in some rows
+    writeFile(gaps, withGaps);
+    int code = 0;
+    QString out = studio({"--headless", "--new", file, "--template", "table_mlp", "--dataset", "csv:" + csv, "--epochs",
+                          "2", "--lr", "0.02", "--batch-size", "16", "--device", "cpu", "--checkpoint-every", "7"},
+                         &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains("stored the training settings in " + file +
+                          ": 2 epochs, lr 0.02, batch size 16, device cpu, a checkpoint every 7 steps"),
+             qPrintable(out));
+    QVERIFY2(!out.contains("samples/s"), qPrintable(out));  // nothing trained
+    QCOMPARE(runCount(file), size_t(0));
+    nlohmann::json t = storedTraining(file);
+    QCOMPARE(t.value("epochs", 0), 2);
+    QCOMPARE(t.value("lr", 0.0), 0.02);
+    QCOMPARE(t.value("batch_size", 0), 16);
+    QCOMPARE(t.value("device", ""), std::string("cpu"));
+    QCOMPARE(t.value("checkpoint_steps", int64_t(0)), int64_t(7));
+    QCOMPARE(t.value("checkpoint_minutes", -1.0), 0.0);
+    // A later --train uses them: two epochs of batches of 16, recorded with the run.
+    out = studio({"--headless", "--project", file, "--train"}, &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains("epoch 2/2"), qPrintable(out));
+    const auto runs = kiln::projects::Project::open(file.toStdString()).runs();
+    QCOMPARE(runs.size(), size_t(1));
+    const nlohmann::json run = nlohmann::json::parse(runs[0].config_json);
+    QCOMPARE(run.value("epochs", 0), 2);
+    QCOMPARE(run.value("batch_size", 0), 16);
+    QCOMPARE(run.value("lr", 0.0), 0.02);
+    // Without --dataset too; --checkpoint-every 5m is five minutes.
+    out = studio({"--headless", "--new", plain, "--template", "table_mlp", "--epochs", "3", "--checkpoint-every", "5m"}, &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    t = storedTraining(plain);
+    QCOMPARE(t.value("epochs", 0), 3);
+    QCOMPARE(t.value("batch_size", 0), 128);  // not given: the template's
+    QCOMPARE(t.value("checkpoint_steps", int64_t(-1)), int64_t(0));
+    QCOMPARE(t.value("checkpoint_minutes", 0.0), 5.0);
+    // --missing with a table is stored as its policy (the table with gaps is read with it; without
+    // it, the stored policy 'error' names the line).
+    out = studio({"--headless", "--new", dir.filePath("gaps.kiln"), "--template", "table_mlp", "--dataset", "csv:" + gaps},
+                 &code);
+    QVERIFY2(code == 1 && out.contains("missing value"), qPrintable(out));
+    const QString filled = dir.filePath("filled.kiln");
+    out = studio({"--headless", "--new", filled, "--template", "table_mlp", "--dataset", "csv:" + gaps, "--missing", "fill"},
+                 &code);
+    QVERIFY2(code == 0, qPrintable(out));
+    QCOMPARE(storedDataset(filled).value("missing", ""), std::string("fill"));
+    // The options of one run, and --missing without a table, are refused before a file is made.
+    const QString none = dir.filePath("none.kiln");
+    const QStringList make{"--headless", "--new", none, "--template", "table_mlp"};
+    struct Case {
+      QStringList args;
+      QString says;
+    };
+    const QList<Case> mistakes = {
+        {make + QStringList{"--dataset", "csv:" + csv, "--test-subset", "5"},
+         "--test-subset is about a run and not stored in the project; add --train to train it now"},
+        {make + QStringList{"--subset", "10", "--test-seed", "3"}, "--subset, --test-seed are about a run"},
+        {make + QStringList{"--resume"}, "--resume is about a run"},
+        {make + QStringList{"--missing", "fill"}, "--missing applies to a CSV table: --dataset csv:FILE"},
+        {make + QStringList{"--rescan"}, "--rescan without --train reads the image folder of --dataset imagefolder:DIR"},
+        {make + QStringList{"--train", "--checkpoint-every", "5x"}, "--checkpoint-every expects N"},
+        {make + QStringList{"--checkpoint-every", "1.5"}, "--checkpoint-every expects N"},
+    };
+    for (const Case& c : mistakes) {
+      out = studio(c.args, &code);
+      QVERIFY2(code == 2, qPrintable(c.args.join(' ') + " -> " + QString::number(code) + ": " + out));
+      QVERIFY2(out.contains(c.says), qPrintable(c.args.join(' ') + ": " + out));
+      QVERIFY2(!QFile::exists(none), qPrintable(c.args.join(' ')));
+    }
   }
 };
 

@@ -21,6 +21,7 @@
 #include "engine/train/regression_metrics.h"
 #include "projects/project.h"
 #include "tests/gui/headless_studio.h"
+#include "tests/gui/test_files.h"
 #include "projects/schema.h"
 #include "widgets/project/dataset_panel.h"
 #include "widgets/training/evaluation_view.h"
@@ -28,6 +29,7 @@
 #include "widgets/training/regression_plot.h"
 
 using namespace kiln::studio;
+using kiln::studio::test::writeProject;
 
 namespace {
 
@@ -127,18 +129,12 @@ class TestStudioRegression : public QObject {
     QTemporaryDir dir;
     writeTable(dir.filePath("t.csv"), 200);
     const QString file = dir.filePath("p.kiln");
-    {
-      auto p = kiln::projects::Project::create(file.toStdString());
-      QFile t(KILN_SOURCE_DIR "/projects/templates/table_mlp.json");
-      QVERIFY(t.open(QIODevice::ReadOnly));
-      p.save_graph(t.readAll().toStdString(), "test");
-      DatasetSettings d;
-      d.name = "csv";
-      d.path = dir.filePath("t.csv").toStdString();
-      d.label = "y";
-      d.task = "regression";
-      p.set_setting("dataset", d.to_json());
-    }
+    DatasetSettings d;
+    d.name = "csv";
+    d.path = dir.filePath("t.csv").toStdString();
+    d.label = "y";
+    d.task = "regression";
+    writeProject(file, "table_mlp", d);
     int code = 0;
     const QString out = kiln::test::studio({"--headless", "--project", file, "--dataset", "csv:" + dir.filePath("t.csv"),
                                             "--label", "y", "--train", "--epochs", "40"},

@@ -16,6 +16,7 @@
 #include "projects/project.h"
 #include "projects/schema.h"
 #include "tests/gui/headless_studio.h"
+#include "tests/gui/test_files.h"
 #include "widgets/project/dataset_panel.h"
 #include "widgets/project/runs_view.h"
 #include "widgets/training/live_plots.h"
@@ -25,6 +26,7 @@
 using namespace kiln::studio;
 using kiln::projects::Project;
 using kiln::projects::RunStatus;
+using kiln::studio::test::writeProject;
 
 namespace {
 
@@ -43,17 +45,14 @@ void writeTable(const QString& path) {
   }
 }
 
-// A project with the table MLP template and `csv` as its dataset (fitted by the first headless run).
-void writeProject(const QString& file, const QString& csv) {
-  Project p = Project::create(file.toStdString());
-  QFile t(KILN_SOURCE_DIR "/projects/templates/table_mlp.json");
-  QVERIFY(t.open(QIODevice::ReadOnly));
-  p.save_graph(t.readAll().toStdString(), "test");
+// The dataset setting of writeTable's table `csv` (a project's graph is fitted by its first
+// headless run).
+DatasetSettings tableSettings(const QString& csv) {
   DatasetSettings d;
   d.name = "csv";
   d.path = csv.toStdString();
   d.label = "label";
-  p.set_setting("dataset", d.to_json());
+  return d;
 }
 
 // Run `b`'s per-step losses and learning rates, epoch figures and test accuracy are run `a`'s,
@@ -208,7 +207,7 @@ class TestStudioResume : public QObject {
     QTemporaryDir dir;
     const QString csv = dir.filePath("t.csv"), file = dir.filePath("p.kiln");
     writeTable(csv);
-    writeProject(file, csv);
+    writeProject(file, "table_mlp", tableSettings(csv));
     const QStringList train = {"--headless", "--project", file, "--train", "--epochs", "4", "--batch-size", "4",
                                "--device", "cpu"};
     QProcess killed;
@@ -263,7 +262,7 @@ class TestStudioResume : public QObject {
     QTemporaryDir dir;
     const QString csv = dir.filePath("t.csv"), file = dir.filePath("p.kiln");
     writeTable(csv);
-    writeProject(file, csv);
+    writeProject(file, "table_mlp", tableSettings(csv));
     int code = 0;
     const QString out = kiln::test::studio(
         {"--headless", "--project", file, "--dataset", "csv:" + csv, "--label", "label", "--train", "--epochs", "1"}, &code);

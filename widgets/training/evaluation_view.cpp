@@ -202,8 +202,12 @@ void EvaluationView::setResult(const EvaluationResult& r) {
       item->setToolTip(tr("%1\ntrue: %2, predicted: %3\ntokens: %4").arg(r.textOrigins.value(i), truth, pred, r.textTokens.value(i)));
       continue;
     }
-    auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(s.image.scaled(56, 56))),
-                                     QString::fromUtf8("%1\n\u2192 %2").arg(truth, pred), misclassified_);
+    // A table's rows have no picture (s.image is null: QImage::scaled would warn): the test row instead.
+    const QString label = s.image.isNull() && s.index >= 0
+                              ? QString::fromUtf8("%1\n\u2192 %2\n%3").arg(truth, pred, tr("row %1").arg(s.index))
+                              : QString::fromUtf8("%1\n\u2192 %2").arg(truth, pred);
+    auto* item = new QListWidgetItem(label, misclassified_);
+    if (!s.image.isNull()) item->setIcon(QIcon(QPixmap::fromImage(s.image.scaled(56, 56))));
     item->setToolTip(tr("true: %1, predicted: %2").arg(truth, pred));
   }
 }
