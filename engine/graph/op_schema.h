@@ -45,7 +45,10 @@ struct ParamSpec {
 // with the types the import's example runs recorded. Two patterns PyTorch exports reach the
 // hooks as one node: MatMul(x, W) whose output only an Add of a constant vector reads, as
 // op_type "MatMul" with that vector as a third input; Mul(x, Sigmoid(x)) (torch.nn.SiLU), as
-// op_type "kiln.Silu" with input x.
+// op_type "kiln.Silu" with input x. Recurrent nodes (LSTM, GRU, RNN) reach the hooks batch
+// first: input 0 is the [N, T, C] value whose Transpose the node reads and output 0 the
+// [N, T, D*H] its Y becomes (graph_import_sequence.h); SequencePool's exported forms reach
+// them as op_type "kiln.SequencePool" with a STRING attribute "mode" and input x.
 struct OnnxNodeView {
   struct Input {
     bool present = false;  // false: an omitted optional input
@@ -58,7 +61,12 @@ struct OnnxNodeView {
   // Its attributes of type INT, FLOAT, STRING and INTS ("pads" -> [1, 1, 1, 1]); other types
   // (tensors, graphs, FLOATS ...) are named in other_attributes.
   std::map<std::string, AttrValue> attributes;
+  std::map<std::string, std::vector<std::string>> string_lists;  // STRINGS attributes ("activations")
   std::vector<std::string> other_attributes;
+  // The graph has a token-id input whose padding mask (graph_module.h) every op with
+  // takes_padding_mask receives: a recurrent node maps only when its ONNX sequence_lens is
+  // that mask's token count (the import then presents sequence_lens as omitted).
+  bool graph_padding_mask = false;
   std::vector<Input> inputs;  // by ONNX input index
   std::vector<TensorType> outputs;
   bool output_read(size_t i) const { return i < outputs_read.size() && outputs_read[i]; }

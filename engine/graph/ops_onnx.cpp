@@ -352,10 +352,16 @@ void register_onnx_rules(OpRegistry& r) {
       {"Reshape", {"Reshape"}, map_reshape, export_reshape},
       {"Flatten", {"Flatten"}, map_flatten, export_flatten},
       {"Identity", {"Identity"}, no_attributes, export_same},  // only where it is a graph output; elsewhere removed
-      {"SequencePool", {}, nullptr, export_sequence_pool},
-      {"RNN", {}, nullptr, export_recurrent},
-      {"LSTM", {}, nullptr, export_recurrent},
-      {"GRU", {}, nullptr, export_recurrent},
+      {"SequencePool", {"kiln.SequencePool"},
+       [](const OnnxNodeView& v) -> OnnxMapResult {
+         OnnxMapping m;
+         m.attrs = {{"mode", string_of(v, "mode", "mean")}};
+         return m;
+       },
+       export_sequence_pool},
+      {"RNN", {"RNN"}, map_recurrent, export_recurrent},
+      {"LSTM", {"LSTM"}, map_recurrent, export_recurrent},
+      {"GRU", {"GRU"}, map_recurrent, export_recurrent},
       {"MultiheadAttention", {}, nullptr, export_attention},
       {"TransformerEncoderLayer", {}, nullptr, export_encoder_layer},
       {"PositionalEmbedding", {}, nullptr, export_positional},

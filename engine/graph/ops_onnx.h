@@ -4,6 +4,7 @@
 // form ONNX cannot express. Semantics: onnx.ai Operators.md, opset 17.
 #pragma once
 #include "engine/graph/onnx_export.h"
+#include "engine/graph/op_schema.h"
 
 namespace kiln::graph::detail {
 
@@ -32,5 +33,8 @@ void export_recurrent(OnnxEmitter& e, const OnnxExportNode& n);     // RNN / LST
 void export_attention(OnnxEmitter& e, const OnnxExportNode& n);     // MultiheadAttention, decomposed
 void export_encoder_layer(OnnxEmitter& e, const OnnxExportNode& n); // TransformerEncoderLayer, decomposed
 void export_positional(OnnxEmitter& e, const OnnxExportNode& n);    // PositionalEmbedding: Add of Gather / constant
+
+// ops_onnx_sequence.cpp: import of an ONNX RNN / GRU / LSTM node (OnnxNodeView's batch-first form).
+OnnxMapResult map_recurrent(const OnnxNodeView& v);
 
 }  // namespace kiln::graph::detail

@@ -59,7 +59,117 @@ Tensor reorder_gates(const Tensor& t, const Ints& order, int64_t hidden) {
   return cat(blocks, 0).contiguous();
 }
 
+// ONNX's gate block j holds PyTorch's block order[j]; this gives, for PyTorch's block p, the
+// ONNX block that holds it (LSTM i, f, g, o <- i, o, f, c; GRU r, z, n <- z, r, h).
+Ints pytorch_gate_order(const std::string& op) {
+  const Ints order = onnx_gate_order(op);
+  Ints inverse(order.size());
+  for (size_t j = 0; j < order.size(); ++j) inverse[static_cast<size_t>(order[j])] = static_cast<int64_t>(j);
+  return inverse;
+}
+
+bool present(const OnnxNodeView& v, size_t i) { return i < v.inputs.size() && v.inputs[i].present; }
+const Tensor* constant(const OnnxNodeView& v, size_t i) {
+  return present(v, i) && v.inputs[i].constant.defined() ? &v.inputs[i].constant : nullptr;
+}
+bool all_zero(const Tensor& t) {
+  for (double x : t.to(DType::f64).to_vector<double>())
+    if (x != 0) return false;
+  return true;
+}
+
+// A float32 initializer of the given shape at input i, or why it is not.
+std::string weight_problem(const OnnxNodeView& v, size_t i, const char* what, const Shape& want) {
+  const Tensor* t = constant(v, i);
+  const std::string which = std::string("its ") + what + " (input " + std::to_string(i) + ")";
+  if (!t) return which + " is computed at run time, not an initializer";
+  if (t->dtype() != DType::f32) return which + " is " + dtype_name(t->dtype()) + ", native layers hold f32";
+  if (t->shape() != want) return which + " has shape " + shape_str(t->shape()) + ", expected " + shape_str(want);
+  return "";
+}
+
 }  // namespace
+
+// ONNX RNN / GRU / LSTM (opset 14 form) -> the native layer with num_layers 1: W [D, G*H, I],
+// R [D, G*H, H], B [D, 2*G*H] (zeros when absent) become weight_ih_l0, weight_hh_l0, bias_ih_l0,
+// bias_hh_l0 (and *_reverse) in PyTorch's gate order. Forms the native layer does not compute
+// return the reason: layout 1, direction reverse, clip, input_forget, peepholes, non-default
+// activations, GRU's linear_before_reset 0, initial states that are not zero, a sequence_lens
+// that is not the graph's padding mask (OnnxNodeView::graph_padding_mask).
+OnnxMapResult map_recurrent(const OnnxNodeView& v) {
+  const std::string& op = v.op_type;
+  const int64_t g = static_cast<int64_t>(onnx_gate_order(op).size());
+  auto int_of = [&](const std::string& name, int64_t def) {
+    auto it = v.attributes.find(name);
+    return it != v.attributes.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : def;
+  };
+  auto it_dir = v.attributes.find("direction");
+  const std::string dir = it_dir != v.attributes.end() && std::holds_alternative<std::string>(it_dir->second)
+                              ? std::get<std::string>(it_dir->second)
+                              : "forward";
+  if (int_of("layout", 0) != 0) return "layout 1 is not the time-major form the import maps";
+  if (dir == "reverse") return "direction reverse alone has no native form (the native layer runs forward or both ways)";
+  if (dir != "forward" && dir != "bidirectional") return "direction '" + dir + "' is not forward or bidirectional";
+  const int64_t dirs = dir == "bidirectional" ? 2 : 1;
+  if (v.attributes.count("clip")) return "clip bounds the cell input; the native layer does not clip";
+  if (op == "LSTM" && int_of("input_forget", 0) != 0) return "input_forget = 1 couples the input and forget gates";
+  if (op == "GRU" && int_of("linear_before_reset", 0) != 1)
+    return "linear_before_reset = 0 applies the reset gate before R's product; the native GRU (as PyTorch's) after it";
+  std::string nonlinearity = "tanh";
+  if (auto it = v.string_lists.find("activations"); it != v.string_lists.end()) {
+    Strings per_dir = op == "LSTM" ? Strings{"Sigmoid", "Tanh", "Tanh"} : op == "GRU" ? Strings{"Sigmoid", "Tanh"} : Strings{"Tanh"};
+    if (op == "RNN" && !it->second.empty() && it->second[0] == "Relu") per_dir = {"Relu"}, nonlinearity = "relu";
+    Strings want;
+    for (int64_t d = 0; d < dirs; ++d) want.insert(want.end(), per_dir.begin(), per_dir.end());
+    if (it->second != want) {
+      std::string got;
+      for (const std::string& a : it->second) got += (got.empty() ? "" : ", ") + a;
+      return "activations [" + got + "] are not the native " + op + "'s";
+    }
+  }
+  if (!present(v, 0) || v.inputs[0].type.shape.size() != 3) return "input is not [N, T, C]";
+  const int64_t input = v.inputs[0].type.shape[2];
+  if (is_symbolic(input)) return "its input feature size is symbolic";
+  if (!constant(v, 1)) return "its W (input 1) is computed at run time, not an initializer";
+  const Tensor* r = constant(v, 2);
+  if (!r) return "its R (input 2) is computed at run time, not an initializer";
+  if (r->dim() != 3) return "its R (input 2) has shape " + shape_str(r->shape()) + ", expected [D, G*H, H]";
+  const int64_t h = r->shape()[2];
+  if (int_of("hidden_size", h) != h)
+    return "hidden_size " + std::to_string(int_of("hidden_size", h)) + " differs from R's " + shape_str(r->shape());
+  if (auto why = weight_problem(v, 1, "W", {dirs, g * h, input}); !why.empty()) return why;
+  if (auto why = weight_problem(v, 2, "R", {dirs, g * h, h}); !why.empty()) return why;
+  if (present(v, 3))
+    if (auto why = weight_problem(v, 3, "B", {dirs, 2 * g * h}); !why.empty()) return why;
+  if (present(v, 4))
+    return "its sequence_lens (input 4) is not the token count of the graph's padding mask (token id 0, "
+           "graph_module.h), by which the native layer skips steps";
+  if (v.graph_padding_mask)
+    return "it has no sequence_lens, but the graph's token ids give a padding mask (token id 0) that the native " + op +
+           " would apply";
+  const char* state_names[] = {"initial_h", "initial_c", "P (peepholes)"};
+  for (size_t i = 5; i < (op == "LSTM" ? size_t{8} : size_t{6}); ++i) {
+    if (!present(v, i)) continue;
+    const Tensor* t = constant(v, i);
+    if (!t) return std::string("its ") + state_names[i - 5] + " (input " + std::to_string(i) + ") is computed at run time";
+    if (!all_zero(*t))
+      return std::string("its ") + state_names[i - 5] + " (input " + std::to_string(i) + ") is not zero; the native " +
+             op + (i == 7 ? " has no peepholes" : " starts from zeros");
+  }
+  const Ints order = pytorch_gate_order(op);
+  OnnxMapping m;
+  for (int64_t d = 0; d < dirs; ++d) {
+    const std::string suffix = std::string("_l0") + (d == 1 ? "_reverse" : "");
+    m.state["weight_ih" + suffix] = reorder_gates(constant(v, 1)->select(0, d), order, h);
+    m.state["weight_hh" + suffix] = reorder_gates(r->select(0, d), order, h);
+    const Tensor b = present(v, 3) ? constant(v, 3)->select(0, d) : Tensor::zeros({2 * g * h});
+    m.state["bias_ih" + suffix] = reorder_gates(b.slice(0, 0, g * h), order, h);
+    m.state["bias_hh" + suffix] = reorder_gates(b.slice(0, g * h, 2 * g * h), order, h);
+  }
+  m.attrs = {{"hidden_size", h}, {"num_layers", int64_t{1}}, {"bidirectional", dirs == 2}, {"dropout", 0.0}};
+  if (op == "RNN") m.attrs["nonlinearity"] = nonlinearity;
+  return m;
+}
 
 void export_sequence_pool(OnnxEmitter& e, const OnnxExportNode& n) {
   const std::string &y = n.name, &x = n.values.at(0), mode = attr_string(n.attrs, "mode");

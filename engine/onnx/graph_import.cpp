@@ -130,7 +130,8 @@ OpSchema initializer_schema() {
 size_t output_ports(const std::string& op) {
   static const std::map<std::string, size_t> multi{{"TopK", 2}, {"Dropout", 2}, {"BatchNormalization", 3},
                                                    {"LayerNormalization", 3}, {"SoftmaxCrossEntropyLoss", 2},
-                                                   {"MaxPool", 2}, {"Split", 16}};
+                                                   {"MaxPool", 2}, {"Split", 16}, {"LSTM", 3}, {"GRU", 2},
+                                                   {"RNN", 2}};
   auto it = multi.find(op);
   return it == multi.end() ? 1 : it->second;
 }

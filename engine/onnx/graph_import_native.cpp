@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/graph/graph_module.h"
 #include "engine/graph/op_schema.h"
+#include "engine/onnx/graph_import_sequence.h"
 
 namespace kiln::onnx::detail {
 
@@ -14,10 +16,7 @@ using graph::OnnxMapping;
 using graph::OnnxNodeView;
 using graph::PortRef;
 
-struct Use {
-  size_t node;
-  size_t input;
-};
+using Use = ValueUse;
 
 class Builder {
  public:
@@ -38,12 +37,34 @@ class Builder {
     for (size_t k = 0; k < nodes.size(); ++k)
       for (size_t i = 0; i < nodes[k].inputs.size(); ++i)
         if (!nodes[k].inputs[i].empty() && !done_.count(k)) uses_[resolve(nodes[k].inputs[i])].push_back({k, i});
-    if (native) plan_fusions();
+    if (native) {
+      plan_fusions();
+      plan_sequence_fusions();
+    }
     for (size_t k = 0; k < nodes.size(); ++k) {
       const Node& n = nodes[k];
       if (n.op_type == "Constant" || done_.count(k)) continue;
       if (!native) {
         add_onnx(n);
+        continue;
+      }
+      if (seq_.removed.count(k)) continue;  // layout changes, mask arithmetic (graph_import_sequence.h)
+      if (auto it = seq_.fusions.find(k); it != seq_.fusions.end()) {
+        const SequenceFusion& f = it->second;
+        std::optional<Prepared> p = prepare(n, f.view);
+        KILN_CHECK(p, ValueError, "node '", n.name, "' (", n.op_type, "): its planned native form no longer maps");
+        const graph::NodeId id = commit(n, f.view, f.inputs, std::move(*p), f.output);
+        for (const std::string& a : f.aliases) ctx_.producer[a] = {id, 0};
+        if (!f.last_step.empty()) {
+          const graph::NodeId last = ctx_.out.add_node("SequencePool", ctx_.identifier(n.name + "_last"),
+                                                       {{"mode", std::string("last")}});
+          ctx_.out.connect({id, 0}, {last, 0});
+          for (const std::string& a : f.last_step) ctx_.producer[a] = {last, 0};
+        }
+        continue;
+      }
+      if (n.domain.empty() && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN")) {
+        add_onnx(n);  // its layout changes did not fit (warned): the plain node is time-major
         continue;
       }
       if (auto it = gelu_.find(k); it != gelu_.end()) {  // the chain's last node
@@ -224,6 +245,7 @@ class Builder {
         case Attribute::Type::Float: v.attributes[name] = a.f; break;
         case Attribute::Type::String: v.attributes[name] = a.s; break;
         case Attribute::Type::Ints: v.attributes[name] = a.ints; break;
+        case Attribute::Type::Strings: v.string_lists[name] = a.strings; break;
         default: v.other_attributes.push_back(name);
       }
     }
@@ -248,20 +270,25 @@ class Builder {
     if (ctx_.warnings.empty() || ctx_.warnings.back() != w) ctx_.warnings.push_back(std::move(w));  // fused, then alone
   }
 
-  // Adds the native node for view `v` of ONNX node `n` (its value names `inputs`, by ONNX
-  // input index; `last`: the node whose outputs the native node's output replaces, when fused).
-  bool try_native(const Node& n, const OnnxNodeView& v, const std::vector<std::string>& inputs, const Node* last = nullptr) {
-    if (!n.domain.empty()) return false;
+  // The native form of view `v` of ONNX node `n`: its schema, mapping and attributes after every
+  // check (each failure warned, naming the node); nullopt when it stays onnx.<Op>.
+  struct Prepared {
+    const graph::OpSchema* s;
+    OnnxMapping m;
+    graph::Attributes attrs;
+  };
+  std::optional<Prepared> prepare(const Node& n, const OnnxNodeView& v) {
+    if (!n.domain.empty()) return std::nullopt;
     const graph::OpSchema* s = graph::OpRegistry::global().onnx_claimant(v.op_type);
-    if (!s) return false;
+    if (!s) return std::nullopt;
     if (!v.other_attributes.empty()) {
       warn(n, "attribute '" + v.other_attributes[0] + "' has a type the mapping does not read");
-      return false;
+      return std::nullopt;
     }
     graph::OnnxMapResult r = s->onnx_import.map(v);
     if (const auto* why = std::get_if<std::string>(&r)) {
       warn(n, *why);
-      return false;
+      return std::nullopt;
     }
     OnnxMapping& m = std::get<OnnxMapping>(r);
     if (!m.op.empty()) s = &graph::OpRegistry::global().get(m.op);
@@ -269,7 +296,7 @@ class Builder {
     for (size_t i : m.data_inputs) {
       if (i >= v.inputs.size() || !v.inputs[i].present) {
         warn(n, "input " + std::to_string(i) + " is missing");
-        return false;
+        return std::nullopt;
       }
       in_types.push_back(v.inputs[i].type);
     }
@@ -277,20 +304,19 @@ class Builder {
       if (v.inputs[i].present && !v.inputs[i].constant.defined() &&
           std::find(m.data_inputs.begin(), m.data_inputs.end(), i) == m.data_inputs.end()) {
         warn(n, "input " + std::to_string(i) + " is computed at run time, the native " + s->name + " holds it as a constant");
-        return false;
+        return std::nullopt;
       }
     const graph::Attributes attrs = s->with_defaults(m.attrs);
     if (auto why = s->check_attrs(attrs)) {
       warn(n, "as " + s->name + ": " + *why);
-      return false;
+      return std::nullopt;
     }
-    const std::vector<std::string>& outs = last ? last->outputs : n.outputs;
     try {
       std::vector<graph::TensorType> got = s->infer(in_types, attrs);
-      if (got.empty() || outs.empty() || got[0] != v.outputs.at(0)) {
+      if (got.empty() || v.outputs.empty() || got[0] != v.outputs.at(0)) {
         warn(n, "the native " + s->name + " gives " + (got.empty() ? std::string("nothing") : got[0].str()) +
-                    ", the model computes " + v.outputs.at(0).str());
-        return false;
+                    ", the model computes " + (v.outputs.empty() ? std::string("nothing") : v.outputs[0].str()));
+        return std::nullopt;
       }
       if (!m.state.empty()) {
         const nn::StateDict built = s->build(in_types, attrs)->state_dict();
@@ -299,14 +325,22 @@ class Builder {
           if (it == built.end() || it->second.shape() != t.shape() || it->second.dtype() != t.dtype()) {
             warn(n, "its " + key + " " + t.str() + " does not fit the native " + s->name +
                         (it == built.end() ? std::string(" (no such entry)") : " (" + it->second.str() + ")"));
-            return false;
+            return std::nullopt;
           }
         }
       }
     } catch (const Error& e) {
       warn(n, "as " + s->name + ": " + e.what());
-      return false;
+      return std::nullopt;
     }
+    return Prepared{s, std::move(m), attrs};
+  }
+
+  // Adds prepared native node `p` of ONNX node `n` (view `v`, its value names `inputs` by ONNX
+  // input index); its output becomes value `out` ("": none).
+  graph::NodeId commit(const Node& n, const OnnxNodeView& v, const std::vector<std::string>& inputs, Prepared p,
+                       const std::string& out) {
+    OnnxMapping& m = p.m;
     // Shared initializers: each native consumer gets its own copy.
     for (size_t i = 0; i < v.inputs.size(); ++i) {
       if (!v.inputs[i].constant.defined() || std::find(m.data_inputs.begin(), m.data_inputs.end(), i) != m.data_inputs.end())
@@ -328,12 +362,40 @@ class Builder {
       }
     }
     const std::string name = ctx_.identifier(n.name);
-    const graph::NodeId id = ctx_.out.add_node(s->name, name, attrs);
-    for (size_t p = 0; p < m.data_inputs.size(); ++p)
-      ctx_.out.connect(port_of(inputs[m.data_inputs[p]]), {id, static_cast<int>(p)});
+    const graph::NodeId id = ctx_.out.add_node(p.s->name, name, p.attrs);
+    for (size_t q = 0; q < m.data_inputs.size(); ++q)
+      ctx_.out.connect(port_of(inputs[m.data_inputs[q]]), {id, static_cast<int>(q)});
     for (auto& [key, t] : m.state) ctx_.out.initial_state[name + "." + key] = t;
-    if (!outs.empty() && !outs[0].empty()) ctx_.producer[outs[0]] = {id, 0};
+    if (!out.empty()) ctx_.producer[out] = {id, 0};
+    return id;
+  }
+
+  // Adds the native node for view `v` of ONNX node `n` (its value names `inputs`, by ONNX
+  // input index; `last`: the node whose outputs the native node's output replaces, when fused).
+  bool try_native(const Node& n, const OnnxNodeView& v, const std::vector<std::string>& inputs, const Node* last = nullptr) {
+    const std::vector<std::string>& outs = last ? last->outputs : n.outputs;
+    if (outs.empty()) return false;
+    std::optional<Prepared> p = prepare(n, v);
+    if (!p) return false;
+    commit(n, v, inputs, std::move(*p), outs[0]);
     return true;
+  }
+
+  // The recurrent and SequencePool patterns (graph_import_sequence.h), planned before any node is added.
+  void plan_sequence_fusions() {
+    std::optional<std::string> ids;
+    if (auto k = graph::padding_mask_input(ctx_.out)) {
+      const graph::NodeId input = ctx_.out.input_nodes().at(*k);
+      for (const ValueInfo& v : ctx_.g.inputs)
+        if (auto it = ctx_.producer.find(v.name); it != ctx_.producer.end() && it->second.node == input) ids = v.name;
+    }
+    SequencePlanInput in{ctx_, uses_, graph_outputs_, [this](const std::string& v) { return resolve(v); },
+                         [this](const Node& n, const std::string& op, const std::vector<std::string>& inputs) {
+                           return view(n, op, inputs, n.outputs);
+                         },
+                         [this](const Node& n, const OnnxNodeView& v) { return prepare(n, v).has_value(); },
+                         [this](const Node& n, const std::string& why) { warn(n, why); }, ids};
+    seq_ = plan_sequences(in);
   }
 
   NativeImportContext& ctx_;
@@ -349,6 +411,7 @@ class Builder {
   std::map<size_t, size_t> bias_add_;  // MatMul node -> the Add of its bias
   std::set<size_t> done_;              // Add nodes a fused Linear replaced, Identity nodes of constants
   std::map<std::string, std::string> alias_;  // an Identity's output -> the constant it passes on
+  SequencePlan seq_;                          // recurrent layers and SequencePool (graph_import_sequence.h)
 };
 
 }  // namespace

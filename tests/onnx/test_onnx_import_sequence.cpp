@@ -1,0 +1,288 @@
+// Native import of ONNX LSTM / GRU / RNN and of SequencePool's exported forms
+// (engine/onnx/graph_import_sequence.h, Note [Sequence import]): Kiln's own export comes back as
+// native nodes only with the same outputs; LSTM cases of libonnx-testdata, wrapped in the layout
+// changes a batch-first model has, give the suite's expected values natively, and the cases the
+// native layers do not compute fall back to onnx.<Op> with a warning naming the node and why;
+// models exported by PyTorch 1.13 (tests/fixtures/make_rnn_onnx_fixtures.py) import natively.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/core/ops.h"
+#include "engine/core/random.h"
+#include "engine/graph/graph_module.h"
+#include "engine/onnx/export.h"
+#include "engine/onnx/graph_import.h"
+#include "engine/onnx/model.h"
+#include "engine/onnx/npy.h"
+#include "engine/onnx/suite.h"
+#include "engine/onnx/tensor_proto.h"
+#include "tests/common/test_deps.h"
+#include "tests/onnx/model_builder.h"
+
+using namespace kiln;
+using graph::Attributes;
+using graph::Graph;
+using graph::GraphModule;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kSteps = 7, kVocab = 12, kEmbed = 8;
+const std::string kNodeData = "/usr/share/libonnx-testdata/data/node";
+
+graph::NodeId add(Graph& g, const std::string& op, const std::string& name, Attributes a, std::vector<graph::NodeId> from) {
+  graph::NodeId id = g.add_node(op, name, std::move(a));
+  for (size_t p = 0; p < from.size(); ++p) g.connect({from[p], 0}, {id, static_cast<int>(p)});
+  return id;
+}
+
+// ids [T] -> Embedding -> op -> SequencePool(pool) -> Linear, outputs the layer's [N, T, C] and
+// the logits; with `features` a float Input [T, E] instead of the ids (no padding mask).
+Graph text_graph(const std::string& op, const Attributes& attrs, const std::string& pool, bool features) {
+  Graph g;
+  graph::NodeId x;
+  if (features) {
+    x = add(g, "Input", "feats", {{"shape", std::vector<int64_t>{kSteps, kEmbed}}}, {});
+  } else {
+    auto ids = add(g, "Input", "ids", {{"shape", std::vector<int64_t>{kSteps}}, {"dtype", std::string("i64")}}, {});
+    x = add(g, "Embedding", "embed", {{"num_embeddings", kVocab}, {"embedding_dim", kEmbed}}, {ids});
+  }
+  auto layer = add(g, op, "layer", attrs, {x});
+  auto p = add(g, "SequencePool", "pool", {{"mode", pool}}, {layer});
+  const int64_t width = graph::attr_int(attrs, "hidden_size") * (graph::attr_bool(attrs, "bidirectional") ? 2 : 1);
+  auto fc = add(g, "Linear", "fc", {{"in_features", width}, {"out_features", int64_t{3}}}, {p});
+  add(g, "Output", "seq", {}, {layer});
+  add(g, "Output", "logits", {}, {fc});
+  return g;
+}
+
+// Token ids [4, 7]: rows of 7, 4, 1 and 0 tokens, padded with 0 at the end.
+Tensor padded_ids() {
+  std::vector<int64_t> v;
+  const int64_t lens[] = {7, 4, 1, 0};
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t t = 0; t < kSteps; ++t) v.push_back(t < lens[r] ? 1 + (r * 5 + t * 3) % (kVocab - 1) : 0);
+  return Tensor::from_vector<int64_t>(v, {4, kSteps});
+}
+
+// Largest |want - got| over the largest |want|, over all outputs.
+double relative_error(const std::vector<Tensor>& want, const std::vector<Tensor>& got) {
+  double diff = 0, top = 0;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    EXPECT_EQ(want[i].shape(), got[i].shape()) << "output " << i;
+    if (want[i].shape() != got[i].shape()) return INFINITY;
+    top = std::max(top, amax(abs(want[i].to(DType::f64))).item<double>());
+    diff = std::max(diff, amax(abs(sub(want[i].to(DType::f64), got[i].to(DType::f64)))).item<double>());
+  }
+  return diff / std::max(top, 1e-12);
+}
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> c;
+  for (const graph::Node& n : g.nodes()) ++c[n.op];
+  return c;
+}
+int onnx_nodes(const Graph& g) {
+  int k = 0;
+  for (const graph::Node& n : g.nodes()) k += n.op.rfind("onnx.", 0) == 0;
+  return k;
+}
+
+// Exported and imported again: only native nodes, `layers` nodes of op, the same outputs.
+void round_trip(const std::string& op, int64_t hidden, int64_t layers, bool bidirectional, const std::string& pool,
+                bool features) {
+  SCOPED_TRACE(op + " hidden " + std::to_string(hidden) + " layers " + std::to_string(layers) +
+               (bidirectional ? " bidirectional" : "") + " pool " + pool + (features ? " features" : " ids"));
+  manual_seed(11);
+  const Attributes attrs{{"hidden_size", hidden}, {"num_layers", layers}, {"bidirectional", bidirectional}};
+  Graph g = text_graph(op, attrs, pool, features);
+  GraphModule gm(g);
+  nn::StateDict sd;
+  for (const auto& [key, t] : gm.state_dict()) sd.emplace_back(key, uniform(t.shape(), -0.6, 0.6));
+  gm.load_state_dict(sd);
+  gm.eval();
+  const std::vector<Tensor> in{features ? normal({4, kSteps, kEmbed}, 0, 1) : padded_ids()};
+  const std::vector<Tensor> want = gm.forward(in);
+  kiln::onnx::Model m = kiln::onnx::parse_model(kiln::onnx::export_model(g, gm.state_dict()), "", op);
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+  for (const std::string& w : ig.warnings) ADD_FAILURE() << "warning: " << w;
+  EXPECT_EQ(onnx_nodes(ig.graph), 0);
+  std::map<std::string, int> ops = op_counts(ig.graph);
+  EXPECT_EQ(ops[op], layers);
+  EXPECT_EQ(ops["SequencePool"], 1);
+  GraphModule back(ig.graph);
+  back.eval();
+  EXPECT_LE(relative_error(want, back.forward(in)), 1e-5);
+}
+
+bool has_warning(const kiln::onnx::ImportedGraph& ig, const std::string& start, const std::string& part) {
+  for (const std::string& w : ig.warnings)
+    if (w.rfind(start, 0) == 0 && w.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string dump(const kiln::onnx::ImportedGraph& ig) {
+  std::string s;
+  for (const std::string& w : ig.warnings) s += "\n  " + w;
+  return s;
+}
+
+// libonnx-testdata case `name` (X, W, R [, B ...] graph inputs, output Y_h) as a batch-first model:
+// feats [N, T, C] -> Transpose -> the case's node (its other inputs initializers, output Y) ->
+// Transpose [2, 0, 1, 3] -> Reshape [0, 0, D*H]. Returns the model, its input (X transposed)
+// and the expected Y_h.
+struct Wrapped {
+  kiln::onnx::Model model;
+  Tensor input, y_h;
+};
+Wrapped wrap_case(const std::string& name) {
+  const std::string dir = kNodeData + "/" + name;
+  kiln::onnx::Model c = kiln::onnx::load_model(dir + "/model.onnx");
+  const kiln::onnx::Node& node = c.graph.nodes.at(0);
+  ::onnx::GraphProto g;
+  g.set_name(name);
+  Wrapped w;
+  for (size_t i = 0; i < c.graph.inputs.size(); ++i) {
+    Tensor t = kiln::onnx::load_tensor_file(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    if (i == 0) {
+      w.input = t.transpose(0, 1).contiguous();
+      *g.add_input() = kiln::onnx::test::value_info("feats", 1, {-1, t.shape()[0], t.shape()[2]});
+    } else {
+      kiln::onnx::tensor_to_proto(t, *g.add_initializer());
+      g.mutable_initializer(g.initializer_size() - 1)->set_name(c.graph.inputs[i].name);
+    }
+  }
+  w.y_h = kiln::onnx::load_tensor_file(dir + "/test_data_set_0/output_0.pb");
+  kiln::onnx::test::add_node(g, "Transpose", {"feats"}, {"x_tnc"}, "to_time_major");
+  kiln::onnx::test::set_ints(g.mutable_node(0), "perm", {1, 0, 2});
+  std::vector<std::string> ins = node.inputs;
+  ins[0] = "x_tnc";
+  ::onnx::NodeProto* rnn = kiln::onnx::test::add_node(g, node.op_type, ins, {"Y"}, "rnn");
+  for (const auto& [key, a] : node.attributes) {
+    auto* p = rnn->add_attribute();
+    p->set_name(key);
+    if (a.type == kiln::onnx::Attribute::Type::Int) p->set_type(::onnx::AttributeProto::INT), p->set_i(a.i);
+    else if (a.type == kiln::onnx::Attribute::Type::Float) p->set_type(::onnx::AttributeProto::FLOAT), p->set_f(static_cast<float>(a.f));
+    else if (a.type == kiln::onnx::Attribute::Type::String) p->set_type(::onnx::AttributeProto::STRING), p->set_s(a.s);
+    else ADD_FAILURE() << name << ": attribute " << key << " not copied";
+  }
+  kiln::onnx::test::add_node(g, "Transpose", {"Y"}, {"y_ntdh"}, "to_batch_first");
+  kiln::onnx::test::set_ints(g.mutable_node(2), "perm", {2, 0, 1, 3});
+  kiln::onnx::test::add_int64_initializer(g, "merged", {0, 0, -1});
+  kiln::onnx::test::add_node(g, "Reshape", {"y_ntdh", "merged"}, {"y"}, "merge");
+  *g.add_output() = kiln::onnx::test::value_info("y", 1, {-1, w.input.shape()[1], 1});
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("H");
+  std::string bytes;
+  kiln::onnx::test::model_with(g, 17).SerializeToString(&bytes);
+  w.model = kiln::onnx::parse_model(bytes, "", name);
+  return w;
+}
+
+}  // namespace
+
+TEST(OnnxImportSequence, KilnLstmAndGruComeBackNative) {
+  round_trip("LSTM", 6, 1, false, "mean", false);  // the text template's form
+  round_trip("LSTM", 5, 2, true, "max", false);
+  round_trip("LSTM", 4, 2, false, "mean", true);   // features: no sequence_lens
+  round_trip("GRU", 5, 2, true, "mean", false);
+  round_trip("GRU", 3, 1, false, "max", true);
+  round_trip("RNN", 4, 1, true, "mean", false);
+}
+
+// Case lstm_defaults and lstm_with_initial_bias: forward, default activations: native, and Y's
+// last step is the suite's Y_h.
+TEST(OnnxImportSequence, TestdataLstmNativeGivesExpectedValues) {
+  KILN_SKIP_UNLESS_DEP(fs::exists(kNodeData + "/test_lstm_defaults"), "libonnx-testdata", "no " + kNodeData);
+  for (const char* name : {"test_lstm_defaults", "test_lstm_with_initial_bias"}) {
+    SCOPED_TRACE(name);
+    Wrapped w = wrap_case(name);
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(w.model);
+    EXPECT_TRUE(ig.warnings.empty()) << dump(ig);
+    EXPECT_EQ(onnx_nodes(ig.graph), 0);
+    EXPECT_EQ(op_counts(ig.graph)["LSTM"], 1);
+    GraphModule gm(ig.graph);
+    gm.eval();
+    Tensor y = gm.forward(std::vector<Tensor>{w.input}).at(0);  // [N, T, H]
+    const Tensor last = y.select(1, y.shape()[1] - 1).unsqueeze(0);
+    EXPECT_LE(relative_error({w.y_h}, {last}), 1e-5);
+  }
+}
+
+// The cases the native layers do not compute stay onnx.<Op>, warned with the reason, and still
+// give the suite's values through the ONNX executor's kernels.
+TEST(OnnxImportSequence, TestdataFormsOutsideTheNativeLayersFallBack) {
+  KILN_SKIP_UNLESS_DEP(fs::exists(kNodeData + "/test_gru_defaults"), "libonnx-testdata", "no " + kNodeData);
+  const std::vector<std::tuple<const char*, const char*, const char*, bool>> cases{
+      {"test_gru_defaults", "GRU", "linear_before_reset = 0", true},
+      {"test_gru_with_initial_bias", "GRU", "linear_before_reset = 0", true},
+      {"test_gru_seq_length", "GRU", "linear_before_reset = 0", true},
+  };
+  for (const auto& [name, op, why, last_is_y_h] : cases) {
+    SCOPED_TRACE(name);
+    Wrapped w = wrap_case(name);
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(w.model);
+    EXPECT_TRUE(has_warning(ig, std::string("node 'rnn' (") + op + ") stays onnx." + op + ": ", why)) << dump(ig);
+    EXPECT_EQ(op_counts(ig.graph)[std::string("onnx.") + op], 1);
+    GraphModule gm(ig.graph);
+    Tensor y = gm.forward(std::vector<Tensor>{w.input}).at(0);
+    if (last_is_y_h) {
+      EXPECT_LE(relative_error({w.y_h}, {y.select(1, y.shape()[1] - 1).unsqueeze(0)}), 1e-5);
+    }
+  }
+  // layout 1 with Y and Y_h both graph outputs: the whole case as onnx.LSTM, both outputs right.
+  const std::string dir = kNodeData + "/test_lstm_batchwise";
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(kiln::onnx::load_model(dir + "/model.onnx"));
+  EXPECT_EQ(op_counts(ig.graph)["onnx.LSTM"], 1);
+  GraphModule gm(ig.graph);
+  std::vector<Tensor> in;
+  for (int i = 0; i < 3; ++i) in.push_back(kiln::onnx::load_tensor_file(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb"));
+  std::vector<Tensor> want{kiln::onnx::load_tensor_file(dir + "/test_data_set_0/output_0.pb"),
+                           kiln::onnx::load_tensor_file(dir + "/test_data_set_0/output_1.pb")};
+  EXPECT_LE(relative_error(want, gm.forward(in)), 1e-5);
+}
+
+// Bad input: W computed at run time (a graph input): onnx.LSTM, the warning names the node.
+TEST(OnnxImportSequence, LstmWhoseWIsNotAnInitializerFallsBack) {
+  ::onnx::GraphProto g;
+  g.set_name("w_input");
+  *g.add_input() = kiln::onnx::test::value_info("feats", 1, {-1, 5, 3});
+  *g.add_input() = kiln::onnx::test::value_info("W", 1, {1, 8, 3});
+  std::vector<float> r(1 * 8 * 2, 0.1f);
+  kiln::onnx::test::add_float_initializer(g, "R", {1, 8, 2}, r);
+  kiln::onnx::test::set_ints(kiln::onnx::test::add_node(g, "Transpose", {"feats"}, {"x"}, "in"), "perm", {1, 0, 2});
+  kiln::onnx::test::set_int(kiln::onnx::test::add_node(g, "LSTM", {"x", "W", "R"}, {"Y"}, "lstm_w"), "hidden_size", 2);
+  kiln::onnx::test::set_ints(kiln::onnx::test::add_node(g, "Transpose", {"Y"}, {"yt"}, "out"), "perm", {2, 0, 1, 3});
+  kiln::onnx::test::add_int64_initializer(g, "shape", {0, 0, 2});
+  kiln::onnx::test::add_node(g, "Reshape", {"yt", "shape"}, {"y"}, "merge");
+  *g.add_output() = kiln::onnx::test::value_info("y", 1, {-1, 5, 2});
+  std::string bytes;
+  kiln::onnx::test::model_with(g, 17).SerializeToString(&bytes);
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(kiln::onnx::parse_model(bytes, "", "w_input"));
+  EXPECT_TRUE(has_warning(ig, "node 'lstm_w' (LSTM) stays onnx.LSTM: ", "its W (input 1) is computed at run time"))
+      << dump(ig);
+  EXPECT_EQ(op_counts(ig.graph)["onnx.LSTM"], 1);
+  EXPECT_EQ(op_counts(ig.graph)["LSTM"], 0);
+}
+
+// PyTorch 1.13's exports (make_rnn_onnx_fixtures.py): all native, PyTorch's outputs.
+TEST(OnnxImportSequence, TorchExportedLstmAndGruImportNative) {
+  const std::string dir = std::string(KILN_FIXTURES_DIR) + "/rnn_onnx/";
+  const std::vector<std::tuple<const char*, int, std::map<std::string, int>>> models{
+      {"lstm_h_last", 2, {{"LSTM", 3}, {"SequencePool", 1}, {"Linear", 1}}},  // h[-1]: SequencePool last
+      {"gru_bidir", 1, {{"GRU", 1}, {"Linear", 1}}},
+  };
+  for (const auto& [name, outputs, want_ops] : models) {
+    SCOPED_TRACE(name);
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(kiln::onnx::load_model(dir + name + ".onnx"));
+    EXPECT_TRUE(ig.warnings.empty()) << dump(ig);
+    EXPECT_EQ(onnx_nodes(ig.graph), 0);
+    std::map<std::string, int> ops = op_counts(ig.graph);
+    for (const auto& [op, count] : want_ops) EXPECT_EQ(ops[op], count) << op;
+    GraphModule gm(ig.graph);
+    gm.eval();
+    std::vector<Tensor> want;
+    for (int i = 0; i < outputs; ++i) want.push_back(kiln::onnx::load_npy(dir + name + ".out" + std::to_string(i) + ".npy"));
+    EXPECT_LE(relative_error(want, gm.forward(std::vector<Tensor>{kiln::onnx::load_npy(dir + name + ".input.npy")})), 1e-5);
+  }
+}
