@@ -107,6 +107,7 @@ ExperimentView::ExperimentView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->hide();
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSortingEnabled(true);
+  table_->sortByColumn(TrialCol, Qt::AscendingOrder);  // the plan's order until a header is clicked
   plot_ = new ParallelCoordinatesPlot(split);
   split->addWidget(table_);
   split->addWidget(plot_);
