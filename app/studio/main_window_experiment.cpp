@@ -59,7 +59,19 @@ void MainWindow::createExperimentDock() {
   d->setObjectName("experiments");
   d->setWidget(scrollableDockContent(experiment_, this));
   addDockWidget(Qt::BottomDockWidgetArea, d);  // arranged by applyDefaultLayout
-  connect(experiment_, &ExperimentView::runningChanged, this, [this] { updateTrainState(); });
+  connect(experiment_, &ExperimentView::runningChanged, this, [this](bool running) {
+    // A trial that changed a graph attribute stored its graph as the project's newest version:
+    // the graph the user sees (unchanged since the sweep stored it) becomes the newest again, so
+    // reopening the project opens it, not the last trial's.
+    if (!running && project_ && !document_->isModified()) try {
+        const std::string json = graph::to_json(document_->graph(), &project_->blobs());
+        const std::optional<projects::GraphVersion> latest = project_->latest_graph();
+        if (latest && latest->graph_json != json) project_->save_graph(json, "after a sweep");
+      } catch (const std::exception& e) {
+        log_->warning(tr("the graph was not stored after the sweep: %1").arg(QString::fromStdString(plain_error(e))));
+      }
+    updateTrainState();
+  });
   connect(experiment_, &ExperimentView::trialsChanged, this, [this] { runs_->refresh(); });
   connect(experiment_, &ExperimentView::logMessage, this, [this](const QString& m) { log_->info(m); });
   connect(experiment_, &ExperimentView::applyBestRequested, this, [this](qint64 sweep) { applyBestTrial(sweep); });

@@ -217,6 +217,10 @@ class TestStudioExperiment : public QObject {
         QVERIFY(!r.tags.empty() && r.tags[0] == "sweep 1");
       }
       QVERIFY(w.trainAction()->isEnabled());
+      // The trials stored their graphs (fc1 8 or 32 wide) as versions; the window's graph, the
+      // template's 128, is the newest again, so reopening the project opens it.
+      const graph::Graph latest = graph::from_json(w.project()->latest_graph()->graph_json, &w.project()->blobs());
+      QCOMPARE(std::get<int64_t>(latest.find_by_name("fc1")->attrs.at("out_features")), int64_t(128));
 
       // Apply Best: the best trial's lr stored and shown; its fc1.out_features on the graph as
       // one edit (fc2.in_features follows) that Undo takes back.
@@ -245,6 +249,7 @@ class TestStudioExperiment : public QObject {
     MainWindow w;
     w.setSilent(true);
     QVERIFY(w.openProject(path));
+    QCOMPARE(std::get<int64_t>(w.document()->graph().find_by_name("fc1")->attrs.at("out_features")), int64_t(128));
     ExperimentView* view = w.experimentView();
     QCOMPARE(view->sweepList()->count(), 1);
     QCOMPARE(view->table()->rowCount(), 4);
