@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/studio/headless.h"
+#include "app/studio/sweep_plan.h"
 #include "app/studio/sweep_report.h"
 #include "app/studio/sweep_runner.h"
 #include "app/studio/sweep_space.h"
@@ -43,27 +44,22 @@ std::vector<std::string> splitDevices(const QString& s) {
   return out;
 }
 
-// A new sweep: the flags checked, the trials planned and applied to a copy of the settings
-// (so a value that does not fit is a wrong flag, found before anything is stored), then stored.
+// A new sweep: the flags turned into a request and the project's graph and settings into its
+// starting point; plan_sweep checks, plans and stores it (nothing is stored when a flag is wrong).
 SweepSettings planNewSweep(const SweepOptions& o, projects::Project& project, nlohmann::json& space) {
-  if (o.params.isEmpty()) throw Usage("a sweep needs at least one --param NAME=VALUES (lr=1e-4:1e-2:log, batch-size=64,128)");
-  if (o.search != "grid" && o.search != "random")
-    throw Usage("--search " + o.search.toStdString() + ": expected grid or random");
-  if (o.search == "random" && o.trials < 1) throw Usage("--search random needs --trials N (N >= 1)");
-  if (o.objective != "val_accuracy" && o.objective != "val_loss")
-    throw Usage("--objective " + o.objective.toStdString() + ": expected val_accuracy or val_loss");
-  std::vector<sweep::ParamSpec> params;
-  for (const QString& p : o.params) {
-    params.push_back(sweep::parse_param(p.toStdString()));
-    for (size_t i = 0; i + 1 < params.size(); ++i)
-      if (params[i].name == params.back().name) throw Usage("--param " + p.toStdString() + ": '" + params.back().name + "' is given twice");
-  }
+  SweepRequest r;
+  for (const QString& p : o.params) r.params.push_back(p.toStdString());
+  r.search = o.search.toStdString();
+  r.trials = o.trials;
+  r.seed = static_cast<uint64_t>(o.seed);
+  r.objective = o.objective.toStdString();
+  r.pruneStartup = static_cast<int>(o.pruneStartup);
+  if (r.params.empty()) throw Usage("a sweep needs at least one --param NAME=VALUES (lr=1e-4:1e-2:log, batch-size=64,128)");
   std::optional<projects::GraphVersion> version = project.latest_graph();
   if (!version) throw std::runtime_error(project.path() + " has no saved graph to train");
   SweepSettings s;
   s.graph = graph::from_json(version->graph_json, &project.blobs());
   s.graphVersion = version->id;
-  for (sweep::ParamSpec& p : params) sweep::check_against_graph(p, s.graph);
   if (auto j = project.setting("training")) s.base = TrainingConfig::from_json(*j);
   if (auto j = project.setting("dataset")) s.dataset = DatasetSettings::from_json(*j);
   if (o.epochs > 0) s.base.epochs = o.epochs;
@@ -71,38 +67,7 @@ SweepSettings planNewSweep(const SweepOptions& o, projects::Project& project, nl
     throw Usage(p.toStdString());
   s.testSize = applySubsets(o.subset, o.testSubset, o.testSeed, s.dataset);
   s.devices = splitDevices(o.devices.isEmpty() ? QString::fromStdString(s.base.device) : o.devices);
-  s.maximize = o.objective == "val_accuracy";
-  s.pruneStartup = static_cast<int>(o.pruneStartup);
-  const std::vector<nlohmann::json> trials = o.search == "grid" ? sweep::grid_trials(params, o.trials)
-                                                                : sweep::random_trials(params, o.trials, static_cast<uint64_t>(o.seed));
-  std::vector<std::string> rows;
-  for (const nlohmann::json& t : trials) {
-    TrainingConfig c = s.base;
-    graph::Graph g = s.graph;
-    try {
-      sweep::apply_trial(t, c, g);
-    } catch (const std::exception& e) {
-      throw Usage(std::string("a planned trial does not fit: ") + e.what());
-    }
-    rows.push_back(t.dump());
-  }
-  space = {{"search", o.search.toStdString()},
-           {"seed", o.seed},
-           {"trials", static_cast<int64_t>(trials.size())},
-           {"devices", s.devices},
-           {"prune_startup", s.pruneStartup},
-           {"training", nlohmann::json::parse(s.base.to_json())},
-           {"dataset", nlohmann::json::parse(s.dataset.to_json())},
-           {"test_size", s.testSize}};
-  space["params"] = nlohmann::json::array();
-  for (const sweep::ParamSpec& p : params) space["params"].push_back(p.text);
-  projects::SweepRecord record;
-  record.name = o.search.toStdString() + " search, " + std::to_string(trials.size()) + " trials";
-  record.space_json = space.dump();
-  record.objective = o.objective.toStdString();
-  record.graph_version = s.graphVersion;
-  s.sweep = project.create_sweep(record, rows);
-  return s;
+  return plan_sweep(r, project, std::move(s), &space);
 }
 
 // --resume: the latest sweep that did not finish, with its stored settings.

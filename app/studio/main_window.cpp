@@ -20,6 +20,7 @@
 #include <QUndoStack>
 #include <utility>
 
+#include "app/studio/experiment_view.h"
 #include "app/studio/templates.h"
 #include "app/studio/training_job.h"
 #include "engine/graph/json.h"
@@ -144,6 +145,7 @@ QSize MainWindow::defaultWindowSize() const {
 
 void MainWindow::newEmpty() {
   if (session_->isRunning()) return showError(tr("Training is running"), tr("Stop the training run first."));
+  if (sweepRunning()) return showError(tr("A sweep is running"), tr("Stop the sweep first (Experiments)."));
   if (!maybeSave()) return;
   try {
     graph::Graph g = graph::from_json(R"({"format": "kiln-graph", "version": 1, "name": "Untitled", "edges": [],
@@ -168,6 +170,7 @@ MainWindow::~MainWindow() {
   // The session ends a running run (cancel, wait, end_run) while the project is still open.
   QObject::disconnect(session_, nullptr, nullptr, nullptr);
   delete session_;
+  experiment_->shutdown();  // a running sweep's trials end (stopped) while the project is open
   purgeDeletedRuns();
 }
 
@@ -397,6 +400,17 @@ void MainWindow::closeEvent(QCloseEvent* event) {
       return;
     }
     session_->stop();
+  }
+  if (sweepRunning()) {
+    const QString title = tr("A sweep is running"), text = tr("A sweep is running its trials. Stop it and quit?");
+    const bool quit = questionAsker_ ? questionAsker_(title, text)
+                      : silent_      ? true
+                                     : QMessageBox::question(this, title, text) == QMessageBox::Yes;
+    if (!quit) {
+      event->ignore();
+      return;
+    }
+    experiment_->stop();  // the trials end after their batch; the window's destructor waits for them
   }
   if (!maybeSave()) {
     event->ignore();

@@ -47,6 +47,7 @@ class RunsView;
 class NetworkAnalyzer;
 class PredictionView;
 class RunPredictor;
+class ExperimentView;
 
 // A dock's content in a scroll area: the dock can be made smaller than its form (a laptop
 // screen); the form then scrolls instead of squashing its rows or growing the window.
@@ -138,6 +139,21 @@ class MainWindow : public QMainWindow {
   // file for good when the window closes the project: another project or a new document
   // is opened, or the window is destroyed.
 
+  // ---- sweeps (main_window_experiment.cpp): Model > Experiments / Sweep… shows the Experiments
+  // dock (ExperimentView). A sweep starts from the edited graph (stored as a project version when
+  // it is not the latest) and the Training and Dataset panels' settings, and is refused, as Train
+  // is, while the graph or the dataset has problems or a run trains; while it runs, Train,
+  // Resume Run and closing or replacing the project are refused (closing the window asks).
+  ExperimentView* experimentView() const { return experiment_; }
+  QAction* experimentsAction() const { return experimentsAction_; }
+  bool sweepRunning() const;
+  // Apply Best: the best finished trial of `sweep` (sweep_report) applied to the sweep's own
+  // training settings (the device kept as the Training panel has it): the Training panel shows
+  // them and they are stored as the project's "training" setting; its NODE.ATTRIBUTE values are
+  // set on the edited graph as one undoable edit. False, with the reason shown, when the sweep
+  // has no finished trial, a run trains (the graph is locked) or a node it names is gone.
+  bool applyBestTrial(int64_t sweep);
+
   // ---- ONNX (main_window_onnx.cpp): File > Import ONNX..., Export ONNX..., Export C++... ----
   // Import opens the model as an unsaved graph (engine/onnx graph import, laid out, shapes on
   // the edges); unsupported ops, corrupt files and import errors go to the log, the document
@@ -208,6 +224,10 @@ class MainWindow : public QMainWindow {
   void prepareRunViews();     // plots and evaluation cleared for a live run, its threads set
   void enterTrainingState();  // the document read-only and the actions of a running run
   void createModelMenu();     // Model > Analyze Network (main_window_analyzer.cpp)
+  void createExperimentDock();  // main_window_experiment.cpp
+  // The graph `target` (the document's with some attributes changed) set on the document
+  // attribute by attribute, as the property editor would, in one undo step named `text`.
+  void setChangedAttributes(const graph::Graph& target, const QString& text);
   void createPredict(QMenu* model);  // Model > Predict… (main_window_predict.cpp)
   void updatePredictAction();
   void connectAnalyzer();     // its node links and status-bar totals (main_window_analyzer.cpp)
@@ -271,6 +291,8 @@ class MainWindow : public QMainWindow {
   DatasetPanel* dataset_ = nullptr;
   RunsView* runs_ = nullptr;
   NetworkAnalyzer* analyzer_ = nullptr;
+  ExperimentView* experiment_ = nullptr;
+  QAction* experimentsAction_ = nullptr;
   QLabel* analyzerStatus_ = nullptr;  // permanent in the status bar: the analyzer's totals
   QAction* analyzeAction_ = nullptr;
   int64_t shownRun_ = 0;

@@ -2,7 +2,8 @@
 // Network shows its dock, its totals stay in the status bar, its rows and warnings select
 // their node on the canvas, its per-layer profile tints the canvas's nodes (GraphCanvas::
 // setNodeHeat). Measuring and profiling are disabled while a run trains (updateTrainState).
-// Model > Compare Devices shows the device comparison dock (main_window_layout.cpp).
+// Model > Compare Devices shows the device comparison dock (main_window_layout.cpp), Model >
+// Experiments / Sweep… the sweeps' dock (main_window_experiment.cpp).
 #include <QAction>
 #include <QDockWidget>
 #include <QLabel>
@@ -31,6 +32,13 @@ void MainWindow::createModelMenu() {
     d->raise();
   });
   compare->setObjectName("compareDevices");
+  experimentsAction_ = model->addAction(tr("E&xperiments / Sweep…"), this, [this] {
+    QDockWidget* d = dock("experiments");
+    d->show();
+    d->raise();
+  });
+  experimentsAction_->setObjectName("experiments");
+  experimentsAction_->setStatusTip(tr("Hyper-parameter sweeps: trials of settings run as runs of the project"));
 }
 
 void MainWindow::connectAnalyzer() {

@@ -11,6 +11,7 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 
+#include "app/studio/experiment_view.h"
 #include "app/studio/main_window.h"
 #include "app/studio/run_restore.h"
 #include "app/studio/templates.h"
@@ -84,6 +85,7 @@ void MainWindow::updateTitle() {
 
 void MainWindow::newFromTemplate(const QString& name) {
   if (session_->isRunning()) return showError(tr("Training is running"), tr("Stop the training run first."));
+  if (sweepRunning()) return showError(tr("A sweep is running"), tr("Stop the sweep first (Experiments)."));
   if (!maybeSave()) return;
   try {
     graph::Graph g = graph::from_json(templateJson(name));
@@ -114,6 +116,10 @@ bool MainWindow::newProjectFile(const QString& path, const QString& templateName
 bool MainWindow::openProject(const QString& path) {
   if (session_->isRunning()) {
     showError(tr("Training is running"), tr("Stop the training run before opening another project."));
+    return false;
+  }
+  if (sweepRunning()) {
+    showError(tr("A sweep is running"), tr("Stop the sweep (Experiments) before opening another project."));
     return false;
   }
   try {
@@ -214,6 +220,7 @@ void MainWindow::loadProjectIntoUi() {
   importedFrom_.clear();  // importOnnx sets it again after this
   useProjectIndexStore();
   runs_->setProject(project_ ? &*project_ : nullptr);
+  experiment_->setProject(project_ ? &*project_ : nullptr);
   plots_->clear();
   evaluation_->clear();
   trainingPanel_->clearProgress();  // no "Done" of the previous project's run
@@ -267,6 +274,10 @@ bool MainWindow::save() {
 bool MainWindow::saveAs(const QString& path) {
   if (session_->isRunning()) {
     showError(tr("Training is running"), tr("Stop the training run before saving under another name."));
+    return false;
+  }
+  if (sweepRunning()) {
+    showError(tr("A sweep is running"), tr("Stop the sweep (Experiments) before saving under another name."));
     return false;
   }
   try {

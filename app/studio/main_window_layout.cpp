@@ -84,6 +84,7 @@ void MainWindow::createDocks() {
     }
   });
   createProjectDocks();
+  createExperimentDock();
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->setMinimumSize(kDockMinimum);
 }
 
@@ -113,7 +114,7 @@ void MainWindow::applyDefaultLayout(const QSize& available) {
   QDockWidget* training = place("training", Qt::RightDockWidgetArea);
   QDockWidget* problems = place("problems", Qt::RightDockWidgetArea);
   QDockWidget* plots = place("plots", Qt::BottomDockWidgetArea);
-  for (const char* name : {"evaluation", "runs", "log", "analyzer", "compare"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
+  for (const char* name : {"evaluation", "runs", "log", "analyzer", "compare", "experiments"}) tabifyDockWidget(plots, place(name, Qt::BottomDockWidgetArea));
   if (compact) {
     // Small screens (1280x720, 1366x768, 1920x1080 at 125%): Properties and Training share
     // the right column as tabs above a low Problems dock (its message and a row or two), and

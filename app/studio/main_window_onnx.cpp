@@ -186,6 +186,10 @@ bool MainWindow::importOnnx(const QString& path) {
     showError(tr("Training is running"), tr("Stop the training run before importing a model."));
     return false;
   }
+  if (sweepRunning()) {
+    showError(tr("A sweep is running"), tr("Stop the sweep (Experiments) before importing a model."));
+    return false;
+  }
   if (QFileInfo(path).isDir()) {
     showError(tr("Cannot import ONNX"), tr("%1 is a directory, not an ONNX model file").arg(path));
     return false;

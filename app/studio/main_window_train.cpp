@@ -102,11 +102,15 @@ void MainWindow::fitGraphToDataset() {
     return;
   }
   if (changes.empty()) return;
+  setChangedAttributes(fitted, tr("Fit the graph to the dataset"));
+  for (const std::string& c : changes) log_->info(tr("fitted to the dataset: %1").arg(QString::fromStdString(c)));
+}
+
+void MainWindow::setChangedAttributes(const graph::Graph& target, const QString& text) {
   // Each changed attribute as the property editor would set it, in one undo step.
-  document_->undoStack()->beginMacro(tr("Fit the graph to the dataset"));
-  for (const graph::Node& n : fitted.nodes()) {
-    const graph::Node* before = document_->graph().find(n.id);
-    if (!before) continue;
+  document_->undoStack()->beginMacro(text);
+  for (const graph::Node& n : target.nodes()) {
+    if (!document_->graph().find(n.id)) continue;
     for (const auto& [name, value] : n.attrs) {
       auto it = document_->graph().node(n.id).attrs.find(name);
       if (it == document_->graph().node(n.id).attrs.end() || it->second == value) continue;
@@ -114,7 +118,6 @@ void MainWindow::fitGraphToDataset() {
     }
   }
   document_->undoStack()->endMacro();
-  for (const std::string& c : changes) log_->info(tr("fitted to the dataset: %1").arg(QString::fromStdString(c)));
 }
 
 std::vector<graph::Problem> MainWindow::trainProblems() const {
@@ -185,11 +188,13 @@ QStringList MainWindow::trainBlockers() const { return blockerTexts(trainProblem
 
 void MainWindow::updateTrainState() {
   const bool running = session_ && session_->isRunning();
+  const bool sweeping = sweepRunning();
   const std::vector<graph::Problem> problems = trainProblems();
   const QStringList reasons = blockerTexts(problems);
-  trainAction_->setEnabled(!running && reasons.isEmpty());
-  trainAction_->setToolTip(reasons.isEmpty() ? tr("Train the graph (F5)")
-                                             : tr("Cannot train yet:\n\u2022 ") + reasons.join("\n\u2022 "));
+  trainAction_->setEnabled(!running && !sweeping && reasons.isEmpty());
+  trainAction_->setToolTip(!reasons.isEmpty() ? tr("Cannot train yet:\n\u2022 ") + reasons.join("\n\u2022 ")
+                           : sweeping         ? tr("A sweep is running its trials (Experiments): stop it to train")
+                                              : tr("Train the graph (F5)"));
   trainingPanel_->setStartBlockers(reasons);
   // The Problems panel lists the same reasons as the Training panel: those that are not the
   // graph analysis's own (it lists those already), e.g. an Output that is not [N, 10].
@@ -206,6 +211,10 @@ void MainWindow::updateTrainState() {
 
 bool MainWindow::startTraining() {
   if (session_->isRunning()) return false;
+  if (sweepRunning()) {
+    showError(tr("Cannot train"), tr("A sweep is running its trials (Experiments): stop it or wait until it ends."));
+    return false;
+  }
   const QStringList reasons = trainBlockers();
   if (!reasons.isEmpty()) {
     showError(tr("Cannot train"), tr("Cannot train yet:\n\u2022 ") + reasons.join("\n\u2022 "));
@@ -236,8 +245,10 @@ bool MainWindow::startTraining() {
 }
 
 bool MainWindow::resumeRun(qint64 run) {
-  if (!project_ || session_->isRunning()) {
-    showError(tr("Cannot resume run %1").arg(run), project_ ? tr("a training run is already in progress") : tr("no project is open"));
+  if (!project_ || session_->isRunning() || sweepRunning()) {
+    showError(tr("Cannot resume run %1").arg(run), !project_        ? tr("no project is open")
+                                                   : sweepRunning() ? tr("a sweep is running its trials (Experiments)")
+                                                                    : tr("a training run is already in progress"));
     return false;
   }
   prepareRunViews();
