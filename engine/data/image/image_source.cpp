@@ -96,8 +96,11 @@ ImageData load_images(const ImageConfig& config, const ImageRun* fitted, IndexSt
   if (!channels) channels = train_stats.channels.size() == 1 && train_stats.channels.count(1) ? 1 : 3;
   int64_t height = given_height, width = given_width;
   if (!height) {
-    auto most = std::max_element(train_stats.sizes.begin(), train_stats.sizes.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    // The most common size; among sizes as common (every photo its own size), the most pixels, so
+    // that one tiny image does not set the input of all the others.
+    auto most = std::max_element(train_stats.sizes.begin(), train_stats.sizes.end(), [](const auto& a, const auto& b) {
+      return std::pair{a.second, a.first.first * a.first.second} < std::pair{b.second, b.first.first * b.first.second};
+    });
     height = most->first.first, width = most->first.second;
     if (std::min(height, width) > kDefaultShortSide) {  // torchvision's Resize(224): the long side truncated
       int64_t& s = height < width ? height : width;
