@@ -245,7 +245,7 @@ void TrainingJob::run() {
     // One connection for the whole run, used only from this thread. SQLite commits wait
     // on the disk: never on the UI thread.
     std::optional<projects::Project> project;
-    // The run the job records: a new one, or (spec_.resume_run) a stopped or interrupted one that
+    // The run the job records: a new one, or (spec_.resume_run) a stopped, interrupted or failed one that
     // is reopened once its checkpoint is loaded, so that a failure before leaves it as it was.
     int64_t record = spec_.resume_run;
     const bool resuming = record != 0;

@@ -87,7 +87,7 @@ struct JobSpec {
   // (image_index_store.h Note [What the folder check misses]): an undecodable file is then
   // skipped and named, as in a first reading, instead of failing the run.
   bool rescan = false;
-  // Continue this stopped or interrupted run of the project (Project::why_not_resumable) from its
+  // Continue this stopped, interrupted or failed run of the project (Project::why_not_resumable) from its
   // newest checkpoint instead of recording a new one: graph, config and dataset must be the run's
   // own (TrainingSession::resume); run_config and settings are not used. The run is reopened
   // (Project::reopen_run) only once the checkpoint is loaded. 0: a new run.

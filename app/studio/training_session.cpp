@@ -203,6 +203,10 @@ bool TrainingSession::resume(const projects::Project& project, int64_t run, QStr
                     .arg(QString::fromStdString(why.substr(0, why.find("; restore it")))));
   spec.resume_run = run;
   launch(std::move(spec), project.path(), tests);
+  if (record.status == projects::RunStatus::failed)  // Note [Continuing a failed run]
+    emit logMessage(tr("run %1 failed earlier (%2); continuing it from its checkpoint")
+                        .arg(run)
+                        .arg(QString::fromStdString(record.message)));
   // The curves up to the checkpoint, before the steps trained again after it.
   progress_.step = point->step;
   progress_.epoch = point->epoch + (point->batch > 0 ? 1 : 0);

@@ -100,7 +100,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         const double loss_value = p.loss.wait().item<double>();
         if (!std::isfinite(loss_value)) {
           std::ostringstream os;
-          os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
+          os << "training stopped: " << kNonFiniteLossWords << loss_value << " at epoch " << epoch_ + 1 << ", step "
              << p.step << " (batch " << p.batch << " of " << batches << ") with learning rate " << p.lr
              << "; try a lower learning rate (e.g. " << p.lr / 10 << ")";
           throw NonFiniteLossError(os.str());

@@ -80,6 +80,10 @@ struct TrainerOptions {
 struct NonFiniteLossError : Error {
   using Error::Error;
 };
+// The words every NonFiniteLossError message contains ("... the loss became nan at epoch 3 ..."):
+// a stored run message with them names a failure that continuing from the same checkpoint, with
+// the same data, order and learning rate, repeats (projects::Project::why_not_resumable).
+inline constexpr const char* kNonFiniteLossWords = "the loss became ";
 
 class Trainer {
  public:
