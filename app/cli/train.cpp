@@ -231,9 +231,9 @@ int train_command(const std::vector<std::string>& argv) {
 
   if (device.type == DeviceType::cuda || device.type == DeviceType::hip)  // the backends that record graphs
     std::fprintf(stderr, "CUDA graph: %s\n", trainer.cuda_graph_note().c_str());
-  std::fprintf(stderr, "evaluating on %lld test samples ...\n",
-               static_cast<long long>(loaders.test->dataset().size()));
-  train::ClassificationMetrics test = trainer.evaluate(*loaders.test);
+  const int64_t test_samples = loaders.test->dataset().size();  // 0: --test-fraction 0
+  if (test_samples > 0) std::fprintf(stderr, "evaluating on %lld test samples ...\n", static_cast<long long>(test_samples));
+  train::ClassificationMetrics test = trainer.evaluate(*loaders.test);  // NaN figures (null in summary.json) when empty
 
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"kiln.model", c.model}, {"kiln.dataset", c.dataset}};
   if (csv) metadata[kTableMetadataKey] = kRunTableFile;  // `kiln eval` rebuilds the test split from it
@@ -304,7 +304,9 @@ int train_command(const std::vector<std::string>& argv) {
   write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
 
   char result[96];
-  if (regression)
+  if (test_samples == 0)
+    std::snprintf(result, sizeof result, "no test split (--test-fraction 0): not evaluated");
+  else if (regression)
     std::snprintf(result, sizeof result, "test mse %.4g (rmse %.4g)", test.loss(), std::sqrt(test.loss()));
   else
     std::snprintf(result, sizeof result, "test accuracy %.2f%% (loss %.4f)", 100 * test.accuracy(), test.loss());

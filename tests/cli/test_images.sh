@@ -56,6 +56,8 @@ assert Image.open('$work/d/crafted/a/palette.png').mode == 'P' and Image.open('$
   contains "$err" "images" "resume on a changed folder"
   run 0 train --dataset "images:$work/d/manifest.csv" --model mlp --epochs 1 --test-fraction 0 --device cpu --out "$work/m"
   contains "$err" "manifest.csv:5: no such file" "a manifest naming a missing file"
+  contains "$out" "no test split (--test-fraction 0): not evaluated" "a run without a test split"
+  [[ $out != *nan* ]] || fail "a run without a test split prints NaN figures: $out"
   ;;
 bad_input)
   "$fixtures" crafted "$work/d" || fail "kiln_image_fixtures crafted"
