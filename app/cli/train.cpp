@@ -121,6 +121,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.checkpoint_every_steps = c.checkpoint_every_steps;
   options.checkpoint_every_seconds = c.checkpoint_every_steps > 0 ? 0 : 60 * c.checkpoint_every_minutes;
   options.checkpoint_on_cancel = true;  // Ctrl-C checkpoints where it stops: --resume loses nothing
+  options.run_started = started;        // the seconds a checkpoint carries (summary.json "seconds")
   options.cuda_graph = !args.given("no-cuda-graph");
   auto text = [](double v) { return nlohmann::json(v).dump(); };
   options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},
@@ -245,7 +246,8 @@ int train_command(const std::vector<std::string>& argv) {
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =
       seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;
-  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  // A resumed run's whole time: the seconds its checkpoint carried and this process's.
+  const double seconds = trainer.resumed_seconds() + std::chrono::duration<double>(Clock::now() - started).count();
   nlohmann::ordered_json summary = {
       {"model", c.model},
       {"dataset", c.dataset},

@@ -375,6 +375,7 @@ void TrainingJob::run() {
       to.checkpoint_every_steps = c.checkpoint_steps;
       to.checkpoint_every_seconds = c.checkpoint_steps > 0 ? 0 : 60 * c.checkpoint_minutes;
       to.checkpoint_on_cancel = true;
+      to.run_started = started_;  // the job's clock, before a continued run's seconds are added to it
       to.on_mid_epoch_checkpoint = [&](const train::CheckpointSaved& saved) {
         commit_metrics(*trainer);
         project->add_mid_epoch_checkpoint(record, saved.epoch, saved.batch, saved.step, checkpoint_dir);
@@ -396,11 +397,19 @@ void TrainingJob::run() {
       const std::string note = trainer->load_checkpoint(checkpoint_dir);
       if (!note.empty()) message(note);
       project->reopen_run(record, trainer->step(), trainer->epoch());
+      // The run's clock goes on (StepMetric::time_s, the final seconds): set before the writer opens.
+      resumed_seconds_ = result_.resumed_seconds = trainer->resumed_seconds();
+      started_ -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(result_.resumed_seconds));
       open_writer(record);
-      message("continuing run " + std::to_string(record) + " at step " + std::to_string(trainer->step() + 1) +
-              (trainer->batch_in_epoch() > 0 ? " (batch " + std::to_string(trainer->batch_in_epoch() + 1) + " of epoch " +
-                                                   std::to_string(trainer->epoch() + 1) + ")"
-                                             : " (after epoch " + std::to_string(trainer->epoch()) + ")"));
+      const int64_t b = trainer->batch_in_epoch();
+      message("continuing run " + std::to_string(record) +
+              (b == batches ? " after step " + std::to_string(trainer->step()) + " (the last batch of epoch " +
+                                  std::to_string(trainer->epoch() + 1) + ": its validation and checkpoint)"
+               : b > 0      ? " at step " + std::to_string(trainer->step() + 1) + " (batch " + std::to_string(b + 1) +
+                                  " of epoch " + std::to_string(trainer->epoch() + 1) + ")"
+                            : " at step " + std::to_string(trainer->step() + 1) + " (after epoch " +
+                                  std::to_string(trainer->epoch()) + ")"));
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -281,7 +281,7 @@ void TrainingSession::poll() {
                      steps << static_cast<double>(e.step);
                      losses << e.loss;
                      lrs << e.lr;
-                     times << now;
+                     times << now + job_->resumedSeconds();  // a continued run's clock goes on
                      epochs << e.epoch + 1;
                      progress_.step = e.step;
                      progress_.totalSteps = e.batches_per_epoch * epochs_;
@@ -373,7 +373,7 @@ void TrainingSession::finish() {
     }
     m["test_images"] = r.evaluation.count;
   }
-  m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
+  m["seconds"] = r.resumed_seconds + static_cast<double>(clock_.elapsed()) / 1000.0;  // a continued run's whole time
   const auto runStatus = !r.error.empty() ? projects::RunStatus::failed
                          : r.cancelled    ? projects::RunStatus::stopped
                                           : projects::RunStatus::finished;

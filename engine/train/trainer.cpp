@@ -67,6 +67,7 @@ double Trainer::wait_while_paused() {
 }
 
 void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
+  fit_started_ = options_.run_started ? *options_.run_started : Clock::now();
   try {
     const int64_t batches = train.size();
     const int64_t total_batches = batches * options_.epochs;
@@ -259,6 +260,7 @@ void Trainer::save_checkpoint_at(const std::string& dir, int64_t batch, const Cl
   c.trainer_scalars["epoch"] = epoch_;
   c.trainer_scalars["step"] = static_cast<double>(step_);
   c.trainer_scalars["train_seconds"] = train_seconds_;
+  c.trainer_scalars["run_seconds"] = resumed_seconds_ + (fit_started_ ? seconds_since(*fit_started_) : 0.0);
   c.trainer_scalars["samples_trained"] = static_cast<double>(samples_trained_);
   c.trainer["generator"] = default_generator().state();
   if (batch > 0) {
@@ -305,6 +307,8 @@ std::string Trainer::load_checkpoint(const std::string& dir) {
     KILN_CHECK(resume_metrics_.count("count"), IoError, "checkpoint ", dir, ": trainer state lacks the metrics of the "
                "epoch it was taken in");
   }
+  resumed_seconds_ = c.trainer_scalars.count("run_seconds") ? get("run_seconds")
+                                                             : train_seconds_ + (resume_batch_ > 0 ? resume_epoch_seconds_ : 0);
   if (scheduler_) {
     std::map<std::string, double> state;
     for (auto& [key, value] : c.trainer_scalars)

@@ -5,6 +5,8 @@
 // a run stopped in the window, continue from their checkpoints with exactly the per-step losses,
 // epoch figures and test accuracy of a run never interrupted (same seed, CPU).
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -226,6 +228,7 @@ class TestStudioResume : public QObject {
     killed.start(KILN_BINARY_DIR "/bin/kiln-studio",
                  QStringList(train) << "--dataset" << "csv:" + csv << "--label" << "label" << "--checkpoint-every" << "100");
     // Until a mid-epoch checkpoint is stored and the metrics before it are committed (~200 ms).
+    // Killed in its third epoch, so that the time it trained is much longer than a start.
     QString out;
     int64_t step = 0;
     const QRegularExpression stored("checkpoint stored in the project at step (\\d+)");
@@ -233,7 +236,8 @@ class TestStudioResume : public QObject {
                  [&] {
                    out += killed.readAll();
                    if (step == 0)
-                     if (auto m = stored.match(out); m.hasMatch()) step = m.captured(1).toLongLong();
+                     for (auto it = stored.globalMatch(out); it.hasNext();)
+                       if (const int64_t s = it.next().captured(1).toLongLong(); s >= 1400) step = s;
                    return step > 0 && int64_t(Project::open(file.toStdString()).step_metrics(1).size()) >= step;
                  },
                  120000),
@@ -242,12 +246,14 @@ class TestStudioResume : public QObject {
     killed.kill();  // SIGKILL
     QVERIFY(killed.waitForFinished());
     int64_t resumedAt = 0;
+    double before = 0;  // the run's seconds at its checkpoint
     {
       Project p = Project::open(file.toStdString());
       QCOMPARE(statusOf(p, 1), RunStatus::interrupted);
       const auto point = p.resume_point(1);
       QVERIFY(point && point->batch > 0 && point->step % 100 == 0);
       resumedAt = point->step;
+      before = p.step_metrics(1).at(size_t(resumedAt - 1)).time_s;
       // As a run whose project filled the disk ends (TrainingSession::finish): failed, its
       // checkpoint kept. Once there is space again, --resume picks it and continues it.
       p.end_run(1, RunStatus::failed, "metrics could not be saved to the project: database or disk is full", "");
@@ -265,6 +271,18 @@ class TestStudioResume : public QObject {
     Project p = Project::open(file.toStdString());
     QCOMPARE(statusOf(p, 1), RunStatus::finished);
     compareRuns(p, 1, 2, 4 * 700);
+    // The run's clock went on from its checkpoint: the steps' times and its final seconds count
+    // the killed part too.
+    const auto steps = p.step_metrics(1);
+    const double resumedFirst = steps.at(size_t(resumedAt)).time_s, last = steps.back().time_s;
+    QVERIFY2(resumedFirst >= before, qPrintable(QString("step %1 at %2 s, after step %3 at %4 s")
+                                                    .arg(resumedAt + 1).arg(resumedFirst).arg(resumedAt).arg(before)));
+    for (const auto& r : p.runs())
+      if (r.id == 1) {
+        const double seconds = QJsonDocument::fromJson(QByteArray::fromStdString(r.final_metrics_json))["seconds"].toDouble();
+        QVERIFY2(seconds >= before + (last - resumedFirst) && seconds >= last,
+                 qPrintable(QString("%1 s in all; %2 s before the kill, %3 s after").arg(seconds).arg(before).arg(last - resumedFirst)));
+      }
     // Nothing left to continue; an override is a usage error.
     out = kiln::test::studio({"--headless", "--project", file, "--resume"}, &code);
     QVERIFY2(code == 1 && out.contains("no stopped, interrupted or failed run with a checkpoint"), qPrintable(out));
