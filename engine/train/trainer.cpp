@@ -1,9 +1,12 @@
 #include "engine/train/trainer.h"
 
+#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "engine/core/async_read.h"
 #include "engine/core/grad_mode.h"
@@ -17,6 +20,45 @@ namespace kiln::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The paths ("source.path") of the values that differ between two JSON objects, nested objects
+// entered, into `out`.
+void differing_keys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& [key, value] : a.items()) {
+    const std::string path = prefix + key;
+    if (!b.contains(key)) out.push_back(path);
+    else if (value.is_object() && b[key].is_object()) differing_keys(value, b[key], path + ".", out);
+    else if (value != b[key]) out.push_back(path);
+  }
+  for (const auto& [key, value] : b.items())
+    if (!a.contains(key)) out.push_back(prefix + key);
+}
+
+// Why checkpoint `dir`'s run setting `key` (`saved`) is not this run's (`now`), in one line. A
+// setting that is a JSON object (a dataset's description, as images.json) is not shown whole: only
+// the keys that differ, and when only its file list's fingerprint does, that its files changed.
+std::string setting_mismatch(const std::string& dir, const std::string& key, const std::string& saved, const std::string& now) {
+  const nlohmann::json a = nlohmann::json::parse(saved, nullptr, false), b = nlohmann::json::parse(now, nullptr, false);
+  if (!a.is_object() || !b.is_object())
+    return "checkpoint " + dir + " was made with " + key + " = " + saved + ", not " + now +
+           "; resume with the same settings, or start a new run";
+  std::vector<std::string> keys;
+  differing_keys(a, b, "", keys);
+  if (keys == std::vector<std::string>{"fingerprint"})
+    return (key == "images" ? std::string("the image folder's files") : "the files of the run's " + key) +
+           " changed since the run started (fingerprint " + a["fingerprint"].dump() + ", now " + b["fingerprint"].dump() +
+           ", checkpoint " + dir + "); resume on the same files, or start a new run";
+  std::string what;
+  for (const std::string& k : keys) {
+    std::string pointer = "/" + k;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::json::json_pointer at(pointer);
+    const std::string was = a.contains(at) ? a[at].dump() : "none", is = b.contains(at) ? b[at].dump() : "none";
+    what += (what.empty() ? "'" : ", '") + k + "'" + (was.size() + is.size() <= 80 ? " (was " + was + ", now " + is + ")" : "");
+  }
+  return "checkpoint " + dir + " was made with other " + key + " settings: " + what +
+         " differ; resume with the same settings, or start a new run";
+}
 
 // A step whose loss and logits are on their way to the host: Trainer::fit reads them once the
 // next step is enqueued, so that the device does not idle while the host reads them, updates
@@ -279,9 +321,8 @@ std::string Trainer::load_checkpoint(const std::string& dir) {
   io::Checkpoint c = io::load_checkpoint(dir);
   for (auto& [key, value] : options_.run_settings) {
     auto saved = c.trainer.find("run." + key);
-    KILN_CHECK(saved == c.trainer.end() || saved->second == value, ValueError, "checkpoint ", dir,
-               " was made with ", key, " = ", saved->second, ", not ", value,
-               "; resume with the same settings, or start a new run");
+    KILN_CHECK(saved == c.trainer.end() || saved->second == value, ValueError,
+               setting_mismatch(dir, key, saved->second, value));
   }
   model_->load_state_dict(c.model);  // ValueError naming keys/shapes for another model
   optimizer_->load_state_dict({c.optimizer, c.optimizer_scalars});
