@@ -280,7 +280,8 @@ class Project : private graph::BlobStore {
   // replaces an earlier checkpoint of the same run and epoch. ProjectError when the run is
   // unknown or the directory is missing, empty or unreadable.
   void add_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir);
-  // A checkpoint taken after `epoch` with its validation accuracy (NaN: none): stored,
+  // A checkpoint taken after `epoch` with its validation accuracy (NaN: none; a regression run
+  // gives its negated validation loss, so that the lowest loss ranks best): stored,
   // then every checkpoint of the run other than the latest epoch and the best (highest
   // val_accuracy, NaN ranking last, ties to the later epoch) is deleted in the same
   // transaction, so a run keeps at most two and the file does not grow with the epochs

@@ -204,7 +204,10 @@ int train_command(const std::vector<std::string>& argv) {
                  c.sampler.c_str());
   }
   const std::string resume_text =
-      !c.resume                      ? ""
+      !c.resume ? ""
+      : trainer.batch_in_epoch() == loaders.train->size()  // stopped after an epoch's last batch
+          ? ", resuming after step " + std::to_string(trainer.step()) + " (the last batch of epoch " +
+                std::to_string(trainer.epoch() + 1) + ": its validation and checkpoint)"
       : trainer.batch_in_epoch() > 0 ? ", resuming at step " + std::to_string(trainer.step() + 1) + " (batch " +
                                            std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
                                            std::to_string(trainer.epoch() + 1) + ")"

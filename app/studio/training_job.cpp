@@ -367,7 +367,9 @@ void TrainingJob::run() {
       to.checkpoint_dir = checkpoint_dir;
       to.on_checkpoint = [&](const train::EpochEnd& e) {
         commit_metrics(*trainer);  // Note [Metrics before a checkpoint]
-        project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir, e.val_accuracy, trainer->step());
+        // A regression run (mse_loss, no accuracy) ranks its epochs by validation loss, lowest best.
+        project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir,
+                                      opened && opened->regression ? -e.val_loss : e.val_accuracy, trainer->step());
         result_.checkpoint_epoch = e.epoch + 1;
       };
       // Mid-epoch checkpoints (TrainingConfig::checkpoint_minutes / _steps) and one at a Stop, so that
@@ -429,7 +431,8 @@ void TrainingJob::run() {
     result_.cancelled = trainer->cancelled();
 
     if (result_.checkpoint_epoch > 0)
-      message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
+      message(std::string("checkpoints stored in the project: the latest and the best epoch by validation ") +
+              (opened && opened->regression ? "loss" : "accuracy"));
     std::error_code ec;
     std::filesystem::remove_all(checkpoint_dir, ec);
     if (!result_.cancelled && spec_.test_size > 0) {

@@ -217,6 +217,8 @@ bool TrainingSession::resume(const projects::Project& project, int64_t run, QStr
       steps << static_cast<double>(m.step);
       losses << m.loss;
       lrs << m.lr;
+      progress_.loss = m.loss;  // the progress line shows the last step's until a new one ends
+      progress_.lr = m.lr;
       times << m.time_s;
       epochs << m.epoch;
     }

@@ -122,6 +122,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       captured.emplace(options_.device, *optimizer_);
     Tensor x_static, y_static, static_logits, static_loss;
     auto last_checkpoint = Clock::now();
+    int64_t checkpoint_step = -1;  // of the last mid-epoch checkpoint: a Stop right after it saves none again
     while (epoch_ < options_.epochs && !cancelled_) {
       model_->train();
       ClassificationMetrics metrics(options_.num_classes, options_.top_k);
@@ -225,11 +226,12 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
           pending.reset();
           save_mid_epoch(batch_index, metrics, epoch_lr, seconds_since(epoch_start));
           last_checkpoint = Clock::now();
+          checkpoint_step = step_;
         }
       }
       if (pending) finish(*pending);
       double epoch_seconds = seconds_since(epoch_start);
-      if (cancelled_ && options_.checkpoint_on_cancel && batch_index > 0)
+      if (cancelled_ && options_.checkpoint_on_cancel && batch_index > 0 && checkpoint_step != step_)
         save_mid_epoch(batch_index, metrics, epoch_lr, epoch_seconds);
       train_seconds_ += epoch_seconds;
       samples_trained_ += metrics.count();
