@@ -280,7 +280,8 @@ class Project : private graph::BlobStore {
   // replaces an earlier checkpoint of the same run and epoch. ProjectError when the run is
   // unknown or the directory is missing, empty or unreadable.
   void add_checkpoint(int64_t run, int epoch, const std::string& checkpoint_dir);
-  // A checkpoint taken after `epoch` with its validation accuracy (NaN: none): stored,
+  // A checkpoint taken after `epoch` with its validation accuracy (NaN: none; a regression run
+  // gives its negated validation loss, so that the lowest loss ranks best): stored,
   // then every checkpoint of the run other than the latest epoch and the best (highest
   // val_accuracy, NaN ranking last, ties to the later epoch) is deleted in the same
   // transaction, so a run keeps at most two and the file does not grow with the epochs
@@ -296,7 +297,7 @@ class Project : private graph::BlobStore {
   void restore_checkpoint(int64_t run, int epoch, const std::string& into_dir) const;
   void add_export(const std::string& kind, const std::string& path);  // kind: "onnx", "csv" ...
 
-  // ---- continuing a stopped or interrupted run (project_resume.cpp, schema 11) ----
+  // ---- continuing a stopped, interrupted or failed run (project_resume.cpp, schema 11) ----
   // A checkpoint taken in the middle of an epoch (train::TrainerOptions::checkpoint_every_seconds,
   // or at a Stop), after `epochs` whole epochs and `batch` >= 1 batches of the next one, `step`
   // optimizer steps in all: it replaces the run's earlier mid-epoch checkpoint in one transaction
@@ -308,8 +309,9 @@ class Project : private graph::BlobStore {
   // Writes the files of resume_point()'s checkpoint into into_dir, as restore_checkpoint does.
   void restore_resume_point(int64_t run, const std::string& into_dir) const;
   // "" when `run` can be continued, else why not in plain words: it must exist, not be deleted,
-  // have ended stopped or interrupted (a finished run has nothing left to train, a failed one
-  // would fail again, a running one is being written) and have a checkpoint.
+  // have ended stopped, interrupted or failed (a finished run has nothing left to train, a running
+  // one is being written, a run failed with a non-finite loss would fail again: Note [Continuing
+  // a failed run] in project_resume.cpp) and have a checkpoint.
   std::string why_not_resumable(int64_t run) const;
   // Reopens the run to continue it from its checkpoint after `step` optimizer steps and `epochs`
   // whole epochs: status running, ended_at, message and final metrics cleared, this process's

@@ -1,9 +1,10 @@
-// Project: a run's mid-epoch checkpoint, and continuing a stopped or interrupted run from its
+// Project: a run's mid-epoch checkpoint, and continuing a stopped, interrupted or failed run from its
 // newest checkpoint (schema 11).
 #include <unistd.h>
 
 #include <cmath>
 
+#include "engine/train/trainer.h"
 #include "projects/project.h"
 
 namespace kiln::projects {
@@ -39,6 +40,13 @@ void Project::restore_resume_point(int64_t run, const std::string& into_dir) con
   restore_checkpoint_files(run, p->epoch, p->batch, into_dir);
 }
 
+// Note [Continuing a failed run]
+// Most failures come from the machine, not the run: the disk or the project filled up, a read
+// failed, memory or the device ran out, the process was killed. Its checkpoint is as good as a
+// stopped run's, and once the cause is gone the run continues (the Studio prints the earlier
+// failure when it does). The one failure Kiln knows to be a property of the run itself is a loss
+// that became NaN or Inf (train::NonFiniteLossError): the same checkpoint, data order and
+// learning rate reach it again, so that run is refused with its message.
 std::string Project::why_not_resumable(int64_t run) const {
   const std::string name = "run " + std::to_string(run);
   for (const RunRecord& r : runs(true)) {
@@ -47,12 +55,14 @@ std::string Project::why_not_resumable(int64_t run) const {
     switch (r.status) {
       case RunStatus::running: return name + " is still running";
       case RunStatus::finished: return name + " finished: it has no epochs left to train";
-      case RunStatus::failed:
-        return name + " failed (" + r.message + "); continuing it would fail the same way: start a new run";
+      case RunStatus::failed:  // Note [Continuing a failed run]
+        if (r.message.find(train::kNonFiniteLossWords) != std::string::npos)
+          return name + " failed (" + r.message + "); continuing it would fail the same way: start a new run";
+        break;
       case RunStatus::stopped:
       case RunStatus::interrupted: break;
     }
-    if (!resume_point(run)) return name + " stopped before its first checkpoint: there is nothing to continue from";
+    if (!resume_point(run)) return name + " ended before its first checkpoint: there is nothing to continue from";
     return "";
   }
   return "project " + path() + " has no " + name;

@@ -123,6 +123,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.checkpoint_every_steps = c.checkpoint_every_steps;
   options.checkpoint_every_seconds = c.checkpoint_every_steps > 0 ? 0 : 60 * c.checkpoint_every_minutes;
   options.checkpoint_on_cancel = true;  // Ctrl-C checkpoints where it stops: --resume loses nothing
+  options.run_started = started;        // the seconds a checkpoint carries (summary.json "seconds")
   options.cuda_graph = !args.given("no-cuda-graph");
   auto text = [](double v) { return nlohmann::json(v).dump(); };
   options.run_settings = {{"dataset", c.dataset}, {"model", c.model}, {"batch_size", std::to_string(c.batch_size)},
@@ -205,7 +206,10 @@ int train_command(const std::vector<std::string>& argv) {
                  c.sampler.c_str());
   }
   const std::string resume_text =
-      !c.resume                      ? ""
+      !c.resume ? ""
+      : trainer.batch_in_epoch() == loaders.train->size()  // stopped after an epoch's last batch
+          ? ", resuming after step " + std::to_string(trainer.step()) + " (the last batch of epoch " +
+                std::to_string(trainer.epoch() + 1) + ": its validation and checkpoint)"
       : trainer.batch_in_epoch() > 0 ? ", resuming at step " + std::to_string(trainer.step() + 1) + " (batch " +
                                            std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
                                            std::to_string(trainer.epoch() + 1) + ")"
@@ -246,8 +250,9 @@ int train_command(const std::vector<std::string>& argv) {
   const std::filesystem::path weights = out / "model.safetensors";
   io::save_safetensors(weights.string(), model->state_dict(), metadata);
 
-  std::fprintf(stderr, "evaluating on %lld test samples ... (Ctrl-C stops)\n",
-               static_cast<long long>(loaders.test->dataset().size()));
+  const int64_t test_samples = loaders.test->dataset().size();  // 0: --test-fraction 0 (NaN figures, null in summary.json)
+  if (test_samples > 0)
+    std::fprintf(stderr, "evaluating on %lld test samples ... (Ctrl-C stops)\n", static_cast<long long>(test_samples));
   train::EvaluateOptions test_options = trainer.evaluate_options();
   test_options.should_stop = [] { return InterruptGuard::interrupted(); };
   const train::Evaluation evaluation = train::evaluate(*model, *loaders.test, test_options);
@@ -264,7 +269,8 @@ int train_command(const std::vector<std::string>& argv) {
   const double seconds_training = trainer.seconds_training();
   const double images_per_second =
       seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;
-  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  // A resumed run's whole time: the seconds its checkpoint carried and this process's.
+  const double seconds = trainer.resumed_seconds() + std::chrono::duration<double>(Clock::now() - started).count();
   nlohmann::ordered_json summary = {
       {"model", c.model},
       {"dataset", c.dataset},
@@ -323,7 +329,9 @@ int train_command(const std::vector<std::string>& argv) {
   write_file_atomically((out / "summary.json").string(), summary.dump(2) + "\n");
 
   char result[96];
-  if (regression)
+  if (test_samples == 0)
+    std::snprintf(result, sizeof result, "no test split (--test-fraction 0): not evaluated");
+  else if (regression)
     std::snprintf(result, sizeof result, "test mse %.4g (rmse %.4g)", test.loss(), std::sqrt(test.loss()));
   else
     std::snprintf(result, sizeof result, "test accuracy %.2f%% (loss %.4f)", 100 * test.accuracy(), test.loss());

@@ -360,7 +360,7 @@ int resume(const HeadlessOptions& o) {
     for (auto r = runs.rbegin(); r != runs.rend() && run == 0; ++r)
       if (project.why_not_resumable(r->id).empty()) run = r->id;
   if (run == 0) {
-    err(QString("%1 has no stopped or interrupted run with a checkpoint to continue").arg(o.project));
+    err(QString("%1 has no stopped, interrupted or failed run with a checkpoint to continue").arg(o.project));
     return 1;
   }
   for (const projects::RunRecord& r : runs)

@@ -20,7 +20,7 @@
 //     existing file without --train.
 //   [--checkpoint-every N|Nm] mid-epoch checkpoints every N steps or N minutes (default 10m).
 //   kiln-studio --headless --project FILE --resume [--run N]
-//     continues the project's latest stopped or interrupted run (or run N) from its newest
+//     continues the project's latest stopped, interrupted or failed run (or run N) from its newest
 //     checkpoint, mid-epoch or not, with the run's own settings; exit status as --train.
 //   kiln-studio --headless --new FILE --template fashion_mnist_cnn
 //     creates a project from an embedded template; with --train it then trains it (an
@@ -78,7 +78,7 @@ struct HeadlessOptions {
   // minutes, stored in the project (TrainingConfig::checkpoint_steps / _minutes; "" = the stored
   // setting, 10 minutes by default; nullopt: not given).
   std::optional<QString> checkpointEvery;
-  // --resume [--run N]: continue run N, or the project's latest stopped or interrupted run with a
+  // --resume [--run N]: continue run N, or the project's latest stopped, interrupted or failed run with a
   // checkpoint, with its own settings (TrainingSession::resume); the options that would change
   // them are usage errors.
   bool resume = false;

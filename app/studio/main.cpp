@@ -84,7 +84,7 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({"objective", "With --sweep: val_accuracy (default, higher is better) or val_loss.", "name"});
   p.addOption({"prune-startup", "With --sweep: finished trials needed before the median rule stops bad trials "
                                 "(default 2; 0: never).", "n"});
-  p.addOption({"resume", "With --headless --project: continue the project's latest stopped or interrupted run (or "
+  p.addOption({"resume", "With --headless --project: continue the project's latest stopped, interrupted or failed run (or "
                          "--run's) from its newest checkpoint, with the run's own settings. With --sweep: continue the "
                          "project's latest unfinished sweep."});
   p.addOption({"run", "With --resume: the id of the run to continue.", "n"});

@@ -75,7 +75,7 @@ class MainWindow : public QMainWindow {
   // ---- training ----
   QStringList trainBlockers() const;  // why Train is disabled (empty: enabled)
   bool startTraining();               // as the Train action; false with the reason in the log/dialog
-  // Runs > Resume Run: continues a stopped or interrupted run of the project from its newest
+  // Runs > Resume Run: continues a stopped, interrupted or failed run of the project from its newest
   // checkpoint (TrainingSession::resume); false with the reason in the log/dialog.
   bool resumeRun(qint64 run);
   void setSilent(bool on) { silent_ = on; }  // tests: errors to the log only, no message boxes

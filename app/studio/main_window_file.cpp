@@ -172,7 +172,7 @@ bool MainWindow::openProject(const QString& path) {
                    .arg(path)
                    .arg(project_->graph_versions().size())
                    .arg(runs_->model()->rowCount()));
-    // The newest run that a kill or a Stop left unfinished, with where Resume Run continues it.
+    // The newest run that a kill, a Stop or a failure left unfinished, with where Resume Run continues it.
     const std::vector<projects::RunRecord> runs = project_->runs();
     for (auto r = runs.rbegin(); r != runs.rend(); ++r)
       if (project_->why_not_resumable(r->id).empty()) {
@@ -180,7 +180,9 @@ bool MainWindow::openProject(const QString& path) {
         log_->info(tr("run %1 (%2) was %3 at its checkpoint after %4: the Runs view's Resume Run continues it")
                        .arg(r->id)
                        .arg(QString::fromStdString(r->name))
-                       .arg(r->status == projects::RunStatus::stopped ? tr("stopped") : tr("interrupted"))
+                       .arg(r->status == projects::RunStatus::stopped  ? tr("stopped")
+                            : r->status == projects::RunStatus::failed ? tr("failed (%1)").arg(QString::fromStdString(r->message))
+                                                                       : tr("interrupted"))
                        .arg(point->batch > 0 ? tr("batch %1 of epoch %2").arg(point->batch).arg(point->epoch + 1)
                                              : tr("epoch %1").arg(point->epoch)));
         break;

@@ -245,7 +245,7 @@ void TrainingJob::run() {
     // One connection for the whole run, used only from this thread. SQLite commits wait
     // on the disk: never on the UI thread.
     std::optional<projects::Project> project;
-    // The run the job records: a new one, or (spec_.resume_run) a stopped or interrupted one that
+    // The run the job records: a new one, or (spec_.resume_run) a stopped, interrupted or failed one that
     // is reopened once its checkpoint is loaded, so that a failure before leaves it as it was.
     int64_t record = spec_.resume_run;
     const bool resuming = record != 0;
@@ -367,7 +367,9 @@ void TrainingJob::run() {
       to.checkpoint_dir = checkpoint_dir;
       to.on_checkpoint = [&](const train::EpochEnd& e) {
         commit_metrics(*trainer);  // Note [Metrics before a checkpoint]
-        project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir, e.val_accuracy, trainer->step());
+        // A regression run (mse_loss, no accuracy) ranks its epochs by validation loss, lowest best.
+        project->add_epoch_checkpoint(record, e.epoch + 1, checkpoint_dir,
+                                      opened && opened->regression ? -e.val_loss : e.val_accuracy, trainer->step());
         result_.checkpoint_epoch = e.epoch + 1;
       };
       // Mid-epoch checkpoints (TrainingConfig::checkpoint_minutes / _steps) and one at a Stop, so that
@@ -375,6 +377,7 @@ void TrainingJob::run() {
       to.checkpoint_every_steps = c.checkpoint_steps;
       to.checkpoint_every_seconds = c.checkpoint_steps > 0 ? 0 : 60 * c.checkpoint_minutes;
       to.checkpoint_on_cancel = true;
+      to.run_started = started_;  // the job's clock, before a continued run's seconds are added to it
       to.on_mid_epoch_checkpoint = [&](const train::CheckpointSaved& saved) {
         commit_metrics(*trainer);
         project->add_mid_epoch_checkpoint(record, saved.epoch, saved.batch, saved.step, checkpoint_dir);
@@ -396,11 +399,19 @@ void TrainingJob::run() {
       const std::string note = trainer->load_checkpoint(checkpoint_dir);
       if (!note.empty()) message(note);
       project->reopen_run(record, trainer->step(), trainer->epoch());
+      // The run's clock goes on (StepMetric::time_s, the final seconds): set before the writer opens.
+      resumed_seconds_ = result_.resumed_seconds = trainer->resumed_seconds();
+      started_ -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(result_.resumed_seconds));
       open_writer(record);
-      message("continuing run " + std::to_string(record) + " at step " + std::to_string(trainer->step() + 1) +
-              (trainer->batch_in_epoch() > 0 ? " (batch " + std::to_string(trainer->batch_in_epoch() + 1) + " of epoch " +
-                                                   std::to_string(trainer->epoch() + 1) + ")"
-                                             : " (after epoch " + std::to_string(trainer->epoch()) + ")"));
+      const int64_t b = trainer->batch_in_epoch();
+      message("continuing run " + std::to_string(record) +
+              (b == batches ? " after step " + std::to_string(trainer->step()) + " (the last batch of epoch " +
+                                  std::to_string(trainer->epoch() + 1) + ": its validation and checkpoint)"
+               : b > 0      ? " at step " + std::to_string(trainer->step() + 1) + " (batch " + std::to_string(b + 1) +
+                                  " of epoch " + std::to_string(trainer->epoch() + 1) + ")"
+                            : " at step " + std::to_string(trainer->step() + 1) + " (after epoch " +
+                                  std::to_string(trainer->epoch()) + ")"));
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -420,7 +431,8 @@ void TrainingJob::run() {
     result_.cancelled = trainer->cancelled();
 
     if (result_.checkpoint_epoch > 0)
-      message("checkpoints stored in the project: the latest and the best epoch by validation accuracy");
+      message(std::string("checkpoints stored in the project: the latest and the best epoch by validation ") +
+              (opened && opened->regression ? "loss" : "accuracy"));
     std::error_code ec;
     std::filesystem::remove_all(checkpoint_dir, ec);
     if (!result_.cancelled && spec_.test_size > 0) {

@@ -87,7 +87,7 @@ struct JobSpec {
   // (image_index_store.h Note [What the folder check misses]): an undecodable file is then
   // skipped and named, as in a first reading, instead of failing the run.
   bool rescan = false;
-  // Continue this stopped or interrupted run of the project (Project::why_not_resumable) from its
+  // Continue this stopped, interrupted or failed run of the project (Project::why_not_resumable) from its
   // newest checkpoint instead of recording a new one: graph, config and dataset must be the run's
   // own (TrainingSession::resume); run_config and settings are not used. The run is reopened
   // (Project::reopen_run) only once the checkpoint is loaded. 0: a new run.
@@ -108,6 +108,8 @@ struct JobResult {
   projects::Evaluation evaluation;
   std::vector<std::string> test_files;  // an image dataset's test split's files, by index (else empty)
   int checkpoint_epoch = -1;       // last epoch stored with Project::add_epoch_checkpoint (-1: none)
+  // A continued run: its seconds before this job, as its checkpoint carried (Trainer::resumed_seconds).
+  double resumed_seconds = 0;
   // A regression table (DatasetSettings::task): the test rows' MAE, RMSE and R² (in the label's
   // unit) and each evaluated row's predicted and actual value (also in `evaluation.regression`).
   std::optional<train::RegressionMetrics> regression;
@@ -131,6 +133,8 @@ class TrainingJob {
   std::vector<train::Event> drainEvents(std::string* write_error = nullptr);
   std::vector<std::string> drainMessages();
   int64_t totalSteps() const { return total_steps_; }  // 0 until the data is loaded
+  // Any thread: JobResult::resumed_seconds once the checkpoint is loaded (0 before, and for a new run).
+  double resumedSeconds() const { return resumed_seconds_; }
   // Any thread: the test pass's batches, the one being evaluated (1-based; 0 before the
   // test pass) and how many; a pause holds the test pass before its next batch.
   int64_t testBatchStarted() const { return test_started_; }
@@ -168,6 +172,7 @@ class TrainingJob {
   std::vector<train::Event> drained_;        // commit_metrics's, for drainEvents; guarded by events_mutex_
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // StepMetric::time_s
   std::atomic<int64_t> total_steps_{0};
+  std::atomic<double> resumed_seconds_{0};
   std::atomic<int64_t> test_started_{0}, test_batches_{0};
   std::atomic<int64_t> run_{0};
   std::shared_ptr<projects::MetricsWriter> writer_;  // guarded by mutex_

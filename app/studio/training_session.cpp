@@ -203,6 +203,10 @@ bool TrainingSession::resume(const projects::Project& project, int64_t run, QStr
                     .arg(QString::fromStdString(why.substr(0, why.find("; restore it")))));
   spec.resume_run = run;
   launch(std::move(spec), project.path(), tests);
+  if (record.status == projects::RunStatus::failed)  // Note [Continuing a failed run]
+    emit logMessage(tr("run %1 failed earlier (%2); continuing it from its checkpoint")
+                        .arg(run)
+                        .arg(QString::fromStdString(record.message)));
   // The curves up to the checkpoint, before the steps trained again after it.
   progress_.step = point->step;
   progress_.epoch = point->epoch + (point->batch > 0 ? 1 : 0);
@@ -213,6 +217,8 @@ bool TrainingSession::resume(const projects::Project& project, int64_t run, QStr
       steps << static_cast<double>(m.step);
       losses << m.loss;
       lrs << m.lr;
+      progress_.loss = m.loss;  // the progress line shows the last step's until a new one ends
+      progress_.lr = m.lr;
       times << m.time_s;
       epochs << m.epoch;
     }
@@ -277,7 +283,7 @@ void TrainingSession::poll() {
                      steps << static_cast<double>(e.step);
                      losses << e.loss;
                      lrs << e.lr;
-                     times << now;
+                     times << now + job_->resumedSeconds();  // a continued run's clock goes on
                      epochs << e.epoch + 1;
                      progress_.step = e.step;
                      progress_.totalSteps = e.batches_per_epoch * epochs_;
@@ -369,7 +375,7 @@ void TrainingSession::finish() {
     }
     m["test_images"] = r.evaluation.count;
   }
-  m["seconds"] = static_cast<double>(clock_.elapsed()) / 1000.0;
+  m["seconds"] = r.resumed_seconds + static_cast<double>(clock_.elapsed()) / 1000.0;  // a continued run's whole time
   const auto runStatus = !r.error.empty() ? projects::RunStatus::failed
                          : r.cancelled    ? projects::RunStatus::stopped
                                           : projects::RunStatus::finished;

@@ -51,7 +51,7 @@ class TrainingSession : public QObject {
   // filter in its "dataset"), its name ends with ", classes 5-9" / ", test 500" when set.
   bool start(const std::string& projectPath, int64_t graphVersion, const graph::Graph& graph,
              const TrainingConfig& config, const DatasetSettings& dataset, int64_t testSize, QString* error);
-  // Continues run `run` of `project` (stopped or interrupted, with a checkpoint:
+  // Continues run `run` of `project` (stopped, interrupted or failed, with a checkpoint:
   // Project::why_not_resumable) from its newest checkpoint, with the run's own graph version,
   // settings and device: the same sample order and draws, so on the CPU the same losses as a run
   // never stopped. Returns false with the reason in `error` when it cannot (the run, a dataset

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <string_view>
 
 #include "engine/core/error.h"
 #include "engine/data/fashion_mnist.h"
@@ -42,6 +44,22 @@ namespace {
 
 std::string where(const CsvTable& t, int64_t line) { return t.source + ":" + std::to_string(line); }
 
+// "PNG", "JPEG", ... when the file at `path` starts as an image of that format does, else "".
+std::string image_format(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char b[12] = {};
+  in.read(b, sizeof b);
+  const std::string h(b, static_cast<size_t>(in.gcount()));
+  auto starts = [&](std::string_view magic) { return h.size() >= magic.size() && h.compare(0, magic.size(), magic) == 0; };
+  if (starts("\x89PNG\r\n\x1a\n")) return "PNG";
+  if (starts("\xff\xd8\xff")) return "JPEG";
+  if (starts("GIF87a") || starts("GIF89a")) return "GIF";
+  if (starts("BM")) return "BMP";
+  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "TIFF";
+  if (starts("RIFF") && h.size() >= 12 && h.compare(8, 4, "WEBP") == 0) return "WebP";
+  return "";
+}
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
@@ -54,6 +72,9 @@ TableInput read_table_input(const std::string& path, const TableConfig& config, 
   std::error_code ec;
   KILN_CHECK(!fs::is_directory(path, ec), IoError, path, ": a folder, but the run was trained on a table (",
              config.path, "); give a CSV file of the same columns");
+  const std::string format = image_format(path);
+  KILN_CHECK(format.empty(), IoError, path, ": a ", format, " image, but the run was trained on a table (", config.path,
+             "); give a CSV file of the same columns");
   const CsvTable t = read_csv(path, config.csv);
   const int64_t header_line = config.csv.skip_rows + 1;
 

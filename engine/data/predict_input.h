@@ -64,7 +64,8 @@ struct TableInput {
 // columns to the training table's (by header name; without a header by position, with or without
 // the label column) and encodes the rows with `schema`'s fitted preprocessing and `config`'s
 // missing-value policy for the feature columns; the label column is not read for the encoding.
-// IoError "FILE:LINE: ..." naming a feature column the file lacks, a column the training table did
+// IoError "FILE: a PNG image, but the run was trained on a table" for a folder or an image file
+// (by its first bytes: PNG, JPEG, GIF, BMP, TIFF, WebP); "FILE:LINE: ..." naming a feature column the file lacks, a column the training table did
 // not have, or a field count that fits neither; the engine's errors (prepare_tabular) for values
 // that do not fit, naming file, line and column.
 TableInput read_table_input(const std::string& path, const TableConfig& config, const TabularSchema& schema);

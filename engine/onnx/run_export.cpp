@@ -107,41 +107,76 @@ std::string doubles(Builder& b, const std::string& what, const std::vector<doubl
   return t->name();
 }
 
-// The [m, n] f32 matrix of OpenCV's cv::resize along one axis from n to m pixels (n, m: f64
-// scalars; `shrink`: bool scalar): INTER_AREA when shrinking, each output the area-weighted mean
-// of the source pixels its box [o s, (o + 1) s) covers, s = n / m (imgproc/resize.cpp
-// computeResizeAreaTab); INTER_LINEAR otherwise, the source coordinate (o + 0.5) s - 0.5
-// clamped to [0, n - 1] and a triangle of width 1 around it.
-std::string resize_matrix(Builder& b, const std::string& n, const std::string& m, const std::string& shrink,
-                          const std::string& axis) {
-  const std::string one = doubles(b, axis + "_one", {1.0}), z = doubles(b, axis + "_zero", {0.0});
-  const std::string half = doubles(b, axis + "_half", {0.5});
-  NodeProto& uo = b.node("Unsqueeze", {b.add("Range", {z, m, one}), b.ints(axis + "_axis1", {1})});
-  const std::string o = uo.output(0);          // [m, 1]
-  const std::string i = b.add("Range", {z, n, one});  // [n]
+std::string int_scalar(Builder& b, const std::string& what, int64_t v) {  // a 0-d int64
+  TensorProto* t = b.graph.add_initializer();
+  t->set_name(b.name(what));
+  t->set_data_type(TensorProto::INT64);
+  t->add_int64_data(v);
+  return t->name();
+}
+
+// x [N, C, h, w] f32 resized along `axis` (2: H, 3: W) from n to m pixels (f64 scalars) as
+// OpenCV's cv::resize, before rounding: the outputs at the f64 coordinates `o` [k] (a window of
+// [0, m), so that a crop computes only the pixels it keeps). `shrink` (bool scalar) picks
+// INTER_AREA, else INTER_LINEAR; both read at most two source values per output:
+// - INTER_LINEAR: the source coordinate (o + 0.5) s - 0.5, s = n / m, clamped to [0, n - 1]; the
+//   pixels i0 = floor of it and min(i0 + 1, n - 1), weighted 1 - t and t by its fraction t;
+// - INTER_AREA: the area-weighted mean of the source pixels the box [lo, hi) = [o s, (o + 1) s)
+//   covers (imgproc/resize.cpp computeResizeAreaTab): with C the exclusive prefix sum of the
+//   pixels p and k(u) = min(floor(u), n - 1), the sum is C[k(hi)] - C[k(lo)] + (hi - k(hi)) p[k(hi)]
+//   - (lo - k(lo)) p[k(lo)], divided by s. `integers`: x holds whole numbers (8-bit levels), whose
+//   f32 prefix sums and their differences are exact up to 2^24 / 255 = 65793 pixels; otherwise the
+//   sums are f64, which f32 sums of a wide image would not be.
+// Memory O(h w + k): Note [Exported image resize].
+std::string resize_axis(Builder& b, const std::string& x, int64_t axis, const std::string& n, const std::string& m,
+                        const std::string& o, const std::string& shrink, bool integers, const std::string& tag) {
+  const std::string one = doubles(b, tag + "_one", {1.0}), z = doubles(b, tag + "_zero", {0.0});
+  const std::string half = doubles(b, tag + "_half", {0.5}), last = b.add("Sub", {n, one});
   const std::string scale = b.add("Div", {n, m});
-  // INTER_AREA: max(0, min((o + 1) s, i + 1) - max(o s, i)) / s.
-  const std::string lo = b.add("Max", {b.add("Mul", {o, scale}), i});
-  const std::string hi = b.add("Min", {b.add("Mul", {b.add("Add", {o, one}), scale}), b.add("Add", {i, one})});
-  const std::string area = b.add("Div", {b.add("Max", {b.add("Sub", {hi, lo}), z}), scale});
-  // INTER_LINEAR: max(0, 1 - |clamp((o + 0.5) s - 0.5, 0, n - 1) - i|).
-  const std::string src = b.add("Sub", {b.add("Mul", {b.add("Add", {o, half}), scale}), half});
-  const std::string clamped = b.add("Min", {b.add("Max", {src, z}), b.add("Sub", {n, one})});
-  const std::string linear = b.add("Max", {b.add("Sub", {one, b.add("Abs", {b.add("Sub", {clamped, i})})}), z});
-  return cast(b, b.add("Where", {shrink, area, linear}), TensorProto::FLOAT);
+  // A per-output f64 [k] vector as a factor along `axis` ([k, 1] for H).
+  auto along = [&](const std::string& v, int32_t type) {
+    const std::string c = cast(b, v, type);
+    return axis == 2 ? b.add("Unsqueeze", {c, b.ints(tag + "_axis1_" + std::to_string(b.counter), {1})}) : c;
+  };
+  auto gather = [&](const std::string& data, const std::string& index) {
+    NodeProto& g = b.node("Gather", {data, cast(b, index, TensorProto::INT64)});
+    set_int(g, "axis", axis);
+    return g.output(0);
+  };
+  // INTER_LINEAR.
+  const std::string src = b.add("Min", {b.add("Max", {b.add("Sub", {b.add("Mul", {b.add("Add", {o, half}), scale}), half}), z}), last});
+  const std::string i0 = b.add("Floor", {src}), i1 = b.add("Min", {b.add("Add", {i0, one}), last});
+  const std::string t = b.add("Sub", {src, i0});
+  const std::string linear = b.add("Add", {b.add("Mul", {gather(x, i0), along(b.add("Sub", {one, t}), TensorProto::FLOAT)}),
+                                           b.add("Mul", {gather(x, i1), along(t, TensorProto::FLOAT)})});
+  // INTER_AREA.
+  const int32_t type = integers ? TensorProto::FLOAT : TensorProto::DOUBLE;
+  const std::string p = integers ? x : cast(b, x, type);
+  NodeProto& cumsum = b.node("CumSum", {p, int_scalar(b, tag + "_cumsum_axis", axis)});
+  set_int(cumsum, "exclusive", 1);  // C = [0, p0, p0 + p1, ...]
+  const std::string lo = b.add("Mul", {o, scale}), hi = b.add("Mul", {b.add("Add", {o, one}), scale});
+  const std::string klo = b.add("Min", {b.add("Floor", {lo}), last}), khi = b.add("Min", {b.add("Floor", {hi}), last});
+  const std::string whole = b.add("Sub", {gather(cumsum.output(0), khi), gather(cumsum.output(0), klo)});
+  const std::string part = b.add("Sub", {b.add("Mul", {gather(p, khi), along(b.add("Sub", {hi, khi}), type)}),
+                                         b.add("Mul", {gather(p, klo), along(b.add("Sub", {lo, klo}), type)})});
+  const std::string area = cast(b, b.add("Div", {b.add("Add", {whole, part}), cast(b, scale, type)}), TensorProto::FLOAT);
+  return b.add("Where", {shrink, area, linear});
 }
 
 // Note [Exported image resize]: Kiln's test-time resize (image_cache.cpp shrink_to_short_side,
 // then image_transforms.cpp resize_to_cover + center_crop, all on 8-bit pixels) as graph ops,
-// each cv::resize a MatMul with a resize_matrix along H and another along W, rounded to 8-bit
-// levels (Round, half to even as cv::saturate_cast). ONNX Resize has no box filter (INTER_AREA).
+// each cv::resize a resize_axis along H then one along W, rounded to 8-bit levels (Round, half to
+// even as cv::saturate_cast). ONNX Resize has no box filter (INTER_AREA), hence the gathers.
 // Stage 1, an image whose short side exceeds S = ceil(1.14 max(height, width)): to short side S
 // (sides max(1, lround(side * f1)), f1 = S / short side): INTER_AREA for f1 <= 0.5, else
-// INTER_LINEAR to twice that size and INTER_AREA's 2 x 2 mean; as one path: M1 to `mid` (the size,
-// or twice it) then an area matrix from mid to the size (the identity when they are equal).
+// INTER_LINEAR to twice that size and INTER_AREA's 2 x 2 mean; as one path: to `mid` (the size,
+// or twice it) then INTER_AREA from mid to the size (the identity when they are equal).
 // Stage 2: cover height x width, f = max(height / h, width / w), sides max(target, trunc(side f)),
-// INTER_AREA when the area shrinks, else INTER_LINEAR; then the center crop.
-// The matrices are dense: a photo of h x w costs about h1 h w multiply-adds per channel.
+// INTER_AREA when the area shrinks, else INTER_LINEAR; then the center crop, start =
+// round((side - target) / 2): only the cropped rows and columns are computed, so a very wide
+// image (1 x 3000, covered at 64 x 192000) costs what its crop does. Per channel, no value holds
+// more than (h + k_h) w numbers, k_h the rows a pass keeps (mid, the short side's, or the target
+// height); the dense [m, n] matrices of before needed m n (2.3 GB for that image).
 std::string image_resize(Builder& b, const data::ImageRun& run, const std::string& nchw) {
   const int64_t S = static_cast<int64_t>(std::ceil(1.14 * static_cast<double>(std::max(run.height, run.width))));
   const std::string hw_start = b.ints("hw_start", {2}), hw_end = b.ints("hw_end", {4});
@@ -151,14 +186,17 @@ std::string image_resize(Builder& b, const data::ImageRun& run, const std::strin
     set_int(g, "axis", 0);
     return b.add("Squeeze", {g.output(0)});
   };
-  // Applies per-axis matrices to x [N, C, h, w] and rounds.
-  auto apply = [&](const std::string& x, const std::string& mh, const std::string& mw) {
-    NodeProto& mwt = b.node("Transpose", {mw});
-    set_ints(mwt, "perm", {1, 0});
-    return b.add("Round", {b.add("MatMul", {b.add("MatMul", {mh, x}), mwt.output(0)})});
+  const std::string zero = doubles(b, "zero", {0.0}), one = doubles(b, "one", {1.0}), two = doubles(b, "two_f64", {2.0});
+  auto range = [&](const std::string& from, const std::string& count) {  // f64 [count]: from, from + 1, ...
+    return b.add("Add", {b.add("Range", {zero, count, one}), from});
+  };
+  // Resizes x [N, C, h, w] from hw to `to` (f64 [2]), the outputs at rows oh and columns ow.
+  auto resize = [&](const std::string& x, const std::string& hw, const std::string& to, const std::string& oh,
+                    const std::string& ow, const std::string& shrink_h, const std::string& shrink_w, const std::string& tag) {
+    const std::string rows = resize_axis(b, x, 2, at(hw, 0), at(to, 0), oh, shrink_h, true, tag + "h");  // 8-bit levels
+    return resize_axis(b, rows, 3, at(hw, 1), at(to, 1), ow, shrink_w, false, tag + "w");
   };
   // Stage 1.
-  const std::string one = doubles(b, "one", {1.0}), two = doubles(b, "two_f64", {2.0});
   const std::string hw = hw_of(nchw);  // f64 [2]
   NodeProto& short_side = b.node("ReduceMin", {hw});
   set_int(short_side, "keepdims", 1);
@@ -167,12 +205,11 @@ std::string image_resize(Builder& b, const data::ImageRun& run, const std::strin
   const std::string twice = b.add("And", {b.add("Greater", {f1, doubles(b, "half_ratio", {0.5})}), b.add("Less", {f1, one})});
   const std::string mid = b.add("Mul", {hw1, b.add("Where", {twice, two, one})});  // f64 [2]
   const std::string area_first = b.add("Not", {at(twice, 0)}), always_area = b.add("Not", {b.add("Less", {one, one})});  // true
-  const std::string m1h = resize_matrix(b, at(hw, 0), at(mid, 0), area_first, "h1");
-  const std::string m1w = resize_matrix(b, at(hw, 1), at(mid, 1), area_first, "w1");
-  const std::string m2h = resize_matrix(b, at(mid, 0), at(hw1, 0), always_area, "h2");
-  const std::string m2w = resize_matrix(b, at(mid, 1), at(hw1, 1), always_area, "w2");
-  const std::string x1 = apply(apply(nchw, m1h, m1w), m2h, m2w);
-  // Stage 2.
+  const std::string x_mid = b.add("Round", {resize(nchw, hw, mid, range(zero, at(mid, 0)), range(zero, at(mid, 1)),
+                                                   area_first, area_first, "s1_")});
+  const std::string x1 = b.add("Round", {resize(x_mid, mid, hw1, range(zero, at(hw1, 0)), range(zero, at(hw1, 1)),
+                                                always_area, always_area, "s2_")});
+  // Stage 2: the rows and columns of the center crop of the cover.
   const std::string target = doubles(b, "target", {static_cast<double>(run.height), static_cast<double>(run.width)});
   const std::string hw2 = hw_of(x1);
   NodeProto& fmax = b.node("ReduceMax", {b.add("Div", {target, hw2})});
@@ -182,14 +219,11 @@ std::string image_resize(Builder& b, const data::ImageRun& run, const std::strin
   NodeProto& prod_out = b.node("ReduceProd", {out});
   set_int(prod_in, "keepdims", 0), set_int(prod_out, "keepdims", 0);
   const std::string shrink = b.add("Less", {prod_out.output(0), prod_in.output(0)});
-  const std::string pixels = apply(x1, resize_matrix(b, at(hw2, 0), at(out, 0), shrink, "h"),
-                                   resize_matrix(b, at(hw2, 1), at(out, 1), shrink, "w"));
   // Center crop: start = round((size - target) / 2) (Round is half to even, as std::nearbyint).
-  const std::string size = b.ints("size", {run.height, run.width});
-  const std::string extra = cast(b, b.add("Sub", {cast(b, out, TensorProto::INT64), size}), TensorProto::FLOAT);
-  const std::string start = cast(b, b.add("Round", {b.add("Div", {extra, b.floats("two", {}, {2.f})})}), TensorProto::INT64);
-  const std::string end = b.add("Add", {start, size});
-  return b.add("Slice", {pixels, start, end, b.ints("crop_axes", {2, 3})});
+  const std::string start = b.add("Round", {b.add("Div", {b.add("Sub", {out, target}), two})});  // f64 [2]
+  return b.add("Round", {resize(x1, hw2, out, range(at(start, 0), doubles(b, "target_h", {static_cast<double>(run.height)})),
+                                range(at(start, 1), doubles(b, "target_w", {static_cast<double>(run.width)})), shrink, shrink,
+                                "c_")});
 }
 
 // The image preprocessing of run_export.h; writes `x` (the network's input). Returns the inputs' description.

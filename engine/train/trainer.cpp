@@ -1,9 +1,12 @@
 #include "engine/train/trainer.h"
 
+#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "engine/core/async_read.h"
 #include "engine/core/grad_mode.h"
@@ -17,6 +20,45 @@ namespace kiln::train {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The paths ("source.path") of the values that differ between two JSON objects, nested objects
+// entered, into `out`.
+void differing_keys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix, std::vector<std::string>& out) {
+  for (const auto& [key, value] : a.items()) {
+    const std::string path = prefix + key;
+    if (!b.contains(key)) out.push_back(path);
+    else if (value.is_object() && b[key].is_object()) differing_keys(value, b[key], path + ".", out);
+    else if (value != b[key]) out.push_back(path);
+  }
+  for (const auto& [key, value] : b.items())
+    if (!a.contains(key)) out.push_back(prefix + key);
+}
+
+// Why checkpoint `dir`'s run setting `key` (`saved`) is not this run's (`now`), in one line. A
+// setting that is a JSON object (a dataset's description, as images.json) is not shown whole: only
+// the keys that differ, and when only its file list's fingerprint does, that its files changed.
+std::string setting_mismatch(const std::string& dir, const std::string& key, const std::string& saved, const std::string& now) {
+  const nlohmann::json a = nlohmann::json::parse(saved, nullptr, false), b = nlohmann::json::parse(now, nullptr, false);
+  if (!a.is_object() || !b.is_object())
+    return "checkpoint " + dir + " was made with " + key + " = " + saved + ", not " + now +
+           "; resume with the same settings, or start a new run";
+  std::vector<std::string> keys;
+  differing_keys(a, b, "", keys);
+  if (keys == std::vector<std::string>{"fingerprint"})
+    return (key == "images" ? std::string("the image folder's files") : "the files of the run's " + key) +
+           " changed since the run started (fingerprint " + a["fingerprint"].dump() + ", now " + b["fingerprint"].dump() +
+           ", checkpoint " + dir + "); resume on the same files, or start a new run";
+  std::string what;
+  for (const std::string& k : keys) {
+    std::string pointer = "/" + k;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const nlohmann::json::json_pointer at(pointer);
+    const std::string was = a.contains(at) ? a[at].dump() : "none", is = b.contains(at) ? b[at].dump() : "none";
+    what += (what.empty() ? "'" : ", '") + k + "'" + (was.size() + is.size() <= 80 ? " (was " + was + ", now " + is + ")" : "");
+  }
+  return "checkpoint " + dir + " was made with other " + key + " settings: " + what +
+         " differ; resume with the same settings, or start a new run";
+}
 
 // A step whose loss and logits are on their way to the host: Trainer::fit reads them once the
 // next step is enqueued, so that the device does not idle while the host reads them, updates
@@ -67,6 +109,7 @@ double Trainer::wait_while_paused() {
 }
 
 void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
+  fit_started_ = options_.run_started ? *options_.run_started : Clock::now();
   try {
     const int64_t batches = train.size();
     const int64_t total_batches = batches * options_.epochs;
@@ -79,6 +122,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
       captured.emplace(options_.device, *optimizer_);
     Tensor x_static, y_static, static_logits, static_loss;
     auto last_checkpoint = Clock::now();
+    int64_t checkpoint_step = -1;  // of the last mid-epoch checkpoint: a Stop right after it saves none again
     while (epoch_ < options_.epochs && !cancelled_) {
       model_->train();
       ClassificationMetrics metrics(options_.num_classes, options_.top_k);
@@ -100,7 +144,7 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
         const double loss_value = p.loss.wait().item<double>();
         if (!std::isfinite(loss_value)) {
           std::ostringstream os;
-          os << "training stopped: the loss became " << loss_value << " at epoch " << epoch_ + 1 << ", step "
+          os << "training stopped: " << kNonFiniteLossWords << loss_value << " at epoch " << epoch_ + 1 << ", step "
              << p.step << " (batch " << p.batch << " of " << batches << ") with learning rate " << p.lr
              << "; try a lower learning rate (e.g. " << p.lr / 10 << ")";
           throw NonFiniteLossError(os.str());
@@ -182,11 +226,12 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
           pending.reset();
           save_mid_epoch(batch_index, metrics, epoch_lr, seconds_since(epoch_start));
           last_checkpoint = Clock::now();
+          checkpoint_step = step_;
         }
       }
       if (pending) finish(*pending);
       double epoch_seconds = seconds_since(epoch_start);
-      if (cancelled_ && options_.checkpoint_on_cancel && batch_index > 0)
+      if (cancelled_ && options_.checkpoint_on_cancel && batch_index > 0 && checkpoint_step != step_)
         save_mid_epoch(batch_index, metrics, epoch_lr, epoch_seconds);
       train_seconds_ += epoch_seconds;
       samples_trained_ += metrics.count();
@@ -263,6 +308,7 @@ void Trainer::save_checkpoint_at(const std::string& dir, int64_t batch, const Cl
   c.trainer_scalars["epoch"] = epoch_;
   c.trainer_scalars["step"] = static_cast<double>(step_);
   c.trainer_scalars["train_seconds"] = train_seconds_;
+  c.trainer_scalars["run_seconds"] = resumed_seconds_ + (fit_started_ ? seconds_since(*fit_started_) : 0.0);
   c.trainer_scalars["samples_trained"] = static_cast<double>(samples_trained_);
   c.trainer["generator"] = default_generator().state();
   if (batch > 0) {
@@ -281,9 +327,8 @@ std::string Trainer::load_checkpoint(const std::string& dir) {
   io::Checkpoint c = io::load_checkpoint(dir);
   for (auto& [key, value] : options_.run_settings) {
     auto saved = c.trainer.find("run." + key);
-    KILN_CHECK(saved == c.trainer.end() || saved->second == value, ValueError, "checkpoint ", dir,
-               " was made with ", key, " = ", saved->second, ", not ", value,
-               "; resume with the same settings, or start a new run");
+    KILN_CHECK(saved == c.trainer.end() || saved->second == value, ValueError,
+               setting_mismatch(dir, key, saved->second, value));
   }
   model_->load_state_dict(c.model);  // ValueError naming keys/shapes for another model
   optimizer_->load_state_dict({c.optimizer, c.optimizer_scalars});
@@ -309,6 +354,8 @@ std::string Trainer::load_checkpoint(const std::string& dir) {
     KILN_CHECK(resume_metrics_.count("count"), IoError, "checkpoint ", dir, ": trainer state lacks the metrics of the "
                "epoch it was taken in");
   }
+  resumed_seconds_ = c.trainer_scalars.count("run_seconds") ? get("run_seconds")
+                                                             : train_seconds_ + (resume_batch_ > 0 ? resume_epoch_seconds_ : 0);
   if (scheduler_) {
     std::map<std::string, double> state;
     for (auto& [key, value] : c.trainer_scalars)

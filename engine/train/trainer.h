@@ -8,11 +8,13 @@
 // draws from the default generator, whose state is checkpointed).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/core/error.h"
@@ -51,6 +53,9 @@ struct TrainerOptions {
   // Called on fit()'s thread after each mid-epoch checkpoint is written to checkpoint_dir, as
   // on_checkpoint is after an epoch's. May be empty.
   std::function<void(const CheckpointSaved&)> on_mid_epoch_checkpoint;
+  // When this process's part of the run started (its data loading included); unset: when fit()
+  // starts. Checkpoints carry the run's seconds from it (Trainer::resumed_seconds).
+  std::optional<std::chrono::steady_clock::time_point> run_started;
   bool scheduler_per_batch = false;  // step the scheduler every batch (OneCycleLR) or every epoch
   int64_t top_k = 5;
   // Settings a resumed run must share with the run that wrote the checkpoint
@@ -80,6 +85,10 @@ struct TrainerOptions {
 struct NonFiniteLossError : Error {
   using Error::Error;
 };
+// The words every NonFiniteLossError message contains ("... the loss became nan at epoch 3 ..."):
+// a stored run message with them names a failure that continuing from the same checkpoint, with
+// the same data, order and learning rate, repeats (projects::Project::why_not_resumable).
+inline constexpr const char* kNonFiniteLossWords = "the loss became ";
 
 class Trainer {
  public:
@@ -126,6 +135,11 @@ class Trainer {
   int epoch() const { return epoch_; }         // epochs completed
   int64_t step() const { return step_; }       // optimizer steps taken
   double seconds_training() const { return train_seconds_; }  // wall time of training batches
+  // The run's wall time (seconds) before this process continued it: what a loaded checkpoint
+  // carries (every checkpoint stores it as the run's seconds when it was saved: those it loaded
+  // plus this process's so far, TrainerOptions::run_started); 0 for a new run. A checkpoint made before it was stored gives its
+  // training seconds. A run's total time is this plus the continuing process's own.
+  double resumed_seconds() const { return resumed_seconds_; }
   int64_t samples_trained() const { return samples_trained_; }
   // Finished::cuda_graph of the last fit() that ended without an error ("" before).
   const std::string& cuda_graph_note() const { return cuda_graph_note_; }
@@ -157,6 +171,8 @@ class Trainer {
   int64_t resume_batch_ = 0;
   std::map<std::string, double> resume_metrics_;
   double resume_epoch_lr_ = 0, resume_epoch_seconds_ = 0;
+  double resumed_seconds_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> fit_started_;  // the run seconds' clock
 };
 
 }  // namespace kiln::train

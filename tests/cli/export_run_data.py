@@ -9,7 +9,9 @@
 #                                   and colours, NA) and U.csv, the same rows with every 31st colour one T never has
 #   compare PREDICTIONS.csv FILES PROBS.npy CLASS...   max |p - q|: p from kiln predict's CSV (--top-k with every
 #                                   class; rows by input name, FILES lists them in PROBS.npy's order), q = PROBS.npy
-import csv, glob, os, random, sys
+#   peak COMMAND...                 runs COMMAND (its output dropped) and prints its peak resident memory in MiB;
+#                                   exits with its status
+import csv, glob, os, random, resource, subprocess, sys
 import numpy as np
 from PIL import Image
 
@@ -63,5 +65,9 @@ elif cmd == "compare":
         for k in [""] + ["_%d" % j for j in range(2, len(classes) + 1)]:
             p[i, classes.index(r["class" + k])] = float(r["probability" + k])
     print("%.3g" % np.abs(p - q).max())
+elif cmd == "peak":
+    r = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+    sys.exit(r.returncode)
 else:
     sys.exit("unknown command " + cmd)

@@ -4,7 +4,8 @@
 # `kiln run`, gives the probabilities `kiln predict` gives on the same files:
 #   images:    a 32 x 32 image-folder run (kiln_image_fixtures shapes) on its images resized to other
 #              sizes, which take every path of Note [Exported image resize] (engine/onnx/run_export.cpp),
-#              and on photo-like JPEGs of about 500 x 375 (written as PNGs, so both read the same pixels)
+#              1 x 2000 and 2000 x 1 among them (in bounded memory), and on photo-like JPEGs of about
+#              500 x 375 (written as PNGs, so both read the same pixels)
 #   idx:       a Fashion-MNIST run (no preprocessing file: x / 255, Normalize(0.2860, 0.3530)), grey
 #   csv:       a table with a categorical column and missing values (--missing fill), predicted with
 #              a category training never saw; the inputs are its columns; --no-preprocessing keeps
@@ -62,7 +63,7 @@ images)
   # The run's images at other sizes, and photo-like JPEGs (as PNGs, so that PIL and Kiln read the
   # same pixels), all under $work/all; kiln predict once on the lot.
   # Every fifth of the run's 300 images: 60 per size.
-  for s in "0 0" "45 37" "33 80" "100 75" "300 300" "20 26" "60 50"; do py resized "$work/sh" "$work/all/s${s/ /x}" $s 5; done
+  for s in "0 0" "45 37" "33 80" "100 75" "300 300" "20 26" "60 50" "2000 1" "1 2000"; do py resized "$work/sh" "$work/all/s${s/ /x}" $s 5; done
   "$fixtures" jpegs "$work/jpg" 3 || fail "kiln_image_fixtures jpegs"
   py resized "$work/jpg" "$work/photos" 0 0
   for d in "$work"/photos/*/; do mkdir -p "$work/all/photo_$(basename "$d")/x"; cp "$d"*.png "$work/all/photo_$(basename "$d")/x/"; done
@@ -70,9 +71,17 @@ images)
   for d in s0x0 s45x37 s33x80 s100x75 s300x300 photo_0 photo_1 photo_2; do  # the size kept, INTER_AREA paths
     image_case "$work/p.csv" "$work/m.onnx" "$work/all/$d" 1e-4 "${classes[@]}"
   done
-  for d in s20x26 s60x50; do  # INTER_LINEAR: enlarging; shrinking by 0.5 .. 1 (to twice the size, then 2 x 2)
+  for d in s20x26 s60x50 s2000x1 s1x2000; do  # INTER_LINEAR: enlarging; shrinking by 0.5 .. 1 (to twice the size, then 2 x 2)
     image_case "$work/p.csv" "$work/m.onnx" "$work/all/$d" 5e-3 "${classes[@]}"
   done
+  # 10 images of 1 x 2000 (covered at 32 x 64000, center-cropped): only the crop's rows and columns
+  # are computed (kiln run keeps every value of the graph: 253 MiB; the dense resize matrices of
+  # before took 12 GB).
+  py images "$work/wide.npy" $(head -10 "$work/s2000x1.files")
+  peak=$(py peak "$kiln" run "$work/m.onnx" --input "image=$work/wide.npy" --out-dir "$work/o_peak") ||
+    fail "kiln run on 1 x 2000 images failed (peak $peak MiB)"
+  echo "kiln run on 10 images of 1 x 2000: peak resident memory $peak MiB"
+  (( peak < 400 )) || fail "kiln run on 10 images of 1 x 2000 took $peak MiB (limit 400)"
   run 0 export --run "$work/run" --out "$work/plain.onnx" --no-preprocessing
   contains "$out" "without preprocessing" "the summary"
   /usr/bin/python3 -c "import numpy as np; np.save('$work/f.npy', np.zeros((2, 3, 32, 32), np.float32))"

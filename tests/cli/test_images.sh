@@ -53,9 +53,12 @@ assert Image.open('$work/d/crafted/a/palette.png').mode == 'P' and Image.open('$
   contains "$err" "changed since the run trained on it" "eval of a run whose folder changed"
   run 1 train --dataset "imagefolder:$work/d/crafted" --model cnn --epochs 4 --batch-size 4 --augment standard \
     --rotation 10 --test-fraction 0.3 --device cpu --out "$work/run" --resume
-  contains "$err" "images" "resume on a changed folder"
+  contains "$err" "the image folder's files changed since the run started (fingerprint \"" "resume on a changed folder"
+  [[ $err != *'"channels"'* ]] || fail "resume on a changed folder prints the run's images.json: $err"
   run 0 train --dataset "images:$work/d/manifest.csv" --model mlp --epochs 1 --test-fraction 0 --device cpu --out "$work/m"
   contains "$err" "manifest.csv:5: no such file" "a manifest naming a missing file"
+  contains "$out" "no test split (--test-fraction 0): not evaluated" "a run without a test split"
+  [[ $out != *nan* ]] || fail "a run without a test split prints NaN figures: $out"
   ;;
 bad_input)
   "$fixtures" crafted "$work/d" || fail "kiln_image_fixtures crafted"

@@ -8,7 +8,7 @@
 #           the accuracy `kiln eval` reports on the IDX test set
 #   csv:    a synthetic table with a categorical column: the accuracy it prints is that of its
 #           rows, the same classes without the label column; missing and extra columns, text in
-#           a number column, a run without a model give one error naming file and line
+#           a number column, an image, a run without a model give one error naming file and line
 # Registered with ctest (label engine) by tests/CMakeLists.txt, one test per case:
 #   tests/cli/test_predict.sh path/to/kiln CASE [path/to/kiln_image_fixtures]
 set -uo pipefail
@@ -130,6 +130,13 @@ PY
   sed '5s/^[^,]*,/oops,/' "$work/t.csv" >"$work/text.csv"
   run 1 predict --run "$work/run" --input "$work/text.csv"
   contains "$err" "$work/text.csv:5, column 'x'" "text in a number column"
+  /usr/bin/python3 -c "import struct, sys, zlib
+def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))
+open(sys.argv[1], 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 0, 0, 0, 0))
+                              + chunk(b'IDAT', zlib.compress(b'\0\x80')) + chunk(b'IEND', b''))" "$work/photo.png"
+  run 1 predict --run "$work/run" --input "$work/photo.png"
+  contains "$err" "$work/photo.png: a PNG image, but the run was trained on a table ($work/t.csv); give a CSV file of the same columns" "an image for a table run"
+  one_line "$err" "its error"
   # A run trained with --skip-rows 1 (a count line, as scikit-learn's tables): predict skips as many
   # lines of its input and says so; --skip-rows 0 reads a file without the count line.
   { echo "300,3,cat,dog,owl"; cat "$work/t.csv"; } >"$work/counted.csv"

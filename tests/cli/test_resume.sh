@@ -69,8 +69,17 @@ kill9 | kill9_weighted | sigint)
     ((step % 20 == 0)) || fail "the checkpoint's step $step is not a multiple of 20"
   fi
   total=$((epochs + 2))  # the rest of the interrupted epoch and one more
+  before=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1] + '/trainer.json'))['scalars'].get('run_seconds', 0))" "$ckpt")
+  started=$(date +%s.%N)
   run 0 train "${flags[@]}" --epochs $total --checkpoint-every 20 --out "$work/killed" --resume
+  took=$(/usr/bin/python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$started" "$(date +%s.%N)")
   contains "$err" "resuming at step $((step + 1)) (batch $((batch + 1)) of epoch $((epochs + 1)))" "the resume line"
+  # The checkpoint carries the run's seconds; summary.json's are those and the resumed process's
+  # (up to a second of its start outside its clock).
+  seconds=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['seconds'])" "$work/killed/summary.json")
+  echo "run seconds: $before at the checkpoint, $seconds in all; the resumed process took $took s"
+  /usr/bin/python3 -c "import sys; b, s, t = map(float, sys.argv[1:]); sys.exit(0 if b > 0 and b + t - 1 <= s <= b + t else 1)" \
+    "$before" "$seconds" "$took" || fail "summary.json's seconds $seconds are not the checkpoint's $before plus the resumed $took"
   run 0 train "${flags[@]}" --epochs $total --checkpoint-every 0 --out "$work/full"
   /usr/bin/python3 - "$work/killed/metrics.csv" "$work/full/metrics.csv" "$step" "$((total * 800))" <<'PY' || fail "the losses differ"
 import csv, sys

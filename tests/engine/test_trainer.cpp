@@ -343,3 +343,82 @@ TEST(Trainer, MidEpochCheckpointResumesAtTheNextBatch) {
   EXPECT_EQ(resumed.trainer->samples_trained(), full.trainer->samples_trained());
   fs::remove_all(dir);
 }
+
+// A Stop (with checkpoint_on_cancel) right after a mid-epoch checkpoint stores no second one of the
+// same step; the checkpoints carry the run's seconds, which a resumed trainer reports.
+TEST(Trainer, AStopRightAfterACheckpointSavesItOnce) {
+  auto ds = blobs(256, 1);  // 8 batches an epoch
+  fs::path dir = temp_dir("stop_after_checkpoint");
+  manual_seed(5);
+  auto model = mlp();
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{});
+  train::TrainerOptions t;
+  t.epochs = 3;
+  t.num_classes = 4;
+  t.top_k = 2;
+  t.checkpoint_dir = dir.string();
+  t.checkpoint_every_steps = 5;
+  t.checkpoint_on_cancel = true;
+  int calls = 0;
+  std::shared_ptr<train::Trainer> stopped;
+  train::LossFn stop_at_10 = [&](const Tensor& logits, const Tensor& target) {
+    if (++calls == 10) stopped->cancel();  // stops after step 10, which checkpoints
+    return nn::functional::cross_entropy(logits, target);
+  };
+  stopped = std::make_shared<train::Trainer>(model, opt, nullptr, stop_at_10, t);
+  {
+    data::DataLoader loader(ds, loader_options(2));
+    stopped->fit(loader, nullptr);
+  }
+  std::vector<int64_t> saved_steps;
+  for (auto& e : stopped->events().drain())
+    if (auto* c = std::get_if<train::CheckpointSaved>(&e)) saved_steps.push_back(c->step);
+  EXPECT_EQ(saved_steps, (std::vector<int64_t>{5, 8, 10}));
+  TrainRun resumed = make_run(99, 3);
+  EXPECT_EQ(resumed.trainer->resumed_seconds(), 0.0);
+  resumed.trainer->load_checkpoint(dir.string());
+  EXPECT_EQ(resumed.trainer->step(), 10);
+  EXPECT_GT(resumed.trainer->resumed_seconds(), 0.0);
+  EXPECT_GE(resumed.trainer->resumed_seconds(), resumed.trainer->seconds_training());
+  fs::remove_all(dir);
+}
+
+// A dataset description (a JSON run setting) that differs is named by its keys, not printed whole;
+// when only its fingerprint differs, the message says the files changed.
+TEST(Trainer, ResumeOnChangedDataNamesWhatChanged) {
+  auto ds = blobs(64, 1);
+  fs::path dir = temp_dir("changed_data");
+  auto trainer_with = [&](const std::string& images, const std::string& ckpt) {
+    manual_seed(0);
+    auto model = mlp();
+    auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{});
+    train::TrainerOptions t;
+    t.epochs = 1;
+    t.num_classes = 4;
+    t.checkpoint_dir = ckpt;
+    t.run_settings = {{"images", images}};
+    return std::make_shared<train::Trainer>(model, opt, nullptr, ce(), t);
+  };
+  const std::string saved = R"({"source": {"path": "/d", "seed": 0}, "classes": ["a", "b"], "fingerprint": "0123"})";
+  {
+    auto first = trainer_with(saved, dir.string());
+    data::DataLoader loader(ds, loader_options(1));
+    first->fit(loader, nullptr);
+  }
+  auto message = [&](const std::string& images) {
+    try {
+      trainer_with(images, "")->load_checkpoint(dir.string());
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string files = message(R"({"source": {"path": "/d", "seed": 0}, "classes": ["a", "b"], "fingerprint": "4567"})");
+  EXPECT_NE(files.find("the image folder's files changed since the run started (fingerprint \"0123\", now \"4567\""),
+            std::string::npos) << files;
+  const std::string other = message(R"({"source": {"path": "/e", "seed": 0}, "classes": ["a", "b"], "fingerprint": "4567"})");
+  EXPECT_NE(other.find("other images settings: 'fingerprint' (was \"0123\", now \"4567\"), 'source.path' (was \"/d\", "
+                       "now \"/e\") differ"), std::string::npos) << other;
+  EXPECT_EQ(other.find("classes"), std::string::npos) << other;
+  fs::remove_all(dir);
+}

@@ -5,6 +5,8 @@
 // a run stopped in the window, continue from their checkpoints with exactly the per-step losses,
 // epoch figures and test accuracy of a run never interrupted (same seed, CPU).
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -134,7 +136,9 @@ class TestStudioResume : public QObject {
     QVERIFY_THROWS_EXCEPTION(kiln::projects::ProjectError, p.add_mid_epoch_checkpoint(run, 2, 0, 20, checkpoint("x")));
   }
 
-  void onlyStoppedAndInterruptedRunsContinue() {
+  // Stopped, interrupted and failed runs with a checkpoint continue, except one whose loss became
+  // NaN (it would again: Note [Continuing a failed run]).
+  void onlyRunsThatCanGoOnContinue() {
     QTemporaryDir dir;
     const std::string ckpt = dir.filePath("ckpt").toStdString();
     QDir().mkpath(dir.filePath("ckpt"));
@@ -143,19 +147,26 @@ class TestStudioResume : public QObject {
     f.write("weights");
     f.close();
     Project p = Project::create(dir.filePath("p.kiln").toStdString());
-    auto make = [&](RunStatus status, bool checkpoint) {
+    const std::string nan = "training stopped: the loss became nan at epoch 1, step 4 (batch 4 of 10) with learning "
+                            "rate 0.1; try a lower learning rate (e.g. 0.01)";
+    auto make = [&](RunStatus status, bool checkpoint, const std::string& message = "") {
       const int64_t run = p.begin_run({"r", "{}", "cpu", 0});
       if (checkpoint) p.add_mid_epoch_checkpoint(run, 0, 4, 4, ckpt);
-      if (status != RunStatus::running) p.end_run(run, status, status == RunStatus::failed ? "loss became nan" : "", "");
+      if (status != RunStatus::running) p.end_run(run, status, message, "");
       return run;
     };
     const int64_t running = make(RunStatus::running, true), finished = make(RunStatus::finished, true),
-                  failed = make(RunStatus::failed, true), early = make(RunStatus::stopped, false),
-                  stopped = make(RunStatus::stopped, true), deleted = make(RunStatus::stopped, true);
+                  failed = make(RunStatus::failed, true, nan), early = make(RunStatus::stopped, false),
+                  stopped = make(RunStatus::stopped, true), deleted = make(RunStatus::stopped, true),
+                  diskFull = make(RunStatus::failed, true, "metrics could not be saved: database or disk is full"),
+                  failedEarly = make(RunStatus::failed, false, "out of memory");
     p.delete_run(deleted);
     QVERIFY(QString::fromStdString(p.why_not_resumable(running)).contains("still running"));
     QVERIFY(QString::fromStdString(p.why_not_resumable(finished)).contains("no epochs left"));
-    QVERIFY(QString::fromStdString(p.why_not_resumable(failed)).contains("loss became nan"));
+    QVERIFY(QString::fromStdString(p.why_not_resumable(failed)).contains("the loss became nan at epoch 1"));
+    QVERIFY(QString::fromStdString(p.why_not_resumable(failed)).contains("would fail the same way"));
+    QCOMPARE(p.why_not_resumable(diskFull), std::string());  // the machine's failure, not the run's
+    QVERIFY(QString::fromStdString(p.why_not_resumable(failedEarly)).contains("before its first checkpoint"));
     QVERIFY(QString::fromStdString(p.why_not_resumable(early)).contains("before its first checkpoint"));
     QVERIFY(QString::fromStdString(p.why_not_resumable(deleted)).contains("deleted"));
     QVERIFY(QString::fromStdString(p.why_not_resumable(999)).contains("no run 999"));
@@ -202,7 +213,8 @@ class TestStudioResume : public QObject {
     QVERIFY(QFile::exists(dir.filePath("ckpt/trainer.json")));
   }
 
-  // SIGKILL after a mid-epoch checkpoint, then --resume: the losses of a run never killed.
+  // SIGKILL after a mid-epoch checkpoint, the run then marked failed (the disk was full), then
+  // --resume: the losses of a run never killed.
   void killedHeadlessRunResumes() {
     QTemporaryDir dir;
     const QString csv = dir.filePath("t.csv"), file = dir.filePath("p.kiln");
@@ -215,6 +227,7 @@ class TestStudioResume : public QObject {
     killed.start(KILN_BINARY_DIR "/bin/kiln-studio",
                  QStringList(train) << "--dataset" << "csv:" + csv << "--label" << "label" << "--checkpoint-every" << "100");
     // Until a mid-epoch checkpoint is stored and the metrics before it are committed (~200 ms).
+    // Killed in its third epoch, so that the time it trained is much longer than a start.
     QString out;
     int64_t step = 0;
     const QRegularExpression stored("checkpoint stored in the project at step (\\d+)");
@@ -222,7 +235,8 @@ class TestStudioResume : public QObject {
                  [&] {
                    out += killed.readAll();
                    if (step == 0)
-                     if (auto m = stored.match(out); m.hasMatch()) step = m.captured(1).toLongLong();
+                     for (auto it = stored.globalMatch(out); it.hasNext();)
+                       if (const int64_t s = it.next().captured(1).toLongLong(); s >= 1400) step = s;
                    return step > 0 && int64_t(Project::open(file.toStdString()).step_metrics(1).size()) >= step;
                  },
                  120000),
@@ -231,16 +245,24 @@ class TestStudioResume : public QObject {
     killed.kill();  // SIGKILL
     QVERIFY(killed.waitForFinished());
     int64_t resumedAt = 0;
+    double before = 0;  // the run's seconds at its checkpoint
     {
       Project p = Project::open(file.toStdString());
       QCOMPARE(statusOf(p, 1), RunStatus::interrupted);
       const auto point = p.resume_point(1);
       QVERIFY(point && point->batch > 0 && point->step % 100 == 0);
       resumedAt = point->step;
+      before = p.step_metrics(1).at(size_t(resumedAt - 1)).time_s;
+      // As a run whose project filled the disk ends (TrainingSession::finish): failed, its
+      // checkpoint kept. Once there is space again, --resume picks it and continues it.
+      p.end_run(1, RunStatus::failed, "metrics could not be saved to the project: database or disk is full", "");
     }
     int code = 0;
     out = kiln::test::studio({"--headless", "--project", file, "--resume"}, &code);
     QVERIFY2(code == 0, qPrintable(out));
+    QVERIFY2(out.contains("run 1 failed earlier (metrics could not be saved to the project: database or disk is full); "
+                          "continuing it from its checkpoint"),
+             qPrintable(out));
     QVERIFY2(out.contains(QString("continuing run 1 at step %1 (batch %2 of epoch").arg(resumedAt + 1).arg(resumedAt % 700 + 1)),
              qPrintable(out));
     out = kiln::test::studio(train, &code);  // the run never interrupted: run 2
@@ -248,9 +270,21 @@ class TestStudioResume : public QObject {
     Project p = Project::open(file.toStdString());
     QCOMPARE(statusOf(p, 1), RunStatus::finished);
     compareRuns(p, 1, 2, 4 * 700);
+    // The run's clock went on from its checkpoint: the steps' times and its final seconds count
+    // the killed part too.
+    const auto steps = p.step_metrics(1);
+    const double resumedFirst = steps.at(size_t(resumedAt)).time_s, last = steps.back().time_s;
+    QVERIFY2(resumedFirst >= before, qPrintable(QString("step %1 at %2 s, after step %3 at %4 s")
+                                                    .arg(resumedAt + 1).arg(resumedFirst).arg(resumedAt).arg(before)));
+    for (const auto& r : p.runs())
+      if (r.id == 1) {
+        const double seconds = QJsonDocument::fromJson(QByteArray::fromStdString(r.final_metrics_json))["seconds"].toDouble();
+        QVERIFY2(seconds >= before + (last - resumedFirst) && seconds >= last,
+                 qPrintable(QString("%1 s in all; %2 s before the kill, %3 s after").arg(seconds).arg(before).arg(last - resumedFirst)));
+      }
     // Nothing left to continue; an override is a usage error.
     out = kiln::test::studio({"--headless", "--project", file, "--resume"}, &code);
-    QVERIFY2(code == 1 && out.contains("no stopped or interrupted run with a checkpoint"), qPrintable(out));
+    QVERIFY2(code == 1 && out.contains("no stopped, interrupted or failed run with a checkpoint"), qPrintable(out));
     out = kiln::test::studio({"--headless", "--project", file, "--resume", "--run", "2"}, &code);
     QVERIFY2(code == 1 && out.contains("run 2 finished: it has no epochs left to train"), qPrintable(out));
     out = kiln::test::studio({"--headless", "--project", file, "--resume", "--lr", "0.1"}, &code);

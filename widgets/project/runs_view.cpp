@@ -419,7 +419,8 @@ void RunsView::showContextMenu(const QPoint& pos) {
   if (compare_->isEnabled()) menu.addAction(compare_->text(), compare_, &QPushButton::click);
   const int source = model_->rowForRun(id);
   const projects::RunStatus status = source >= 0 ? model_->recordAt(source).status : projects::RunStatus::finished;
-  if (ids.size() == 1 && (status == projects::RunStatus::stopped || status == projects::RunStatus::interrupted))
+  if (ids.size() == 1 && (status == projects::RunStatus::stopped || status == projects::RunStatus::interrupted ||
+                          status == projects::RunStatus::failed))  // Resume Run says why one cannot continue
     menu.addAction(tr("Resume Run"), this, [this, id] { emit resumeRequested(id); })
         ->setToolTip(tr("Continue the run from its newest checkpoint, with its own settings"));
   menu.addAction(tr("Rename…"), this, [this, index] { table_->edit(index.siblingAtColumn(RunsModel::Name)); });

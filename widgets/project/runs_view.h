@@ -91,7 +91,7 @@ class RunsView : public QWidget {
   void currentRunChanged(qint64 run);       // the user selected exactly this run
   void evaluationRequested(qint64 run);     // "Open evaluation", Enter or a double-click on a figure
   void compareRequested(qint64 older, qint64 newer);  // "Compare evaluations" on two runs
-  // "Resume Run" on a stopped or interrupted run: continue it from its newest checkpoint.
+  // "Resume Run" on a stopped, interrupted or failed run: continue it from its newest checkpoint.
   void resumeRequested(qint64 run);
 
  protected:
