@@ -323,7 +323,11 @@ class TestStudioResume : public QObject {
       Project p = Project::open(file.toStdString());
       QCOMPARE(statusOf(p, run), RunStatus::stopped);
       const auto point = p.resume_point(run);
-      QVERIFY(point && point->batch > 0);
+      // Mid-epoch as a rule; a Stop that comes during an epoch's evaluation or checkpoint (a slow
+      // disk, a loaded machine) stops at that epoch's end, whose checkpoint is then where it stopped.
+      QVERIFY(point);
+      QVERIFY2(point->batch > 0 || (point->step > 0 && point->step % 700 == 0),
+               qPrintable(QString("batch %1, step %2").arg(point->batch).arg(point->step)));
       stoppedAt = point->step;
       QCOMPARE(int64_t(p.step_metrics(run).size()), stoppedAt);  // where it stopped, not an earlier checkpoint
       QVERIFY(stoppedAt < 3 * 700);
