@@ -91,11 +91,13 @@ ExperimentView::ExperimentView(QWidget* parent) : QWidget(parent) {
   new_->setObjectName("sweepNew");
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setObjectName("sweepStop");
+  resume_ = new QPushButton(tr("Resume"), this);
+  resume_->setObjectName("sweepResume");
   apply_ = new QPushButton(tr("Apply Best"), this);
   apply_->setObjectName("sweepApplyBest");
   apply_->setToolTip(tr("Use the best finished trial's settings: the Training panel's, and its graph attributes as an "
                         "edit you can undo"));
-  for (QPushButton* b : {new_, stop_, apply_}) top->addWidget(b);
+  for (QPushButton* b : {new_, stop_, resume_, apply_}) top->addWidget(b);
   layout->addLayout(top);
   status_ = new QLabel(tr("Open a project, then New Sweep… tries settings as runs of it."), this);
   status_->setObjectName("sweepStatus");
@@ -117,6 +119,9 @@ ExperimentView::ExperimentView(QWidget* parent) : QWidget(parent) {
   connect(list_, &QComboBox::currentIndexChanged, this, &ExperimentView::render);
   connect(new_, &QPushButton::clicked, this, &ExperimentView::openNewSweep);
   connect(stop_, &QPushButton::clicked, this, &ExperimentView::stop);
+  connect(resume_, &QPushButton::clicked, this, [this] {
+    if (const QString why = resumeSweep(shownSweep()); !why.isEmpty()) emit logMessage(tr("Resume: %1").arg(why));
+  });
   connect(apply_, &QPushButton::clicked, this, [this] {
     if (shownSweep() > 0) emit applyBestRequested(shownSweep());
   });
@@ -181,6 +186,7 @@ void ExperimentView::render() {
   table_->setSortingEnabled(false);
   table_->setRowCount(0);
   hasBest_ = false;
+  shownStatus_.clear();
   const int64_t id = shownSweep();
   if (!project_ || id == 0) {
     table_->setColumnCount(FirstParamCol);
@@ -271,6 +277,7 @@ void ExperimentView::render() {
   table_->setSortingEnabled(true);
   plot_->setData(axes, lines, q(r.sweep.objective));
   hasBest_ = r.best.has_value();
+  shownStatus_ = q(r.sweep.status);
   QString text = tr("Sweep %1, %2: %3 — %4 ended, %5 running, %6 queued.")
                      .arg(id)
                      .arg(q(r.sweep.name), q(r.sweep.status))
@@ -291,6 +298,10 @@ void ExperimentView::updateButtons() {
                    : runner_ ? tr("A sweep is running")
                              : tr("Try settings as runs of this project"));
   stop_->setEnabled(runner_ != nullptr);
+  // A sweep stopped, or left "running" by a process that died, has trials left to run.
+  resume_->setEnabled(project_ && !runner_ && shownSweep() > 0 && !shownStatus_.isEmpty() && shownStatus_ != "finished");
+  resume_->setToolTip(tr("Run the shown sweep's queued, stopped and interrupted trials, with the settings it was "
+                         "planned with"));
   apply_->setEnabled(project_ && hasBest_);
 }
 
@@ -319,6 +330,40 @@ QString ExperimentView::startSweep(const SweepRequest& request, const std::vecto
   } catch (const std::exception& e) {
     return q(plain_error(e));
   }
+  startRunner(std::move(settings), tr("started"));
+  return {};
+}
+
+QString ExperimentView::resumeSweep(int64_t sweep) {
+  if (runner_) return tr("a sweep is already running: stop it first");
+  if (!project_) return tr("open a project first");
+  if (hooks_.blocker)
+    if (const QString why = hooks_.blocker(); !why.isEmpty()) return why;
+  SweepSettings settings;
+  int requeued = 0;
+  try {
+    // Its lanes must be devices of this machine (a project may come from another one).
+    for (const projects::SweepRecord& r : project_->sweeps())
+      if (r.id == sweep) {
+        const nlohmann::json space = nlohmann::json::parse(r.space_json, nullptr, false);
+        if (space.is_object() && space.contains("devices"))
+          for (const std::string& d : space["devices"].get<std::vector<std::string>>())
+            if (std::find(devices_.begin(), devices_.end(), d) == devices_.end())
+              return tr("sweep %1 runs on %2, which this machine does not have").arg(sweep).arg(q(d));
+      }
+    settings = resume_sweep(*project_, sweep, &requeued);
+  } catch (const sweep::SweepUsageError& e) {
+    return q(e.what());
+  } catch (const std::exception& e) {
+    return q(plain_error(e));
+  }
+  startRunner(std::move(settings), tr("resumed (%1 interrupted or stopped trial(s) queued again)").arg(requeued));
+  return {};
+}
+
+void ExperimentView::startRunner(SweepSettings settings, const QString& how) {
+  QStringList lanes;
+  for (const std::string& d : settings.devices) lanes << q(d);
   running_ = settings.sweep;
   runner_ = new SweepRunner(*project_, std::move(settings), this);
   connect(runner_, &SweepRunner::logMessage, this, &ExperimentView::logMessage);
@@ -341,12 +386,9 @@ QString ExperimentView::startSweep(const SweepRequest& request, const std::vecto
   runner_->start();
   reload();
   showSweep(running_);
-  QStringList lanes;
-  for (const std::string& d : devices) lanes << q(d);
-  emit logMessage(tr("sweep %1 started: %2 on %3").arg(running_).arg(list_->currentText(), lanes.join(", ")));
+  emit logMessage(tr("sweep %1 %2: %3 on %4").arg(running_).arg(how, list_->currentText(), lanes.join(", ")));
   emit runningChanged(true);
   updateButtons();
-  return {};
 }
 
 void ExperimentView::stop() {

@@ -6,6 +6,7 @@
 // path's) and run by a SweepRunner on this thread's event loop: each trial is an ordinary run of
 // the project (a TrainingSession on its own thread), one per device lane at a time; the rows
 // follow each trial's start and end. Stop ends the running trials after their current batch.
+// Resume continues a stopped or interrupted sweep (resume_sweep, as `--sweep --resume` does).
 // "Apply Best" asks the window (applyBestRequested) to use the best finished trial's settings.
 #pragma once
 #include <QWidget>
@@ -41,6 +42,8 @@ class ExperimentView : public QWidget {
     // and the test size (SweepSettings' graph, graphVersion, base, dataset, testSize); nullopt
     // with *error set when no sweep can start now (no project, a training run, a problem).
     std::function<std::optional<SweepSettings>(QString* error)> prepare;
+    // At Resume: "" when a stored sweep can run now, else why not (a training run).
+    std::function<QString()> blocker;
   };
 
   explicit ExperimentView(QWidget* parent = nullptr);
@@ -58,6 +61,10 @@ class ExperimentView : public QWidget {
   // Plans, stores and starts a sweep (what the form's Start calls): "" when it started, else
   // the reason (SweepUsageError's message, no project, a sweep or a training run going on).
   QString startSweep(const SweepRequest& request, const std::vector<std::string>& devices);
+  // Continues stored sweep `sweep` (Resume): its queued, stopped and interrupted trials with the
+  // settings it was planned with (resume_sweep), on its own lanes. "" when it started, else the
+  // reason (finished, a lane this machine lacks, a sweep or a training run going on).
+  QString resumeSweep(int64_t sweep);
   NewSweepDialog* openNewSweep();  // the New Sweep form, shown (not modal to the test's event loop)
   void stop();                     // Stop: the running trials end after their batch; finished("stopped")
   bool isRunning() const { return runner_ != nullptr; }
@@ -71,6 +78,7 @@ class ExperimentView : public QWidget {
   ParallelCoordinatesPlot* plot() const { return plot_; }
   QPushButton* newButton() const { return new_; }
   QPushButton* stopButton() const { return stop_; }
+  QPushButton* resumeButton() const { return resume_; }
   QPushButton* applyButton() const { return apply_; }
   QLabel* statusLabel() const { return status_; }
   NewSweepDialog* dialog() const { return dialog_; }  // the last form opened (null before)
@@ -83,6 +91,7 @@ class ExperimentView : public QWidget {
 
  private:
   void render();  // the table and the plot of the shown sweep
+  void startRunner(SweepSettings settings, const QString& how);  // how: "started", "resumed (...)"
   void onFinished(const QString& status);
   void updateButtons();
 
@@ -92,9 +101,11 @@ class ExperimentView : public QWidget {
   class SweepRunner* runner_ = nullptr;
   int64_t running_ = 0;
   bool hasBest_ = false;
+  QString shownStatus_;  // the shown sweep's stored status ("" when none is shown)
   QComboBox* list_;
   QPushButton* new_;
   QPushButton* stop_;
+  QPushButton* resume_;
   QPushButton* apply_;
   QLabel* status_;
   QTableWidget* table_;

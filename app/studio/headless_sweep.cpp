@@ -78,20 +78,9 @@ SweepSettings resumeSweep(const SweepOptions& o, projects::Project& project, int
   for (const projects::SweepRecord& r : project.sweeps())
     if (r.status != "finished") last = r;
   if (!last) throw Usage("--resume: " + project.path() + " has no unfinished sweep");
-  const nlohmann::json space = nlohmann::json::parse(last->space_json);
-  SweepSettings s;
-  s.sweep = last->id;
-  for (const projects::GraphVersion& v : project.graph_versions())
-    if (v.id == last->graph_version) s.graph = graph::from_json(v.graph_json, &project.blobs());
-  s.graphVersion = last->graph_version;
-  s.base = TrainingConfig::from_json(space.at("training").dump());
-  s.dataset = DatasetSettings::from_json(space.at("dataset").dump());
-  s.testSize = space.at("test_size").get<int64_t>();
-  s.devices = o.devices.isEmpty() ? space.at("devices").get<std::vector<std::string>>() : splitDevices(o.devices);
-  s.maximize = last->objective != "val_loss";
-  s.pruneStartup = space.value("prune_startup", 2);
-  requeued = project.requeue_interrupted_trials(s.sweep);
-  project.set_sweep_status(s.sweep, "running");
+  const std::vector<std::string> devices = o.devices.isEmpty() ? std::vector<std::string>{} : splitDevices(o.devices);
+  SweepSettings s = resume_sweep(project, last->id, &requeued);
+  if (!devices.empty()) s.devices = devices;
   return s;
 }
 

@@ -54,6 +54,9 @@ void MainWindow::createExperimentDock() {
       return fail(QString::fromStdString(plain_error(e)));
     }
   };
+  hooks.blocker = [this]() -> QString {
+    return session_->isRunning() ? tr("a training run is in progress: stop it or wait until it ends") : QString();
+  };
   experiment_->setHooks(std::move(hooks));
   auto* d = new QDockWidget(tr("Experiments"), this);
   d->setObjectName("experiments");

@@ -1,6 +1,9 @@
 #include "app/studio/sweep_plan.h"
 
+#include <optional>
+
 #include "app/studio/sweep_space.h"
+#include "engine/graph/json.h"
 
 namespace kiln::studio {
 
@@ -53,6 +56,37 @@ SweepSettings plan_sweep(const SweepRequest& r, projects::Project& project, Swee
   record.graph_version = s.graphVersion;
   s.sweep = project.create_sweep(record, rows);
   if (spaceOut) *spaceOut = std::move(space);
+  return s;
+}
+
+SweepSettings resume_sweep(projects::Project& project, int64_t sweep, int* requeued) {
+  std::optional<projects::SweepRecord> record;
+  for (const projects::SweepRecord& r : project.sweeps())
+    if (r.id == sweep) record = r;
+  if (!record) throw SweepUsageError("sweep " + std::to_string(sweep) + " is not in " + project.path());
+  if (record->status == "finished") throw SweepUsageError("sweep " + std::to_string(sweep) + " finished: it has no trial left to run");
+  SweepSettings s;
+  s.sweep = sweep;
+  s.graphVersion = record->graph_version;
+  bool found = false;
+  for (const projects::GraphVersion& v : project.graph_versions())
+    if (v.id == record->graph_version) {
+      s.graph = graph::from_json(v.graph_json, &project.blobs());
+      found = true;
+    }
+  if (!found)
+    throw SweepUsageError("sweep " + std::to_string(sweep) + " started from graph version " +
+                          std::to_string(record->graph_version) + ", which is no longer in the project");
+  const nlohmann::json space = nlohmann::json::parse(record->space_json);
+  s.base = TrainingConfig::from_json(space.at("training").dump());
+  s.dataset = DatasetSettings::from_json(space.at("dataset").dump());
+  s.testSize = space.at("test_size").get<int64_t>();
+  s.devices = space.at("devices").get<std::vector<std::string>>();
+  s.maximize = record->objective != "val_loss";
+  s.pruneStartup = space.value("prune_startup", 2);
+  const int queued = project.requeue_interrupted_trials(sweep);
+  if (requeued) *requeued = queued;
+  project.set_sweep_status(sweep, "running");
   return s;
 }
 

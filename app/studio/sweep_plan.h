@@ -1,4 +1,4 @@
-// Planning a new sweep, shared by `kiln-studio --headless --sweep` (headless_sweep.cpp) and the
+// Planning a new sweep, and continuing a stored one, shared by `kiln-studio --headless --sweep` (headless_sweep.cpp) and the
 // Studio's Experiments dock (experiment_view.h): the parameters parsed (sweep_space.h's parser,
 // the only one), checked against the graph, expanded into trials, each trial applied to a copy
 // of the settings (so a value that does not fit is refused before anything is stored), then the
@@ -31,5 +31,13 @@ struct SweepRequest {
 // ProjectError when the project cannot be written. Nothing is stored when it throws.
 SweepSettings plan_sweep(const SweepRequest& request, projects::Project& project, SweepSettings start,
                          nlohmann::json* space = nullptr);
+
+// Continuing stored sweep `sweep` (`kiln-studio --headless --sweep --resume` and the Experiments
+// dock's Resume) with the settings it was planned with (its space_json: training, dataset,
+// test_size, devices, prune_startup) and its graph version: its interrupted and stopped trials
+// queued again (Project::requeue_interrupted_trials, their count in *requeued) and its status
+// "running". Throws SweepUsageError for an unknown or finished sweep, or one whose graph version
+// is gone; ProjectError when the project cannot be read or written.
+SweepSettings resume_sweep(projects::Project& project, int64_t sweep, int* requeued = nullptr);
 
 }  // namespace kiln::studio

@@ -31,6 +31,7 @@
 #include "widgets/graph/device_compare_panel.h"
 #include "widgets/graph/graph_document.h"
 #include "widgets/project/runs_view.h"
+#include "widgets/training/log_panel.h"
 #include "widgets/training/parallel_coordinates.h"
 #include "widgets/training/training_panel.h"
 
@@ -197,6 +198,8 @@ class TestStudioExperiment : public QObject {
       QCOMPARE(table->horizontalHeaderItem(ExperimentView::FirstParamCol + 1)->text(), QString("fc1.out_features"));
       QCOMPARE(column(table, ExperimentView::StatusCol), QStringList({"finished", "finished", "finished", "finished"}));
       QCOMPARE(column(table, ExperimentView::DeviceCol), QStringList({"cpu", "cpu", "cpu", "cpu"}));
+      QVERIFY(!view->resumeButton()->isEnabled());  // finished: nothing left to run
+      QCOMPARE(view->resumeSweep(1), QString("sweep 1 finished: it has no trial left to run"));
       // Sortable: by objective, descending, the best first.
       table->sortItems(ExperimentView::ObjectiveCol, Qt::DescendingOrder);
       const SweepReport report = sweep_report(*w.project(), 1);
@@ -311,6 +314,40 @@ class TestStudioExperiment : public QObject {
     QCOMPARE(view->plot()->plot()->graph(0)->pen().style(), Qt::DashLine);
     QVERIFY(!view->applyButton()->isEnabled());  // no finished trial
     QVERIFY(w.trainAction()->isEnabled());
+
+    // Resume: the stopped trial queued again as a new row with its stored parameters, behind
+    // the queued one, which runs first on the sweep's own lane.
+    const int64_t sweep = view->shownSweep();
+    QVERIFY(view->resumeButton()->isEnabled());
+    QTest::mouseClick(view->resumeButton(), Qt::LeftButton);
+    QVERIFY(view->isRunning());
+    QVERIFY(!view->resumeButton()->isEnabled());
+    QVERIFY2(w.logPanel()->text().contains(QString("sweep %1 resumed (1 interrupted or stopped trial(s) queued again)").arg(sweep)),
+             qPrintable(w.logPanel()->text()));
+    auto statuses = [&] {
+      QStringList out;
+      for (const projects::SweepTrial& t : w.project()->sweep_trials(sweep))
+        out << QString("%1:%2").arg(t.trial).arg(QString::fromStdString(t.status));
+      return out.join(" ");
+    };
+    QTRY_COMPARE_WITH_TIMEOUT(statuses(), QString("0:stopped 1:running 0:queued"), 30000);
+    const std::vector<projects::SweepTrial> rows = w.project()->sweep_trials(sweep);
+    QCOMPARE(rows[2].params_json, rows[0].params_json);
+    QVERIFY(rows[1].run > rows[0].run);  // a run of its own
+    QCOMPARE(w.project()->sweeps().at(0).status, std::string("running"));
+    QTest::mouseClick(view->stopButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isRunning(), 30000);
+    QCOMPARE(w.project()->sweeps().at(0).status, std::string("stopped"));
+    QVERIFY(view->resumeButton()->isEnabled());
+
+    // Refused with the reason: a training run going on; a lane this machine lacks.
+    QVERIFY2(w.startTraining(), qPrintable(w.trainBlockers().join("; ")));
+    QCOMPARE(view->resumeSweep(sweep), QString("a training run is in progress: stop it or wait until it ends"));
+    w.session()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.session()->isRunning(), 30000);
+    w.project()->database().exec("UPDATE sweeps SET space_json = json_set(space_json, '$.devices', json('[\"cuda:7\"]'))");
+    QCOMPARE(view->resumeSweep(sweep), QString("sweep %1 runs on cuda:7, which this machine does not have").arg(sweep));
+    QVERIFY(!view->isRunning());
   }
 
   // The plot's placement: a log axis by decades, categories evenly, a missing value a gap.
