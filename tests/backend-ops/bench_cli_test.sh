@@ -66,8 +66,18 @@ PY
     ! grep -q ' n/a ' "$work/out" || fail "the table shows n/a for a backend that tracks memory"
     ;;
   interrupt)
-    timeout --preserve-status -s INT 5 "$kiln" bench --model mlp --devices cpu,all --steps 100000000 --warmup 0 \
-      --batch-size 8 --json "$work/b.json" --csv "$work/b.csv" >"$work/out" 2>&1
+    "$kiln" bench --model mlp --devices cpu,all --steps 100000000 --warmup 0 \
+      --batch-size 8 --json "$work/b.json" --csv "$work/b.csv" >"$work/out" 2>&1 &
+    pid=$!
+    # Ctrl-C a second after the CPU's steps began (a loaded machine may take seconds to start).
+    for _ in $(seq 600); do
+      grep -q "^  cpu (" "$work/out" && break
+      kill -0 $pid 2>/dev/null || break
+      sleep 0.1
+    done
+    sleep 1
+    kill -INT $pid 2>/dev/null
+    wait $pid
     rc=$?
     cat "$work/out"
     [[ $rc == 130 ]] || fail "exit status $rc, expected 130"
