@@ -150,6 +150,7 @@ int bench_graph(const Args& args) {
 
   std::printf("kiln bench: %s, batch %lld, Adam, %d steps after %d warm-up steps per device and precision\n",
               source.c_str(), static_cast<long long>(o.batch), o.steps, o.warmup);
+  std::fflush(stdout);  // seen at once through a pipe or a file, as the progress lines are
   std::vector<graph::CompareRow> rows;
   {
     InterruptGuard guard;  // Ctrl-C: finish the current iteration, then report what was measured

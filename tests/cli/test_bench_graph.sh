@@ -87,7 +87,13 @@ interrupt)
   "$kiln" bench --graph "$mlp" --devices cpu --precisions f32 --batch-size 64 --steps 100000000 --warmup 0 \
     --json "$work/b.json" >"$work/out" 2>"$work/err" &
   pid=$!
-  sleep 3
+  # Ctrl-C a while after its header (a loaded machine may take seconds to start).
+  for _ in $(seq 600); do
+    grep -q "^kiln bench: " "$work/out" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 1.5
   kill -INT "$pid"
   wait "$pid"; status=$?
   cat "$work/out"
