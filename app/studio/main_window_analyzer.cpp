@@ -50,6 +50,15 @@ void MainWindow::connectAnalyzer() {
   const LayerProfilePanel* profile = analyzer_->profilePanel();
   connect(profile, &LayerProfilePanel::heatChanged, canvas_, [this, profile] { canvas_->setNodeHeat(profile->heat()); });
   connect(profile, &LayerProfilePanel::profileMeasured, this, &MainWindow::storeProfile);
+  connect(profile, &LayerProfilePanel::deleteStoredRequested, this, [this](qint64 id) {
+    if (!project_) return;
+    try {
+      project_->delete_profile(id);
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(tr("The profile was not deleted: %1").arg(QString::fromStdString(plain_error(e))));
+    }
+    showStoredProfiles();
+  });
   analyzerStatus_ = new QLabel(analyzer_->summaryText(), this);
   analyzerStatus_->setObjectName("analyzerStatus");
   statusBar()->addPermanentWidget(analyzerStatus_);

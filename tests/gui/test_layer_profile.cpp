@@ -270,7 +270,7 @@ class TestLayerProfile : public QObject {
       // Listed at once, with date, device, precision and batch.
       QCOMPARE(x.p->storedCombo()->count(), 3);
       QVERIFY(x.p->storedCombo()->isEnabled());
-      QVERIFY2(x.p->storedCombo()->itemText(2).endsWith(" · cpu · f32 · batch 4"),
+      QVERIFY2(x.p->storedCombo()->itemText(2).startsWith(QString("#%1 · cpu · f32 · batch 4 · 20").arg(second)),
                qPrintable(x.p->storedCombo()->itemText(2)));
     }
     // Reopened in a new window: the figures are back.
@@ -314,12 +314,23 @@ class TestLayerProfile : public QObject {
     y.p->storedCombo()->setCurrentIndex(0);
     emit y.p->storedCombo()->activated(0);
     QCOMPARE(y.p->table()->model()->rowCount(), 0);
-    // A profile deleted from the project (the API; the file is the truth) leaves the lists.
+    QVERIFY(!y.p->deleteStoredButton()->isEnabled());  // nothing picked
+    if (qEnvironmentVariableIsSet("KILN_TEST_SHOTS")) {  // the dock with two stored profiles side by side
+      QVERIFY(y.p->showStored(first, second));
+      y.w.resize(1600, 1000);
+      y.a->grab().save(qEnvironmentVariable("KILN_TEST_SHOTS") + "/profile_stored.png");
+    }
+    // Delete: the profile shown leaves the project, the lists and the view.
     QVERIFY(y.p->showStored(first));
-    y.w.project()->delete_profile(first);
-    QVERIFY(y.w.openProject(path));
+    QVERIFY(y.p->deleteStoredButton()->isEnabled());
+    QTest::mouseClick(y.p->deleteStoredButton(), Qt::LeftButton);
+    QCOMPARE(y.w.project()->profiles().size(), size_t(1));
+    QCOMPARE(y.w.project()->profiles()[0].id, second);
     QCOMPARE(y.p->storedCombo()->count(), 2);
     QCOMPARE(y.p->table()->model()->rowCount(), 0);
+    QVERIFY(!y.p->deleteStoredButton()->isEnabled());
+    QVERIFY(y.w.openProject(path));  // and it stays deleted
+    QCOMPARE(y.p->storedCombo()->count(), 2);
   }
 
   void withoutAProjectNothingIsStored() {

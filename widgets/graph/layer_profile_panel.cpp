@@ -77,6 +77,9 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   storedOther_ = new QComboBox(this);
   storedOther_->setObjectName("profileStoredOther");
   storedOther_->setToolTip(tr("A second stored profile shown beside the first, with the ratio and the difference per layer"));
+  deleteStored_ = new QPushButton(tr("Delete"), this);
+  deleteStored_->setObjectName("profileStoredDelete");
+  deleteStored_->setToolTip(tr("Deletes the stored profile picked under Stored from the project"));
   summary_ = new QLabel(this);
   summary_->setObjectName("profileSummary");
   summary_->setWordWrap(true);
@@ -119,6 +122,7 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   storedRow->addWidget(stored_, 1);
   storedRow->addWidget(new QLabel(tr("vs"), this));
   storedRow->addWidget(storedOther_, 1);
+  storedRow->addWidget(deleteStored_);
   layout->addLayout(storedRow);
   layout->addWidget(summary_);
   layout->addWidget(table_, 1);
@@ -128,6 +132,9 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   connect(clear_, &QPushButton::clicked, this, &LayerProfilePanel::clearProfile);
   connect(stored_, &QComboBox::activated, this, &LayerProfilePanel::onStoredPicked);
   connect(storedOther_, &QComboBox::activated, this, &LayerProfilePanel::onStoredPicked);
+  connect(deleteStored_, &QPushButton::clicked, this, [this] {
+    if (const qint64 id = stored_->currentData().toLongLong()) emit deleteStoredRequested(id);
+  });
   connect(table_, &QTableView::activated, this, [this](const QModelIndex& i) {
     const graph::NodeId id = i.data(kNodeRole).toLongLong();
     if (doc_->graph().contains(id)) emit nodeActivated(id);
@@ -209,6 +216,7 @@ void LayerProfilePanel::updateButtons() {
   other_->setEnabled(!worker_);
   stored_->setEnabled(!worker_ && !storedProfiles_.empty());
   storedOther_->setEnabled(!worker_ && !storedProfiles_.empty());
+  deleteStored_->setEnabled(!worker_ && stored_->currentData().toLongLong() != 0);
 }
 
 void LayerProfilePanel::profile(int batch, const QString& precision) {

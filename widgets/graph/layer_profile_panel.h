@@ -19,6 +19,7 @@
 // it as a fresh one is shown, and picking a second under "vs" shows the two side by side with the
 // ratio and the difference of their totals per layer (rows matched by node name, so two graph
 // versions compare too): "which layers got slower between these two devices or versions".
+// Delete asks the window to delete the stored profile picked (deleteStoredRequested).
 #pragma once
 #include <QComboBox>
 #include <QLabel>
@@ -71,13 +72,14 @@ class LayerProfilePanel : public QWidget {
   // Replaces the stored profiles listed (oldest first); what is shown stays unless it was a
   // stored profile no longer listed.
   void setStoredProfiles(const std::vector<StoredProfile>& profiles);
-  // "2026-12-03 15:30 · cpu · f32 · batch 8" (local time), as the Stored lists show it.
+  // "#3 · cpu · f32 · batch 8 · 2026-12-03 15:30" (local time), as the Stored lists show it.
   static QString storedLabel(const StoredProfile& p);
   // Shows stored profile `id`, beside stored profile `otherId` when that is not 0; false (nothing
   // changed) when either is not listed or a profile is running.
   bool showStored(qint64 id, qint64 otherId = 0);
   QComboBox* storedCombo() const { return stored_; }
   QComboBox* storedOtherCombo() const { return storedOther_; }
+  QPushButton* deleteStoredButton() const { return deleteStored_; }
 
   QTableView* table() const { return table_; }
   QPushButton* profileButton() const { return profile_; }
@@ -107,6 +109,9 @@ class LayerProfilePanel : public QWidget {
   // stores it in the project), unless the graph was edited while it ran.
   void profileMeasured(const kiln::graph::LayerProfile& profile);
   void nodeActivated(kiln::graph::NodeId id);
+  // Delete: the stored profile picked under Stored; the window deletes it from the project and
+  // hands the panel the new list.
+  void deleteStoredRequested(qint64 id);
 
  private:
   struct Result {
@@ -131,6 +136,7 @@ class LayerProfilePanel : public QWidget {
   QPushButton* clear_;
   QComboBox* stored_;
   QComboBox* storedOther_;
+  QPushButton* deleteStored_;
   std::vector<StoredProfile> storedProfiles_;
   qint64 shownStored_ = 0;  // the stored profile shown (0: none)
   QLabel* summary_;

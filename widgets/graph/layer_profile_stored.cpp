@@ -18,10 +18,11 @@ QString shortName(const LayerProfilePanel::StoredProfile& p) {
 QString LayerProfilePanel::storedLabel(const StoredProfile& p) {
   const QDateTime t = QDateTime::fromString(p.createdAt, Qt::ISODateWithMs);
   const QString when = t.isValid() ? t.toLocalTime().toString("yyyy-MM-dd HH:mm") : p.createdAt;
-  return tr("#%1 · %2 · %3 · %4 · batch %5")
+  return tr("#%1 · %2 · %3 · batch %4 · %5")
       .arg(p.id)
-      .arg(when, QString::fromStdString(p.profile.device), QString::fromStdString(p.profile.precision))
-      .arg(p.profile.batch);
+      .arg(QString::fromStdString(p.profile.device), QString::fromStdString(p.profile.precision))
+      .arg(p.profile.batch)
+      .arg(when);
 }
 
 const LayerProfilePanel::StoredProfile* LayerProfilePanel::stored(qint64 id) const {
@@ -42,7 +43,10 @@ void LayerProfilePanel::fillStoredCombos() {
     const qint64 keep = c->currentData().toLongLong();
     c->clear();
     c->addItem(storedProfiles_.empty() ? tr("none stored") : tr("—"), qint64(0));
-    for (const StoredProfile& p : storedProfiles_) c->addItem(storedLabel(p), p.id);
+    for (const StoredProfile& p : storedProfiles_) {
+      c->addItem(storedLabel(p), p.id);
+      c->setItemData(c->count() - 1, storedLabel(p), Qt::ToolTipRole);  // whole, where the combo is narrow
+    }
     const int i = c->findData(keep);
     c->setCurrentIndex(i >= 0 ? i : 0);
   }
@@ -76,6 +80,7 @@ void LayerProfilePanel::onStoredPicked() {
     clearProfile();
     storedOther_->setCurrentIndex(storedOther_->findData(other));
   }
+  updateButtons();
 }
 
 }  // namespace kiln::studio
