@@ -153,6 +153,24 @@ struct DeviceComparisonRecord {
   std::string results_json;
 };
 
+// A stored per-layer profile (issue 20; engine/graph/layer_profile.h, Project::add_profile).
+// profile_json: the document `kiln bench --graph FILE --profile --json` writes (graph::profile_json:
+// {"device", "precision", "batch_size", "steps", "step_ms", "outside_ms", "loss_forward_ms", ...,
+// "layers": [{"name", "op", "forward_ms", "backward_ms", "share_percent", ...}, ...]}); graph::
+// profile_from_json reads it back. device, precision, batch_size and steps repeat its figures so
+// that profiles() lists them without parsing it.
+struct ProfileRecord {
+  int64_t id = 0;
+  std::string created_at;     // ISO-8601 UTC, set when stored
+  int64_t graph_version = 0;  // the graph profiled (0: none, or its version was deleted)
+  int64_t run = 0;            // the run whose model was profiled (0: none, or the run was purged)
+  std::string device;         // as Device::str() writes it: "cpu", "cuda:0"
+  std::string precision;      // f32, bf16, f16
+  int64_t batch_size = 1;     // samples per step
+  int64_t steps = 0;          // timed steps behind the figures (fewer than asked when cancelled)
+  std::string profile_json;
+};
+
 // A hyper-parameter sweep (Project::create_sweep; app/studio/sweep_runner.h runs it).
 // space_json: {"params": ["lr=1e-4:1e-2:log", ...], "search": "grid"|"random", "seed": S,
 // "trials": N, "devices": ["cpu", ...], "training": {...}, "dataset": {...}, "test_size": N}
@@ -180,7 +198,7 @@ struct SweepTrial {
 
 class Project : private graph::BlobStore {
  public:
-  static constexpr int kSchemaVersion = 11;
+  static constexpr int kSchemaVersion = 12;
   // A running run whose heartbeat is older than this is taken as interrupted (seconds);
   // generous against MetricsWriter::kHeartbeatIntervalMs so a slow disk or a paused run
   // is never taken for a dead one.
@@ -363,6 +381,18 @@ class Project : private graph::BlobStore {
   // graph_version, batch_size < 1, or results_json that is not a JSON object with a "results" array.
   int64_t save_device_comparison(const DeviceComparisonRecord& comparison);
   std::vector<DeviceComparisonRecord> device_comparisons() const;  // by id
+
+  // ---- per-layer profiles (project_profiles.cpp, schema 12) ----
+  // Stores a profile (created now); returns its id. ProjectError naming the problem for an
+  // unknown graph_version or run, an empty device or precision, batch_size < 1, steps < 0, or
+  // profile_json that is not a JSON object with a "layers" array.
+  int64_t add_profile(const ProfileRecord& profile);
+  // Every stored profile, oldest first, with its profile_json.
+  std::vector<ProfileRecord> profiles() const;
+  // nullopt when there is no profile `id`.
+  std::optional<ProfileRecord> profile(int64_t id) const;
+  // Deletes a profile for good; ProjectError for an unknown id.
+  void delete_profile(int64_t id);
 
   // ---- a run's fitted preprocessing (project_preprocessing.cpp, schema 10) ----
   // Stores the preprocessing fitted on run's data: a JSON object {"images": {...}} (the run

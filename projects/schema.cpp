@@ -210,6 +210,26 @@ DROP TABLE checkpoints;
 ALTER TABLE checkpoints_v11 RENAME TO checkpoints;
 )sql";
 
+// Schema 12 (issue 20, per-layer profile): each per-layer profile the Studio or `kiln bench --profile
+// --project` measured is kept, so that it can be reopened and compared with a later one. The
+// columns a list shows and filters by are columns; the figures are profile_json, the document
+// `kiln bench --graph --profile --json` writes (engine/graph/layer_profile.h profile_json: its
+// "layers" rows with name, op, forward_ms, backward_ms, share_percent, and loss_*_ms, outside_ms),
+// as device_comparisons keep theirs. graph_version and run say what was profiled; deleting either
+// keeps the profile.
+constexpr const char* kSchema12 = R"sql(
+CREATE TABLE profiles(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  graph_version INTEGER REFERENCES graph_versions(id) ON DELETE SET NULL,
+  run INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  device TEXT NOT NULL,
+  precision TEXT NOT NULL,
+  batch_size INTEGER NOT NULL CHECK(batch_size >= 1),
+  steps INTEGER NOT NULL CHECK(steps >= 0),
+  profile_json TEXT NOT NULL);
+)sql";
+
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -285,7 +305,7 @@ void check_header(const std::string& path) {
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}, {9, kSchema10}, {10, kSchema11}};
+  static const std::vector<Migration> steps = {{0, kSchema1}, {1, kSchema2}, {2, kSchema3}, {3, kSchema4}, {4, kSchema5}, {5, kSchema6}, {6, kSchema7}, {7, kSchema8}, {8, kSchema9}, {9, kSchema10}, {10, kSchema11}, {11, kSchema12}};
   return steps;
 }
 
@@ -378,7 +398,7 @@ int check_project_file(const std::string& path, int supported) {
     if (version == kCurrentSchema) {
       for (const char* table : {"graph_versions", "autosave", "settings", "runs", "step_metrics", "epoch_metrics",
                                 "checkpoints", "checkpoint_files", "exports", "evaluations", "blobs", "sweeps",
-                                "sweep_trials", "device_comparisons", "file_indexes"}) {
+                                "sweep_trials", "device_comparisons", "file_indexes", "profiles"}) {
         Statement t = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
         t.bind(1, table);
         if (!t.step()) reject(path, std::string("the file is damaged: its table '") + table + "' is missing");

@@ -16,7 +16,7 @@ namespace kiln::projects {
 inline constexpr int32_t kApplicationId = 0x4B494C4E;
 inline constexpr const char* kApplicationName = "kiln-project";
 // The schema this build writes and reads (Project::kSchemaVersion is the same value).
-inline constexpr int kCurrentSchema = 11;
+inline constexpr int kCurrentSchema = 12;
 
 // One step of the schema: SQL that turns a version `from` file into a version
 // `from + 1` file. The list is ordered, one step per version, starting at 0.
@@ -35,7 +35,8 @@ struct Migration {
 // the device_comparisons table (Project::save_device_comparison); 9 -> 10 adds
 // runs.preprocessing_json (Project::set_run_preprocessing) and the file_indexes table
 // (projects/index_store.h); 10 -> 11 adds checkpoints.batch and checkpoints.step (a run's
-// mid-epoch checkpoint, Project::add_mid_epoch_checkpoint).
+// mid-epoch checkpoint, Project::add_mid_epoch_checkpoint); 11 -> 12 adds the profiles table
+// (per-layer profiles, Project::add_profile).
 const std::vector<Migration>& migrations();
 
 // Runs steps[from .. to) on db, each in its own transaction (BEGIN IMMEDIATE) with

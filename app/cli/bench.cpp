@@ -171,7 +171,8 @@ int bench_command(const std::vector<std::string>& argv) {
               models)
       .flag("graph", "FILE", "", "instead of --model: a graph JSON file (Kiln Studio's format)")
       .flag("onnx", "FILE", "", "instead of --model: an ONNX model, imported as a graph")
-      .flag("project", "FILE", "", "instead of --model: a Kiln project (.kiln), its latest saved graph")
+      .flag("project", "FILE", "", "instead of --model: a Kiln project (.kiln), its latest saved graph;\n"
+                                         "with --profile the profile is stored in it (Kiln Studio lists it)")
       .flag("precisions", "LIST", "all", "with a graph: f32, bf16, f16 (comma-separated), or all: each a device runs")
       .flag("batch-size", "B", "128", "images (sequences) per step")
       .flag("devices", "LIST", "all", "devices to compare: all, or a comma-separated list (cpu,vulkan:0)")

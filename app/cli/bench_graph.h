@@ -20,7 +20,8 @@ graph::Graph load_bench_graph(const Args& args, std::string& source);
 
 // `kiln bench --graph FILE --profile [--device D] [--precision P]` (bench_profile.cpp): the per-layer
 // profile of a training step (engine/graph/layer_profile.h) printed as a table sorted by total
-// time, and written as JSON with --json FILE. UsageError for an unknown device or a flag that
+// time, written as JSON with --json FILE, and stored in the project with --project FILE (schema 12;
+// ProjectError when it cannot be written). UsageError for an unknown device or a flag that
 // belongs to the comparison (--devices, --precisions, --csv). Returns 0, or 130 when interrupted.
 int bench_profile(const Args& args);
 

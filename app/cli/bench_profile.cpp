@@ -10,8 +10,36 @@
 #include "engine/core/error.h"
 #include "engine/core/registry.h"
 #include "engine/graph/layer_profile.h"
+#ifdef KILN_HAVE_PROJECTS
+#include "projects/project.h"
+#endif
 
 namespace kiln::cli {
+
+namespace {
+
+// --project FILE: the profile is stored in the project whose latest graph it profiled (schema 12),
+// where Kiln Studio lists it with the profiles it made. A cancelled profile before any timed step
+// has no figures and is not stored. ProjectError when the file cannot be written.
+void store_profile(const Args& args, const graph::LayerProfile& p) {
+  const std::string path = args.str("project");
+  if (path.empty() || p.steps == 0) return;
+#ifdef KILN_HAVE_PROJECTS
+  projects::Project project = projects::Project::open(path);
+  projects::ProfileRecord r;
+  const std::optional<projects::GraphVersion> v = project.latest_graph();
+  r.graph_version = v ? v->id : 0;
+  r.device = p.device;
+  r.precision = p.precision;
+  r.batch_size = p.batch;
+  r.steps = p.steps;
+  r.profile_json = graph::profile_json(p);
+  const int64_t id = project.add_profile(r);
+  std::printf("the profile (id %lld) is stored in %s\n", static_cast<long long>(id), path.c_str());
+#endif
+}
+
+}  // namespace
 
 int bench_profile(const Args& args) {
   for (const char* flag : {"devices", "precisions", "csv"})
@@ -69,6 +97,7 @@ int bench_profile(const Args& args) {
     f << graph::profile_json(p);
     if (!f) throw IoError("kiln bench: cannot write " + args.str("json"));
   }
+  store_profile(args, p);
   return p.cancelled ? kExitInterrupted : kExitOk;
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "app/studio/training_session.h"
+#include "engine/graph/layer_profile.h"
 #include "engine/nn/module.h"
 #include "projects/project.h"
 
@@ -231,6 +232,10 @@ class MainWindow : public QMainWindow {
   void createPredict(QMenu* model);  // Model > Predict… (main_window_predict.cpp)
   void updatePredictAction();
   void connectAnalyzer();     // its node links and status-bar totals (main_window_analyzer.cpp)
+  // The open project's per-layer profiles listed in the analyzer's profile panel (none without a
+  // project); a stored profile that cannot be read is left out with a status-bar message.
+  void showStoredProfiles();
+  void storeProfile(const graph::LayerProfile& profile);  // in the open project (schema 12)
   void createProjectDocks();   // dataset and runs (main_window_file.cpp)
   void connectFileActions();
   void createActions();

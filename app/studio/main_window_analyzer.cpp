@@ -2,6 +2,8 @@
 // Network shows its dock, its totals stay in the status bar, its rows and warnings select
 // their node on the canvas, its per-layer profile tints the canvas's nodes (GraphCanvas::
 // setNodeHeat). Measuring and profiling are disabled while a run trains (updateTrainState).
+// Each finished profile is stored in the open project (schema 12) with the graph version it is
+// of, and the panel lists the project's stored profiles to reopen and compare.
 // Model > Compare Devices shows the device comparison dock (main_window_layout.cpp), Model >
 // Experiments / Sweep… the sweeps' dock (main_window_experiment.cpp).
 #include <QAction>
@@ -11,6 +13,8 @@
 #include <QStatusBar>
 
 #include "app/studio/main_window.h"
+#include "app/studio/training_job.h"
+#include "engine/graph/layer_profile.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/network_analyzer.h"
 
@@ -45,10 +49,59 @@ void MainWindow::connectAnalyzer() {
   connect(analyzer_, &NetworkAnalyzer::nodeActivated, canvas_, &GraphCanvas::selectNode);
   const LayerProfilePanel* profile = analyzer_->profilePanel();
   connect(profile, &LayerProfilePanel::heatChanged, canvas_, [this, profile] { canvas_->setNodeHeat(profile->heat()); });
+  connect(profile, &LayerProfilePanel::profileMeasured, this, &MainWindow::storeProfile);
+  connect(profile, &LayerProfilePanel::deleteStoredRequested, this, [this](qint64 id) {
+    if (!project_) return;
+    try {
+      project_->delete_profile(id);
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(tr("The profile was not deleted: %1").arg(QString::fromStdString(plain_error(e))));
+    }
+    showStoredProfiles();
+  });
   analyzerStatus_ = new QLabel(analyzer_->summaryText(), this);
   analyzerStatus_->setObjectName("analyzerStatus");
   statusBar()->addPermanentWidget(analyzerStatus_);
   connect(analyzer_, &NetworkAnalyzer::summaryChanged, analyzerStatus_, &QLabel::setText);
+}
+
+void MainWindow::storeProfile(const graph::LayerProfile& p) {
+  if (!project_) {
+    statusBar()->showMessage(tr("Profile done; save the project to keep profiles in it"), 5000);
+    return;
+  }
+  try {
+    projects::ProfileRecord r;
+    const std::optional<projects::GraphVersion> v = project_->latest_graph();
+    r.graph_version = v ? v->id : 0;
+    r.device = p.device;
+    r.precision = p.precision;
+    r.batch_size = p.batch;
+    r.steps = p.steps;
+    r.profile_json = graph::profile_json(p);
+    project_->add_profile(r);
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(tr("The profile was not stored: %1").arg(QString::fromStdString(plain_error(e))));
+  }
+  showStoredProfiles();
+}
+
+void MainWindow::showStoredProfiles() {
+  std::vector<LayerProfilePanel::StoredProfile> list;
+  if (project_) {
+    try {
+      for (const projects::ProfileRecord& r : project_->profiles()) {
+        try {
+          list.push_back({r.id, QString::fromStdString(r.created_at), graph::profile_from_json(r.profile_json)});
+        } catch (const std::exception& e) {
+          statusBar()->showMessage(tr("Stored profile %1 cannot be read: %2").arg(r.id).arg(QString::fromUtf8(e.what())));
+        }
+      }
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(tr("The stored profiles cannot be read: %1").arg(QString::fromStdString(plain_error(e))));
+    }
+  }
+  analyzer_->profilePanel()->setStoredProfiles(list);
 }
 
 QString MainWindow::analyzerStatusText() const { return analyzerStatus_->text(); }

@@ -233,6 +233,7 @@ void MainWindow::loadProjectIntoUi() {
         project_ ? project_->device_comparisons() : std::vector<projects::DeviceComparisonRecord>{};
     if (!c.empty()) compare->showDocument(QString::fromStdString(c.back().results_json));
   }
+  showStoredProfiles();  // the profile panel's Stored lists
   updateTitle();
   updateTrainState();
 }

@@ -110,4 +110,11 @@ LayerProfile profile_layers(const Graph& graph, const std::string& device, const
 // topological order, unknown figures null; indented by 2, sorted keys.
 std::string profile_json(const LayerProfile& profile);
 
+// Reads profile_json's document back (a stored profile, projects/project.h ProfileRecord):
+// profile_json(profile_from_json(t)) == t for any t profile_json wrote. "device", "precision",
+// "batch_size", "steps" and "layers" (each with "name", "op", "forward_ms", "backward_ms") are
+// needed; the other figures default to LayerProfile's. Throws ValueError naming the key (and the
+// layer's index) for text that is not JSON, a missing key or a value of the wrong type.
+LayerProfile profile_from_json(const std::string& json);
+
 }  // namespace kiln::graph

@@ -15,6 +15,9 @@
 #   bad_input  a missing file, two models at once, a graph without an Input, --precision with a graph
 #   profile    --profile of the CNN template on the CPU: the table sorted by total time, every node
 #              once, the sum line, the JSON's layers adding up to its layer_sum_ms
+#   profile_project  --profile --project FILE (the schema-11 fixture, a copy): the profile stored in
+#              the project (schema 12) with its device, batch and the latest graph version, twice
+#              gives two rows; a project without a saved graph is refused and nothing stored
 #   profile_bad_input  --profile without a graph, an unknown device, --devices / --csv with it,
 #              --device without --profile: usage errors (exit 2)
 set -uo pipefail
@@ -159,6 +162,35 @@ for r in rows:
     assert int(r[-1]) == by_name[r[0]]["output_bytes"], r
 print("profile ok:", [(r[0], r[-2]) for r in rows])
 PY
+  ;;
+profile_project)
+  cp "$here/../fixtures/project_schema11.kiln" "$work/p.kiln"  # opening migrates it: a copy
+  run 0 bench --project "$work/p.kiln" --profile --device cpu --batch-size 4 --steps 2 --warmup 1
+  echo "$out"
+  contains "$out" "the profile (id 1) is stored in $work/p.kiln" "the stored line"
+  run 0 bench --project "$work/p.kiln" --profile --device cpu --batch-size 2 --steps 1 --warmup 0
+  contains "$out" "the profile (id 2) is stored in $work/p.kiln" "the second stored line"
+  /usr/bin/python3 - "$work/p.kiln" <<'PY' || fail "the project does not hold the two profiles (above)"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA user_version").fetchone()[0] == 12
+latest = db.execute("SELECT max(id) FROM graph_versions").fetchone()[0]
+rows = db.execute("SELECT id, graph_version, run, device, precision, batch_size, steps, profile_json FROM profiles ORDER BY id").fetchall()
+assert [r[:7] for r in rows] == [(1, latest, None, "cpu", "f32", 4, 2), (2, latest, None, "cpu", "f32", 2, 1)], rows
+j = json.loads(rows[0][7])
+assert j["device"] == "cpu" and j["batch_size"] == 4 and len(j["layers"]) > 0, j
+assert all({"name", "op", "forward_ms", "backward_ms", "share_percent"} <= set(l) for l in j["layers"]), j["layers"]
+print("stored ok:", [r[:7] for r in rows])
+PY
+  # A project with no saved graph: refused before profiling, nothing stored.
+  /usr/bin/python3 -c "
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); db.execute('DELETE FROM profiles'); db.execute('UPDATE runs SET graph_version = NULL')
+db.execute('DELETE FROM graph_versions'); db.commit()" "$work/p.kiln"
+  run 2 bench --project "$work/p.kiln" --profile --device cpu --batch-size 2 --steps 1 --warmup 0
+  contains "$err" "the project $work/p.kiln has no saved graph" "a project without a graph"
+  [[ $(/usr/bin/python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM profiles').fetchone()[0])" "$work/p.kiln") == 0 ]] \
+    || fail "a refused profile was stored"
   ;;
 profile_bad_input)
   cnn="$here/../../projects/templates/fashion_mnist_cnn.json"

@@ -130,6 +130,44 @@ TEST(LayerProfile, Json) {
   EXPECT_DOUBLE_EQ(j["layers"][2]["share_percent"].get<double>(), p.share_percent(p.layers[2]));
 }
 
+// A stored profile (projects/ ProfileRecord) reads back as it was written.
+TEST(LayerProfile, JsonReadsBack) {
+  const LayerProfile p = profile_layers(frozen_head(), "cpu", quick());
+  const std::string text = profile_json(p);
+  const LayerProfile q = profile_from_json(text);
+  EXPECT_EQ(profile_json(q), text);
+  EXPECT_EQ(q.device, "cpu");
+  EXPECT_EQ(q.batch, 4);
+  EXPECT_EQ(q.steps, 3);
+  ASSERT_EQ(q.layers.size(), 3u);
+  EXPECT_EQ(q.layers[2].name, "head");
+  EXPECT_EQ(q.layers[2].node, p.layers[2].node);
+  EXPECT_DOUBLE_EQ(q.outside_ms, p.outside_ms);
+  EXPECT_DOUBLE_EQ(q.layer_sum_ms(), p.layer_sum_ms());
+}
+
+TEST(LayerProfile, JsonErrorsNameTheKey) {
+  auto message = [](const std::string& text) {
+    try {
+      profile_from_json(text);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string ok = R"("device": "cpu", "precision": "f32", "batch_size": 4, "steps": 3)";
+  EXPECT_EQ(profile_from_json("{" + ok + R"(, "layers": []})").layers.size(), 0u);
+  EXPECT_NE(message("{not json").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(message("[1]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(message("{" + ok + "}").find("has no \"layers\""), std::string::npos);
+  EXPECT_NE(message(R"({"device": 3, "precision": "f32", "batch_size": 4, "steps": 3, "layers": []})")
+                .find("\"device\" is not a string"),
+            std::string::npos);
+  EXPECT_NE(message("{" + ok + R"(, "layers": [{"name": "a", "op": "ReLU", "forward_ms": 1}]})")
+                .find("layer 0: has no \"backward_ms\""),
+            std::string::npos);
+}
+
 TEST(LayerProfile, Errors) {
   const Graph g = frozen_head();
   EXPECT_THROW(profile_layers(g, "nosuch:0", quick()), Error);

@@ -2,9 +2,12 @@
 // layer_profile_panel.h) on the CNN template on the CPU — every layer in the table, sorting by
 // total, a heat annotation on each profiled node of the canvas (cleared by an edit, not by a
 // move), Cancel, a device that does not exist, a second device side by side, and profiling
-// blocked while training runs.
+// blocked while training runs; each profile stored in the open project (schema 12), listed after
+// reopening it, one shown again, two side by side with the difference per layer.
 #include <QDockWidget>
 #include <QSignalSpy>
+#include <QStatusBar>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <set>
 
@@ -238,6 +241,106 @@ class TestLayerProfile : public QObject {
     x.p->table()->sortByColumn(P::Ratio, Qt::DescendingOrder);
     const QList<double> ratios = column(*x.p, P::Ratio);
     QVERIFY(std::is_sorted(ratios.rbegin(), ratios.rend()));
+  }
+
+  void storedInTheProjectAndComparedLater() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("p.kiln");
+    qint64 first = 0, second = 0;
+    {
+      Window x;
+      QVERIFY(x.w.saveAs(path));
+      QCOMPARE(x.p->storedCombo()->count(), 1);  // "none stored"
+      QVERIFY(!x.p->storedCombo()->isEnabled());
+      QSignalSpy done(x.p, &P::profileFinished);
+      x.a->profile();
+      QVERIFY(done.wait(120000));
+      x.a->setBatchSize(4);
+      x.a->profile();
+      QVERIFY(done.wait(120000));
+      const std::vector<projects::ProfileRecord> stored = x.w.project()->profiles();
+      QCOMPARE(stored.size(), size_t(2));
+      QCOMPARE(stored[0].batch_size, int64_t(8));
+      QCOMPARE(stored[1].batch_size, int64_t(4));
+      QCOMPARE(stored[0].device, std::string("cpu"));
+      QCOMPARE(stored[0].steps, int64_t(2));
+      QCOMPARE(stored[0].graph_version, x.w.project()->latest_graph()->id);
+      first = stored[0].id;
+      second = stored[1].id;
+      // Listed at once, with date, device, precision and batch.
+      QCOMPARE(x.p->storedCombo()->count(), 3);
+      QVERIFY(x.p->storedCombo()->isEnabled());
+      QVERIFY2(x.p->storedCombo()->itemText(2).startsWith(QString("#%1 · cpu · f32 · batch 4 · 20").arg(second)),
+               qPrintable(x.p->storedCombo()->itemText(2)));
+    }
+    // Reopened in a new window: the figures are back.
+    Window y;
+    QVERIFY(y.w.openProject(path));
+    QCOMPARE(y.p->storedCombo()->count(), 3);
+    QCOMPARE(y.p->storedOtherCombo()->count(), 3);
+    QCOMPARE(y.p->table()->model()->rowCount(), 0);
+    QVERIFY(!y.p->showStored(first + 100));  // not stored: nothing shown
+    QCOMPARE(y.p->table()->model()->rowCount(), 0);
+    // Picking one in the list shows it, on the canvas too.
+    y.p->storedCombo()->setCurrentIndex(1);
+    emit y.p->storedCombo()->activated(1);
+    QCOMPARE(tableNodes(*y.p), layers(y.graph()));
+    QVERIFY(y.p->table()->isColumnHidden(P::Difference));
+    QVERIFY2(y.p->summaryText().startsWith(QString("Stored profile #%1 · ").arg(first)), qPrintable(y.p->summaryText()));
+    QVERIFY2(y.p->summaryText().contains("(batch 8, f32, interquartile means of 2 step(s))"), qPrintable(y.p->summaryText()));
+    QVERIFY(y.w.canvas()->nodeHeat(nodeNamed(y.graph(), "conv1")));
+    // Picking a second one beside it: its totals, the ratio and the difference per layer.
+    y.p->storedOtherCombo()->setCurrentIndex(2);
+    emit y.p->storedOtherCombo()->activated(2);
+    QVERIFY(!y.p->table()->isColumnHidden(P::Difference));
+    QVERIFY(!y.p->table()->isColumnHidden(P::OtherTotal));
+    const QAbstractItemModel* m = y.p->table()->model();
+    QCOMPARE(m->headerData(P::Difference, Qt::Horizontal).toString(), QString("Δ ms on #%1 cpu").arg(second));
+    QCOMPARE(m->rowCount(), 10);
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const double total = m->index(r, P::Total).data(P::kSortRole).toDouble();
+      const double other = m->index(r, P::OtherTotal).data(P::kSortRole).toDouble();
+      QCOMPARE(m->index(r, P::Difference).data(P::kSortRole).toDouble(), other - total);
+    }
+    QVERIFY2(y.p->summaryText().startsWith(QString("Stored profiles #%1 · ").arg(first)) &&
+                 y.p->summaryText().contains(QString(" vs #%1 · ").arg(second)),
+             qPrintable(y.p->summaryText()));
+    // Sorted by the difference: the layers that got slowest in the second come first.
+    y.p->table()->sortByColumn(P::Difference, Qt::DescendingOrder);
+    const QList<double> diffs = column(*y.p, P::Difference);
+    QVERIFY(std::is_sorted(diffs.rbegin(), diffs.rend()));
+    qInfo("%s", qPrintable(y.p->summaryText()));
+    // "—" in the first list clears the view.
+    y.p->storedCombo()->setCurrentIndex(0);
+    emit y.p->storedCombo()->activated(0);
+    QCOMPARE(y.p->table()->model()->rowCount(), 0);
+    QVERIFY(!y.p->deleteStoredButton()->isEnabled());  // nothing picked
+    if (qEnvironmentVariableIsSet("KILN_TEST_SHOTS")) {  // the dock with two stored profiles side by side
+      QVERIFY(y.p->showStored(first, second));
+      y.w.resize(1600, 1000);
+      y.a->grab().save(qEnvironmentVariable("KILN_TEST_SHOTS") + "/profile_stored.png");
+    }
+    // Delete: the profile shown leaves the project, the lists and the view.
+    QVERIFY(y.p->showStored(first));
+    QVERIFY(y.p->deleteStoredButton()->isEnabled());
+    QTest::mouseClick(y.p->deleteStoredButton(), Qt::LeftButton);
+    QCOMPARE(y.w.project()->profiles().size(), size_t(1));
+    QCOMPARE(y.w.project()->profiles()[0].id, second);
+    QCOMPARE(y.p->storedCombo()->count(), 2);
+    QCOMPARE(y.p->table()->model()->rowCount(), 0);
+    QVERIFY(!y.p->deleteStoredButton()->isEnabled());
+    QVERIFY(y.w.openProject(path));  // and it stays deleted
+    QCOMPARE(y.p->storedCombo()->count(), 2);
+  }
+
+  void withoutAProjectNothingIsStored() {
+    Window x;  // an unsaved document
+    QSignalSpy done(x.p, &P::profileFinished);
+    x.a->profile();
+    QVERIFY(done.wait(120000));
+    QCOMPARE(x.p->table()->model()->rowCount(), 10);  // shown all the same
+    QCOMPARE(x.p->storedCombo()->count(), 1);
+    QCOMPARE(x.w.statusBar()->currentMessage(), QString("Profile done; save the project to keep profiles in it"));
   }
 
   void blockedWhileTrainingAndWithProblems() {

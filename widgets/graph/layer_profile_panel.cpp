@@ -71,6 +71,15 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   clear_ = new QPushButton(tr("Clear"), this);
   clear_->setObjectName("profileClear");
   clear_->setToolTip(tr("Clears the table and the canvas's heat colours"));
+  stored_ = new QComboBox(this);
+  stored_->setObjectName("profileStored");
+  stored_->setToolTip(tr("A profile stored in the project: picking it shows it"));
+  storedOther_ = new QComboBox(this);
+  storedOther_->setObjectName("profileStoredOther");
+  storedOther_->setToolTip(tr("A second stored profile shown beside the first, with the ratio and the difference per layer"));
+  deleteStored_ = new QPushButton(tr("Delete"), this);
+  deleteStored_->setObjectName("profileStoredDelete");
+  deleteStored_->setToolTip(tr("Deletes the stored profile picked under Stored from the project"));
   summary_ = new QLabel(this);
   summary_->setObjectName("profileSummary");
   summary_->setWordWrap(true);
@@ -78,7 +87,9 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
 
   model_ = new QStandardItemModel(0, ColumnCount, this);
   model_->setHorizontalHeaderLabels({tr("Node"), tr("Op"), tr("Forward ms"), tr("Backward ms"), tr("Total ms"),
-                                     tr("Share %"), tr("Output bytes"), tr("Total ms"), tr("Ratio")});
+                                     tr("Share %"), tr("Output bytes"), tr("Total ms"), tr("Ratio"), tr("Difference ms")});
+  model_->setHeaderData(Difference, Qt::Horizontal, tr("The second profile's total minus the first's: above 0, the layer is slower in the second"),
+                        Qt::ToolTipRole);
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
   proxy_->setSortRole(kSortRole);
@@ -92,6 +103,7 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setColumnHidden(OtherTotal, true);
   table_->setColumnHidden(Ratio, true);
+  table_->setColumnHidden(Difference, true);
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Per-layer profile on"), this));
@@ -105,12 +117,24 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(controls);
+  auto* storedRow = new QHBoxLayout;
+  storedRow->addWidget(new QLabel(tr("Stored"), this));
+  storedRow->addWidget(stored_, 1);
+  storedRow->addWidget(new QLabel(tr("vs"), this));
+  storedRow->addWidget(storedOther_, 1);
+  storedRow->addWidget(deleteStored_);
+  layout->addLayout(storedRow);
   layout->addWidget(summary_);
   layout->addWidget(table_, 1);
 
   connect(profile_, &QPushButton::clicked, this, &LayerProfilePanel::profileRequested);
   connect(cancel_, &QPushButton::clicked, this, &LayerProfilePanel::cancelProfile);
   connect(clear_, &QPushButton::clicked, this, &LayerProfilePanel::clearProfile);
+  connect(stored_, &QComboBox::activated, this, &LayerProfilePanel::onStoredPicked);
+  connect(storedOther_, &QComboBox::activated, this, &LayerProfilePanel::onStoredPicked);
+  connect(deleteStored_, &QPushButton::clicked, this, [this] {
+    if (const qint64 id = stored_->currentData().toLongLong()) emit deleteStoredRequested(id);
+  });
   connect(table_, &QTableView::activated, this, [this](const QModelIndex& i) {
     const graph::NodeId id = i.data(kNodeRole).toLongLong();
     if (doc_->graph().contains(id)) emit nodeActivated(id);
@@ -122,6 +146,7 @@ LayerProfilePanel::LayerProfilePanel(GraphDocument* document, QWidget* parent) :
       summary_->setText(tr("The graph was edited: profile it again."));
     }
   });
+  fillStoredCombos();
   setDevices(list_devices());
 }
 
@@ -189,6 +214,9 @@ void LayerProfilePanel::updateButtons() {
   clear_->setEnabled(!worker_ && shown_);
   device_->setEnabled(!worker_);
   other_->setEnabled(!worker_);
+  stored_->setEnabled(!worker_ && !storedProfiles_.empty());
+  storedOther_->setEnabled(!worker_ && !storedProfiles_.empty());
+  deleteStored_->setEnabled(!worker_ && stored_->currentData().toLongLong() != 0);
 }
 
 void LayerProfilePanel::profile(int batch, const QString& precision) {
@@ -238,8 +266,12 @@ void LayerProfilePanel::clearProfile() {
   model_->setRowCount(0);
   table_->setColumnHidden(OtherTotal, true);
   table_->setColumnHidden(Ratio, true);
+  table_->setColumnHidden(Difference, true);
   summary_->clear();
   shown_ = false;
+  shownStored_ = 0;
+  stored_->setCurrentIndex(0);
+  storedOther_->setCurrentIndex(0);
   if (!heat_.empty()) {
     heat_.clear();
     emit heatChanged();
@@ -260,6 +292,8 @@ void LayerProfilePanel::onWorkerFinished() {
     summary_->setText(tr("Cancelled before a step was timed."));
   } else {
     show(results_);
+    for (const Result& r : results_)
+      if (r.error.isEmpty() && r.profile.steps > 0) emit profileMeasured(r.profile);
   }
   updateButtons();
   emit profilingChanged(false);
@@ -275,13 +309,15 @@ void LayerProfilePanel::show(const std::vector<Result>& results) {
   const graph::LayerProfile& p = a.profile;
   // The second device's total per node, when it ran.
   const Result* b = results.size() > 1 ? &results[1] : nullptr;
-  std::map<graph::NodeId, double> otherTotal;
+  // Matched by name: a stored profile of another graph version has its own node ids.
+  std::map<std::string, double> otherTotal;
   if (b && b->error.isEmpty() && b->profile.steps > 0)
-    for (const graph::LayerTime& l : b->profile.layers) otherTotal[l.node] = l.total_ms();
+    for (const graph::LayerTime& l : b->profile.layers) otherTotal[l.name] = l.total_ms();
   const bool side = !otherTotal.empty();
   if (side) {
     model_->setHeaderData(OtherTotal, Qt::Horizontal, tr("%1 total ms").arg(b->device));
     model_->setHeaderData(Ratio, Qt::Horizontal, tr("vs %1").arg(b->device));
+    model_->setHeaderData(Difference, Qt::Horizontal, tr("Δ ms on %1").arg(b->device));
   }
   double maxShare = 0;
   for (const graph::LayerTime& l : p.layers) maxShare = std::max(maxShare, p.share_percent(l));
@@ -297,21 +333,27 @@ void LayerProfilePanel::show(const std::vector<Result>& results) {
         cell(q(graph::bytes_str(int64_t(l.output_bytes))), qulonglong(l.output_bytes), l.node, true)};
     row[Share]->setBackground(heatColor(maxShare > 0 ? share / maxShare : 0));
     row[Share]->setForeground(QColor(0x20, 0x20, 0x20));
-    const auto o = otherTotal.find(l.node);
+    const auto o = otherTotal.find(l.name);
     if (o != otherTotal.end()) {
       // ratio = this device's time over the other's: above 1 the other is faster.
       const double ratio = o->second > 0 ? l.total_ms() / o->second : 0;
-      row << cell(ms(o->second), o->second, l.node, true) << cell(ratioText(ratio, b->device), ratio, l.node, false);
+      const double diff = o->second - l.total_ms();
+      row << cell(ms(o->second), o->second, l.node, true) << cell(ratioText(ratio, b->device), ratio, l.node, false)
+          << cell((diff > 0 ? "+" : "") + ms(diff), diff, l.node, true);
     } else {
-      row << cell("-", 0.0, l.node, true) << cell("-", 0.0, l.node, false);
+      row << cell("-", 0.0, l.node, true) << cell("-", 0.0, l.node, false) << cell("-", 0.0, l.node, true);
     }
     model_->appendRow(row);
+    // A stored profile's node may be gone from the graph, or be another node now.
+    const graph::Graph& g = doc_->graph();
+    if (!g.contains(l.node) || g.node(l.node).name != l.name) continue;
     heat_[l.node] = NodeHeat{maxShare > 0 ? share / maxShare : 0, tr("%1 ms").arg(QString::number(l.total_ms(), 'f', 2)),
                              tr("profile on %1: forward %2 ms, backward %3 ms, %4% of the per-layer sum")
                                  .arg(q(p.device), ms(l.forward_ms), ms(l.backward_ms), QString::number(share, 'f', 1))};
   }
   table_->setColumnHidden(OtherTotal, !side);
   table_->setColumnHidden(Ratio, !side);
+  table_->setColumnHidden(Difference, !side);
   table_->resizeColumnsToContents();
   QStringList lines{sumLine(p)};
   if (b) {

@@ -12,6 +12,14 @@
 // ms as the badge. A failure (unknown device, out of memory, a graph that cannot run) is shown as
 // its message. The profile is cleared (heatChanged with an empty map) by Clear and by any edit of
 // the graph other than moving nodes.
+//
+// Stored profiles (layer_profile_stored.cpp): the window hands the panel the profiles its project
+// keeps (setStoredProfiles; the panel knows no project) and stores each one measured here
+// (profileMeasured). "Stored" lists them by date, device, precision and batch; picking one shows
+// it as a fresh one is shown, and picking a second under "vs" shows the two side by side with the
+// ratio and the difference of their totals per layer (rows matched by node name, so two graph
+// versions compare too): "which layers got slower between these two devices or versions".
+// Delete asks the window to delete the stored profile picked (deleteStoredRequested).
 #pragma once
 #include <QComboBox>
 #include <QLabel>
@@ -36,9 +44,16 @@ class LayerProfilePanel : public QWidget {
  public:
   // Columns of table(); each sorts by its value (numbers numerically). OtherTotal and Ratio are
   // shown only with a second device.
-  enum Column { Name, Op, Forward, Backward, Total, Share, OutputBytes, OtherTotal, Ratio, ColumnCount };
+  // Difference: the second profile's total minus the first's, ms (above 0: slower in the second).
+  enum Column { Name, Op, Forward, Backward, Total, Share, OutputBytes, OtherTotal, Ratio, Difference, ColumnCount };
   static constexpr int kSortRole = Qt::UserRole;      // the value a column sorts by
   static constexpr int kNodeRole = Qt::UserRole + 1;  // the node id, on every cell
+  // A profile kept in the project (projects/project.h ProfileRecord, read by the window).
+  struct StoredProfile {
+    qint64 id = 0;
+    QString createdAt;  // ISO-8601 UTC as stored
+    graph::LayerProfile profile;
+  };
 
   explicit LayerProfilePanel(GraphDocument* document, QWidget* parent = nullptr);
   ~LayerProfilePanel() override;  // cancels a profile and waits for its thread
@@ -53,6 +68,18 @@ class LayerProfilePanel : public QWidget {
   // Non-empty: profiling is refused for this reason (training runs, a measurement runs, the
   // graph has problems), shown as the Profile button's tooltip.
   void setBlocked(const QString& reason);
+
+  // Replaces the stored profiles listed (oldest first); what is shown stays unless it was a
+  // stored profile no longer listed.
+  void setStoredProfiles(const std::vector<StoredProfile>& profiles);
+  // "#3 · cpu · f32 · batch 8 · 2026-12-03 15:30" (local time), as the Stored lists show it.
+  static QString storedLabel(const StoredProfile& p);
+  // Shows stored profile `id`, beside stored profile `otherId` when that is not 0; false (nothing
+  // changed) when either is not listed or a profile is running.
+  bool showStored(qint64 id, qint64 otherId = 0);
+  QComboBox* storedCombo() const { return stored_; }
+  QComboBox* storedOtherCombo() const { return storedOther_; }
+  QPushButton* deleteStoredButton() const { return deleteStored_; }
 
   QTableView* table() const { return table_; }
   QPushButton* profileButton() const { return profile_; }
@@ -78,11 +105,17 @@ class LayerProfilePanel : public QWidget {
   void profilingChanged(bool running);
   void heatChanged();       // heat() changed (filled or cleared)
   void profileFinished();   // after the last device (or a cancel or failure); the table is filled
+  // Before profileFinished, each device's profile with at least one timed step (the window
+  // stores it in the project), unless the graph was edited while it ran.
+  void profileMeasured(const kiln::graph::LayerProfile& profile);
   void nodeActivated(kiln::graph::NodeId id);
+  // Delete: the stored profile picked under Stored; the window deletes it from the project and
+  // hands the panel the new list.
+  void deleteStoredRequested(qint64 id);
 
  private:
   struct Result {
-    QString device;
+    QString device;  // or a stored profile's "#3 cpu": how the summary and the headers name it
     graph::LayerProfile profile;
     QString error;
   };
@@ -90,6 +123,9 @@ class LayerProfilePanel : public QWidget {
   void show(const std::vector<Result>& results);
   void updateButtons();
   void fillDeviceCombos();
+  void fillStoredCombos();
+  void onStoredPicked();
+  const StoredProfile* stored(qint64 id) const;
 
   GraphDocument* doc_;
   std::vector<DeviceInfo> devices_;
@@ -98,6 +134,11 @@ class LayerProfilePanel : public QWidget {
   QPushButton* profile_;
   QPushButton* cancel_;
   QPushButton* clear_;
+  QComboBox* stored_;
+  QComboBox* storedOther_;
+  QPushButton* deleteStored_;
+  std::vector<StoredProfile> storedProfiles_;
+  qint64 shownStored_ = 0;  // the stored profile shown (0: none)
   QLabel* summary_;
   QStandardItemModel* model_;
   QSortFilterProxyModel* proxy_;
