@@ -96,6 +96,8 @@ bool CpuBackend::supports_op(OpId op, DType dtype, int /*sub_op*/) const {
       return dtype == DType::f32 || dtype == DType::f64;
     case OpId::fake_quantize:  // cpu_fake_quant.cpp; f16/bf16 composed by the front end
       return dtype == DType::f32 || dtype == DType::f64;
+    case OpId::conv2d_fused_forward:  // cpu_conv.cpp (oneDNN post-ops); others decomposed by the front end
+      return dtype == DType::f32;
     case OpId::count:
       break;
   }

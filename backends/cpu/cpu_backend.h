@@ -61,6 +61,8 @@ class CpuBackend final : public Backend {
   void conv2d_backward_weight(const TensorArg& grad_weight, const TensorArg& grad_bias, const TensorArg& grad_out,
                               const TensorArg& in, const Conv2dParams& p) override;
   // cpu_qconv.cpp (oneDNN int8, s32 accumulation)
+  void conv2d_fused_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,
+                            const TensorArg& residual, const Conv2dParams& p, const ConvEpilogue& e) override;
   void qconv2d_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,
                        const Conv2dParams& p, const QuantizedParams& q) override;
   void qlinear_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight, const TensorArg& bias,

@@ -62,6 +62,8 @@ bool VulkanBackend::supports_op(OpId op, DType dtype, int sub_op) const {
       return false;
     case OpId::fake_quantize:  // composed of elementwise ops by the front end (ops_fake_quant.cpp)
       return false;
+    case OpId::conv2d_fused_forward:  // decomposed by the front end (conv2d_fused)
+      return false;
     case OpId::count:
       break;
   }

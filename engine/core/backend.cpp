@@ -64,7 +64,7 @@ const char* op_id_name(OpId op) {
                                 "avg_pool2d_backward", "softmax_forward", "softmax_backward", "gather",
                                 "scatter_add", "index_select", "index_add", "adam_step", "batch_norm_forward",
                                 "batch_norm_backward", "qconv2d_forward", "qlinear_forward", "relu_backward", "bernoulli",
-                                "fake_quantize"};
+                                "fake_quantize", "conv2d_fused_forward"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpId::count));
   return names[static_cast<int>(op)];
 }
@@ -117,6 +117,11 @@ void Backend::read_wait(int64_t ticket, void* host) {
     reads_.erase(it);
   }
   if (!bytes.empty()) std::memcpy(host, bytes.data(), bytes.size());
+}
+
+void Backend::conv2d_fused_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,
+                                   const TensorArg&, const Conv2dParams&, const ConvEpilogue&) {
+  throw DTypeError(detail::str_cat("conv2d_fused_forward is not supported on ", info().device.str()));
 }
 
 void Backend::qconv2d_forward(const TensorArg&, const TensorArg&, const TensorArg&, const TensorArg&,

@@ -72,6 +72,7 @@ enum class OpId : uint16_t {
   relu_backward,
   bernoulli,  // floating outputs
   fake_quantize,  // quantization-aware training (dtype asked: the input's)
+  conv2d_fused_forward,  // inference conv2d with its epilogue (ConvEpilogue); dtype asked: the input's
   count
 };
 const char* op_id_name(OpId op);
@@ -234,6 +235,16 @@ class Backend {
   virtual void batch_norm_backward(const TensorArg& grad_x, const TensorArg& grad_weight, const TensorArg& grad_bias,
                                    const TensorArg& grad_y, const TensorArg& x, const TensorArg& weight,
                                    const TensorArg& save_mean, const TensorArg& save_invstd);
+
+  // ---- fused inference convolution (optional; the default throws DTypeError naming the device,
+  // and the front end's conv2d_fused decomposes it into conv2d_forward and elementwise ops where
+  // supports(OpId::conv2d_fused_forward, dtype) is false) ----
+  // out [N, Cout, Ho, Wo] = act(conv2d(in, weight) + bias [+ residual]) with ConvEpilogue's act;
+  // conv2d_forward's tensors, plus residual of out's shape and dtype (data null unless
+  // e.residual). All contiguous; residual may be out itself (then added in place).
+  virtual void conv2d_fused_forward(const TensorArg& out, const TensorArg& in, const TensorArg& weight,
+                                    const TensorArg& bias, const TensorArg& residual, const Conv2dParams& p,
+                                    const ConvEpilogue& e);
 
   // ---- int8 inference (optional; the defaults throw DTypeError naming the device) ----
   // out [N, Cout, Ho, Wo] (f32 or u8) from in u8 [N, Cin, H, W], weight i8 [Cout, Cin/groups, kH, kW],

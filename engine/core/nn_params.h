@@ -12,6 +12,19 @@ struct Conv2dParams {
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
 };
+// What an inference convolution does to its output in the same pass (Backend::
+// conv2d_fused_forward, conv2d_fused): y = act(conv(x, w) + b [+ residual]), the residual (a
+// tensor of y's shape) added before the activation, as a ResNet block's Add -> Relu.
+enum class ConvActivation : uint8_t {
+  none,
+  relu,  // max(y, 0)
+  clip,  // min(max(y, lo), hi); ReLU6 is lo 0, hi 6 (ONNX Clip)
+};
+struct ConvEpilogue {
+  ConvActivation activation = ConvActivation::none;
+  float lo = 0, hi = 0;   // clip only
+  bool residual = false;  // a residual is added before the activation
+};
 // Parameters of 2-d pooling (PyTorch's max_pool2d / avg_pool2d).
 struct Pool2dParams {
   int64_t kernel[2] = {1, 1};

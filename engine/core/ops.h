@@ -67,6 +67,13 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 // ---- neural-network functions (PyTorch's torch.nn.functional) ----
 // x [N, Cin, H, W], weight [Cout, Cin/groups, kH, kW], bias [Cout] or undefined.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p = {});
+// Inference only: act(conv2d(x, weight, bias) + residual) in one kernel where x's backend runs
+// conv2d_fused_forward for x's dtype (the CPU: oneDNN post-ops), else as conv2d, add and the
+// activation (the same arithmetic). residual: undefined (e.residual false) or a tensor of the
+// output's shape [N, Cout, Ho, Wo] and x's dtype (ShapeError naming both shapes otherwise). No
+// gradient is recorded (ValueError when an input requires one).
+Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                    const Conv2dParams& p, const ConvEpilogue& e);
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);  // x [N, C, H, W]
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
 // Output [N, C, oh, ow]; bins as PyTorch: start = floor(i*H/oh), end = ceil((i+1)*H/oh).

@@ -45,44 +45,87 @@ Shape pool_output(const Tensor& x, const Pool2dParams& p, const char* op) {
 }  // namespace
 
 
+namespace {
+
+// conv2d's checks (naming `op`): the output shape [N, Cout, Ho, Wo], and bias as a contiguous
+// tensor of x's dtype in `b` (undefined when bias is).
+Shape conv2d_output(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p, const char* op,
+                    Tensor& b) {
+  check_nchw(x, op);
+  check_same_device(x, weight, op);
+  KILN_CHECK(weight.dim() == 4, ShapeError, op, ": weight must be [out_channels, in_channels/groups, kH, kW], got ",
+             shape_str(weight.shape()));
+  KILN_CHECK(p.groups > 0 && x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0, ShapeError,
+             op, ": input of shape ", shape_str(x.shape()), " does not match weight of shape ",
+             shape_str(weight.shape()), " with groups=", p.groups, " (expected ", weight.size(1) * p.groups,
+             " input channels)");
+  KILN_CHECK(x.dtype() == weight.dtype(), DTypeError, op, ": input is ", dtype_name(x.dtype()), " but weight is ",
+             dtype_name(weight.dtype()));
+  for (int i = 0; i < 2; ++i)
+    KILN_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, ValueError, op,
+               ": stride and dilation must be positive and padding non-negative");
+  const int64_t oh = pooled_size(x.size(2), weight.size(2), p.padding[0], p.stride[0], p.dilation[0], false);
+  const int64_t ow = pooled_size(x.size(3), weight.size(3), p.padding[1], p.stride[1], p.dilation[1], false);
+  KILN_CHECK(oh > 0 && ow > 0, ShapeError, op, ": input of shape ", shape_str(x.shape()),
+             " is smaller than the (dilated) kernel of weight ", shape_str(weight.shape()));
+  if (bias.defined()) {
+    check_same_device(x, bias, op);
+    KILN_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), ShapeError, op, ": bias of shape ",
+               shape_str(bias.shape()), " does not match weight of shape ", shape_str(weight.shape()));
+    b = bias.to(x.dtype()).contiguous();
+  }
+  return {x.size(0), weight.size(0), oh, ow};
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
   check_nchw(x, "conv2d");
   check_same_device(x, weight, "conv2d");
   if (autocast_wants(x) || autocast_wants(weight))  // engine/core/autocast.h
     return conv2d(autocast(x), autocast(weight), autocast(bias), p);
-  KILN_CHECK(weight.dim() == 4, ShapeError, "conv2d: weight must be [out_channels, in_channels/groups, kH, kW], got ",
-             shape_str(weight.shape()));
-  KILN_CHECK(p.groups > 0 && x.size(1) == weight.size(1) * p.groups && weight.size(0) % p.groups == 0, ShapeError,
-             "conv2d: input of shape ", shape_str(x.shape()), " does not match weight of shape ",
-             shape_str(weight.shape()), " with groups=", p.groups, " (expected ", weight.size(1) * p.groups,
-             " input channels)");
-  KILN_CHECK(x.dtype() == weight.dtype(), DTypeError, "conv2d: input is ", dtype_name(x.dtype()), " but weight is ",
-             dtype_name(weight.dtype()));
-  int64_t oh = 0, ow = 0;
-  for (int i = 0; i < 2; ++i)
-    KILN_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, ValueError,
-               "conv2d: stride and dilation must be positive and padding non-negative");
-  oh = pooled_size(x.size(2), weight.size(2), p.padding[0], p.stride[0], p.dilation[0], false);
-  ow = pooled_size(x.size(3), weight.size(3), p.padding[1], p.stride[1], p.dilation[1], false);
-  KILN_CHECK(oh > 0 && ow > 0, ShapeError, "conv2d: input of shape ", shape_str(x.shape()),
-             " is smaller than the (dilated) kernel of weight ", shape_str(weight.shape()));
-  TensorArg bias_arg;
   Tensor b;
-  if (bias.defined()) {
-    check_same_device(x, bias, "conv2d");
-    KILN_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), ShapeError, "conv2d: bias of shape ",
-               shape_str(bias.shape()), " does not match weight of shape ", shape_str(weight.shape()));
-    b = bias.to(x.dtype()).contiguous();
-    bias_arg = b.arg();
-  }
+  const Shape shape = conv2d_output(x, weight, bias, p, "conv2d", b);
+  const TensorArg bias_arg = b.defined() ? b.arg() : TensorArg{};
   Tensor xc = x.contiguous(), wc = weight.contiguous();
-  Tensor out = detail::empty({x.size(0), weight.size(0), oh, ow}, x.dtype(), x.device());
+  Tensor out = detail::empty(shape, x.dtype(), x.device());
   if (out.numel()) x.backend()->conv2d_forward(out.arg(), xc.arg(), wc.arg(), bias_arg, p);
   if (detail::needs_grad({&x, &weight, &bias})) {
     std::vector<Tensor> inputs{xc, wc};
     if (b.defined()) inputs.push_back(b);
     detail::record(out, OpKind::conv2d, inputs, p);
   }
+  return out;
+}
+
+Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                    const Conv2dParams& p, const ConvEpilogue& e) {
+  Tensor b;
+  const Shape shape = conv2d_output(x, weight, bias, p, "conv2d_fused", b);
+  KILN_CHECK(e.residual == residual.defined(), ValueError, "conv2d_fused: a residual ",
+             e.residual ? "is expected but none was given" : "was given but the epilogue adds none");
+  if (e.residual) {
+    check_same_device(x, residual, "conv2d_fused");
+    KILN_CHECK(residual.shape() == shape && residual.dtype() == x.dtype(), ShapeError, "conv2d_fused: residual ",
+               shape_str(residual.shape()), " ", dtype_name(residual.dtype()), " does not match the output ",
+               shape_str(shape), " ", dtype_name(x.dtype()));
+  }
+  KILN_CHECK(e.activation != ConvActivation::clip || e.lo <= e.hi, ValueError, "conv2d_fused: clip bounds ", e.lo,
+             " > ", e.hi);
+  const bool fused = x.backend()->supports(OpId::conv2d_fused_forward, x.dtype()) && !autocast_wants(x) &&
+                     !autocast_wants(weight) && !detail::needs_grad({&x, &weight, &bias, &residual});
+  if (!fused) {  // the default decomposition (DESIGN.md: fused ops)
+    Tensor y = conv2d(x, weight, bias, p);
+    if (e.residual) y = add(y, residual);
+    if (e.activation == ConvActivation::relu) y = apply_unary(UnaryOp::relu, y);
+    if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
+    return y;
+  }
+  const Tensor xc = x.contiguous(), wc = weight.contiguous(), rc = e.residual ? residual.contiguous() : Tensor();
+  Tensor out = detail::empty(shape, x.dtype(), x.device());
+  if (out.numel())
+    x.backend()->conv2d_fused_forward(out.arg(), xc.arg(), wc.arg(), b.defined() ? b.arg() : TensorArg{},
+                                      rc.defined() ? rc.arg() : TensorArg{}, p, e);
   return out;
 }
 

@@ -340,7 +340,8 @@ Session::Session(Model model, Device device, SessionOptions options)
     // outside shares it), marked read-only so that the backend keeps them packed in its
     // kernels' layout (engine/core/read_only.h).
     for (const Node& n : model_.graph.nodes) {
-      if (!n.domain.empty() || n.op_type != "Conv" || n.inputs.size() < 2) continue;
+      const bool conv = n.op_type == "Conv" && (n.domain.empty() || n.domain == kFusedDomain);  // rewrite_conv.cpp
+      if (!conv || n.inputs.size() < 2) continue;
       auto it = model_.graph.initializers.find(n.inputs[1]);
       if (it == model_.graph.initializers.end() || !it->second.defined() || it->second.numel() == 0) continue;
       if (!packed_.insert(it->first).second) continue;  // read by an earlier Conv too

@@ -1,7 +1,8 @@
 // The kiln.fused ops that the inference passes (rewrite.h) put in place of elementwise chains,
 // each one engine kernel over its input: SiLU(x) = x * sigmoid(x) (Elfwing et al. 2018, torch's
 // silu) and Gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, exact);
-// and QConv / QGemm, a QDQ model's quantized layers (rewrite_qdq.cpp) on the int8 kernels.
+// QConv / QGemm, a QDQ model's quantized layers (rewrite_qdq.cpp) on the int8 kernels; and Conv,
+// a float 2-d convolution with its epilogue (rewrite_conv.cpp, FuseConvActivation).
 #include "engine/core/ops.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/rewrite.h"
@@ -43,6 +44,56 @@ std::vector<Tensor> quantized_layer_op(OpContext& c, bool conv) {
   return {q.relu ? apply_unary(UnaryOp::relu, y) : y};
 }
 
+// Conv(x [N, C, H, W], W [M, C/group, kH, kW], B [M] or "", [Z]; strides, pads (symmetric),
+// dilations, group, activation "" | "Relu" | "Clip", clip_min, clip_max) -> y [N, M, Ho, Wo] =
+// activation(conv(x, W) + B [+ Z]) as conv2d_fused (one oneDNN convolution with post-ops on the
+// CPU). A Z of another shape than the convolution's output (the pass cannot see shapes) is added
+// with broadcasting after the convolution instead: the arithmetic of the nodes it replaced.
+std::vector<Tensor> fused_conv_op(OpContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& w = c.input(1);
+  if (x.dim() != 4 || w.dim() != 4) c.fail("expects a 2-d convolution, got input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()));
+  Conv2dParams p;
+  const std::vector<int64_t> s = c.attr_ints("strides", {1, 1}), d = c.attr_ints("dilations", {1, 1}),
+                             pads = c.attr_ints("pads", {0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+    c.fail("strides, dilations and pads must fit 2 spatial dimensions with symmetric pads");
+  for (size_t i = 0; i < 2; ++i) p.stride[i] = s[i], p.dilation[i] = d[i], p.padding[i] = pads[i];
+  if (s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0) c.fail("strides and dilations must be positive");
+  p.groups = c.attr_int("group", 1);
+  const std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {w.size(2), w.size(3)});
+  if (kernel.size() != 2 || kernel[0] != w.size(2) || kernel[1] != w.size(3))
+    c.fail("kernel_shape does not match weight " + shape_str(w.shape()));
+  ConvEpilogue e;
+  const std::string act = c.attr_string("activation", "");
+  if (act == "Relu") {
+    e.activation = ConvActivation::relu;
+  } else if (act == "Clip") {
+    e.activation = ConvActivation::clip;
+    e.lo = static_cast<float>(c.attr_float("clip_min", 0));
+    e.hi = static_cast<float>(c.attr_float("clip_max", 6));
+  } else if (!act.empty()) {
+    c.fail("unknown activation '" + act + "'");
+  }
+  Tensor b = c.optional_input(2);
+  if (b.defined() && b.dtype() != x.dtype()) b = b.to(x.dtype());
+  const Tensor z = c.optional_input(3);
+  if (z.defined()) {
+    auto size = [&](size_t i) {  // torch.nn.Conv2d's output size
+      return (x.size(2 + static_cast<int64_t>(i)) + 2 * p.padding[i] - p.dilation[i] * (w.size(2 + static_cast<int64_t>(i)) - 1) - 1) / p.stride[i] + 1;
+    };
+    const Shape out{x.size(0), w.size(0), size(0), size(1)};
+    if (z.shape() != out || z.dtype() != x.dtype()) {  // a broadcasting Add: the unfused arithmetic
+      Tensor y = add(conv2d(x, w, b, p), z);
+      if (e.activation == ConvActivation::relu) y = apply_unary(UnaryOp::relu, y);
+      if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
+      return {y};
+    }
+    e.residual = true;
+  }
+  return {conv2d_fused(x, w, b, z, p, e)};
+}
+
 }  // namespace
 
 void register_fused_ops(OpTable& t) {
@@ -59,6 +110,7 @@ void register_fused_ops(OpTable& t) {
   };
   t[d + "QConv"] = [](OpContext& c) { return quantized_layer_op(c, true); };
   t[d + "QGemm"] = [](OpContext& c) { return quantized_layer_op(c, false); };
+  t[d + "Conv"] = fused_conv_op;
 }
 
 }  // namespace kiln::onnx
