@@ -11,6 +11,7 @@
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/graph/graph_module.h"
+#include "engine/onnx/executor.h"
 #include "engine/onnx/export.h"
 #include "engine/onnx/graph_import.h"
 #include "engine/onnx/model.h"
@@ -89,6 +90,14 @@ int onnx_nodes(const Graph& g) {
   return k;
 }
 
+// num_layers of each node of op, in graph order.
+std::vector<int64_t> num_layers(const Graph& g, const std::string& op) {
+  std::vector<int64_t> v;
+  for (const graph::Node& n : g.nodes())
+    if (n.op == op) v.push_back(graph::attr_int(n.attrs, "num_layers"));
+  return v;
+}
+
 // Exported and imported again: only native nodes, `layers` nodes of op, the same outputs.
 void round_trip(const std::string& op, int64_t hidden, int64_t layers, bool bidirectional, const std::string& pool,
                 bool features) {
@@ -109,7 +118,8 @@ void round_trip(const std::string& op, int64_t hidden, int64_t layers, bool bidi
   for (const std::string& w : ig.warnings) ADD_FAILURE() << "warning: " << w;
   EXPECT_EQ(onnx_nodes(ig.graph), 0);
   std::map<std::string, int> ops = op_counts(ig.graph);
-  EXPECT_EQ(ops[op], layers);
+  EXPECT_EQ(ops[op], 1);  // the per-layer ONNX nodes stack into one (Note [Stacked layers])
+  EXPECT_EQ(num_layers(ig.graph, op), std::vector<int64_t>{layers});
   EXPECT_EQ(ops["SequencePool"], 1);
   GraphModule back(ig.graph);
   back.eval();
@@ -269,7 +279,7 @@ TEST(OnnxImportSequence, LstmWhoseWIsNotAnInitializerFallsBack) {
 TEST(OnnxImportSequence, TorchExportedLstmAndGruImportNative) {
   const std::string dir = std::string(KILN_FIXTURES_DIR) + "/rnn_onnx/";
   const std::vector<std::tuple<const char*, int, std::map<std::string, int>>> models{
-      {"lstm_h_last", 2, {{"LSTM", 3}, {"SequencePool", 1}, {"Linear", 1}}},  // h[-1]: SequencePool last
+      {"lstm_h_last", 2, {{"LSTM", 2}, {"SequencePool", 1}, {"Linear", 1}}},  // h[-1]: SequencePool last
       {"gru_bidir", 1, {{"GRU", 1}, {"Linear", 1}}},
   };
   for (const auto& [name, outputs, want_ops] : models) {
@@ -284,5 +294,78 @@ TEST(OnnxImportSequence, TorchExportedLstmAndGruImportNative) {
     std::vector<Tensor> want;
     for (int i = 0; i < outputs; ++i) want.push_back(kiln::onnx::load_npy(dir + name + ".out" + std::to_string(i) + ".npy"));
     EXPECT_LE(relative_error(want, gm.forward(std::vector<Tensor>{kiln::onnx::load_npy(dir + name + ".input.npy")})), 1e-5);
+  }
+}
+
+namespace {
+
+// The model's outputs for `input` run by the ONNX executor (the reference the import must match).
+std::vector<Tensor> executor_outputs(const kiln::onnx::Model& m, const Tensor& input) {
+  kiln::onnx::Session session(m);
+  return session.run({{m.graph.inputs.at(0).name, input}});
+}
+
+std::vector<Tensor> torch_outputs(const std::string& dir, const std::string& name, int outputs) {
+  std::vector<Tensor> want;
+  for (int i = 0; i < outputs; ++i) want.push_back(kiln::onnx::load_npy(dir + name + ".out" + std::to_string(i) + ".npy"));
+  return want;
+}
+
+}  // namespace
+
+// torch.onnx's stacked layers (one ONNX node per layer, h_n a Concat of their Y_h): one native
+// node of num_layers 2 when only the top layer's state is read; chained one-layer nodes when
+// the lower layer's h_n is read too. Outputs match PyTorch's and the ONNX executor's.
+TEST(OnnxImportSequence, TorchStackedLayersImportAsOneNativeLayer) {
+  const std::string dir = std::string(KILN_FIXTURES_DIR) + "/rnn_onnx/";
+  struct Case {
+    const char* name;
+    int outputs;
+    const char* op;
+    std::vector<int64_t> layers;  // num_layers of each native node of op
+    int pools;                    // SequencePool nodes (h_n[i] as the last step)
+  };
+  const std::vector<Case> cases{
+      {"lstm2_h_last", 2, "LSTM", {2}, 1},  // fc(h[-1]), y
+      {"lstm2_bidir", 1, "LSTM", {2}, 0},   // bidirectional layers joined by Transpose + Reshape
+      {"gru2_h_both", 2, "GRU", {1, 1}, 2}, // h[0] and h[1]: the lower layer's state is read
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    kiln::onnx::Model m = kiln::onnx::load_model(dir + c.name + ".onnx");
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+    EXPECT_TRUE(ig.warnings.empty()) << dump(ig);
+    EXPECT_EQ(onnx_nodes(ig.graph), 0);
+    EXPECT_EQ(num_layers(ig.graph, c.op), c.layers);
+    EXPECT_EQ(op_counts(ig.graph)["SequencePool"], c.pools);
+    const Tensor x = kiln::onnx::load_npy(dir + c.name + ".input.npy");
+    GraphModule gm(ig.graph);
+    gm.eval();
+    const std::vector<Tensor> got = gm.forward(std::vector<Tensor>{x});
+    EXPECT_LE(relative_error(torch_outputs(dir, c.name, c.outputs), got), 1e-5);
+    EXPECT_LE(relative_error(executor_outputs(m, x), got), 1e-5);
+  }
+}
+
+// What the native layers do not give stays onnx.<Op> with the reason, and the import still
+// computes PyTorch's outputs: h_n [2, N, H] as a graph output (the Concat's ONNX layout), and
+// the LSTM's cell state Y_c (the native layer's one output is Y).
+TEST(OnnxImportSequence, TorchStateOutputsOutsideTheNativeLayerFallBack) {
+  const std::string dir = std::string(KILN_FIXTURES_DIR) + "/rnn_onnx/";
+  const std::vector<std::tuple<const char*, int, const char*>> cases{
+      {"lstm2_h_all", 2, "a graph output in ONNX's [L*D, N, H] layout"},
+      {"lstm_c_last", 1, "its output Y_c is read; the native LSTM gives only Y"},
+  };
+  for (const auto& [name, nodes, why] : cases) {
+    SCOPED_TRACE(name);
+    kiln::onnx::Model m = kiln::onnx::load_model(dir + name + ".onnx");
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+    EXPECT_TRUE(has_warning(ig, "node '", why)) << dump(ig);
+    EXPECT_EQ(op_counts(ig.graph)["onnx.LSTM"], nodes);
+    EXPECT_EQ(op_counts(ig.graph)["LSTM"], 0);
+    const Tensor x = kiln::onnx::load_npy(dir + name + ".input.npy");
+    GraphModule gm(ig.graph);
+    gm.eval();
+    EXPECT_LE(relative_error(torch_outputs(dir, name, 1), gm.forward(std::vector<Tensor>{x})), 1e-5);
   }
 }
