@@ -187,23 +187,29 @@ class Planner {
     const std::string y = n.outputs.empty() ? "" : n.outputs[0];
     const std::string& shaped = !y.empty() ? y : out_read(1) ? n.outputs[1] : y;
     if (shaped.empty()) return "it has no output Y";
-    if (in_.graph_outputs.count(y)) return "its Y is a graph output in ONNX's [T, D, N, H] layout";
-    const TensorType& yt = in_.ctx.types.at(shaped);  // Y [T, D, N, H] or Y_h [D, N, H]
-    if (yt.shape.size() != (y.empty() ? 3u : 4u)) return "its Y is not [T, D, N, H]";
-    const int64_t dirs = yt.shape[y.empty() ? 0 : 1], hidden = yt.shape.back();
+    // layout 1 (batch-major): X [N, T, C], Y [N, T, D, H], Y_h [N, D, H]; the native layer's own form.
+    const bool bm = int_attr(n, "layout", 0) == 1;
+    const std::string y_form = bm ? "[N, T, D, H]" : "[T, D, N, H]";
+    if (in_.graph_outputs.count(y)) return "its Y is a graph output in ONNX's " + y_form + " layout";
+    const TensorType& yt = in_.ctx.types.at(shaped);  // Y [T, D, N, H] or Y_h [D, N, H] (layout 1: as above)
+    if (yt.shape.size() != (y.empty() ? 3u : 4u)) return "its Y is not " + y_form;
+    const int64_t dirs = yt.shape[y.empty() ? (bm ? 1 : 0) : (bm ? 2 : 1)], hidden = yt.shape.back();
+    const int64_t h_dir_axis = bm ? 1 : 0;  // Y_h's direction axis
     if (out_read(1)) {  // Y_h [1, N, H] = Y's last valid step, read as [N, H] (PyTorch's h_n[-1])
       const std::string& h = n.outputs[1];
       if (dirs != 1) return "its output Y_h is read; for two directions the native " + n.op_type + " has no Y_h";
-      if (in_.graph_outputs.count(h)) return "its Y_h is a graph output in ONNX's [D, N, H] layout";
+      if (in_.graph_outputs.count(h))
+        return std::string("its Y_h is a graph output in ONNX's ") + (bm ? "[N, D, H]" : "[D, N, H]") + " layout";
       for (const ValueUse& u : readers(h)) {
         const Node& r = g_.nodes[u.node];
-        if (is(&r, "Concat", 1) && int_attr(r, "axis", 0) == 0) {  // torch's h_n of several layers
+        if (!bm && is(&r, "Concat", 1) && int_attr(r, "axis", 0) == 0) {  // torch's h_n of several layers
           if (std::string why = check_state_concat(k, u, c); !why.empty()) return why;
           continue;
         }
-        const Tensor* index = is(&r, "Gather", 2) && int_attr(r, "axis", 0) == 0 ? constant(r.inputs[1]) : nullptr;
+        const Tensor* index =
+            is(&r, "Gather", 2) && int_attr(r, "axis", 0) == h_dir_axis ? constant(r.inputs[1]) : nullptr;
         const bool picks = index && index->dim() == 0 && (index->to_vector<int64_t>()[0] == 0 || index->to_vector<int64_t>()[0] == -1);
-        if (!picks && !(is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{0}))
+        if (!picks && !(is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{h_dir_axis}))
           return "its Y_h is read by node '" + r.name + "' (" + r.op_type + "), not by a Gather or Squeeze of its one direction";
         c.last.push_back(r.outputs[0]);
         c.glue.push_back(u.node);
@@ -215,7 +221,15 @@ class Planner {
       const Ints shape = s ? s->to_vector<int64_t>() : Ints{};
       return shape.size() == 3 && shape[0] == 0 && shape[1] == 0 && (shape[2] == -1 || shape[2] == dirs * hidden);
     };
-    for (const ValueUse& u : y.empty() ? std::vector<ValueUse>{} : readers(y)) {
+    for (const ValueUse& u : y.empty() || !bm ? std::vector<ValueUse>{} : readers(y)) {  // [N, T, D, H]
+      const Node& r = g_.nodes[u.node];
+      if (!merged(&r) && !(dirs == 1 && is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{2}))
+        return "its Y (layout 1) is read by node '" + r.name + "' (" + r.op_type +
+               "), not by a Reshape [0, 0, D*H] (or Squeeze of axis 2) that gives [N, T, D*H]";
+      c.bf.push_back(r.outputs[0]);
+      c.glue.push_back(u.node);
+    }
+    for (const ValueUse& u : y.empty() || bm ? std::vector<ValueUse>{} : readers(y)) {
       const Node& r = g_.nodes[u.node];
       const std::string what = "its Y is read by node '" + r.name + "' (" + r.op_type + ")";
       if (perm_is(&r, {2, 0, 1, 3}) || perm_is(&r, {0, 2, 1, 3})) {
@@ -247,7 +261,10 @@ class Planner {
     }
     const std::string& x = n.inputs.at(0);
     TensorType xt = in_.ctx.types.at(x);
-    if (auto it = tm_owner.find(x); it != tm_owner.end()) {
+    if (bm) {
+      if (constant(x)) return "its X is a constant";
+      c.input = x;
+    } else if (auto it = tm_owner.find(x); it != tm_owner.end()) {
       c.from = static_cast<long>(it->second);
       c.input = key(it->second);
     } else if (const Node* p = producer(x); perm_is(p, {1, 0, 2}) && !constant(p->inputs[0])) {
@@ -256,11 +273,12 @@ class Planner {
       return "its X is not a Transpose [1, 0, 2] of an [N, T, C] value nor another recurrent node's output (the native " +
              n.op_type + " is batch first)";
     }
-    if (xt.shape.size() != 3) return "its X is not [T, N, C]";
+    if (xt.shape.size() != 3) return bm ? "its X is not [N, T, C]" : "its X is not [T, N, C]";
     c.inputs = n.inputs;
     c.inputs[0] = c.input;
     c.view = in_.view(n, n.op_type, n.inputs);
-    std::swap(xt.shape[0], xt.shape[1]);
+    c.view.attributes.erase("layout");  // the view is the native node's: batch first
+    if (!bm) std::swap(xt.shape[0], xt.shape[1]);
     c.view.inputs[0].type = xt;
     c.view.outputs.at(0) = TensorType{yt.dtype, {xt.shape[0], xt.shape[1], dirs * hidden}};
     c.view.graph_padding_mask = in_.mask_ids.has_value();

@@ -142,6 +142,20 @@ std::string dump(const kiln::onnx::ImportedGraph& ig) {
 // feats [N, T, C] -> Transpose -> the case's node (its other inputs initializers, output Y) ->
 // Transpose [2, 0, 1, 3] -> Reshape [0, 0, D*H]. Returns the model, its input (X transposed)
 // and the expected Y_h.
+void copy_attributes(const kiln::onnx::Node& node, ::onnx::NodeProto* to) {
+  for (const auto& [key, a] : node.attributes) {
+    auto* p = to->add_attribute();
+    p->set_name(key);
+    if (a.type == kiln::onnx::Attribute::Type::Int) p->set_type(::onnx::AttributeProto::INT), p->set_i(a.i);
+    else if (a.type == kiln::onnx::Attribute::Type::Float) p->set_type(::onnx::AttributeProto::FLOAT), p->set_f(static_cast<float>(a.f));
+    else if (a.type == kiln::onnx::Attribute::Type::String) p->set_type(::onnx::AttributeProto::STRING), p->set_s(a.s);
+    else if (a.type == kiln::onnx::Attribute::Type::Strings) {
+      p->set_type(::onnx::AttributeProto::STRINGS);
+      for (const std::string& v : a.strings) p->add_strings(v);
+    } else ADD_FAILURE() << node.name << ": attribute " << key << " not copied";
+  }
+}
+
 struct Wrapped {
   kiln::onnx::Model model;
   Tensor input, y_h;
@@ -168,15 +182,7 @@ Wrapped wrap_case(const std::string& name) {
   kiln::onnx::test::set_ints(g.mutable_node(0), "perm", {1, 0, 2});
   std::vector<std::string> ins = node.inputs;
   ins[0] = "x_tnc";
-  ::onnx::NodeProto* rnn = kiln::onnx::test::add_node(g, node.op_type, ins, {"Y"}, "rnn");
-  for (const auto& [key, a] : node.attributes) {
-    auto* p = rnn->add_attribute();
-    p->set_name(key);
-    if (a.type == kiln::onnx::Attribute::Type::Int) p->set_type(::onnx::AttributeProto::INT), p->set_i(a.i);
-    else if (a.type == kiln::onnx::Attribute::Type::Float) p->set_type(::onnx::AttributeProto::FLOAT), p->set_f(static_cast<float>(a.f));
-    else if (a.type == kiln::onnx::Attribute::Type::String) p->set_type(::onnx::AttributeProto::STRING), p->set_s(a.s);
-    else ADD_FAILURE() << name << ": attribute " << key << " not copied";
-  }
+  copy_attributes(node, kiln::onnx::test::add_node(g, node.op_type, ins, {"Y"}, "rnn"));
   kiln::onnx::test::add_node(g, "Transpose", {"Y"}, {"y_ntdh"}, "to_batch_first");
   kiln::onnx::test::set_ints(g.mutable_node(2), "perm", {2, 0, 1, 3});
   kiln::onnx::test::add_int64_initializer(g, "merged", {0, 0, -1});
@@ -367,5 +373,77 @@ TEST(OnnxImportSequence, TorchStateOutputsOutsideTheNativeLayerFallBack) {
     GraphModule gm(ig.graph);
     gm.eval();
     EXPECT_LE(relative_error(torch_outputs(dir, name, 1), gm.forward(std::vector<Tensor>{x})), 1e-5);
+  }
+}
+
+namespace {
+
+// libonnx-testdata's layout 1 case `name` (X [N, T, C] a graph input, its other inputs made
+// initializers) with Y read as [N, T, D*H] by Reshape [0, 0, -1] and Y_h as [N, H] by
+// Squeeze(axis 1): outputs y and h. y_h holds the suite's Y_h; `expected_y` its Y.
+Wrapped batch_major_case(const std::string& name, Tensor& expected_y) {
+  const std::string dir = kNodeData + "/" + name;
+  kiln::onnx::Model c = kiln::onnx::load_model(dir + "/model.onnx");
+  const kiln::onnx::Node& node = c.graph.nodes.at(0);
+  ::onnx::GraphProto g;
+  g.set_name(name);
+  Wrapped w;
+  for (size_t i = 0; i < c.graph.inputs.size(); ++i) {
+    Tensor t = kiln::onnx::load_tensor_file(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    if (i == 0) {
+      w.input = t;
+      *g.add_input() = kiln::onnx::test::value_info(c.graph.inputs[0].name, 1, {-1, t.shape()[1], t.shape()[2]});
+    } else {
+      kiln::onnx::tensor_to_proto(t, *g.add_initializer());
+      g.mutable_initializer(g.initializer_size() - 1)->set_name(c.graph.inputs[i].name);
+    }
+  }
+  expected_y = kiln::onnx::load_tensor_file(dir + "/test_data_set_0/output_0.pb");
+  w.y_h = kiln::onnx::load_tensor_file(dir + "/test_data_set_0/output_1.pb");
+  copy_attributes(node, kiln::onnx::test::add_node(g, node.op_type, node.inputs, {"Y", "Y_h"}, "rnn"));
+  kiln::onnx::test::add_int64_initializer(g, "merged", {0, 0, -1});
+  kiln::onnx::test::add_node(g, "Reshape", {"Y", "merged"}, {"y"}, "merge");
+  kiln::onnx::test::add_int64_initializer(g, "axis1", {1});
+  kiln::onnx::test::add_node(g, "Squeeze", {"Y_h", "axis1"}, {"h"}, "last");
+  *g.add_output() = kiln::onnx::test::value_info("y", 1, {-1, w.input.shape()[1], expected_y.shape()[3]});
+  *g.add_output() = kiln::onnx::test::value_info("h", 1, {-1, expected_y.shape()[3]});
+  std::string bytes;
+  kiln::onnx::test::model_with(g, 17).SerializeToString(&bytes);
+  w.model = kiln::onnx::parse_model(bytes, "", name);
+  return w;
+}
+
+}  // namespace
+
+// layout 1 (batch-major X and Y): the native layer's own form. The LSTM and RNN cases become one
+// native node whose outputs are the suite's Y and Y_h and the ONNX executor's; GRU's case
+// (linear_before_reset 0) stays onnx.GRU with that reason and still gives the suite's values.
+TEST(OnnxImportSequence, TestdataBatchMajorLayoutImportsNative) {
+  KILN_SKIP_UNLESS_DEP(fs::exists(kNodeData + "/test_lstm_batchwise"), "libonnx-testdata", "no " + kNodeData);
+  const std::vector<std::tuple<const char*, const char*, bool>> cases{
+      {"test_lstm_batchwise", "LSTM", true},
+      {"test_simple_rnn_batchwise", "RNN", true},
+      {"test_gru_batchwise", "GRU", false},
+  };
+  for (const auto& [name, op, native] : cases) {
+    SCOPED_TRACE(name);
+    Tensor y;
+    Wrapped w = batch_major_case(name, y);
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(w.model);
+    const std::map<std::string, int> ops = op_counts(ig.graph);
+    if (native) {
+      EXPECT_TRUE(ig.warnings.empty()) << dump(ig);
+      EXPECT_EQ(onnx_nodes(ig.graph), 0);
+      EXPECT_EQ(ops.count(op) ? ops.at(op) : 0, 1);
+    } else {
+      EXPECT_TRUE(has_warning(ig, std::string("node 'rnn' (") + op + ") stays onnx." + op + ": ", "linear_before_reset = 0"))
+          << dump(ig);
+    }
+    GraphModule gm(ig.graph);
+    gm.eval();
+    const std::vector<Tensor> got = gm.forward(std::vector<Tensor>{w.input});
+    const int64_t n = y.shape()[0], t = y.shape()[1], h = y.shape()[3];
+    EXPECT_LE(relative_error({y.reshape({n, t, h}), w.y_h.reshape({n, h})}, got), 1e-5);
+    EXPECT_LE(relative_error(executor_outputs(w.model, w.input), got), 1e-5);
   }
 }
