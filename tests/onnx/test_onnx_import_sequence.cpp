@@ -447,3 +447,40 @@ TEST(OnnxImportSequence, TestdataBatchMajorLayoutImportsNative) {
     EXPECT_LE(relative_error(executor_outputs(w.model, w.input), got), 1e-5);
   }
 }
+
+// direction "reverse" alone: the native layers run forward or both ways (as PyTorch's, which
+// exports no reverse-only layer), so the node stays onnx.LSTM with that reason and the imported
+// graph gives the ONNX executor's outputs.
+TEST(OnnxImportSequence, ReverseOnlyLstmFallsBack) {
+  ::onnx::GraphProto g;
+  g.set_name("reverse");
+  *g.add_input() = kiln::onnx::test::value_info("feats", 1, {-1, 5, 3});
+  std::vector<float> w(8 * 3), r(8 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < r.size(); ++i) r[i] = 0.05f * static_cast<float>(static_cast<int>(i % 5) - 2);
+  kiln::onnx::test::add_float_initializer(g, "W", {1, 8, 3}, w);
+  kiln::onnx::test::add_float_initializer(g, "R", {1, 8, 2}, r);
+  kiln::onnx::test::set_ints(kiln::onnx::test::add_node(g, "Transpose", {"feats"}, {"x"}, "in"), "perm", {1, 0, 2});
+  ::onnx::NodeProto* lstm = kiln::onnx::test::add_node(g, "LSTM", {"x", "W", "R"}, {"Y"}, "lstm_rev");
+  kiln::onnx::test::set_int(lstm, "hidden_size", 2);
+  auto* dir = lstm->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(::onnx::AttributeProto::STRING);
+  dir->set_s("reverse");
+  kiln::onnx::test::set_ints(kiln::onnx::test::add_node(g, "Transpose", {"Y"}, {"yt"}, "out"), "perm", {2, 0, 1, 3});
+  kiln::onnx::test::add_int64_initializer(g, "shape", {0, 0, 2});
+  kiln::onnx::test::add_node(g, "Reshape", {"yt", "shape"}, {"y"}, "merge");
+  *g.add_output() = kiln::onnx::test::value_info("y", 1, {-1, 5, 2});
+  std::string bytes;
+  kiln::onnx::test::model_with(g, 17).SerializeToString(&bytes);
+  const kiln::onnx::Model m = kiln::onnx::parse_model(bytes, "", "reverse");
+  kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+  EXPECT_TRUE(has_warning(ig, "node 'lstm_rev' (LSTM) stays onnx.LSTM: ", "direction reverse alone has no native form"))
+      << dump(ig);
+  EXPECT_EQ(op_counts(ig.graph)["onnx.LSTM"], 1);
+  EXPECT_EQ(op_counts(ig.graph)["LSTM"], 0);
+  manual_seed(3);
+  const Tensor x = normal({2, 5, 3}, 0, 1);
+  GraphModule gm(ig.graph);
+  EXPECT_LE(relative_error(executor_outputs(m, x), gm.forward(std::vector<Tensor>{x})), 1e-6);
+}
