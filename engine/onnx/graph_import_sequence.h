@@ -9,9 +9,11 @@
 //   by the next recurrent node or by Transpose [1, 0, 2] back to [N, T, D*H]). Those nodes are
 //   removed. With layout 1 (batch-major X [N, T, C], Y [N, T, D, H], Y_h [N, D, H]) X is what
 //   the native node reads, and every reader of Y must be Reshape [0, 0, D*H] or, for one
-//   direction, Squeeze(axis 2) (Y_h: Squeeze or Gather of axis 1). Chained nodes of one op and the same attributes, each read only by the next, become one
-//   native layer of num_layers = the chain's length (Note [Stacked layers], graph_import_sequence.cpp),
-//   as torch.onnx and Kiln's export write a layer of several (ONNX has no inter-layer dropout: 0).
+//   direction, Squeeze(axis 2) (Y_h: Squeeze or Gather of axis 1).
+// - Chained nodes of one op and the same attributes, each read only by the next, become one
+//   native layer of num_layers = the chain's length (Note [Stacked layers],
+//   graph_import_sequence.cpp), as torch.onnx and Kiln's export write a layer of several (ONNX
+//   has no inter-layer dropout: dropout 0). Layout 1 chains stay one native node per layer.
 // - Y_h and Y_c: the native layer has one output (Y). For one direction, Y_h is Y's last valid
 //   step: read as [N, H] (Gather(Y_h, 0 or -1) or Squeeze(Y_h, 0), PyTorch's h_n[-1]) it becomes
 //   a SequencePool(mode "last") of the native output, which skips padding as sequence_lens does.

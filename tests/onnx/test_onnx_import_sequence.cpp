@@ -484,3 +484,81 @@ TEST(OnnxImportSequence, ReverseOnlyLstmFallsBack) {
   GraphModule gm(ig.graph);
   EXPECT_LE(relative_error(executor_outputs(m, x), gm.forward(std::vector<Tensor>{x})), 1e-6);
 }
+
+namespace {
+
+// feats [N, 5, 4] through a chain of one-direction recurrent nodes (hidden 3; GRU with
+// linear_before_reset 1), each {op, layout}, joined as torch.onnx joins stacked layers: layout 0
+// through Squeeze(axis 1) (Transpose in and out), layout 1 through Reshape [0, 0, -1].
+kiln::onnx::Model chain_model(const std::vector<std::pair<std::string, int64_t>>& layers) {
+  namespace t = kiln::onnx::test;
+  ::onnx::GraphProto g;
+  g.set_name("chain");
+  *g.add_input() = t::value_info("feats", 1, {-1, 5, 4});
+  t::add_int64_initializer(g, "axis1", {1});
+  t::add_int64_initializer(g, "merged", {0, 0, -1});
+  const int64_t h = 3;
+  std::string x = "feats";
+  if (layers.at(0).second == 0) t::set_ints(t::add_node(g, "Transpose", {"feats"}, {"x_tnc"}, "in"), "perm", {1, 0, 2}), x = "x_tnc";
+  int64_t input = 4;
+  for (size_t j = 0; j < layers.size(); ++j) {
+    const auto& [op, layout] = layers[j];
+    const int64_t gh = (op == "LSTM" ? 4 : op == "GRU" ? 3 : 1) * h;
+    const std::string l = "l" + std::to_string(j);
+    auto values = [&](int64_t n, int salt) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = 0.08f * static_cast<float>(static_cast<int>((i * 7 + salt) % 11) - 5);
+      return v;
+    };
+    t::add_float_initializer(g, l + "/W", {1, gh, input}, values(gh * input, 1 + static_cast<int>(j)));
+    t::add_float_initializer(g, l + "/R", {1, gh, h}, values(gh * h, 3 + static_cast<int>(j)));
+    t::add_float_initializer(g, l + "/B", {1, 2 * gh}, values(2 * gh, 5 + static_cast<int>(j)));
+    ::onnx::NodeProto* n = t::add_node(g, op, {x, l + "/W", l + "/R", l + "/B"}, {l + "/Y"}, l);
+    t::set_int(n, "hidden_size", h);
+    if (layout) t::set_int(n, "layout", 1);
+    if (op == "GRU") t::set_int(n, "linear_before_reset", 1);
+    x = l + (layout ? "/out" : "/tnh");
+    if (layout) t::add_node(g, "Reshape", {l + "/Y", "merged"}, {x}, l + "/merge");
+    else t::add_node(g, "Squeeze", {l + "/Y", "axis1"}, {x}, l + "/squeeze");
+    input = h;
+  }
+  if (layers.back().second == 0) t::set_ints(t::add_node(g, "Transpose", {x}, {"y"}, "out"), "perm", {1, 0, 2});
+  else t::add_node(g, "Identity", {x}, {"y"}, "out");
+  *g.add_output() = t::value_info("y", 1, {-1, 5, h});
+  std::string bytes;
+  t::model_with(g, 17).SerializeToString(&bytes);
+  return kiln::onnx::parse_model(bytes, "", "chain");
+}
+
+}  // namespace
+
+// Note [Stacked layers]: a chain of one op stacks into one native node (three layers here);
+// a chain of different ops, and layout 1 chains, stay one native node per layer. All match the
+// ONNX executor.
+TEST(OnnxImportSequence, ChainsStackOnlyWhenTheyAreOneLayer) {
+  struct Case {
+    std::vector<std::pair<std::string, int64_t>> layers;
+    std::map<std::string, std::vector<int64_t>> num_layers;  // op -> num_layers of its native nodes
+  };
+  const std::vector<Case> cases{
+      {{{"LSTM", 0}, {"LSTM", 0}, {"LSTM", 0}}, {{"LSTM", {3}}}},
+      {{{"RNN", 0}, {"RNN", 0}}, {{"RNN", {2}}}},
+      {{{"LSTM", 0}, {"GRU", 0}}, {{"LSTM", {1}}, {"GRU", {1}}}},
+      {{{"GRU", 1}, {"GRU", 1}}, {{"GRU", {1, 1}}}},
+  };
+  for (const Case& c : cases) {
+    std::string trace;
+    for (const auto& [op, layout] : c.layers) trace += op + " layout " + std::to_string(layout) + "; ";
+    SCOPED_TRACE(trace);
+    const kiln::onnx::Model m = chain_model(c.layers);
+    kiln::onnx::ImportedGraph ig = kiln::onnx::import_graph(m);
+    EXPECT_TRUE(ig.warnings.empty()) << dump(ig);
+    EXPECT_EQ(onnx_nodes(ig.graph), 0);
+    for (const auto& [op, layers] : c.num_layers) EXPECT_EQ(num_layers(ig.graph, op), layers) << op;
+    manual_seed(5);
+    const Tensor x = normal({2, 5, 4}, 0, 1);
+    GraphModule gm(ig.graph);
+    gm.eval();
+    EXPECT_LE(relative_error(executor_outputs(m, x), gm.forward(std::vector<Tensor>{x})), 1e-5);
+  }
+}
