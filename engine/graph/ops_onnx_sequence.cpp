@@ -95,7 +95,8 @@ std::string weight_problem(const OnnxNodeView& v, size_t i, const char* what, co
 // bias_hh_l0 (and *_reverse) in PyTorch's gate order. Forms the native layer does not compute
 // return the reason: layout 1, direction reverse, clip, input_forget, peepholes, non-default
 // activations, GRU's linear_before_reset 0, initial states that are not zero, a sequence_lens
-// that is not the graph's padding mask (OnnxNodeView::graph_padding_mask).
+// that is not the graph's padding mask (OnnxNodeView::graph_padding_mask). The import
+// (graph_import_sequence.h) presents a layout 1 node batch first, without its layout attribute.
 OnnxMapResult map_recurrent(const OnnxNodeView& v) {
   const std::string& op = v.op_type;
   const int64_t g = static_cast<int64_t>(onnx_gate_order(op).size());

@@ -51,9 +51,10 @@ class Builder {
       if (seq_.removed.count(k)) continue;  // layout changes, mask arithmetic (graph_import_sequence.h)
       if (auto it = seq_.fusions.find(k); it != seq_.fusions.end()) {
         const SequenceFusion& f = it->second;
-        std::optional<Prepared> p = prepare(n, f.view);
+        const Node& bottom = f.layers.empty() ? n : nodes[f.layers[0]];
+        std::optional<Prepared> p = f.layers.size() > 1 ? prepare_stack(f) : prepare(n, f.view);
         KILN_CHECK(p, ValueError, "node '", n.name, "' (", n.op_type, "): its planned native form no longer maps");
-        const graph::NodeId id = commit(n, f.view, f.inputs, std::move(*p), f.output);
+        const graph::NodeId id = commit(bottom, f.view, f.inputs, std::move(*p), f.output);
         for (const std::string& a : f.aliases) ctx_.producer[a] = {id, 0};
         if (!f.last_step.empty()) {
           const graph::NodeId last = ctx_.out.add_node("SequencePool", ctx_.identifier(n.name + "_last"),
@@ -334,6 +335,42 @@ class Builder {
       return std::nullopt;
     }
     return Prepared{s, std::move(m), attrs};
+  }
+
+  // Stacked recurrent layers (Note [Stacked layers]) as one native node: each layer's mapping
+  // (num_layers 1, parameters *_l0) with layer k's parameters renamed *_l<k>, num_layers = L.
+  std::optional<Prepared> prepare_stack(const SequenceFusion& f) {
+    std::optional<Prepared> all;
+    for (size_t k = 0; k < f.layers.size(); ++k) {
+      const Node& n = ctx_.g.nodes[f.layers[k]];
+      std::optional<Prepared> p = prepare(n, f.layer_views[k]);
+      if (!p) return std::nullopt;
+      if (k == 0) {
+        all = std::move(p);
+        continue;
+      }
+      for (auto& [key, t] : p->m.state) {
+        std::string renamed = key;
+        const size_t at = renamed.find("_l0");
+        KILN_CHECK(at != std::string::npos, ValueError, "node '", n.name, "' (", n.op_type, "): parameter '", key,
+                   "' names no layer");
+        renamed.replace(at, 3, "_l" + std::to_string(k));
+        all->m.state[renamed] = t;
+      }
+    }
+    all->m.attrs["num_layers"] = static_cast<int64_t>(f.layers.size());
+    all->attrs["num_layers"] = static_cast<int64_t>(f.layers.size());
+    const OnnxNodeView& top = f.layer_views.back();
+    std::vector<graph::TensorType> got = all->s->infer({f.view.inputs.at(0).type}, all->attrs);
+    const nn::StateDict built = all->s->build({f.view.inputs.at(0).type}, all->attrs)->state_dict();
+    bool fits = !got.empty() && got[0] == top.outputs.at(0) && built.size() == all->m.state.size();
+    for (const auto& [key, t] : built) {
+      auto it = all->m.state.find(key);
+      fits = fits && it != all->m.state.end() && it->second.shape() == t.shape();
+    }
+    KILN_CHECK(fits, ValueError, "node '", f.view.name, "' (", f.view.op_type, "): its ", f.layers.size(),
+               " stacked layers do not fit one native ", all->s->name);
+    return all;
   }
 
   // Adds prepared native node `p` of ONNX node `n` (view `v`, its value names `inputs` by ONNX

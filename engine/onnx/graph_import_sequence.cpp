@@ -136,9 +136,40 @@ class Planner {
     std::vector<std::string> bf; // values equal to the native output
     std::vector<std::string> tm; // time-major [T, N, D*H] values of it
     std::vector<std::string> last; // [N, H] values of Y_h
+    std::vector<size_t> linked;    // recurrent nodes whose Y_h a Concat joins with this one's
     OnnxNodeView view;
     std::vector<std::string> inputs;
   };
+  // Y_h of node k read by Concat(axis 0) `u.node` (torch.onnx's h_n [L, N, H] of a stacked
+  // layer), whose every input is a recurrent node's Y_h and whose every reader is a Gather(axis 0)
+  // of a constant index: the Gathers of k's position are k's last step. Empty when so, else why not.
+  std::string check_state_concat(size_t k, const ValueUse& u, Candidate& c) const {
+    const Node& cat = g_.nodes[u.node];
+    const std::string what = "its Y_h is joined by node '" + cat.name + "' (Concat)";
+    if (in_.graph_outputs.count(cat.outputs[0])) return what + ", a graph output in ONNX's [L*D, N, H] layout";
+    for (size_t i = 0; i < cat.inputs.size(); ++i) {
+      auto it = made_by_.find(in_.resolve(cat.inputs[i]));
+      const Node* p = it == made_by_.end() ? nullptr : &g_.nodes[it->second];
+      if (!p || !recurrent(*p) || p->outputs.size() < 2 || p->outputs[1] != in_.resolve(cat.inputs[i]))
+        return what + ", whose input " + std::to_string(i) + " is not a recurrent node's Y_h";
+      if (it->second != k) c.linked.push_back(it->second);
+    }
+    const int64_t count = static_cast<int64_t>(cat.inputs.size());
+    for (const ValueUse& g : readers(cat.outputs[0])) {
+      const Node& r = g_.nodes[g.node];
+      const Tensor* index = is(&r, "Gather", 2) && int_attr(r, "axis", 0) == 0 && g.input == 0 ? constant(r.inputs[1]) : nullptr;
+      int64_t i = index && index->dim() == 0 ? index->to_vector<int64_t>()[0] : count;
+      if (i < 0) i += count;
+      if (i < 0 || i >= count)
+        return what + ", whose output is read by node '" + r.name + "' (" + r.op_type +
+               "), not by a Gather of one layer's state";
+      if (i == static_cast<int64_t>(u.input)) c.last.push_back(r.outputs[0]);
+      c.glue.push_back(g.node);
+    }
+    c.glue.push_back(u.node);
+    return "";
+  }
+
   static std::string key(size_t k) { return "\x1f" + std::to_string(k) + " [N, T, D*H]"; }  // no ONNX name
 
   // Empty when node k's layout changes are the recognized ones (filling c), else why not.
@@ -156,19 +187,29 @@ class Planner {
     const std::string y = n.outputs.empty() ? "" : n.outputs[0];
     const std::string& shaped = !y.empty() ? y : out_read(1) ? n.outputs[1] : y;
     if (shaped.empty()) return "it has no output Y";
-    if (in_.graph_outputs.count(y)) return "its Y is a graph output in ONNX's [T, D, N, H] layout";
-    const TensorType& yt = in_.ctx.types.at(shaped);  // Y [T, D, N, H] or Y_h [D, N, H]
-    if (yt.shape.size() != (y.empty() ? 3u : 4u)) return "its Y is not [T, D, N, H]";
-    const int64_t dirs = yt.shape[y.empty() ? 0 : 1], hidden = yt.shape.back();
+    // layout 1 (batch-major): X [N, T, C], Y [N, T, D, H], Y_h [N, D, H]; the native layer's own form.
+    const bool bm = int_attr(n, "layout", 0) == 1;
+    const std::string y_form = bm ? "[N, T, D, H]" : "[T, D, N, H]";
+    if (in_.graph_outputs.count(y)) return "its Y is a graph output in ONNX's " + y_form + " layout";
+    const TensorType& yt = in_.ctx.types.at(shaped);  // Y [T, D, N, H] or Y_h [D, N, H] (layout 1: as above)
+    if (yt.shape.size() != (y.empty() ? 3u : 4u)) return "its Y is not " + y_form;
+    const int64_t dirs = yt.shape[y.empty() ? (bm ? 1 : 0) : (bm ? 2 : 1)], hidden = yt.shape.back();
+    const int64_t h_dir_axis = bm ? 1 : 0;  // Y_h's direction axis
     if (out_read(1)) {  // Y_h [1, N, H] = Y's last valid step, read as [N, H] (PyTorch's h_n[-1])
       const std::string& h = n.outputs[1];
       if (dirs != 1) return "its output Y_h is read; for two directions the native " + n.op_type + " has no Y_h";
-      if (in_.graph_outputs.count(h)) return "its Y_h is a graph output in ONNX's [D, N, H] layout";
+      if (in_.graph_outputs.count(h))
+        return std::string("its Y_h is a graph output in ONNX's ") + (bm ? "[N, D, H]" : "[D, N, H]") + " layout";
       for (const ValueUse& u : readers(h)) {
         const Node& r = g_.nodes[u.node];
-        const Tensor* index = is(&r, "Gather", 2) && int_attr(r, "axis", 0) == 0 ? constant(r.inputs[1]) : nullptr;
+        if (!bm && is(&r, "Concat", 1) && int_attr(r, "axis", 0) == 0) {  // torch's h_n of several layers
+          if (std::string why = check_state_concat(k, u, c); !why.empty()) return why;
+          continue;
+        }
+        const Tensor* index =
+            is(&r, "Gather", 2) && int_attr(r, "axis", 0) == h_dir_axis ? constant(r.inputs[1]) : nullptr;
         const bool picks = index && index->dim() == 0 && (index->to_vector<int64_t>()[0] == 0 || index->to_vector<int64_t>()[0] == -1);
-        if (!picks && !(is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{0}))
+        if (!picks && !(is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{h_dir_axis}))
           return "its Y_h is read by node '" + r.name + "' (" + r.op_type + "), not by a Gather or Squeeze of its one direction";
         c.last.push_back(r.outputs[0]);
         c.glue.push_back(u.node);
@@ -180,7 +221,15 @@ class Planner {
       const Ints shape = s ? s->to_vector<int64_t>() : Ints{};
       return shape.size() == 3 && shape[0] == 0 && shape[1] == 0 && (shape[2] == -1 || shape[2] == dirs * hidden);
     };
-    for (const ValueUse& u : y.empty() ? std::vector<ValueUse>{} : readers(y)) {
+    for (const ValueUse& u : y.empty() || !bm ? std::vector<ValueUse>{} : readers(y)) {  // [N, T, D, H]
+      const Node& r = g_.nodes[u.node];
+      if (!merged(&r) && !(dirs == 1 && is(&r, "Squeeze", 1) && ints_of(r, "axes", 1) == Ints{2}))
+        return "its Y (layout 1) is read by node '" + r.name + "' (" + r.op_type +
+               "), not by a Reshape [0, 0, D*H] (or Squeeze of axis 2) that gives [N, T, D*H]";
+      c.bf.push_back(r.outputs[0]);
+      c.glue.push_back(u.node);
+    }
+    for (const ValueUse& u : y.empty() || bm ? std::vector<ValueUse>{} : readers(y)) {
       const Node& r = g_.nodes[u.node];
       const std::string what = "its Y is read by node '" + r.name + "' (" + r.op_type + ")";
       if (perm_is(&r, {2, 0, 1, 3}) || perm_is(&r, {0, 2, 1, 3})) {
@@ -212,7 +261,10 @@ class Planner {
     }
     const std::string& x = n.inputs.at(0);
     TensorType xt = in_.ctx.types.at(x);
-    if (auto it = tm_owner.find(x); it != tm_owner.end()) {
+    if (bm) {
+      if (constant(x)) return "its X is a constant";
+      c.input = x;
+    } else if (auto it = tm_owner.find(x); it != tm_owner.end()) {
       c.from = static_cast<long>(it->second);
       c.input = key(it->second);
     } else if (const Node* p = producer(x); perm_is(p, {1, 0, 2}) && !constant(p->inputs[0])) {
@@ -221,11 +273,12 @@ class Planner {
       return "its X is not a Transpose [1, 0, 2] of an [N, T, C] value nor another recurrent node's output (the native " +
              n.op_type + " is batch first)";
     }
-    if (xt.shape.size() != 3) return "its X is not [T, N, C]";
+    if (xt.shape.size() != 3) return bm ? "its X is not [N, T, C]" : "its X is not [T, N, C]";
     c.inputs = n.inputs;
     c.inputs[0] = c.input;
     c.view = in_.view(n, n.op_type, n.inputs);
-    std::swap(xt.shape[0], xt.shape[1]);
+    c.view.attributes.erase("layout");  // the view is the native node's: batch first
+    if (!bm) std::swap(xt.shape[0], xt.shape[1]);
     c.view.inputs[0].type = xt;
     c.view.outputs.at(0) = TensorType{yt.dtype, {xt.shape[0], xt.shape[1], dirs * hidden}};
     c.view.graph_padding_mask = in_.mask_ids.has_value();
@@ -265,6 +318,8 @@ class Planner {
           for (const ValueUse& u : readers(t))
             if (recurrent(g_.nodes[u.node]) && !cands.count(u.node))
               why = "its output feeds node '" + g_.nodes[u.node].name + "', which stays onnx.";
+        for (size_t l : it->second.linked)
+          if (!cands.count(l)) why = "its Y_h is joined with node '" + g_.nodes[l].name + "''s, which stays onnx.";
         if (why.empty()) {
           ++it;
           continue;
@@ -274,11 +329,44 @@ class Planner {
         changed = true;
       }
     }
+    std::map<size_t, size_t> upper;  // a candidate -> the one stacked on it (Note [Stacked layers])
+    for (const auto& [k, c] : cands)
+      if (c.from >= 0 && stacks(cands.at(static_cast<size_t>(c.from)), c, g_.nodes[static_cast<size_t>(c.from)], g_.nodes[k]))
+        upper[static_cast<size_t>(c.from)] = k;
+    std::set<size_t> uppers;
+    for (const auto& [lower, up] : upper) uppers.insert(up);
     for (auto& [k, c] : cands) {
+      if (uppers.count(k)) continue;  // with the layer below it
       if (c.from < 0) live_.insert(c.input);
+      SequenceFusion f{c.view, c.inputs, key(k), {}, {}, {k}, {c.view}};
+      size_t top = k;
       plan_.removed.insert(c.glue.begin(), c.glue.end());
-      plan_.fusions[k] = {std::move(c.view), std::move(c.inputs), key(k), std::move(c.bf), std::move(c.last)};
+      for (auto it = upper.find(top); it != upper.end(); it = upper.find(top)) {
+        plan_.removed.insert(top);
+        top = it->second;
+        const Candidate& u = cands.at(top);
+        plan_.removed.insert(u.glue.begin(), u.glue.end());
+        f.layers.push_back(top);
+        f.layer_views.push_back(u.view);
+      }
+      const Candidate& t = cands.at(top);
+      f.output = key(top);
+      f.aliases = t.bf;
+      f.last_step = t.last;
+      plan_.fusions[top] = std::move(f);
     }
+  }
+
+  // Note [Stacked layers]: torch.onnx writes a recurrent layer of L layers as L ONNX nodes, each
+  // reading the one below through a Squeeze (or Transpose [0, 2, 1, 3] + Reshape for two
+  // directions). Layer b stacks on a (one native node, num_layers + 1, b's parameters as
+  // *_l<k>) when a's output goes only to b, a's Y_h is not read on its own (only the top layer's
+  // last step is an output of the native node), and both have the same op and attributes.
+  bool stacks(const Candidate& a, const Candidate& b, const Node& na, const Node& nb) const {
+    if (na.op_type != nb.op_type || !a.bf.empty() || !a.last.empty() || a.tm.size() != 1) return false;
+    if (readers(a.tm[0]).size() != 1 || in_.graph_outputs.count(a.tm[0])) return false;
+    return a.view.attributes == b.view.attributes && a.view.string_lists == b.view.string_lists &&
+           a.view.graph_padding_mask == b.view.graph_padding_mask && a.view.outputs.at(0).shape.back() == b.view.outputs.at(0).shape.back();
   }
 
   // ---- SequencePool's exported forms (export_sequence_pool) over the padding mask ----
@@ -362,7 +450,7 @@ class Planner {
     if (!in_.fits(n, v)) return;
     live_.insert(x);
     plan_.removed.insert(nodes.begin(), nodes.end());
-    plan_.fusions[k] = {std::move(v), {x}, n.outputs[0], {}, {}};
+    plan_.fusions[k] = {std::move(v), {x}, n.outputs[0], {}, {}, {}, {}};
   }
 
   // Pure nodes whose every reader is gone (or a fused node that no longer reads the value)

@@ -7,11 +7,18 @@
 //   Transpose [2, 0, 1, 3] + Reshape [0, 0, D*H] (-> [N, T, D*H], the native output itself),
 //   Transpose [0, 2, 1, 3] + Reshape, or for one direction Squeeze(axis 1) (-> [T, N, D*H], read
 //   by the next recurrent node or by Transpose [1, 0, 2] back to [N, T, D*H]). Those nodes are
-//   removed. One ONNX node becomes one native layer (num_layers 1), so a Kiln LSTM of 2 layers
-//   comes back as two chained LSTM nodes (the same function: ONNX has no inter-layer dropout).
+//   removed. With layout 1 (batch-major X [N, T, C], Y [N, T, D, H], Y_h [N, D, H]) X is what
+//   the native node reads, and every reader of Y must be Reshape [0, 0, D*H] or, for one
+//   direction, Squeeze(axis 2) (Y_h: Squeeze or Gather of axis 1).
+// - Chained nodes of one op and the same attributes, each read only by the next, become one
+//   native layer of num_layers = the chain's length (Note [Stacked layers],
+//   graph_import_sequence.cpp), as torch.onnx and Kiln's export write a layer of several (ONNX
+//   has no inter-layer dropout: dropout 0). Layout 1 chains stay one native node per layer.
 // - Y_h and Y_c: the native layer has one output (Y). For one direction, Y_h is Y's last valid
 //   step: read as [N, H] (Gather(Y_h, 0 or -1) or Squeeze(Y_h, 0), PyTorch's h_n[-1]) it becomes
 //   a SequencePool(mode "last") of the native output, which skips padding as sequence_lens does.
+//   torch.onnx's h_n of a stacked layer, Concat(axis 0) of every layer's Y_h read only by
+//   Gathers of a constant index (h_n[-1]), gives the picked layer's last step the same way.
 //   A node whose Y_c is read (the cell state is not a function of Y), or whose Y_h is read
 //   otherwise or for two directions, stays onnx.<Op>.
 // - Padding: with a token-id input (graph_module.h's padding mask) the native layer skips the
@@ -63,6 +70,11 @@ struct SequenceFusion {
   // Values equal to Y_h [1, N, H] read as [N, H] (Gather 0 / -1 or Squeeze of axis 0): a
   // SequencePool(mode "last") of the native output gives them (the last valid step).
   std::vector<std::string> last_step;
+  // A recurrent fusion's ONNX nodes, bottom layer first, and each one's view (view is layers[0]'s):
+  // more than one when layers stack into one native node of num_layers = layers.size()
+  // (Note [Stacked layers] in graph_import_sequence.cpp); the fusion is keyed by the top layer.
+  std::vector<size_t> layers;
+  std::vector<graph::OnnxNodeView> layer_views;
 };
 
 struct SequencePlan {
