@@ -1,7 +1,7 @@
 // Project: per-layer profiles (schema 12, projects/schema.cpp).
 #include <nlohmann/json.hpp>
 
-#include "projects/project.h"
+#include "projects/profile_record.h"
 
 namespace kiln::projects {
 
@@ -25,6 +25,17 @@ ProfileRecord read_profile(Statement& s) {
 }
 
 }  // namespace
+
+ProfileRecord profile_record(const graph::LayerProfile& profile, int64_t graph_version) {
+  ProfileRecord r;
+  r.graph_version = graph_version;
+  r.device = profile.device;
+  r.precision = profile.precision;
+  r.batch_size = profile.batch;
+  r.steps = profile.steps;
+  r.profile_json = graph::profile_json(profile);
+  return r;
+}
 
 int64_t Project::add_profile(const ProfileRecord& p) {
   auto refuse = [this](const std::string& why) { throw ProjectError("project " + path() + ": a per-layer profile " + why); };

@@ -11,7 +11,7 @@
 #include "engine/core/registry.h"
 #include "engine/graph/layer_profile.h"
 #ifdef KILN_HAVE_PROJECTS
-#include "projects/project.h"
+#include "projects/profile_record.h"
 #endif
 
 namespace kiln::cli {
@@ -26,14 +26,8 @@ void store_profile(const Args& args, const graph::LayerProfile& p) {
   if (path.empty() || p.steps == 0) return;
 #ifdef KILN_HAVE_PROJECTS
   projects::Project project = projects::Project::open(path);
-  projects::ProfileRecord r;
   const std::optional<projects::GraphVersion> v = project.latest_graph();
-  r.graph_version = v ? v->id : 0;
-  r.device = p.device;
-  r.precision = p.precision;
-  r.batch_size = p.batch;
-  r.steps = p.steps;
-  r.profile_json = graph::profile_json(p);
+  const projects::ProfileRecord r = projects::profile_record(p, v ? v->id : 0);
   const int64_t id = project.add_profile(r);
   std::printf("the profile (id %lld) is stored in %s\n", static_cast<long long>(id), path.c_str());
 #endif

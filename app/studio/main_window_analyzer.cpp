@@ -15,6 +15,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/training_job.h"
 #include "engine/graph/layer_profile.h"
+#include "projects/profile_record.h"
 #include "widgets/graph/graph_canvas.h"
 #include "widgets/graph/network_analyzer.h"
 
@@ -71,14 +72,8 @@ void MainWindow::storeProfile(const graph::LayerProfile& p) {
     return;
   }
   try {
-    projects::ProfileRecord r;
     const std::optional<projects::GraphVersion> v = project_->latest_graph();
-    r.graph_version = v ? v->id : 0;
-    r.device = p.device;
-    r.precision = p.precision;
-    r.batch_size = p.batch;
-    r.steps = p.steps;
-    r.profile_json = graph::profile_json(p);
+    const projects::ProfileRecord r = projects::profile_record(p, v ? v->id : 0);
     project_->add_profile(r);
   } catch (const std::exception& e) {
     statusBar()->showMessage(tr("The profile was not stored: %1").arg(QString::fromStdString(plain_error(e))));
