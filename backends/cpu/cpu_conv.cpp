@@ -126,20 +126,24 @@ dnnl::primitive_attr epilogue_attr(const ConvEpilogue* e) {
   return attr;
 }
 
-// epi: null for the plain ops; the fused forward's epilogue otherwise (op forward).
+// epi: null for the plain ops; the fused forward's epilogue otherwise (op forward), whose input
+// and output may be laid out channels last (x_nhwc, y_nhwc; Note [Channels last] in
+// engine/core/ops_internal.h).
 std::shared_ptr<ConvPlan> make_plan(ConvOp op, const ConvGeom& g, DType dtype, bool has_bias,
-                                    const ConvEpilogue* epi = nullptr) {
+                                    const ConvEpilogue* epi = nullptr, bool x_nhwc = false, bool y_nhwc = false) {
   auto plan = std::make_shared<ConvPlan>();
   try {
     const auto dt = dnnl_type(dtype);
     const memory::dims xd{g.N, g.C, g.H, g.W}, yd{g.N, g.O, g.Ho, g.Wo}, bd{g.O};
     const memory::dims wd = g.G == 1 ? memory::dims{g.O, g.C, g.kH, g.kW}
                                      : memory::dims{g.G, g.O / g.G, g.C / g.G, g.kH, g.kW};
-    const memory::desc x_user(xd, dt, tag::nchw), y_user(yd, dt, tag::nchw), b_user(bd, dt, tag::x);
-    const memory::desc w_user(wd, dt, g.G == 1 ? tag::oihw : tag::goihw);
+    const memory::desc x_user(xd, dt, x_nhwc ? tag::nhwc : tag::nchw), y_user(yd, dt, y_nhwc ? tag::nhwc : tag::nchw);
+    const memory::desc b_user(bd, dt, tag::x), w_user(wd, dt, g.G == 1 ? tag::oihw : tag::goihw);
     const bool blocked = blocked_layouts(op, g);
-    const memory::desc x_any = blocked ? memory::desc(xd, dt, tag::any) : x_user;
-    const memory::desc y_any = blocked ? memory::desc(yd, dt, tag::any) : y_user;
+    // The fused (inference) convolution runs on NHWC activations where oneDNN has a kernel for
+    // them (Note [Channels last]), so that NHWC tensors need no reorder; else on its choice.
+    memory::desc x_any = epi ? memory::desc(xd, dt, tag::nhwc) : blocked ? memory::desc(xd, dt, tag::any) : x_user;
+    memory::desc y_any = epi ? memory::desc(yd, dt, tag::nhwc) : blocked ? memory::desc(yd, dt, tag::any) : y_user;
     const memory::desc w_any = blocked ? memory::desc(wd, dt, tag::any) : w_user;
     const memory::dims strides{g.p.stride[0], g.p.stride[1]}, pad{g.p.padding[0], g.p.padding[1]};
     const memory::dims dil{g.p.dilation[0] - 1, g.p.dilation[1] - 1};
@@ -152,7 +156,15 @@ std::shared_ptr<ConvPlan> make_plan(ConvOp op, const ConvGeom& g, DType dtype, b
     };
     dnnl::engine& eng = dnnl_engine();
     if (op == ConvOp::forward) {
-      fwd::primitive_desc pd(fwd_desc(has_bias), epilogue_attr(epi), eng);
+      fwd::primitive_desc pd;
+      try {
+        pd = fwd::primitive_desc(fwd_desc(has_bias), epilogue_attr(epi), eng);
+      } catch (const dnnl::error&) {
+        if (!epi) throw;
+        x_any = memory::desc(xd, dt, tag::any);  // no NHWC kernel for this convolution
+        y_any = memory::desc(yd, dt, tag::any);
+        pd = fwd::primitive_desc(fwd_desc(has_bias), epilogue_attr(epi), eng);
+      }
       add_port(*plan, kX, DNNL_ARG_SRC, false, x_user, pd.src_desc());
       add_port(*plan, kW, DNNL_ARG_WEIGHTS, false, w_user, pd.weights_desc());
       if (has_bias) add_port(*plan, kB, DNNL_ARG_BIAS, false, b_user, pd.bias_desc());
@@ -392,24 +404,30 @@ void CpuBackend::conv2d_fused_forward(const TensorArg& out, const TensorArg& in,
   const ConvGeom g = geometry(ConvOp::forward, in, weight, out, p);
   KILN_CHECK(out.dtype == DType::f32, DTypeError, "conv2d_fused_forward: no ", dtype_name(out.dtype),
              " kernel on the CPU (f32 only; the front end decomposes the others)");
-  KILN_CHECK(in.is_contiguous() && weight.is_contiguous() && out.is_contiguous() && (!bias.data || bias.is_contiguous()),
-             ValueError, "conv2d_fused_forward: tensors must be contiguous");
+  KILN_CHECK((in.is_contiguous() || is_nhwc(in)) && (out.is_contiguous() || is_nhwc(out)) && weight.is_contiguous() &&
+                 (!bias.data || bias.is_contiguous()),
+             ValueError, "conv2d_fused_forward: the input and output must be contiguous or channels last, the weight "
+             "and bias contiguous");
+  const bool x_nhwc = !in.is_contiguous(), y_nhwc = !out.is_contiguous();
   KILN_CHECK(!bias.data || (bias.dtype == DType::f32 && bias.numel() == g.O), ShapeError,
              "conv2d_fused_forward: bias ", shape_str(bias.shape), " ", dtype_name(bias.dtype), " does not fit ", g.O,
              " channels of f32");
   KILN_CHECK(e.residual == (residual.data != nullptr), ValueError, "conv2d_fused_forward: the epilogue ",
              e.residual ? "adds a residual but none was given" : "adds no residual but one was given");
-  KILN_CHECK(!residual.data || (residual.dtype == DType::f32 && residual.shape == out.shape && residual.is_contiguous()),
+  KILN_CHECK(!residual.data || (residual.dtype == DType::f32 && residual.shape == out.shape &&
+                                 (y_nhwc ? is_nhwc(residual) : residual.is_contiguous())),
              ShapeError, "conv2d_fused_forward: residual ", shape_str(residual.shape), " ", dtype_name(residual.dtype),
-             " must be a contiguous f32 tensor of the output's shape ", shape_str(out.shape));
+             " must be an f32 tensor of the output's shape ", shape_str(out.shape), " and layout (",
+             y_nhwc ? "channels last" : "contiguous", ")");
   if (out.numel() == 0) return;
   const bool has_bias = bias.data != nullptr;
   PlanKey key("conv2d_fused_forward");
   key.add(has_bias).add({g.N, g.C, g.H, g.W, g.O, g.kH, g.kW, g.G});
   for (int i = 0; i < 2; ++i) key.add({g.p.stride[i], g.p.padding[i], g.p.dilation[i]});
   key.add({static_cast<int64_t>(e.activation), std::bit_cast<uint32_t>(e.lo), std::bit_cast<uint32_t>(e.hi),
-           int64_t{e.residual}});
-  auto plan = cached_plan<ConvPlan>(key, [&] { return make_plan(ConvOp::forward, g, DType::f32, has_bias, &e); });
+           int64_t{e.residual}, int64_t{x_nhwc}, int64_t{y_nhwc}});
+  auto plan = cached_plan<ConvPlan>(
+      key, [&] { return make_plan(ConvOp::forward, g, DType::f32, has_bias, &e, x_nhwc, y_nhwc); });
   void* ptr[kSlots] = {first_element(in), first_element(weight), first_element(out),
                        has_bias ? first_element(bias) : nullptr};
   execute(*plan, ptr, residual.data ? first_element(residual) : nullptr);

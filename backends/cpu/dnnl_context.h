@@ -74,6 +74,17 @@ inline char* first_element(const TensorArg& t) {
   return static_cast<char*>(t.data) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
+// Whether t is 4-d and dense in NHWC order, channels last (strides {H W C, 1, W C, C}; a size-1
+// dim's stride does not count; Note [Channels last] in engine/core/ops_internal.h).
+inline bool is_nhwc(const TensorArg& t) {
+  if (t.shape.size() != 4 || t.strides.size() != 4) return false;
+  const Shape& n = t.shape;
+  const int64_t want[4] = {n[2] * n[3] * n[1], 1, n[3] * n[1], n[1]};
+  for (int d = 0; d < 4; ++d)
+    if (n[d] != 1 && t.strides[d] != want[d]) return false;
+  return true;
+}
+
 // Copies the strided floating tensor src into dst (contiguous, dtype dst_type), converting.
 void gather_dense(const TensorArg& src, void* dst, DType dst_type);
 // Copies dense src (dtype src_type, src's layout is dst's shape, contiguous) into the strided dst.

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/cpu_isa.h"
 #include "engine/core/backend.h"
@@ -147,7 +148,11 @@ struct StridedIter {
   KILN_INLINE void run(int64_t begin, int64_t end, K& k) const { run(base, begin, end, k); }
 };
 
-// An iterator over `shape` for the given tensors (their own strides and dtypes).
+// An iterator over `shape` for the given tensors (their own strides and dtypes). With an output
+// and inputs (N >= 2), the dims are visited in the order of the output's strides, largest first,
+// so that an output laid out otherwise than row-major (channels last, Note [Channels last] in
+// engine/core/ops_internal.h) is written in memory order and its dims merge as a contiguous
+// one's do; an elementwise kernel's result does not depend on the order.
 template <int N>
 StridedIter<N> make_iter(const Shape& shape, const std::array<const TensorArg*, N>& args) {
   std::array<char*, N> bases;
@@ -158,7 +163,26 @@ StridedIter<N> make_iter(const Shape& shape, const std::array<const TensorArg*, 
     bases[k] = static_cast<char*>(args[k]->data) + args[k]->offset * esize[k];
     strides[k] = args[k]->strides.data();
   }
-  return StridedIter<N>(static_cast<int>(shape.size()), shape.data(), bases, strides, esize);
+  const int rank = static_cast<int>(shape.size());
+  const int64_t* out = strides[0];
+  bool ordered = true;
+  for (int d = 0, last = -1; d < rank && N >= 2; ++d) {
+    if (shape[d] == 1) continue;  // StridedIter skips it
+    ordered &= last < 0 || out[d] <= out[last];
+    last = d;
+  }
+  if (ordered) return StridedIter<N>(rank, shape.data(), bases, strides, esize);
+  std::vector<int> perm(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) perm[d] = d;
+  std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return out[a] > out[b]; });
+  std::vector<int64_t> pshape(static_cast<size_t>(rank)), pstrides(static_cast<size_t>(rank) * N);
+  std::array<const int64_t*, N> ps;
+  for (int k = 0; k < N; ++k) {
+    for (int d = 0; d < rank; ++d) pstrides[k * rank + d] = strides[k][perm[d]];
+    ps[k] = pstrides.data() + k * rank;
+  }
+  for (int d = 0; d < rank; ++d) pshape[d] = shape[perm[d]];
+  return StridedIter<N>(rank, pshape.data(), bases, ps, esize);
 }
 
 // Throws ShapeError unless t has exactly `shape` (and one stride per dim).

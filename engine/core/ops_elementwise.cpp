@@ -69,7 +69,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
              ": not defined for bool tensors");
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor ac = a.to(t), bc = b.to(t);
-  Tensor out = detail::empty(shape, is_comparison(op) ? DType::bool_ : t, a.device());
+  Tensor out = detail::empty_elementwise(shape, is_comparison(op) ? DType::bool_ : t, a.device(), {&a, &b});
   if (out.numel()) {
     detail::require_supported(a, op, t, name);
     a.backend()->binary(op, out.arg(), broadcast_arg(ac, shape), broadcast_arg(bc, shape));
@@ -88,7 +88,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
   KILN_CHECK(!(x.dtype() == DType::bool_ && (op == UnaryOp::neg || op == UnaryOp::pow_scalar)), DTypeError, name,
              ": not defined for bool tensors");
   Tensor xc = op == UnaryOp::logical_not ? x : x.to(t);
-  Tensor out = detail::empty(x.shape(), t, x.device());
+  Tensor out = detail::empty_elementwise(x.shape(), t, x.device(), {&x});
   if (out.numel()) {
     detail::require_supported(x, op, xc.dtype(), name);
     x.backend()->unary(op, out.arg(), xc.arg(), p0, p1);

@@ -121,8 +121,15 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
     if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
     return y;
   }
-  const Tensor xc = x.contiguous(), wc = weight.contiguous(), rc = e.residual ? residual.contiguous() : Tensor();
-  Tensor out = detail::empty(shape, x.dtype(), x.device());
+  // The kernel reads x as it is laid out (contiguous or channels last) and writes its output
+  // channels last, and the residual in the output's layout (Note [Channels last]).
+  const Tensor xc = detail::is_channels_last(x) ? x : x.contiguous(), wc = weight.contiguous();
+  Tensor out = detail::empty_channels_last(shape, x.dtype(), x.device());
+  Tensor rc;
+  if (e.residual && out.is_contiguous())  // C = 1 or H = W = 1: NHWC is NCHW
+    rc = residual.contiguous();
+  else if (e.residual)
+    rc = detail::is_channels_last(residual) ? residual : residual.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
   if (out.numel())
     x.backend()->conv2d_fused_forward(out.arg(), xc.arg(), wc.arg(), b.defined() ? b.arg() : TensorArg{},
                                       rc.defined() ? rc.arg() : TensorArg{}, p, e);
@@ -166,6 +173,15 @@ Tensor batch_norm_training(const Tensor& x, const Tensor& weight, const Tensor& 
 
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Shape s = pool_output(x, p, "max_pool2d");
+  // Inference on the CPU: no indices (Note [Max pool inference] in backends/cpu/cpu_pool.cpp),
+  // and a channels-last x pooled as it is laid out (Note [Channels last]).
+  if (x.device().type == DeviceType::cpu && !detail::needs_grad({&x})) {
+    const bool nhwc = detail::is_channels_last(x);
+    const Tensor xc = nhwc ? x : x.contiguous();
+    Tensor out = nhwc ? detail::empty_channels_last(s, x.dtype(), x.device()) : detail::empty(s, x.dtype(), x.device());
+    if (out.numel()) x.backend()->max_pool2d_forward(out.arg(), TensorArg{}, xc.arg(), p);
+    return out;
+  }
   Tensor xc = x.contiguous();
   Tensor out = detail::empty(s, x.dtype(), x.device());
   Tensor idx = detail::empty(s, DType::i64, x.device());

@@ -24,6 +24,28 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
+bool is_channels_last(const Tensor& t) {
+  if (t.dim() != 4 || t.is_contiguous()) return false;
+  const Shape& n = t.shape();
+  const Strides& s = t.strides();
+  const int64_t want[4] = {n[2] * n[3] * n[1], 1, n[3] * n[1], n[1]};
+  for (int d = 0; d < 4; ++d)
+    if (n[d] != 1 && s[d] != want[d]) return false;
+  return true;
+}
+
+Tensor empty_channels_last(const Shape& shape, DType dtype, Device device) {
+  KILN_CHECK(shape.size() == 4, ShapeError, "empty_channels_last: shape ", shape_str(shape), " is not 4-d");
+  return empty({shape[0], shape[2], shape[3], shape[1]}, dtype, device).permute({0, 3, 1, 2});
+}
+
+Tensor empty_elementwise(const Shape& shape, DType dtype, Device device, std::initializer_list<const Tensor*> inputs) {
+  if (device.type == DeviceType::cpu && shape.size() == 4)
+    for (const Tensor* t : inputs)
+      if (t->defined() && t->shape() == shape && is_channels_last(*t)) return empty_channels_last(shape, dtype, device);
+  return empty(shape, dtype, device);
+}
+
 TensorArg broadcast_arg(const Tensor& t, const Shape& target) {
   TensorArg a = t.arg();
   if (a.shape != target) {

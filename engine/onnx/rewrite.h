@@ -57,7 +57,7 @@ class OnnxPassRunner {
 // The inference passes in their order: FuseQdq (rewrite_qdq.cpp), FuseQLinear
 // (rewrite_qlinear.cpp), FuseConvBatchNorm (rewrite_conv.cpp; before the activation fusion, so
 // that a Conv -> BN -> Relu becomes one fused Conv), FuseGelu, FuseSiLU (rewrite_activations.cpp),
-// FuseConvActivation (rewrite_conv.cpp).
+// FuseConvActivation, ConvOnFusedKernel (rewrite_conv.cpp).
 OnnxPassRunner inference_passes();
 // Conv (FLOAT weight and bias initializers) -> BatchNormalization (inference form, constant
 // parameters) -> one Conv with the BN folded into new weight and bias initializers
@@ -66,6 +66,9 @@ std::unique_ptr<OnnxPass> make_fuse_conv_batch_norm();
 // A 2-d Conv -> Relu | Clip(0, 6) | Add(residual) [-> Relu | Clip(0, 6)] -> kiln.fused.Conv, one
 // convolution with its epilogue (rewrite_conv.cpp says the pattern; ops_fused.cpp the node).
 std::unique_ptr<OnnxPass> make_fuse_conv_activation();
+// Every other 2-d Conv the fused kernel takes -> kiln.fused.Conv without an epilogue, so that the
+// activations stay channels last from one convolution to the next (rewrite_conv.cpp).
+std::unique_ptr<OnnxPass> make_conv_on_fused_kernel();
 // A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) -> kiln.fused.QConv / QGemm on the
 // int8 kernels (rewrite_qdq.cpp says the pattern).
 std::unique_ptr<OnnxPass> make_fuse_qdq();

@@ -308,8 +308,40 @@ class FuseConvActivation : public OnnxPass {
   }
 };
 
+// ConvOnFusedKernel: every 2-d Conv the fused kernel takes (conv_mismatch) and FuseConvActivation
+// left becomes kiln.fused.Conv with no epilogue, so that all of a CNN's convolutions run on the
+// one NHWC inference kernel and the activations between them stay channels last (Note [Channels
+// last] in engine/core/ops_internal.h), as onnxruntime's NCHWc transformer moves every Conv to
+// its blocked layout. A 1x1 convolution read by a HardSwish, or a projection read by the next
+// block's Add, otherwise ran on conv2d's kernel in oneDNN's blocked layout, with a reorder before
+// and after it.
+class ConvOnFusedKernel : public OnnxPass {
+ public:
+  std::string name() const override { return "ConvOnFusedKernel"; }
+  bool apply(OnnxRewriteContext& ctx) const override {
+    Graph& g = ctx.graph;
+    bool changed = false;
+    for (Node& conv : g.nodes) {
+      if (!is_op(conv, "Conv") || !conv_mismatch(g, conv).empty()) continue;
+      Node fused;
+      fused.op_type = "Conv";
+      fused.domain = kFusedDomain;
+      fused.name = conv.name;
+      fused.attributes = conv.attributes;
+      fused.attributes["activation"] = string_attr("activation", "");
+      fused.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : ""};
+      fused.outputs = conv.outputs;
+      ctx.log.push_back("ConvOnFusedKernel: '" + conv.name + "' -> Conv (no epilogue)");
+      conv = std::move(fused);
+      changed = true;
+    }
+    return changed;
+  }
+};
+
 }  // namespace
 
+std::unique_ptr<OnnxPass> make_conv_on_fused_kernel() { return std::make_unique<ConvOnFusedKernel>(); }
 std::unique_ptr<OnnxPass> make_fuse_conv_batch_norm() { return std::make_unique<FuseConvBatchNorm>(); }
 std::unique_ptr<OnnxPass> make_fuse_conv_activation() { return std::make_unique<FuseConvActivation>(); }
 

@@ -109,6 +109,55 @@ TEST(Conv2dFused, NonContiguousInputsAndAResidualView) {
   EXPECT_LE(rel_diff(conv2d_fused(x, w, Tensor(), z, p, e), composed(x, w, Tensor(), z, p, e)), 1e-5);
 }
 
+namespace {
+bool channels_last(const Tensor& t) {
+  const Shape& n = t.shape();
+  return t.dim() == 4 && t.strides() == Strides{n[1] * n[2] * n[3], 1, n[3] * n[1], n[1]};
+}
+}  // namespace
+
+// Note [Channels last]: the fused kernel writes NHWC, reads NHWC or NCHW input and residual, and
+// the CPU's elementwise ops keep NHWC between two convolutions, with the numbers of the NCHW ops.
+TEST(Conv2dFused, ChannelsLastFromOneConvolutionToTheNext) {
+  manual_seed(8);
+  Conv2dParams p;
+  p.padding[0] = p.padding[1] = 1;
+  ConvEpilogue relu;
+  relu.activation = ConvActivation::relu;
+  const Tensor x = normal({2, 5, 8, 7}, 0, 1);
+  const Tensor w1 = normal({16, 5, 3, 3}, 0, 0.5), b1 = normal({16}, 0, 1);
+  const Tensor y1 = conv2d_fused(x, w1, b1, Tensor(), p, relu);
+  EXPECT_TRUE(channels_last(y1));
+  EXPECT_LE(rel_diff(y1, composed(x, w1, b1, Tensor(), p, relu)), 1e-5);
+
+  // elementwise ops: the output takes the layout of an input of its shape, whichever operand it is
+  const Tensor scale = normal({1, 16, 1, 1}, 1, 0.1);
+  const Tensor y2 = mul(scale, sigmoid(y1));
+  EXPECT_TRUE(channels_last(y2));
+  const Tensor y1c = y1.contiguous();
+  EXPECT_TRUE(y1c.is_contiguous());
+  EXPECT_EQ(rel_diff(y2, mul(scale, sigmoid(y1c))), 0.0);
+  const Tensor mixed = sub(y1c, y2);  // a contiguous first operand, a channels-last second one
+  EXPECT_EQ(rel_diff(mixed, sub(y1c, y2.contiguous())), 0.0);
+
+  // the next convolution reads it without a copy; a residual in either layout
+  const Tensor w2 = normal({16, 1, 3, 3}, 0, 0.5);  // depthwise
+  Conv2dParams dw = p;
+  dw.groups = 16;
+  ConvEpilogue add_relu = relu;
+  add_relu.residual = true;
+  for (const Tensor& z : {y1, y1c}) {
+    const Tensor y3 = conv2d_fused(y2, w2, Tensor(), z, dw, add_relu);
+    EXPECT_TRUE(channels_last(y3));
+    EXPECT_LE(rel_diff(y3, composed(y2.contiguous(), w2, Tensor(), z.contiguous(), dw, add_relu)), 1e-5);
+  }
+  // an output of one pixel is NCHW and NHWC at once: contiguous
+  Conv2dParams whole;
+  const Tensor y4 = conv2d_fused(y2, normal({4, 16, 8, 7}, 0, 0.1), Tensor(), Tensor(), whole, relu);
+  EXPECT_EQ(y4.shape(), (Shape{2, 4, 1, 1}));
+  EXPECT_TRUE(y4.is_contiguous());
+}
+
 TEST(Conv2dFused, WhereAGradientIsNeededItRecordsTheComposedOps) {
   manual_seed(6);
   Tensor x = normal({1, 2, 5, 5}, 0, 1);
