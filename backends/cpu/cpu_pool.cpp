@@ -324,7 +324,9 @@ void check_indices(const char* op, const TensorArg& indices, const TensorArg& ou
 // (input and output alike), without dilation or ceil_mode, runs as oneDNN's pooling_max
 // forward_inference on that layout, one cached plan per shape. Our loops, which also find each
 // maximum's index, took 3.3 ms a call for resnet18's 3x3 stride-2 pool of [1, 64, 112, 112] on
-// 2 threads (KILN_ONNX_PROFILE on the GPU machine's host). False when it does not apply.
+// 2 threads (KILN_ONNX_PROFILE on the GPU machine's host). oneDNN's maximum skips a NaN where
+// PyTorch's (and ours) is NaN, so an input holding one is left to our loops (one scan first).
+// False when it does not apply.
 struct MaxPoolPlan {
   dnnl::pooling_forward prim;
   dnnl::memory::desc src, dst;
@@ -338,6 +340,12 @@ bool onednn_max_pool(const TensorArg& out, const TensorArg& in, const PoolGeom& 
   const int64_t pad_r[2] = {(g.Ho - 1) * p.stride[0] + p.kernel[0] - g.H - p.padding[0],
                             (g.Wo - 1) * p.stride[1] + p.kernel[1] - g.W - p.padding[1]};
   if (pad_r[0] < 0 || pad_r[1] < 0) return false;
+  const float* x = reinterpret_cast<const float*>(first_element(in));
+  const int64_t n = in.numel();
+  bool nan = false;
+#pragma omp parallel for reduction(|| : nan) if (n > (int64_t{1} << 18))
+  for (int64_t i = 0; i < n; ++i) nan = nan | (x[i] != x[i]);
+  if (nan) return false;
   PlanKey key("max_pool2d_inference");
   key.add(in.shape).add({p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.padding[0], p.padding[1], nhwc});
   auto plan = cached_plan<MaxPoolPlan>(key, [&] {
