@@ -60,6 +60,10 @@ std::vector<Tensor> quantize_op(OpContext& c) {
   DType out = c.has_input(2) ? c.input(2).dtype() : DType::u8;
   if (out != DType::u8 && out != DType::i8) c.fail(std::string("zero point must be UINT8 or INT8, got ") + dtype_name(out));
   Tensor zp = c.has_input(2) ? per_axis(c, c.input(2).to(DType::f64), x.shape(), axis) : scalar(0, DType::f64, x.device());
+  // In f32 for an f32 x: round(x / scale) is an integer, exact with the zero point added while
+  // below 2^24, and beyond that it saturates either way; two passes fewer, none in f64.
+  if (x.dtype() == DType::f32)
+    return {clamp(add(round(div(x, scale)), zp.to(DType::f32)), lowest(out), highest(out)).to(out)};
   return {saturate(add(round(div(x, scale)).to(DType::f64), zp), out)};
 }
 

@@ -337,4 +337,104 @@ TEST(QdqImport, DepthwiseConvRunsOnTheInt8Kernels) {
   EXPECT_LT(std::sqrt(err / ref), 1e-5);
 }
 
+// ---- FuseQdq taking in the QuantizeLinear after the layer (Note [Requantized output]) ----
+
+struct RequantCase {
+  std::vector<float> y_scales{0.05f};  // more than one: per channel (axis 1), which the kernel cannot take
+  bool second_reader = false;          // the Relu's output is also a graph output
+};
+
+// x (FLOAT) -> QuantizeLinear -> DequantizeLinear -> Conv 3x3 (INT8 weight, INT32 bias, per-channel
+// scales) -> Relu -> QuantizeLinear(y_scales, zero point 7) -> yq (UINT8), ONNX's QDQ arithmetic.
+onnx::ModelProto requant_model(const RequantCase& rc) {
+  onnx::GraphProto g;
+  g.set_name("qdq_requant");
+  *g.add_input() = mb::value_info("x", onnx::TensorProto::FLOAT, {-1, 4, 7, 7});
+  *g.add_output() = mb::value_info("yq", onnx::TensorProto::UINT8, {-1, 8, 7, 7});
+  if (rc.second_reader) *g.add_output() = mb::value_info("r", onnx::TensorProto::FLOAT, {-1, 8, 7, 7});
+  const float xs = 0.02f;
+  const std::vector<float> ws = scales(8, 0.004f);
+  std::vector<float> bs(8);
+  for (size_t c = 0; c < 8; ++c) bs[c] = xs * ws[c];
+  add_tensor(g, "xs", Tensor::scalar(xs));
+  add_tensor(g, "xz", Tensor::scalar(128, DType::u8));
+  add_tensor(g, "w", q8(ints(8 * 4 * 9, -127, 127, 11), {8, 4, 3, 3}, DType::i8));
+  add_tensor(g, "ws", Tensor::from_vector(ws, {8}));
+  add_tensor(g, "wz", Tensor::zeros({8}, DType::i8));
+  add_tensor(g, "b", q8(ints(8, -2000, 2000, 12), {8}, DType::i32));
+  add_tensor(g, "bs", Tensor::from_vector(bs, {8}));
+  const auto ny = static_cast<int64_t>(rc.y_scales.size());
+  add_tensor(g, "ys", ny == 1 ? Tensor::scalar(rc.y_scales[0]) : Tensor::from_vector(rc.y_scales, {ny}));
+  add_tensor(g, "yz", ny == 1 ? Tensor::scalar(7, DType::u8) : Tensor::full({ny}, 7, DType::u8));
+  mb::add_node(g, "QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "q");
+  mb::add_node(g, "DequantizeLinear", {"xq", "xs", "xz"}, {"xd"}, "dq");
+  mb::set_int(mb::add_node(g, "DequantizeLinear", {"w", "ws", "wz"}, {"wd"}, "wdq"), "axis", 0);
+  mb::set_int(mb::add_node(g, "DequantizeLinear", {"b", "bs"}, {"bd"}, "bdq"), "axis", 0);
+  mb::set_ints(mb::add_node(g, "Conv", {"xd", "wd", "bd"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+  mb::add_node(g, "Relu", {"c"}, {"r"}, "relu");
+  auto* q = mb::add_node(g, "QuantizeLinear", {"r", "ys", "yz"}, {"yq"}, "yq_q");
+  if (ny > 1) mb::set_int(q, "axis", 1);
+  return mb::model_with(g, 13);
+}
+
+// The u8 outputs of the fused and the float path: the largest difference in steps and how many differ.
+std::pair<int, size_t> u8_difference(const ko::Session& fused, const ko::Session& plain, const Tensor& x) {
+  const auto got = run(fused, x).to(DType::i32).to_vector<int>(), want = run(plain, x).to(DType::i32).to_vector<int>();
+  EXPECT_EQ(got.size(), want.size());
+  int worst = 0;
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+    differ += got[i] != want[i];
+  }
+  return {worst, differ};
+}
+
+TEST(QdqImport, QuantizeLinearAfterTheLayerIsTheKernelsRequantization) {
+  const onnx::ModelProto m = requant_model({});
+  ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+  EXPECT_TRUE(logged(fused, "FuseQdq: 'conv' + 'relu' + 'yq_q' -> QConv (int8 kernels, u8 out)")) << log_of(fused);
+  std::vector<std::string> ran;
+  const Tensor x = kiln::normal({4, 4, 7, 7}, 0, 1);
+  const Tensor y = run(fused, x, &ran);
+  EXPECT_EQ(y.dtype(), DType::u8);
+  EXPECT_EQ(count(ran, "kiln.fused.QConv"), 1);
+  EXPECT_EQ(count(ran, "QuantizeLinear"), 1);  // the input's only
+  EXPECT_EQ(count(ran, "Relu"), 0);
+  // The kernel scales the s32 sum in f32 where the float path rounds y / scale: at most one step
+  // apart, and only for values within an f32 rounding error of a half step.
+  const auto [worst, differ] = u8_difference(fused, plain, x);
+  EXPECT_LE(worst, 1);
+  EXPECT_LE(differ, y.numel() / 100) << differ << " of " << y.numel();
+  // Saturation: a scale this small puts most outputs at 255, as the spec's QuantizeLinear does.
+  RequantCase tiny;
+  tiny.y_scales = {1e-4f};
+  const onnx::ModelProto t = requant_model(tiny);
+  ko::Session tf = session(parse(t), true), tp = session(parse(t), false);
+  const auto saturated = run(tf, x).to(DType::i32).to_vector<int>();
+  EXPECT_GT(std::count(saturated.begin(), saturated.end(), 255), static_cast<long>(saturated.size() / 4));
+  EXPECT_LE(u8_difference(tf, tp, x).first, 1);
+}
+
+TEST(QdqImport, QuantizeLinearTheKernelCannotTakeStaysAfterAnF32Layer) {
+  RequantCase per_channel;
+  per_channel.y_scales = scales(8, 0.05f);
+  onnx::ModelProto m = requant_model(per_channel);
+  ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+  EXPECT_TRUE(logged(fused, "FuseQdq: 'conv' writes f32: its QuantizeLinear has no one-value FLOAT scale initializer"))
+      << log_of(fused);
+  EXPECT_TRUE(logged(fused, "FuseQdq: 'conv' + 'relu' -> QConv (int8 kernels)")) << log_of(fused);
+  const Tensor x = kiln::normal({2, 4, 7, 7}, 0, 1);
+  EXPECT_LE(u8_difference(fused, plain, x).first, 1);
+
+  // The Relu's output read by a second node (here: a graph output): the f32 value must exist.
+  RequantCase two;
+  two.second_reader = true;
+  m = requant_model(two);
+  ko::Session f2 = session(parse(m), true), p2 = session(parse(m), false);
+  EXPECT_TRUE(logged(f2, "FuseQdq: 'conv' + 'relu' -> QConv (int8 kernels)")) << log_of(f2);
+  EXPECT_EQ(run(f2, x).dtype(), DType::u8);
+  EXPECT_LE(u8_difference(f2, p2, x).first, 1);
+}
+
 }  // namespace
