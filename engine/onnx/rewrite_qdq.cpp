@@ -104,32 +104,6 @@ std::string mismatch(const Graph& g, const Lookup& ix, const Node& op) {
   return "";
 }
 
-Attribute float_attr(const std::string& name, double v) {
-  Attribute a;
-  a.name = name;
-  a.type = Attribute::Type::Float;
-  a.f = v;
-  return a;
-}
-
-// Note [Requantized output]: a QuantizeLinear(y, scale, zero point) that alone reads a fused
-// layer's output y (after its Relu) is the int8 kernel's own requantization, u8 = saturate(
-// rint(acc * in_scale * w_scale[c] / scale) + zero point) (QuantizedParams.out_scale), so the
-// layer writes u8 and the f32 y is never stored: the QuantizeLinear and a pass over y go. The
-// kernel scales the s32 sum in f32 (oneDNN) where the float path rounds the f32 y / scale, so a
-// value that lands within an f32 rounding error of a half step may round the other way: one
-// quantization step, as between onnxruntime's QLinearConv and its QDQ float path.
-// Why QuantizeLinear node q cannot be the kernel's requantization, "" when it can.
-std::string requantize_mismatch(const Graph& g, const Node& q) {
-  const Tensor* s = initializer(g, q, 1);
-  const Tensor* z = initializer(g, q, 2);
-  if (!s || s->numel() != 1 || !is_floating(s->dtype())) return "has no one-value FLOAT scale initializer";
-  const double v = s->to(DType::f64).to_vector<double>()[0];
-  if (!(v > 0) || !std::isfinite(v)) return "has a scale that is not finite and > 0";
-  if (!z || z->numel() != 1 || z->dtype() != DType::u8) return "has no one-value UINT8 zero point initializer";
-  return "";
-}
-
 // Drops the DequantizeLinear nodes nothing reads any more (the fused layers' weight, bias and
 // input ones), so that no run dequantizes a weight for nothing.
 void remove_unread_dequantize(Graph& g) {
@@ -199,7 +173,7 @@ class FuseQdq : public OnnxPass {
         }
       if (quant < g.nodes.size()) {
         const Node& qn = g.nodes[quant];
-        fused.attributes["y_scale"] = float_attr("y_scale", initializer(g, qn, 1)->to(DType::f64).to_vector<double>()[0]);
+        fused.attributes["y_scale"] = float_attr_of("y_scale", initializer(g, qn, 1)->to(DType::f64).to_vector<double>()[0]);
         Attribute z;
         z.name = "y_zero_point";
         z.type = Attribute::Type::Int;
@@ -227,6 +201,31 @@ class FuseQdq : public OnnxPass {
 };
 
 }  // namespace
+
+Attribute float_attr_of(const std::string& name, double v) {
+  Attribute a;
+  a.name = name;
+  a.type = Attribute::Type::Float;
+  a.f = v;
+  return a;
+}
+
+// Note [Requantized output]: a QuantizeLinear(y, scale, zero point) that alone reads a fused
+// layer's output y (after its Relu) is the int8 kernel's own requantization, u8 = saturate(
+// rint(acc * in_scale * w_scale[c] / scale) + zero point) (QuantizedParams.out_scale), so the
+// layer writes u8 and the f32 y is never stored: the QuantizeLinear and a pass over y go. The
+// kernel scales the s32 sum in f32 (oneDNN) where the float path rounds the f32 y / scale, so a
+// value that lands within an f32 rounding error of a half step may round the other way: one
+// quantization step, as between onnxruntime's QLinearConv and its QDQ float path.
+std::string requantize_mismatch(const Graph& g, const Node& q) {
+  const Tensor* s = initializer(g, q, 1);
+  const Tensor* z = initializer(g, q, 2);
+  if (!s || s->numel() != 1 || !is_floating(s->dtype())) return "has no one-value FLOAT scale initializer";
+  const double v = s->to(DType::f64).to_vector<double>()[0];
+  if (!(v > 0) || !std::isfinite(v)) return "has a scale that is not finite and > 0";
+  if (!z || z->numel() != 1 || z->dtype() != DType::u8) return "has no one-value UINT8 zero point initializer";
+  return "";
+}
 
 std::unique_ptr<OnnxPass> make_fuse_qdq() { return std::make_unique<FuseQdq>(); }
 

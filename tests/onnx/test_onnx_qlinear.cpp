@@ -437,4 +437,107 @@ TEST(QdqImport, QuantizeLinearTheKernelCannotTakeStaysAfterAnF32Layer) {
   EXPECT_LE(u8_difference(f2, p2, x).first, 1);
 }
 
+// ---- FuseAddQuantize: a residual Add [-> Relu] -> QuantizeLinear in one pass ----
+
+struct AddCase {
+  bool relu = true;
+  bool sum_read_elsewhere = false;    // v is a graph output too: the node keeps it
+  bool per_channel_scale = false;     // QuantizeLinear with [C] scales: not fused
+  std::vector<int64_t> b_shape{-1, 8, 5, 5};
+};
+
+// a, b (FLOAT) -> Add [-> Relu] -> v -> QuantizeLinear(0.25, 3) -> q (UINT8)
+onnx::ModelProto add_model(const AddCase& ac) {
+  onnx::GraphProto g;
+  g.set_name("qdq_add");
+  *g.add_input() = mb::value_info("a", onnx::TensorProto::FLOAT, {-1, 8, 5, 5});
+  *g.add_input() = mb::value_info("b", onnx::TensorProto::FLOAT, ac.b_shape);
+  *g.add_output() = mb::value_info("q", onnx::TensorProto::UINT8, {-1, 8, 5, 5});
+  if (ac.sum_read_elsewhere) *g.add_output() = mb::value_info("v", onnx::TensorProto::FLOAT, {-1, 8, 5, 5});
+  add_tensor(g, "ys", ac.per_channel_scale ? Tensor::full({8}, 0.25) : Tensor::scalar(0.25f));
+  add_tensor(g, "yz", ac.per_channel_scale ? Tensor::full({8}, 3, DType::u8) : Tensor::scalar(3, DType::u8));
+  mb::add_node(g, "Add", {"a", "b"}, {ac.relu ? "s" : "v"}, "add");
+  if (ac.relu) mb::add_node(g, "Relu", {"s"}, {"v"}, "relu");
+  auto* q = mb::add_node(g, "QuantizeLinear", {"v", "ys", "yz"}, {"q"}, "quant");
+  if (ac.per_channel_scale) mb::set_int(q, "axis", 1);
+  return mb::model_with(g, 13);
+}
+
+// Both sessions' outputs on a, b; every output must be the same, element for element.
+void expect_same_outputs(const ko::Session& fused, const ko::Session& plain, const Tensor& a, const Tensor& b,
+                         std::vector<std::string>* ran = nullptr) {
+  const auto got = fused.run({{"a", a}, {"b", b}}, [&](const ko::Node& n, const std::vector<Tensor>&, const std::vector<Tensor>&) {
+    if (ran) ran->push_back(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
+  });
+  const auto want = plain.run({{"a", a}, {"b", b}});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    ASSERT_EQ(got[k].dtype(), want[k].dtype());
+    const auto x = got[k].to(DType::f64).to_vector<double>(), y = want[k].to(DType::f64).to_vector<double>();
+    ASSERT_EQ(x.size(), y.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) differ += x[i] != y[i];
+    EXPECT_EQ(differ, 0u) << "output " << k;
+  }
+}
+
+// Values of every kind for the 0.25 scale: ties a + b = (k + 1/2) 0.25 (half to even), negatives
+// (the Relu; below the zero point), and sums beyond 255 steps (saturation).
+std::pair<Tensor, Tensor> add_inputs(const kiln::Shape& b_shape) {
+  Tensor a = kiln::normal({3, 8, 5, 5}, 0, 20);
+  std::vector<float> av = a.to_vector<float>();
+  for (size_t i = 0; i < 40; ++i) av[i] = 0.125f * static_cast<float>(2 * i + 1) - 5.0f;  // b = 0 there
+  av[41] = 500.0f;
+  a = Tensor::from_vector(av, a.shape());
+  Tensor b = kiln::normal(b_shape, 0, 5);
+  if (b_shape == kiln::Shape{3, 8, 5, 5}) {
+    std::vector<float> bv = b.to_vector<float>();
+    for (size_t i = 0; i < 40; ++i) bv[i] = 0;
+    b = Tensor::from_vector(bv, b.shape());
+  }
+  return {a, b};
+}
+
+TEST(QdqImport, ResidualAddReluQuantizeRunsInOnePassToTheSameValues) {
+  for (const bool relu : {true, false})
+    for (const bool elsewhere : {false, true}) {
+      AddCase ac;
+      ac.relu = relu;
+      ac.sum_read_elsewhere = elsewhere;
+      const onnx::ModelProto m = add_model(ac);
+      ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+      const std::string line = std::string("FuseAddQuantize: 'add'") + (relu ? " + 'relu'" : "") + " + 'quant' -> AddQuantize (one pass" +
+                               (elsewhere ? ", f32 sum kept for its other readers)" : ")");
+      EXPECT_TRUE(logged(fused, line)) << log_of(fused);
+      std::vector<std::string> ran;
+      const auto [a, b] = add_inputs({3, 8, 5, 5});
+      expect_same_outputs(fused, plain, a, b, &ran);
+      EXPECT_EQ(ran, std::vector<std::string>{"kiln.fused.AddQuantize"});
+    }
+}
+
+TEST(QdqImport, BroadcastingResidualAddTakesTheComposedPathToTheSameValues) {
+  AddCase ac;
+  ac.b_shape = {1, 8, 1, 1};
+  const onnx::ModelProto m = add_model(ac);
+  ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+  EXPECT_TRUE(logged(fused, "FuseAddQuantize: 'add' + 'relu' + 'quant' -> AddQuantize (one pass)")) << log_of(fused);
+  const auto [a, b] = add_inputs({1, 8, 1, 1});
+  expect_same_outputs(fused, plain, a, b);
+}
+
+TEST(QdqImport, ResidualAddWithPerChannelQuantizationStaysFloatWithAReason) {
+  AddCase ac;
+  ac.per_channel_scale = true;
+  const onnx::ModelProto m = add_model(ac);
+  ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+  EXPECT_TRUE(logged(fused, "FuseAddQuantize: left 'add' in float: its QuantizeLinear 'quant' has no one-value FLOAT "
+                            "scale initializer"))
+      << log_of(fused);
+  std::vector<std::string> ran;
+  const auto [a, b] = add_inputs({3, 8, 5, 5});
+  expect_same_outputs(fused, plain, a, b, &ran);
+  EXPECT_EQ(count(ran, "Add"), 1);
+}
+
 }  // namespace
