@@ -73,9 +73,10 @@ void onnx_executor_figures(const graph::Graph& g, const nn::StateDict& state, co
   o.optimize = true;
   kiln::onnx::Session f32(kiln::onnx::parse_model(kiln::onnx::export_model(g, state), "", "f32"), Device(), o);
   kiln::onnx::Session i8(kiln::onnx::parse_model(qdq, "", qdq_path), Device(), o);
-  int fused = 0, left = 0;
+  int fused = 0, adds = 0, left = 0;
   for (const std::string& l : i8.rewrite_log()) {
     if (l.find("(int8 kernels") != std::string::npos) ++fused;
+    if (l.find("-> AddQuantize") != std::string::npos) ++adds;
     if (l.find("in float") != std::string::npos) {
       ++left;
       std::printf("  kiln run: %s\n", l.c_str());
@@ -84,7 +85,8 @@ void onnx_executor_figures(const graph::Graph& g, const nn::StateDict& state, co
   auto run = [&](kiln::onnx::Session& s) { s.run({{s.input_names().at(0), x}}).at(0).to_vector<float>(); };
   for (int w = 0; w < 3; ++w) run(f32), run(i8);
   const std::vector<double> ms = median_ms({[&] { run(f32); }, [&] { run(i8); }}, iters);
-  std::printf("ONNX executor (kiln run), %s: %d int8 fusions, %d left in float\n", qdq_path.c_str(), fused, left);
+  std::printf("ONNX executor (kiln run), %s: %d layers on the int8 kernels, %d residual adds in one pass, %d left in float\n",
+              qdq_path.c_str(), fused, adds, left);
   std::printf("  f32 ONNX  %8.3f ms/batch  %10.0f images/s\n", ms[0], 1000.0 * static_cast<double>(x.size(0)) / ms[0]);
   std::printf("  QDQ ONNX  %8.3f ms/batch  %10.0f images/s\n", ms[1], 1000.0 * static_cast<double>(x.size(0)) / ms[1]);
   std::printf("  int8 speed-up in the ONNX executor %.2fx\n", ms[0] / ms[1]);

@@ -540,4 +540,42 @@ TEST(QdqImport, ResidualAddWithPerChannelQuantizationStaysFloatWithAReason) {
   EXPECT_EQ(count(ran, "Add"), 1);
 }
 
+// onnxruntime's QDQ form of a residual: a_q, b_q (UINT8) -> DequantizeLinear each -> Add -> Relu ->
+// QuantizeLinear. b's DequantizeLinear per channel (b_per_channel) cannot come in as u8.
+onnx::ModelProto dq_add_model(bool b_per_channel) {
+  onnx::GraphProto g;
+  g.set_name("qdq_add_u8");
+  *g.add_input() = mb::value_info("a", onnx::TensorProto::UINT8, {-1, 8, 5, 5});
+  *g.add_input() = mb::value_info("b", onnx::TensorProto::UINT8, {-1, 8, 5, 5});
+  *g.add_output() = mb::value_info("q", onnx::TensorProto::UINT8, {-1, 8, 5, 5});
+  add_tensor(g, "as", Tensor::scalar(0.037f));
+  add_tensor(g, "az", Tensor::scalar(131, DType::u8));
+  add_tensor(g, "bs", b_per_channel ? Tensor::from_vector(scales(8, 0.02f), {8}) : Tensor::scalar(0.021f));
+  add_tensor(g, "bz", b_per_channel ? Tensor::full({8}, 9, DType::u8) : Tensor::scalar(9, DType::u8));
+  add_tensor(g, "ys", Tensor::scalar(0.043f));
+  add_tensor(g, "yz", Tensor::scalar(0, DType::u8));
+  mb::add_node(g, "DequantizeLinear", {"a", "as", "az"}, {"ad"}, "a_dq");
+  auto* bdq = mb::add_node(g, "DequantizeLinear", {"b", "bs", "bz"}, {"bd"}, "b_dq");
+  if (b_per_channel) mb::set_int(bdq, "axis", 1);
+  mb::add_node(g, "Add", {"ad", "bd"}, {"s"}, "add");
+  mb::add_node(g, "Relu", {"s"}, {"v"}, "relu");
+  mb::add_node(g, "QuantizeLinear", {"v", "ys", "yz"}, {"q"}, "quant");
+  return mb::model_with(g, 13);
+}
+
+TEST(QdqImport, DequantizedResidualAddTakesTheU8InputsToTheSameValues) {
+  const Tensor a = kiln::uniform({3, 8, 5, 5}, 0, 256).to(DType::u8), b = kiln::uniform({3, 8, 5, 5}, 0, 256).to(DType::u8);
+  for (const bool per_channel : {false, true}) {
+    const onnx::ModelProto m = dq_add_model(per_channel);
+    ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+    const std::string inputs = per_channel ? "1 u8 input(s)" : "2 u8 input(s)";
+    EXPECT_TRUE(logged(fused, "FuseAddQuantize: 'add' + 'relu' + 'quant' -> AddQuantize (one pass, " + inputs + ")"))
+        << log_of(fused);
+    std::vector<std::string> ran;
+    expect_same_outputs(fused, plain, a, b, &ran);
+    EXPECT_EQ(count(ran, "DequantizeLinear"), per_channel ? 1 : 0);  // b's per-channel one stays
+    EXPECT_EQ(count(ran, "kiln.fused.AddQuantize"), 1);
+  }
+}
+
 }  // namespace
