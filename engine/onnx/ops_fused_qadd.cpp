@@ -10,6 +10,7 @@
 
 #include "engine/core/ops.h"
 #include "engine/onnx/op_context.h"
+#include "engine/onnx/quantize_cpu.h"
 #include "engine/onnx/rewrite.h"
 
 namespace kiln::onnx {
@@ -70,8 +71,7 @@ std::vector<Tensor> add_quantize(OpContext& c) {
       float s = oa.at(pa, i) + ob.at(pb, i);
       if (relu) s = s > 0 ? s : (s == s ? 0.0f : s);  // Relu: max(x, 0), NaN stays NaN
       if (pv) pv[i] = s;
-      const float r = std::nearbyint(s / scale) + zero_point;  // round half to even (default mode)
-      pq[i] = static_cast<uint8_t>(r > 255 ? 255 : r >= 0 ? r : 0);  // NaN -> 0
+      pq[i] = quantize_u8(s, scale, zero_point);
     }
     return f32_out ? std::vector<Tensor>{q, v} : std::vector<Tensor>{q};
   }
@@ -84,6 +84,17 @@ std::vector<Tensor> add_quantize(OpContext& c) {
 }
 
 }  // namespace
+
+Tensor quantize_u8_cpu(const Tensor& x, float scale, float zero_point) {
+  const Tensor xc = x.contiguous();
+  Tensor q = Tensor::empty(x.shape(), DType::u8, x.device());
+  const float* px = xc.data_ptr<const float>();
+  uint8_t* pq = q.data_ptr<uint8_t>();
+  const int64_t n = x.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) pq[i] = quantize_u8(px[i], scale, zero_point);
+  return q;
+}
 
 void register_qadd_fused_ops(OpTable& t) { t[std::string(kFusedDomain) + ".AddQuantize"] = add_quantize; }
 

@@ -578,4 +578,29 @@ TEST(QdqImport, DequantizedResidualAddTakesTheU8InputsToTheSameValues) {
   }
 }
 
+// QuantizeLinear of an f32 tensor on the CPU runs in one pass (quantize_cpu.h): ties go to even,
+// values far beyond the range saturate, as the spec's saturate(round(x / scale) + zero_point).
+TEST(QdqImport, QuantizeLinearOnePassRoundsHalfToEvenAndSaturates) {
+  onnx::GraphProto g;
+  g.set_name("quantize");
+  *g.add_input() = mb::value_info("x", onnx::TensorProto::FLOAT, {-1});
+  *g.add_output() = mb::value_info("q", onnx::TensorProto::UINT8, {-1});
+  add_tensor(g, "s", Tensor::scalar(0.5f));
+  add_tensor(g, "z", Tensor::scalar(3, DType::u8));
+  mb::add_node(g, "QuantizeLinear", {"x", "s", "z"}, {"q"}, "quant");
+  std::vector<float> x;
+  for (int k = -20; k < 20; ++k) x.push_back(0.5f * (static_cast<float>(k) + 0.5f));  // ties
+  for (float v : {1e30f, -1e30f, 3e6f, -3e6f, 126.0f, 126.25f, 126.75f, 127.0f, -1.5f, -1.75f, 0.0f, -0.0f}) x.push_back(v);
+  const std::vector<float> r = kiln::normal({2000}, 0, 40).to_vector<float>();
+  x.insert(x.end(), r.begin(), r.end());
+  const auto got = run(session(parse(mb::model_with(g, 13)), false), Tensor::from_vector(x, {static_cast<int64_t>(x.size())}))
+                       .to(DType::i32)
+                       .to_vector<int>();
+  ASSERT_EQ(got.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::clamp(std::nearbyint(static_cast<double>(x[i] / 0.5f)) + 3, 0.0, 255.0);
+    EXPECT_EQ(got[i], static_cast<int>(want)) << "x = " << x[i];
+  }
+}
+
 }  // namespace
