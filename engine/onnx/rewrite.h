@@ -67,8 +67,8 @@ std::unique_ptr<OnnxPass> make_fuse_conv_batch_norm();
 // A 2-d Conv -> Relu | Clip(0, 6) | Add(residual) [-> Relu | Clip(0, 6)] -> kiln.fused.Conv, one
 // convolution with its epilogue (rewrite_conv.cpp says the pattern; ops_fused.cpp the node).
 std::unique_ptr<OnnxPass> make_fuse_conv_activation();
-// A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) -> kiln.fused.QConv / QGemm on the
-// int8 kernels (rewrite_qdq.cpp says the pattern).
+// A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) (-> QuantizeLinear) -> kiln.fused.QConv /
+// QGemm on the int8 kernels, f32 out or, with the QuantizeLinear, u8 (rewrite_qdq.cpp says the pattern).
 std::unique_ptr<OnnxPass> make_fuse_qdq();
 // Add(a, b) [-> Relu] -> QuantizeLinear, a residual sum going to int8 layers -> kiln.fused.AddQuantize,
 // one pass (rewrite_qadd.cpp says the pattern; ops_fused_qadd.cpp the node).
