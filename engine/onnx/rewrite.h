@@ -54,7 +54,7 @@ class OnnxPassRunner {
   std::vector<std::unique_ptr<OnnxPass>> passes_;
 };
 
-// The inference passes in their order: FuseQdq (rewrite_qdq.cpp), FuseQLinear
+// The inference passes in their order: ShareQuantizeLinear (rewrite_qshare.cpp), FuseQdq (rewrite_qdq.cpp), FuseQLinear
 // (rewrite_qlinear.cpp), FuseConvBatchNorm (rewrite_conv.cpp; before the activation fusion, so
 // that a Conv -> BN -> Relu becomes one fused Conv), FuseGelu, FuseSiLU (rewrite_activations.cpp),
 // FuseConvActivation (rewrite_conv.cpp), FuseAddQuantize (rewrite_qadd.cpp; after FuseQdq, which
@@ -70,6 +70,9 @@ std::unique_ptr<OnnxPass> make_fuse_conv_activation();
 // A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) (-> QuantizeLinear) -> kiln.fused.QConv /
 // QGemm on the int8 kernels, f32 out or, with the QuantizeLinear, u8 (rewrite_qdq.cpp says the pattern).
 std::unique_ptr<OnnxPass> make_fuse_qdq();
+// Two QuantizeLinear nodes of one value with the same scale and zero point -> the first alone
+// (rewrite_qshare.cpp).
+std::unique_ptr<OnnxPass> make_share_quantize_linear();
 // Add(a, b) [-> Relu] -> QuantizeLinear, a residual sum going to int8 layers -> kiln.fused.AddQuantize,
 // one pass (rewrite_qadd.cpp says the pattern; ops_fused_qadd.cpp the node).
 std::unique_ptr<OnnxPass> make_fuse_add_quantize();

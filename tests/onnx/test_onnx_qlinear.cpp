@@ -603,4 +603,38 @@ TEST(QdqImport, QuantizeLinearOnePassRoundsHalfToEvenAndSaturates) {
   }
 }
 
+// ShareQuantizeLinear: x -> QuantizeLinear twice with equal parameters (other initializers), each
+// read by its own DequantizeLinear -> Add; a third with another scale, and a fourth whose output is
+// a graph output, stay.
+TEST(QdqImport, QuantizeLinearOfOneValueWithTheSameParametersRunsOnce) {
+  onnx::GraphProto g;
+  g.set_name("qshare");
+  *g.add_input() = mb::value_info("x", onnx::TensorProto::FLOAT, {-1, 4});
+  *g.add_output() = mb::value_info("y", onnx::TensorProto::FLOAT, {-1, 4});
+  *g.add_output() = mb::value_info("q4", onnx::TensorProto::UINT8, {-1, 4});
+  for (const char* n : {"s1", "s2", "s4"}) add_tensor(g, n, Tensor::scalar(0.05f));
+  add_tensor(g, "s3", Tensor::scalar(0.07f));
+  for (const char* n : {"z1", "z2", "z3", "z4"}) add_tensor(g, n, Tensor::scalar(100, DType::u8));
+  for (int k = 1; k <= 4; ++k) {
+    const std::string i = std::to_string(k);
+    mb::add_node(g, "QuantizeLinear", {"x", "s" + i, "z" + i}, {"q" + i}, "quant" + i);
+    if (k < 4) mb::add_node(g, "DequantizeLinear", {"q" + i, "s" + i, "z" + i}, {"d" + i}, "dq" + i);
+  }
+  mb::add_node(g, "Add", {"d1", "d2"}, {"e"}, "add1");
+  mb::add_node(g, "Add", {"e", "d3"}, {"y"}, "add2");
+  const onnx::ModelProto m = mb::model_with(g, 13);
+  ko::Session fused = session(parse(m), true), plain = session(parse(m), false);
+  EXPECT_TRUE(logged(fused, "ShareQuantizeLinear: 'quant2' is 'quant1' (same input, scale and zero point)")) << log_of(fused);
+  EXPECT_EQ(log_of(fused).find("'quant3' is"), std::string::npos) << log_of(fused);
+  EXPECT_EQ(log_of(fused).find("'quant4' is"), std::string::npos) << log_of(fused);
+  const Tensor x = kiln::normal({6, 4}, 0, 3);
+  std::vector<std::string> ran;
+  run(fused, x, &ran);
+  EXPECT_EQ(count(ran, "QuantizeLinear"), 3);
+  const auto got = fused.run({{"x", x}}), want = plain.run({{"x", x}});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].to_vector<float>(), want[0].to_vector<float>());
+  EXPECT_EQ(got[1].to(DType::i32).to_vector<int>(), want[1].to(DType::i32).to_vector<int>());
+}
+
 }  // namespace
