@@ -82,8 +82,9 @@ int onnx_run_command(const std::vector<std::string>& argv) {
                                     [](const std::string& l) { return l.find("->") != std::string::npos; }))
     std::printf("graph optimizations: %lld fusions (--no-optimize runs the nodes as written)\n",
                 static_cast<long long>(fused));
-  for (const std::string& line : session.rewrite_log())  // a QDQ model's layers: int8 kernels or float, and why
-    if (line.rfind("FuseQdq: ", 0) == 0 || line.rfind("FuseQLinear: ", 0) == 0) std::printf("%s\n", line.c_str());
+  for (const std::string& line : session.rewrite_log())  // a QDQ model's layers and residual adds: int8 or float, and why
+    if (line.rfind("FuseQdq: ", 0) == 0 || line.rfind("FuseQLinear: ", 0) == 0 || line.rfind("FuseAddQuantize: ", 0) == 0)
+      std::printf("%s\n", line.c_str());
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;
   std::map<std::string, onnx::Value> strings;  // STRING inputs ('<U' .npy files): the run goes through run_values

@@ -134,6 +134,7 @@ const OpTable& onnx_ops() {
     register_text_ops(t);
     register_fused_ops(t);
     register_qlinear_fused_ops(t);
+    register_qadd_fused_ops(t);
     return t;
   }();
   return table;

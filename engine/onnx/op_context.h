@@ -162,6 +162,7 @@ void register_spectral_ops(OpTable& t);   // ops_spectral.cpp: DFT, STFT
 void register_text_ops(OpTable& t);       // ops_text.cpp: TfIdfVectorizer
 void register_extra_ops(OpTable& t);      // ops_extra.cpp: Unique, Det, GridSample, training optimizers ...
 void register_qlinear_fused_ops(OpTable& t);  // ops_fused_qlinear.cpp: kiln.fused.QLinearConv / QLinearMatMul
+void register_qadd_fused_ops(OpTable& t);  // ops_fused_qadd.cpp: kiln.fused.AddQuantize
 void register_fused_ops(OpTable& t);       // ops_fused.cpp: kiln.fused ops of the inference passes (rewrite.h)
 void register_string_ops(SequenceOpTable& t);  // ops_string.cpp: StringNormalizer, Cast to and from STRING
 void register_ml_ops(SequenceOpTable& t);      // ops_ml.cpp: ai.onnx.ml LabelEncoder (keyed by op_key)

@@ -11,9 +11,10 @@
 namespace kiln::onnx {
 namespace {
 
-// QConv / QGemm(x_q u8, scale, zero point, w_q i8, w_scale[, b_q i32]; relu): y f32 =
-// [relu](scale (x_q - zp) * w_scale w_q + scale w_scale b_q), the DequantizeLinear + Conv / Gemm it
-// replaced, on the int8 kernels (u8 x s8, s32 accumulation) where the device has them, else in f32.
+// QConv / QGemm(x_q u8, scale, zero point, w_q i8, w_scale[, b_q i32]; relu[, y_scale, y_zero_point]):
+// y f32 = [relu](scale (x_q - zp) * w_scale w_q + scale w_scale b_q), the DequantizeLinear + Conv / Gemm
+// it replaced, or with y_scale, u8 QuantizeLinear(y, y_scale, y_zero_point), on the int8 kernels
+// (u8 x s8, s32 accumulation) where the device has them, else in f32.
 std::vector<Tensor> quantized_layer_op(OpContext& c, bool conv) {
   const Tensor& x = c.input(0);
   if (x.dtype() != DType::u8) c.fail(std::string("the quantized input must be UINT8, got ") + dtype_name(x.dtype()));
@@ -32,8 +33,14 @@ std::vector<Tensor> quantized_layer_op(OpContext& c, bool conv) {
     for (size_t i = 0; i < 2; ++i) p.stride[i] = s.at(i), p.dilation[i] = d.at(i), p.padding[i] = pads.at(i);
     p.groups = c.attr_int("group", 1);
   }
+  const bool u8_out = c.has_attr("y_scale");  // the QuantizeLinear taken in (rewrite_qdq.cpp, Note [Requantized output])
+  if (u8_out) {
+    q.out_scale = static_cast<float>(c.attr_float("y_scale", 1));
+    q.out_zero_point = static_cast<int32_t>(c.attr_int("y_zero_point", 0));
+  }
+  const DType out = u8_out ? DType::u8 : DType::f32;
   if (quant::int8_supported(x.device()))
-    return {conv ? quant::quantized_conv2d(x, w, b, p, q, DType::f32) : quant::quantized_linear(x, w, b, q, DType::f32)};
+    return {conv ? quant::quantized_conv2d(x, w, b, p, q, out) : quant::quantized_linear(x, w, b, q, out)};
   Shape per_channel(static_cast<size_t>(w.dim()), 1);
   per_channel[0] = w.size(0);
   const Tensor ws = Tensor::from_vector<float>(q.weight_scales, {w.size(0)}).to(x.device());
@@ -41,7 +48,11 @@ std::vector<Tensor> quantized_layer_op(OpContext& c, bool conv) {
   const Tensor wf = w.to(DType::f32) * ws.reshape(per_channel);
   const Tensor bf = b.defined() ? b.to(DType::f32) * (ws * static_cast<double>(q.in_scale)) : Tensor();
   Tensor y = conv ? conv2d(xf, wf, bf, p) : linear(xf, wf, bf);
-  return {q.relu ? apply_unary(UnaryOp::relu, y) : y};
+  if (q.relu) y = apply_unary(UnaryOp::relu, y);
+  if (!u8_out) return {y};
+  // QuantizeLinear: saturate(round_half_even(y / scale) + zero point)
+  return {clamp(add(round(div(y, Tensor::scalar(q.out_scale, DType::f32, y.device()))),
+                    Tensor::scalar(q.out_zero_point, DType::f32, y.device())), 0, 255).to(DType::u8)};
 }
 
 // Conv(x [N, C, H, W], W [M, C/group, kH, kW], B [M] or "", [Z]; strides, pads (symmetric),

@@ -39,8 +39,8 @@ std::vector<std::string> OnnxPassRunner::run(Graph& graph, int max_rounds) const
 
 OnnxPassRunner inference_passes() {
   OnnxPassRunner r;
-  r.add(make_fuse_qdq()).add(make_fuse_qlinear()).add(make_fuse_conv_batch_norm()).add(make_fuse_gelu());
-  r.add(make_fuse_silu()).add(make_fuse_conv_activation()).add(make_conv_on_fused_kernel());
+  r.add(make_share_quantize_linear()).add(make_fuse_qdq()).add(make_fuse_qlinear()).add(make_fuse_conv_batch_norm()).add(make_fuse_gelu());
+  r.add(make_fuse_silu()).add(make_fuse_conv_activation()).add(make_fuse_add_quantize()).add(make_conv_on_fused_kernel());
   return r;
 }
 

@@ -54,10 +54,12 @@ class OnnxPassRunner {
   std::vector<std::unique_ptr<OnnxPass>> passes_;
 };
 
-// The inference passes in their order: FuseQdq (rewrite_qdq.cpp), FuseQLinear
+// The inference passes in their order: ShareQuantizeLinear (rewrite_qshare.cpp), FuseQdq (rewrite_qdq.cpp), FuseQLinear
 // (rewrite_qlinear.cpp), FuseConvBatchNorm (rewrite_conv.cpp; before the activation fusion, so
 // that a Conv -> BN -> Relu becomes one fused Conv), FuseGelu, FuseSiLU (rewrite_activations.cpp),
-// FuseConvActivation, ConvOnFusedKernel (rewrite_conv.cpp).
+// FuseConvActivation (rewrite_conv.cpp), FuseAddQuantize (rewrite_qadd.cpp; after FuseQdq, which
+// takes a QuantizeLinear into the layer before it), ConvOnFusedKernel (rewrite_conv.cpp; last, so
+// that it takes only the Convs no other pass fused).
 OnnxPassRunner inference_passes();
 // Conv (FLOAT weight and bias initializers) -> BatchNormalization (inference form, constant
 // parameters) -> one Conv with the BN folded into new weight and bias initializers
@@ -69,9 +71,15 @@ std::unique_ptr<OnnxPass> make_fuse_conv_activation();
 // Every other 2-d Conv the fused kernel takes -> kiln.fused.Conv without an epilogue, so that the
 // activations stay channels last from one convolution to the next (rewrite_conv.cpp).
 std::unique_ptr<OnnxPass> make_conv_on_fused_kernel();
-// A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) -> kiln.fused.QConv / QGemm on the
-// int8 kernels (rewrite_qdq.cpp says the pattern).
+// A QDQ model's DequantizeLinear -> Conv / Gemm (-> Relu) (-> QuantizeLinear) -> kiln.fused.QConv /
+// QGemm on the int8 kernels, f32 out or, with the QuantizeLinear, u8 (rewrite_qdq.cpp says the pattern).
 std::unique_ptr<OnnxPass> make_fuse_qdq();
+// Two QuantizeLinear nodes of one value with the same scale and zero point -> the first alone
+// (rewrite_qshare.cpp).
+std::unique_ptr<OnnxPass> make_share_quantize_linear();
+// Add(a, b) [-> Relu] -> QuantizeLinear, a residual sum going to int8 layers -> kiln.fused.AddQuantize,
+// one pass (rewrite_qadd.cpp says the pattern; ops_fused_qadd.cpp the node).
+std::unique_ptr<OnnxPass> make_fuse_add_quantize();
 // A QOperator model's QLinearConv / QLinearMatMul with constant weights -> kiln.fused.QLinearConv /
 // QLinearMatMul on the int8 kernels, u8 or s8 in and out (rewrite_qlinear.cpp says which).
 std::unique_ptr<OnnxPass> make_fuse_qlinear();
@@ -90,5 +98,11 @@ std::map<std::string, int> reader_counts(const Graph& g);
 std::optional<double> scalar_constant(const Graph& g, const std::string& name);
 // Whether a is b within 1e-6 relative.
 bool near(double a, double b);
+// Why QuantizeLinear node q of g cannot be taken into the node before it as its requantization
+// (Note [Requantized output], rewrite_qdq.cpp): "" when its scale is one FLOAT initializer value,
+// finite and > 0, and its zero point one UINT8 initializer value; else "has no one-value ..." .
+std::string requantize_mismatch(const Graph& g, const Node& q);
+// A Float attribute named `name`.
+Attribute float_attr_of(const std::string& name, double v);
 
 }  // namespace kiln::onnx

@@ -6,12 +6,15 @@
 //     DequantizeLinear(w_q, w_scale, w_zp, axis 0)  INT8 initializer, FLOAT [Cout] (or scalar), zero points 0
 //     [DequantizeLinear(b_q, b_scale, axis 0)]      INT32 initializer, b_scale = scale x w_scale (1e-6 relative)
 //   [followed by the Relu that alone reads it]
+//   [followed by the QuantizeLinear that alone reads that: one FLOAT scale > 0, UINT8 zero point]
 // -> kiln.fused.QConv / kiln.fused.QGemm(x_q, scale, zero point, w_q, w_scale[, b_q]) with the
 // Conv's attributes and relu 0/1: u8 x s8 with s32 accumulation on the device's int8 kernels
-// (engine/core/qops.h; f32 output), or, on a device without them, the DequantizeLinear + Conv /
+// (engine/core/qops.h; f32 output, or u8 with attributes y_scale and y_zero_point where the
+// QuantizeLinear was taken in, Note [Requantized output]), or, on a device without them, the DequantizeLinear + Conv /
 // Gemm arithmetic in float. A Conv other than 2-d with symmetric pads, or a candidate breaking
 // any of the rules above, is left as it is, with a log line saying why.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "engine/onnx/rewrite.h"
@@ -155,8 +158,35 @@ class FuseQdq : public OnnxPass {
         fused.outputs = g.nodes[relu].outputs;
         drop.insert(relu);
       }
-      ctx.log.push_back("FuseQdq: '" + op.name + "'" + (r.i ? " + '" + g.nodes[relu].name + "'" : "") + " -> " +
-                        fused.op_type + " (int8 kernels)");
+      // The QuantizeLinear that alone reads the output becomes the kernel's requantization
+      // (Note [Requantized output]).
+      const std::string& out = fused.outputs.at(0);
+      size_t quant = g.nodes.size();
+      std::string why_not_u8;
+      for (size_t j = std::max(i, relu < g.nodes.size() ? relu : i) + 1; j < g.nodes.size(); ++j)
+        if (std::find(g.nodes[j].inputs.begin(), g.nodes[j].inputs.end(), out) != g.nodes[j].inputs.end()) {
+          if (ix.readers_of(out) == 1 && g.nodes[j].domain.empty() && g.nodes[j].op_type == "QuantizeLinear") {
+            why_not_u8 = requantize_mismatch(g, g.nodes[j]);
+            if (why_not_u8.empty()) quant = j;
+          }
+          break;
+        }
+      if (quant < g.nodes.size()) {
+        const Node& qn = g.nodes[quant];
+        fused.attributes["y_scale"] = float_attr_of("y_scale", initializer(g, qn, 1)->to(DType::f64).to_vector<double>()[0]);
+        Attribute z;
+        z.name = "y_zero_point";
+        z.type = Attribute::Type::Int;
+        z.i = initializer(g, qn, 2)->to(DType::i64).to_vector<int64_t>()[0];
+        fused.attributes["y_zero_point"] = z;
+        fused.outputs = qn.outputs;
+        drop.insert(quant);
+      } else if (!why_not_u8.empty()) {
+        ctx.log.push_back("FuseQdq: '" + op.name + "' writes f32: its QuantizeLinear " + why_not_u8);
+      }
+      ctx.log.push_back("FuseQdq: '" + op.name + "'" + (r.i ? " + '" + g.nodes[relu].name + "'" : "") +
+                        (quant < g.nodes.size() ? " + '" + g.nodes[quant].name + "'" : "") + " -> " + fused.op_type +
+                        " (int8 kernels" + (quant < g.nodes.size() ? ", u8 out" : "") + ")");
       // The fused node goes where the last dropped node was; the DequantizeLinear nodes it
       // replaced go below once nothing else reads them.
       const size_t at = *drop.rbegin();
@@ -171,6 +201,31 @@ class FuseQdq : public OnnxPass {
 };
 
 }  // namespace
+
+Attribute float_attr_of(const std::string& name, double v) {
+  Attribute a;
+  a.name = name;
+  a.type = Attribute::Type::Float;
+  a.f = v;
+  return a;
+}
+
+// Note [Requantized output]: a QuantizeLinear(y, scale, zero point) that alone reads a fused
+// layer's output y (after its Relu) is the int8 kernel's own requantization, u8 = saturate(
+// rint(acc * in_scale * w_scale[c] / scale) + zero point) (QuantizedParams.out_scale), so the
+// layer writes u8 and the f32 y is never stored: the QuantizeLinear and a pass over y go. The
+// kernel scales the s32 sum in f32 (oneDNN) where the float path rounds the f32 y / scale, so a
+// value that lands within an f32 rounding error of a half step may round the other way: one
+// quantization step, as between onnxruntime's QLinearConv and its QDQ float path.
+std::string requantize_mismatch(const Graph& g, const Node& q) {
+  const Tensor* s = initializer(g, q, 1);
+  const Tensor* z = initializer(g, q, 2);
+  if (!s || s->numel() != 1 || !is_floating(s->dtype())) return "has no one-value FLOAT scale initializer";
+  const double v = s->to(DType::f64).to_vector<double>()[0];
+  if (!(v > 0) || !std::isfinite(v)) return "has a scale that is not finite and > 0";
+  if (!z || z->numel() != 1 || z->dtype() != DType::u8) return "has no one-value UINT8 zero point initializer";
+  return "";
+}
 
 std::unique_ptr<OnnxPass> make_fuse_qdq() { return std::make_unique<FuseQdq>(); }
 

@@ -228,8 +228,10 @@ TEST(QdqImport, QuantizedLayersRunOnTheInt8Kernels) {
   kiln::onnx::Session s = optimized_session(bytes);
   std::string log;
   for (const std::string& l : s.rewrite_log()) log += l + "\n";
-  EXPECT_TRUE(logged(s, "FuseQdq: 'conv1' + 'relu1' -> QConv (int8 kernels)")) << log;
-  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' -> QGemm (int8 kernels)")) << log;
+  // conv1 and fc1 feed int8 layers (Note [u8 chain]): their QuantizeLinear is the kernel's.
+  EXPECT_TRUE(logged(s, "FuseQdq: 'conv1' + 'relu1' + 'conv1.output_QuantizeLinear' -> QConv (int8 kernels, u8 out)"))
+      << log;
+  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' + 'fc1.output_QuantizeLinear' -> QGemm (int8 kernels, u8 out)")) << log;
   EXPECT_TRUE(logged(s, "FuseQdq: 'fc2' -> QGemm (int8 kernels)")) << log;
   // The int8 kernels' s32 accumulation is the int8 model's own: the outputs agree more closely
   // than the float path's (rounding of the u8 requantization may still differ by one step).
@@ -255,7 +257,7 @@ TEST(QdqImport, LayersOutsideThePatternStayFloatWithAReason) {
   kiln::onnx::Session s = optimized_session(bytes);
   EXPECT_TRUE(logged(s, "FuseQdq: left 'conv1' in float: its weight zero point is not 0 (the int8 kernels take "
                         "symmetric weights)"));
-  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' -> QGemm (int8 kernels)"));
+  EXPECT_TRUE(logged(s, "FuseQdq: 'fc1' + 'relu2' + 'fc1.output_QuantizeLinear' -> QGemm (int8 kernels, u8 out)"));
   const Tensor x = kiln::normal({8, 1, 12, 12}, 0, 1);
   const auto plain = run_onnx(bytes, x);
   const auto got = s.run({{s.input_names().at(0), x}}).at(0).to_vector<float>();
