@@ -70,7 +70,7 @@ with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as
 np.save(sys.argv[1], (x / 255.0).astype(np.float32))
 PY
   run 0 run "$work/int8/model.onnx" --input "$work/x.npy" --out-dir "$work/y"
-  contains "$out" "-> QConv (int8 kernels)" "kiln run of model.onnx: its Conv layers on the int8 kernels"
+  contains "$out" "-> QConv (int8 kernels" "kiln run of model.onnx: its Conv layers on the int8 kernels"
   contains "$out" "-> QGemm (int8 kernels)" "kiln run of model.onnx: its Gemm layers on the int8 kernels"
   [[ $(ls "$work/y"/*.npy | wc -l) == 1 ]] || fail "kiln run of model.onnx wrote no output"
   /usr/bin/python3 -c 'import numpy as np, glob, sys; y = np.load(glob.glob(sys.argv[1] + "/*.npy")[0]); assert y.shape == (8, 10), y.shape' \
