@@ -235,6 +235,19 @@ Attribute float_attr(const std::string& name, double v) {
   return a;
 }
 
+// kiln.fused.Conv of `conv` (its name, attributes, x, W and b or "") with activation `act`;
+// the caller adds the residual input and the outputs.
+Node fused_conv(const Node& conv, const std::string& act) {
+  Node fused;
+  fused.op_type = "Conv";
+  fused.domain = kFusedDomain;
+  fused.name = conv.name;
+  fused.attributes = conv.attributes;
+  fused.attributes["activation"] = string_attr("activation", act);
+  fused.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : ""};
+  return fused;
+}
+
 class FuseConvActivation : public OnnxPass {
  public:
   std::string name() const override { return "FuseConvActivation"; }
@@ -281,17 +294,11 @@ class FuseConvActivation : public OnnxPass {
       if (next < g.nodes.size()) act = activation_of(g, g.nodes[next], why);
       if (!act.empty()) drop.insert(next);
       if (act.empty() && residual.empty()) { skip(why.empty() ? "nothing to fuse" : why); continue; }
-      Node fused;
-      fused.op_type = "Conv";
-      fused.domain = kFusedDomain;
-      fused.name = conv.name;
-      fused.attributes = conv.attributes;
-      fused.attributes["activation"] = string_attr("activation", act);
+      Node fused = fused_conv(conv, act);
       if (act == "Clip") {
         fused.attributes["clip_min"] = float_attr("clip_min", 0.0);
         fused.attributes["clip_max"] = float_attr("clip_max", 6.0);
       }
-      fused.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : ""};
       if (!residual.empty()) fused.inputs.push_back(residual);
       fused.outputs = g.nodes[*drop.rbegin()].outputs;
       std::string parts;
@@ -323,13 +330,7 @@ class ConvOnFusedKernel : public OnnxPass {
     bool changed = false;
     for (Node& conv : g.nodes) {
       if (!is_op(conv, "Conv") || !conv_mismatch(g, conv).empty()) continue;
-      Node fused;
-      fused.op_type = "Conv";
-      fused.domain = kFusedDomain;
-      fused.name = conv.name;
-      fused.attributes = conv.attributes;
-      fused.attributes["activation"] = string_attr("activation", "");
-      fused.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs.size() > 2 ? conv.inputs[2] : ""};
+      Node fused = fused_conv(conv, "");
       fused.outputs = conv.outputs;
       ctx.log.push_back("ConvOnFusedKernel: '" + conv.name + "' -> Conv (no epilogue)");
       conv = std::move(fused);
