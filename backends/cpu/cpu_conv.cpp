@@ -36,6 +36,8 @@ enum Slot { kX, kW, kY, kB, kSlots };
 struct ConvGeom {
   int64_t N, C, H, W, O, kH, kW, Ho, Wo, G;
   Conv2dParams p;
+  // Multiply-adds of one pass (forward, or either backward).
+  int64_t macs() const { return N * O * Ho * Wo * (C / G) * kH * kW; }
 };
 
 ConvGeom geometry(ConvOp op, const TensorArg& x, const TensorArg& w, const TensorArg& y, const Conv2dParams& p) {
@@ -109,9 +111,9 @@ void add_port(ConvPlan& plan, Slot slot, int arg, bool output, const memory::des
 // Note [Conv epilogue]: conv2d_fused_forward is the forward convolution with oneDNN post-ops
 // (dev_guide_attributes_post_ops): a sum post-op adds what the destination holds before the
 // convolution (so the residual is first copied, or reordered, into it), then an eltwise post-op
-// applies relu (eltwise_relu, alpha 0) or clip (eltwise_clip, alpha lo, beta hi), all in the
-// kernel's registers before the one write of the output: no separate pass over the tensor for
-// the Add and the activation. The plan key holds the epilogue. The plan is forward_inference
+// applies relu (eltwise_relu, alpha 0), clip (eltwise_clip, alpha lo, beta hi), hardswish or silu
+// (eltwise_swish, alpha 1), all in the kernel's registers before the one write of the output: no
+// separate pass over the tensor for the Add and the activation. The plan key holds the epilogue. The plan is forward_inference
 // (conv2d's are forward_training, for autograd): oneDNN 2.6 then picks its brgconv kernels on
 // NHWC, 33 ms against 46 ms for the direct kernels on nChw16c over resnet18's convolutions
 // (ONEDNN_VERBOSE, 2 threads, reorders not counted; with them 50 against 62 ms).
@@ -122,6 +124,9 @@ dnnl::primitive_attr epilogue_attr(const ConvEpilogue* e) {
   if (e->residual) po.append_sum(1.0f);
   if (e->activation == ConvActivation::relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   if (e->activation == ConvActivation::clip) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, e->lo, e->hi);
+  // oneDNN 2.6's hardswish takes no parameters (3.x: alpha 1/6, beta 1/2); swish is x * sigmoid(alpha x).
+  if (e->activation == ConvActivation::hardswish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+  if (e->activation == ConvActivation::silu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
   attr.set_post_ops(po);
   return attr;
 }
@@ -378,6 +383,7 @@ void run_conv(ConvOp op, const ConvGeom& g, const TensorArg (&t)[kSlots]) {
   key.add(static_cast<int64_t>(dt)).add(has_bias);
   key.add({g.N, g.C, g.H, g.W, g.O, g.kH, g.kW, g.G});
   for (int i = 0; i < 2; ++i) key.add({g.p.stride[i], g.p.padding[i], g.p.dilation[i]});
+  const OneThreadIf serial(g.macs() < kSerialWork);  // Note [Serial small kernels]
   auto plan = cached_plan<ConvPlan>(key, [&] { return make_plan(op, g, dt, has_bias); });
   if (plan->via_f32) {
     with_dense_views(op, t, DType::f32, Scratch::cvt0, [&](const TensorArg (&v)[kSlots]) { run_conv(op, g, v); });
@@ -426,6 +432,7 @@ void CpuBackend::conv2d_fused_forward(const TensorArg& out, const TensorArg& in,
   for (int i = 0; i < 2; ++i) key.add({g.p.stride[i], g.p.padding[i], g.p.dilation[i]});
   key.add({static_cast<int64_t>(e.activation), std::bit_cast<uint32_t>(e.lo), std::bit_cast<uint32_t>(e.hi),
            int64_t{e.residual}, int64_t{x_nhwc}, int64_t{y_nhwc}});
+  const OneThreadIf serial(g.macs() < kSerialWork);  // Note [Serial small kernels]
   auto plan = cached_plan<ConvPlan>(
       key, [&] { return make_plan(ConvOp::forward, g, DType::f32, has_bias, &e, x_nhwc, y_nhwc); });
   void* ptr[kSlots] = {first_element(in), first_element(weight), first_element(out),

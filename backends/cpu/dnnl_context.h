@@ -9,6 +9,7 @@
 // cached_plan() creates the plan once. The cache holds kPlanCacheCapacity
 // plans and evicts the least recently used.
 #pragma once
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
@@ -29,10 +30,14 @@ dnnl::stream& dnnl_stream();  // one per thread; CPU streams run synchronously
 // oneDNN's type for f32, f16 and bf16; throws DTypeError for others.
 dnnl::memory::data_type dnnl_type(DType t);
 
-// A cache key: the op's name followed by raw integers.
+// A cache key: the op's name and the thread count (oneDNN fixes a primitive's threads when it
+// is made), followed by raw integers.
 class PlanKey {
  public:
-  explicit PlanKey(const char* op) : s_(op) { s_.push_back('\0'); }
+  explicit PlanKey(const char* op) : s_(op) {
+    s_.push_back('\0');
+    add(omp_get_max_threads());
+  }
   PlanKey& add(int64_t v) {
     s_.append(reinterpret_cast<const char*>(&v), sizeof v);
     return *this;
@@ -46,6 +51,33 @@ class PlanKey {
 
  private:
   std::string s_;
+};
+
+// Note [Serial small kernels]: a parallel region costs microseconds (waking the team, the
+// barrier at its end; more on VMs whose cores are shared), more than a convolution or matrix
+// product of a few hundred thousand multiply-adds takes on one core (2^18 at ~50 GFLOP/s: 10 us),
+// such as the 1x1 convolutions on [1, C, 1, 1] of MobileNet's and EfficientNet's
+// squeeze-excitation blocks, or a transformer's projections of a short sequence. So a oneDNN
+// primitive with fewer than kSerialWork multiply-adds is made, and run, on the calling thread
+// alone (oneDNN takes its thread count from omp_get_max_threads() when the primitive is made,
+// and its reorders when they run). One thread or all: a team smaller than the one before ends
+// libgomp's surplus threads (Note [Team size] in strided.h).
+constexpr int64_t kSerialWork = int64_t{1} << 18;
+
+// While alive, omp_get_max_threads() is 1 for the calling thread when `on`.
+class OneThreadIf {
+ public:
+  explicit OneThreadIf(bool on) : old_(on ? omp_get_max_threads() : 0) {
+    if (on) omp_set_num_threads(1);
+  }
+  ~OneThreadIf() {
+    if (old_ > 0) omp_set_num_threads(old_);
+  }
+  OneThreadIf(const OneThreadIf&) = delete;
+  OneThreadIf& operator=(const OneThreadIf&) = delete;
+
+ private:
+  int old_;
 };
 
 // The cache itself (thread-safe); see cached_plan().

@@ -19,6 +19,8 @@ enum class ConvActivation : uint8_t {
   none,
   relu,  // max(y, 0)
   clip,  // min(max(y, lo), hi); ReLU6 is lo 0, hi 6 (ONNX Clip)
+  hardswish,  // y * min(max(y + 3, 0), 6) / 6 (ONNX HardSwish; Howard et al. 2019)
+  silu,       // y * sigmoid(y) (PyTorch's SiLU, which its exporter writes as Sigmoid -> Mul)
 };
 struct ConvEpilogue {
   ConvActivation activation = ConvActivation::none;

@@ -74,6 +74,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 // gradient is recorded (ValueError when an input requires one).
 Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const Conv2dParams& p, const ConvEpilogue& e);
+// e's activation applied to y by the unary ops (y itself for none): conv2d_fused's decomposition.
+Tensor conv_activation(const Tensor& y, const ConvEpilogue& e);
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);  // x [N, C, H, W]
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
 // Output [N, C, oh, ow]; bins as PyTorch: start = floor(i*H/oh), end = ceil((i+1)*H/oh).

@@ -98,6 +98,17 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   return out;
 }
 
+Tensor conv_activation(const Tensor& y, const ConvEpilogue& e) {
+  switch (e.activation) {
+    case ConvActivation::none: return y;
+    case ConvActivation::relu: return apply_unary(UnaryOp::relu, y);
+    case ConvActivation::clip: return clamp(y, e.lo, e.hi);
+    case ConvActivation::hardswish: return apply_unary(UnaryOp::hardswish, y);
+    case ConvActivation::silu: return apply_unary(UnaryOp::silu, y);
+  }
+  return y;
+}
+
 Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                     const Conv2dParams& p, const ConvEpilogue& e) {
   Tensor b;
@@ -117,9 +128,7 @@ Tensor conv2d_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   if (!fused) {  // the default decomposition (DESIGN.md: fused ops)
     Tensor y = conv2d(x, weight, bias, p);
     if (e.residual) y = add(y, residual);
-    if (e.activation == ConvActivation::relu) y = apply_unary(UnaryOp::relu, y);
-    if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
-    return y;
+    return conv_activation(y, e);
   }
   // The kernel reads x as it is laid out (contiguous or channels last) and writes its output
   // channels last, and the residual in the output's layout (Note [Channels last]).

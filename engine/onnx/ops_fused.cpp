@@ -83,6 +83,10 @@ std::vector<Tensor> fused_conv_op(OpContext& c) {
     e.activation = ConvActivation::clip;
     e.lo = static_cast<float>(c.attr_float("clip_min", 0));
     e.hi = static_cast<float>(c.attr_float("clip_max", 6));
+  } else if (act == "HardSwish") {
+    e.activation = ConvActivation::hardswish;
+  } else if (act == "SiLU") {
+    e.activation = ConvActivation::silu;
   } else if (!act.empty()) {
     c.fail("unknown activation '" + act + "'");
   }
@@ -95,10 +99,7 @@ std::vector<Tensor> fused_conv_op(OpContext& c) {
     };
     const Shape out{x.size(0), w.size(0), size(0), size(1)};
     if (z.shape() != out || z.dtype() != x.dtype()) {  // a broadcasting Add: the unfused arithmetic
-      Tensor y = add(conv2d(x, w, b, p), z);
-      if (e.activation == ConvActivation::relu) y = apply_unary(UnaryOp::relu, y);
-      if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
-      return {y};
+      return {conv_activation(add(conv2d(x, w, b, p), z), e)};
     }
     e.residual = true;
   }

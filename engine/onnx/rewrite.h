@@ -65,8 +65,8 @@ OnnxPassRunner inference_passes();
 // parameters) -> one Conv with the BN folded into new weight and bias initializers
 // (rewrite_conv.cpp says the arithmetic).
 std::unique_ptr<OnnxPass> make_fuse_conv_batch_norm();
-// A 2-d Conv -> Relu | Clip(0, 6) | Add(residual) [-> Relu | Clip(0, 6)] -> kiln.fused.Conv, one
-// convolution with its epilogue (rewrite_conv.cpp says the pattern; ops_fused.cpp the node).
+// A 2-d Conv -> A | Add(residual) [-> A] -> kiln.fused.Conv, one convolution with its epilogue,
+// A = Relu | Clip(0, 6) | HardSwish | SiLU (after FuseSiLU) (rewrite_conv.cpp says the pattern; ops_fused.cpp the node).
 std::unique_ptr<OnnxPass> make_fuse_conv_activation();
 // Every other 2-d Conv the fused kernel takes -> kiln.fused.Conv without an epilogue, so that the
 // activations stay channels last from one convolution to the next (rewrite_conv.cpp).

@@ -12,9 +12,9 @@
 //
 // FuseConvActivation: a 2-d Conv (FLOAT 4-d weight initializer, no auto_pad, symmetric pads) whose
 // output alone feeds
-//   Relu | Clip(0, 6) | Add(y, z) | Add(y, z) -> Relu | Add(y, z) -> Clip(0, 6)
+//   A | Add(y, z) | Add(y, z) -> A,   A = Relu | Clip(0, 6) | HardSwish | kiln.fused.SiLU (FuseSiLU)
 // becomes kiln.fused.Conv(x, W, b or "", [z]) with the Conv's attributes and activation "Relu",
-// "Clip" (clip_min 0, clip_max 6) or "": one convolution whose epilogue adds z and applies the
+// "Clip" (clip_min 0, clip_max 6), "HardSwish", "SiLU" or "": one convolution whose epilogue adds z and applies the
 // activation (engine/core/ops.h conv2d_fused; oneDNN post-ops on the CPU). Each intermediate
 // value must have that one reader. z of Add must not be a constant (a constant there is a bias
 // broadcast over the output, not a residual). That z has exactly the output's shape is checked
@@ -182,11 +182,13 @@ class FuseConvBatchNorm : public OnnxPass {
   }
 };
 
-// The activation a Relu or Clip node applies, when it is one the fused Conv has: "Relu", or
-// "Clip" for constant bounds 0 and 6 (attributes min / max before opset 11, inputs since).
-// "" with `why` set otherwise.
+// The activation node n applies, when it is one the fused Conv has: "Relu", "HardSwish", "SiLU"
+// (kiln.fused.SiLU, from FuseSiLU), or "Clip" for constant bounds 0 and 6 (attributes min / max
+// before opset 11, inputs since). "" otherwise, with `why` set for a Clip of other bounds.
 std::string activation_of(const Graph& g, const Node& n, std::string& why) {
   if (is_op(n, "Relu")) return "Relu";
+  if (is_op(n, "HardSwish")) return "HardSwish";
+  if (n.domain == kFusedDomain && n.op_type == "SiLU") return "SiLU";
   if (!is_op(n, "Clip")) return "";
   std::optional<double> lo, hi;
   if (n.attributes.count("min") || n.attributes.count("max")) {
@@ -264,7 +266,10 @@ class FuseConvActivation : public OnnxPass {
       auto c = ix.consumers.find(y);
       bool follower = false;
       if (c != ix.consumers.end())
-        for (size_t k : c->second) follower |= is_op(g.nodes[k], "Relu") || is_op(g.nodes[k], "Clip") || is_op(g.nodes[k], "Add");
+        for (size_t k : c->second) {
+          std::string ignored;
+          follower |= is_op(g.nodes[k], "Add") || is_op(g.nodes[k], "Clip") || !activation_of(g, g.nodes[k], ignored).empty();
+        }
       if (!follower) continue;
       if (const long r = ix.only_reader(y); r < 0) {
         skip("its output '" + y + "' has " + std::to_string(ix.readers_of(y)) + " readers");
@@ -319,8 +324,8 @@ class FuseConvActivation : public OnnxPass {
 // left becomes kiln.fused.Conv with no epilogue, so that all of a CNN's convolutions run on the
 // one NHWC inference kernel and the activations between them stay channels last (Note [Channels
 // last] in engine/core/ops_internal.h), as onnxruntime's NCHWc transformer moves every Conv to
-// its blocked layout. A 1x1 convolution read by a HardSwish, or a projection read by the next
-// block's Add, otherwise ran on conv2d's kernel in oneDNN's blocked layout, with a reorder before
+// its blocked layout. A convolution read by an activation the kernel lacks, or a projection read by
+// the next block's Add, otherwise ran on conv2d's kernel in oneDNN's blocked layout, with a reorder before
 // and after it.
 class ConvOnFusedKernel : public OnnxPass {
  public:

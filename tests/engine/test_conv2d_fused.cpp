@@ -21,6 +21,8 @@ Tensor composed(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor&
   if (e.residual) y = add(y, z);
   if (e.activation == ConvActivation::relu) y = apply_unary(UnaryOp::relu, y);
   if (e.activation == ConvActivation::clip) y = clamp(y, e.lo, e.hi);
+  if (e.activation == ConvActivation::hardswish) y = apply_unary(UnaryOp::hardswish, y);
+  if (e.activation == ConvActivation::silu) y = apply_unary(UnaryOp::silu, y);
   return y;
 }
 
@@ -53,7 +55,8 @@ TEST(Conv2dFused, MatchesTheComposedOpsForEveryEpilogue) {
   };
   std::vector<ConvEpilogue> epilogues;
   for (bool residual : {false, true}) {
-    for (ConvActivation a : {ConvActivation::none, ConvActivation::relu, ConvActivation::clip}) {
+    for (ConvActivation a : {ConvActivation::none, ConvActivation::relu, ConvActivation::clip,
+                             ConvActivation::hardswish, ConvActivation::silu}) {
       ConvEpilogue e;
       e.activation = a;
       e.residual = residual;

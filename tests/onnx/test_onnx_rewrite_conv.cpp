@@ -226,8 +226,8 @@ TEST(OnnxRewriteConv, FoldedInitializersTakeNamesNothingElseHas) {
   EXPECT_LE(c.rel, 1e-5);
 }
 
-TEST(OnnxRewriteConv, ConvReluAndConvRelu6BecomeFusedConvs) {
-  for (const char* act : {"Relu", "Clip"}) {
+TEST(OnnxRewriteConv, ConvAndItsActivationBecomeOneFusedConv) {
+  for (const char* act : {"Relu", "Clip", "HardSwish", "SiLU"}) {
     ::onnx::GraphProto g;
     *g.add_input() = value_info("x", kFloat, {2, 8, 10, 10});
     ConvSpec dw{8, 8};  // depthwise, stride 2, no bias: MobileNet's shape
@@ -235,8 +235,11 @@ TEST(OnnxRewriteConv, ConvReluAndConvRelu6BecomeFusedConvs) {
     dw.stride = 2;
     dw.bias = false;
     add_conv(g, "conv", "x", "c", dw, 3);
-    if (std::string(act) == "Relu") {
-      add_node(g, "Relu", {"c"}, {"y"}, "act");
+    if (std::string(act) == "SiLU") {  // as PyTorch exports it; FuseSiLU makes it kiln.fused.SiLU
+      add_node(g, "Sigmoid", {"c"}, {"s"}, "sigmoid");
+      add_node(g, "Mul", {"c", "s"}, {"y"}, "act");
+    } else if (std::string(act) != "Clip") {
+      add_node(g, act, {"c"}, {"y"}, "act");
     } else {
       add_float_initializer(g, "lo", {}, {0.0f});
       add_float_initializer(g, "hi", {}, {6.0f});
@@ -336,14 +339,14 @@ TEST(OnnxRewriteConv, ConvsWithNothingToFuseRunOnTheFusedKernel) {
   ::onnx::GraphProto g;
   *g.add_input() = value_info("x", kFloat, {2, 3, 9, 9});
   add_conv(g, "conv", "x", "c", {3, 8}, 3);
-  add_node(g, "HardSwish", {"c"}, {"h"}, "hswish");
+  add_node(g, "Tanh", {"c"}, {"h"}, "tanh");
   add_conv(g, "conv2", "h", "d", {8, 4}, 1);
   add_node(g, "Neg", {"d"}, {"n"}, "neg");
   add_node(g, "Sigmoid", {"d"}, {"s"}, "sigmoid");
   *g.add_output() = output_info("n");
   *g.add_output() = output_info("s");
   Compared c = compare(g, {2, 3, 9, 9});
-  EXPECT_EQ(c.fused_ops, (std::vector<std::string>{"kiln.fused.Conv", "HardSwish", "kiln.fused.Conv", "Neg", "Sigmoid"}));
+  EXPECT_EQ(c.fused_ops, (std::vector<std::string>{"kiln.fused.Conv", "Tanh", "kiln.fused.Conv", "Neg", "Sigmoid"}));
   EXPECT_LE(c.rel, 1e-5);
   EXPECT_TRUE(logged(c.log, {"ConvOnFusedKernel: 'conv' -> Conv (no epilogue)"})) << joined(c.log);
   EXPECT_TRUE(logged(c.log, {"ConvOnFusedKernel: 'conv2'"})) << joined(c.log);
