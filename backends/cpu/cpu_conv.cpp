@@ -113,10 +113,11 @@ void add_port(ConvPlan& plan, Slot slot, int arg, bool output, const memory::des
 // convolution (so the residual is first copied, or reordered, into it), then an eltwise post-op
 // applies relu (eltwise_relu, alpha 0), clip (eltwise_clip, alpha lo, beta hi), hardswish or silu
 // (eltwise_swish, alpha 1), all in the kernel's registers before the one write of the output: no
-// separate pass over the tensor for the Add and the activation. The plan key holds the epilogue. The plan is forward_inference
-// (conv2d's are forward_training, for autograd): oneDNN 2.6 then picks its brgconv kernels on
-// NHWC, 33 ms against 46 ms for the direct kernels on nChw16c over resnet18's convolutions
-// (ONEDNN_VERBOSE, 2 threads, reorders not counted; with them 50 against 62 ms).
+// separate pass over the tensor for the Add and the activation. The plan key holds the epilogue.
+// The plan is forward_inference (conv2d's are forward_training, for autograd): oneDNN 2.6 then
+// picks its brgconv kernels on NHWC, 33 ms against 46 ms for the direct kernels on nChw16c over
+// resnet18's convolutions (ONEDNN_VERBOSE, 2 threads, reorders not counted; with them 50 against
+// 62 ms).
 dnnl::primitive_attr epilogue_attr(const ConvEpilogue* e) {
   dnnl::primitive_attr attr;
   if (!e) return attr;

@@ -66,7 +66,8 @@ OnnxPassRunner inference_passes();
 // (rewrite_conv.cpp says the arithmetic).
 std::unique_ptr<OnnxPass> make_fuse_conv_batch_norm();
 // A 2-d Conv -> A | Add(residual) [-> A] -> kiln.fused.Conv, one convolution with its epilogue,
-// A = Relu | Clip(0, 6) | HardSwish | SiLU (after FuseSiLU) (rewrite_conv.cpp says the pattern; ops_fused.cpp the node).
+// A = Relu | Clip(0, 6) | HardSwish | SiLU (after FuseSiLU) (rewrite_conv.cpp says the pattern;
+// ops_fused.cpp the node).
 std::unique_ptr<OnnxPass> make_fuse_conv_activation();
 // Every other 2-d Conv the fused kernel takes -> kiln.fused.Conv without an epilogue, so that the
 // activations stay channels last from one convolution to the next (rewrite_conv.cpp).

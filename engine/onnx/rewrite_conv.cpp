@@ -14,8 +14,8 @@
 // output alone feeds
 //   A | Add(y, z) | Add(y, z) -> A,   A = Relu | Clip(0, 6) | HardSwish | kiln.fused.SiLU (FuseSiLU)
 // becomes kiln.fused.Conv(x, W, b or "", [z]) with the Conv's attributes and activation "Relu",
-// "Clip" (clip_min 0, clip_max 6), "HardSwish", "SiLU" or "": one convolution whose epilogue adds z and applies the
-// activation (engine/core/ops.h conv2d_fused; oneDNN post-ops on the CPU). Each intermediate
+// "Clip" (clip_min 0, clip_max 6), "HardSwish", "SiLU" or "": one convolution whose epilogue adds
+// z and applies the activation (engine/core/ops.h conv2d_fused; oneDNN post-ops on the CPU). Each intermediate
 // value must have that one reader. z of Add must not be a constant (a constant there is a bias
 // broadcast over the output, not a residual). That z has exactly the output's shape is checked
 // when the node runs (the graph carries no shapes for its inner values): where it does not, the
