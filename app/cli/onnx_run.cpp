@@ -82,8 +82,10 @@ int onnx_run_command(const std::vector<std::string>& argv) {
                                     [](const std::string& l) { return l.find("->") != std::string::npos; }))
     std::printf("graph optimizations: %lld fusions (--no-optimize runs the nodes as written)\n",
                 static_cast<long long>(fused));
-  for (const std::string& line : session.rewrite_log())  // a QDQ model's layers and residual adds: int8 or float, and why
-    if (line.rfind("FuseQdq: ", 0) == 0 || line.rfind("FuseQLinear: ", 0) == 0 || line.rfind("FuseAddQuantize: ", 0) == 0)
+  // the shape arithmetic folded; a QDQ model's layers and residual adds: int8 or float, and why
+  for (const std::string& line : session.rewrite_log())
+    if (line.rfind("FoldShapeSubgraphs: ", 0) == 0 || line.rfind("FuseQdq: ", 0) == 0 ||
+        line.rfind("FuseQLinear: ", 0) == 0 || line.rfind("FuseAddQuantize: ", 0) == 0)
       std::printf("%s\n", line.c_str());
   std::vector<std::string> names = session.input_names();
   std::map<std::string, Tensor> feed;

@@ -156,7 +156,7 @@ void run_matmul(Operand a, Operand b, Operand c, bool may_densify) {
   for (const Operand* x : {&a, &b, &c}) key.add(x->dims).add(x->strides);
   int64_t macs = c.rows() * c.cols() * a.cols();
   for (size_t d = 0; d + 2 < c.rank(); ++d) macs *= c.dims[d];
-  const OneThreadIf serial(macs < kSerialWork);  // Note [Serial small kernels]
+  const OneThreadIf serial(macs < kSerialMatmulWork);  // Note [Serial small kernels]
   auto plan = cached_plan<MatmulPlan>(key, [&] { return make_plan(a, b, c); });
 
   switch (plan->mode) {

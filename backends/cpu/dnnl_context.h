@@ -63,6 +63,11 @@ class PlanKey {
 // and its reorders when they run). One thread or all: a team smaller than the one before ends
 // libgomp's surplus threads (Note [Team size] in strided.h).
 constexpr int64_t kSerialWork = int64_t{1} << 18;
+// oneDNN's matrix product splits a short M (a sequence of 32-65 tokens) poorly: on 2 threads a
+// [32, 64] x [64, 256] product (524k multiply-adds) took 13 us against 7 us on one, spinning
+// threads or not, and a 2-layer TransformerEncoder (d 64) ran 0.30 ms against 0.20 ms with the
+// products below 2^20 on one thread. So matmul's bound is 4x the convolutions'.
+constexpr int64_t kSerialMatmulWork = int64_t{1} << 20;
 
 // While alive, omp_get_max_threads() is 1 for the calling thread when `on`.
 class OneThreadIf {

@@ -9,6 +9,7 @@
 #include "engine/core/read_only.h"
 #include "engine/onnx/executor_fallback.h"
 #include "engine/onnx/executor_graph.h"
+#include "engine/onnx/fold.h"
 #include "engine/onnx/host_values.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/profile.h"
@@ -327,7 +328,17 @@ Session::Session(Model model, Device device, SessionOptions options)
       break;
     }
   check_defined(model_.graph, {});
-  if (options_.optimize && device_.type == DeviceType::cpu) rewrite_log_ = inference_passes().run(model_.graph);
+  if (options_.optimize && device_.type == DeviceType::cpu) {
+    // Shape arithmetic first (PyTorch's exports compute a reshape's target from Shape nodes in
+    // every run), so that the fusions see constants where the values are constant. Only where
+    // the input shapes are fixed (a model exported for batch 1): fold.h's two runs are a guess
+    // about symbolic dimensions, fine for showing a graph, not for running it.
+    const FoldReport folded = input_shapes_known(model_) ? fold_shape_subgraphs(model_) : FoldReport{};
+    if (folded.removed_nodes > 0)
+      rewrite_log_.push_back("FoldShapeSubgraphs: " + std::to_string(folded.removed_nodes) + " shape-only nodes folded into " +
+                             std::to_string(folded.folded_values) + " constants");
+    for (std::string& line : inference_passes().run(model_.graph)) rewrite_log_.push_back(std::move(line));
+  }
   const Backend* fallback = fallback_backend(device_, options_);
   if (device_.type != DeviceType::cpu) {
     host_plan_ = std::make_shared<const HostPlan>(plan_host_values(model_.graph));

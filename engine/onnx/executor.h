@@ -53,8 +53,9 @@ struct SessionOptions {
   // CPU fallback) stays eager for that shape set; Session::cuda_graph_note() says which. Also off
   // with KILN_CUDA_GRAPH=0. Outputs equal the eager run's. No effect on the CPU.
   bool cuda_graph = true;
-  // Load-time graph rewrites for inference (rewrite.h: activation chains PyTorch exports, such
-  // as x * sigmoid(x) and the erf form of GELU, run as one kernel each), on the CPU only. Off
+  // Load-time graph rewrites for inference, on the CPU only: shape-only subgraphs folded into
+  // constants (fold.h; when every input dimension is fixed), then the fusions of rewrite.h (activation chains PyTorch exports, such
+  // as x * sigmoid(x) and the erf form of GELU, run as one kernel each). Off
   // by default: the executor's other users (graph import, folding, the ONNX test suite) observe
   // or test the nodes as written. `kiln run` turns it on. Outputs match the unfused graph
   // within float rounding (the fused kernels evaluate the same formula in one pass). Also the

@@ -69,6 +69,15 @@ bool same(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+bool input_shapes_known(const Model& model) {
+  for (const ValueInfo& v : model.graph.inputs) {
+    if (!v.has_shape) return false;
+    for (const Dim& d : v.shape)
+      if (!d.known()) return false;
+  }
+  return true;
+}
+
 FoldReport fold_shape_subgraphs(Model& model) {
   FoldReport report;
   Graph& g = model.graph;
@@ -93,11 +102,13 @@ FoldReport fold_shape_subgraphs(Model& model) {
   for (size_t k = 0; k < g.nodes.size(); ++k)
     any |= in_cone[k] && (g.nodes[k].op_type == "Shape" || g.nodes[k].op_type == "Size");
   if (!any || !find_unsupported(model).empty()) return report;
-  // two runs, recording the cone's values
+  // two runs, recording the cone's values; one when every input dimension is known (both runs
+  // would be the same)
   std::map<std::string, Tensor> seen[2];
+  const int runs = input_shapes_known(model) ? 1 : 2;
   try {
     Session session(model);
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < runs; ++r) {
       std::map<std::string, Tensor> feed;
       if (!make_feed(model, r == 0 ? 2 : 3, feed)) return report;
       session.run(feed, [&](const Node& n, const std::vector<Tensor>&, const std::vector<Tensor>& out) {
@@ -118,8 +129,8 @@ FoldReport fold_shape_subgraphs(Model& model) {
     bool all = true;
     for (const std::string& o : n.outputs) {
       if (o.empty()) continue;
-      auto a = seen[0].find(o), b = seen[1].find(o);
-      all &= a != seen[0].end() && b != seen[1].end() && same(a->second, b->second);
+      auto a = seen[0].find(o), b = seen[runs - 1].find(o);
+      all &= a != seen[0].end() && b != seen[runs - 1].end() && same(a->second, b->second);
     }
     if (!all) continue;
     for (const std::string& o : n.outputs)

@@ -20,9 +20,10 @@ Tensor randn(const Shape& s, uint64_t seed, DType dtype) {
 
 std::vector<double> values(const Tensor& t) { return t.to(DType::f64).contiguous().to_vector<double>(); }
 
-void check_forward(DType dtype, double tol) {
-  const int64_t n = 4, c = 3, s = 5 * 6;
-  Tensor x = randn({n, c, 5, 6}, 1, dtype);
+// x [n, c, h, w]: h * w elements per sample and channel.
+void check_forward(DType dtype, double tol, const Shape& shape) {
+  const int64_t n = shape[0], c = shape[1], s = shape[2] * shape[3];
+  Tensor x = randn(shape, 1, dtype);
   Tensor w = randn({c}, 2, DType::f32), b = randn({c}, 3, DType::f32);
   Tensor rm = randn({c}, 4, DType::f32), rv = randn({c}, 5, DType::f32).abs();
   const std::vector<double> rm0 = values(rm), rv0 = values(rv);
@@ -86,7 +87,11 @@ void check_backward(DType dtype, bool affine, double tol) {
 }  // namespace
 
 TEST(CpuBatchNorm, ForwardMatchesTheDefinition) {
-  check_forward(DType::f32, 1e-4);
+  check_forward(DType::f32, 1e-4, {4, 3, 5, 6});
+  // the executor's LayerNormalization form [1, rows, D]: rows not a multiple of the 8 lanes
+  // (Note [Lane sums]), and enough channels for several chunks on several threads
+  check_forward(DType::f32, 1e-4, {1, 37, 203, 1});
+  check_forward(DType::f32, 1e-4, {2, 300, 61, 1});
 }
 
 TEST(CpuBatchNorm, BackwardMatchesAutogradOfTheDecomposition) {

@@ -3,6 +3,7 @@
 // against values worked out by hand from ONNX's Operators.md.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "engine/core/error.h"
@@ -155,4 +156,41 @@ TEST(OnnxOps, ConvWithAsymmetricPadsAndGroups) {
   Tensor y = run_node("Conv", 11, {x, w}, 1, [](auto* n) { set_int(n, "group", 2); set_ints(n, "pads", {1, 0}); })[0];
   EXPECT_EQ(y.shape(), (Shape{1, 2, 4}));
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 3, 5, 7, -10, -10, -10, -10}));
+}
+
+// LayerNormalization with Y alone (one kernel, ops_nn.cpp) and with Mean and InvStdDev (the
+// decomposition) against the definition, normalizing over the last dim (13 elements, not a
+// multiple of the kernel's 8 lanes) and over the last two.
+TEST(OnnxOps, LayerNormalizationWithAndWithoutItsStatistics) {
+  std::vector<float> xv(2 * 3 * 13), wv(3 * 13), bv(3 * 13);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 37) % 23) * 0.25f - 2.0f;
+  for (size_t i = 0; i < wv.size(); ++i) {
+    wv[i] = 0.5f + static_cast<float>(i % 5) * 0.1f;
+    bv[i] = static_cast<float>(i % 3) - 1.0f;
+  }
+  for (int64_t axis : {-1, 1}) {
+    const int64_t d = axis == -1 ? 13 : 39;
+    Tensor x = f32(xv, {2, 3, 13});
+    Tensor w = f32(std::vector<float>(wv.begin(), wv.begin() + d), axis == -1 ? Shape{13} : Shape{3, 13});
+    Tensor b = f32(std::vector<float>(bv.begin(), bv.begin() + d), w.shape());
+    auto attrs = [axis](::onnx::NodeProto* n) { set_int(n, "axis", axis); };
+    std::vector<float> y1 = run_node("LayerNormalization", 17, {x, w, b}, 1, attrs)[0].to_vector<float>();
+    std::vector<Tensor> all = run_node("LayerNormalization", 17, {x, w, b}, 3, attrs);
+    std::vector<float> y3 = all[0].to_vector<float>(), inv = all[2].to_vector<float>();
+    ASSERT_EQ(y1.size(), xv.size());
+    for (size_t r = 0; r < xv.size() / static_cast<size_t>(d); ++r) {
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < d; ++j) mean += xv[r * d + j];
+      mean /= static_cast<double>(d);
+      for (int64_t j = 0; j < d; ++j) var += (xv[r * d + j] - mean) * (xv[r * d + j] - mean);
+      const double is = 1 / std::sqrt(var / static_cast<double>(d) + 1e-5);
+      EXPECT_NEAR(inv[r], is, 1e-5 * is) << "axis " << axis << " row " << r;
+      for (int64_t j = 0; j < d; ++j) {
+        const size_t k = r * static_cast<size_t>(d) + static_cast<size_t>(j);
+        const double want = (xv[k] - mean) * is * wv[static_cast<size_t>(j)] + bv[static_cast<size_t>(j)];
+        ASSERT_NEAR(y1[k], want, 1e-5) << "Y alone, axis " << axis << " element " << k;
+        ASSERT_NEAR(y3[k], want, 1e-5) << "Y with statistics, axis " << axis << " element " << k;
+      }
+    }
+  }
 }
