@@ -1,6 +1,6 @@
 // CpuBackend::qconv2d_forward: int8 convolution through oneDNN's int8 convolution (u8 source x
-// s8 weights, s32 accumulation; on this CPU its AVX512-VNNI kernels: ONEDNN_VERBOSE names the
-// one it picks). The linear layer is cpu_qlinear.cpp (oneDNN's int8 matmul).
+// s8 weights, s32 accumulation; its VNNI or AMX kernels: ONEDNN_VERBOSE names the one it picks;
+// a CPU without VNNI runs the layer in f32, Note [Int8 without VNNI] in cpu_qfloat.cpp). The linear layer is cpu_qlinear.cpp (oneDNN's int8 matmul).
 //
 // The arithmetic is backend.h's QuantizedParams, expressed in oneDNN 2.x attributes
 // (dev_guide_attributes_quantization, "Quantization Model"; dev_guide_convolution, int8):
@@ -184,6 +184,7 @@ void CpuBackend::qconv2d_forward(const TensorArg& out, const TensorArg& in, cons
              ShapeError, "qconv2d_forward: input ", shape_str(in.shape), ", weight ", shape_str(weight.shape),
              ", output ", shape_str(out.shape), " do not fit groups=", g.G);
   check_quantized_args("qconv2d_forward", out, in, weight, bias, q, g.O);
+  if (!int8_dot_exact()) return qconv2d_in_float(*this, out, in, weight, bias, p, q);  // Note [Int8 without VNNI]
   run("qconv2d_forward", g, out, in, weight, bias, q);
 }
 

@@ -1,6 +1,6 @@
 // CpuBackend::qlinear_forward: the int8 linear layer through oneDNN's int8 matmul (u8 source
-// [M, K] x s8 weight [K, N] (our [N, K] read transposed), s32 accumulation; on this CPU its
-// AVX512-VNNI brgemm kernel: ONEDNN_VERBOSE names it).
+// [M, K] x s8 weight [K, N] (our [N, K] read transposed), s32 accumulation; its VNNI brgemm
+// kernel: ONEDNN_VERBOSE names it; a CPU without VNNI runs it in f32, cpu_qfloat.cpp).
 //
 // The arithmetic is backend.h's QuantizedParams in oneDNN 2.x attributes
 // (dev_guide_attributes_quantization; dev_guide_matmul, int8):
@@ -61,6 +61,7 @@ void CpuBackend::qlinear_forward(const TensorArg& out, const TensorArg& in, cons
              ", output ", shape_str(out.shape), " do not fit [M, K] x [O, K] -> [M, O]");
   const int64_t M = in.shape[0], K = in.shape[1], N = weight.shape[0];
   check_quantized_args("qlinear_forward", out, in, weight, bias, q, N);
+  if (!int8_dot_exact()) return qlinear_in_float(*this, out, in, weight, bias, q);  // Note [Int8 without VNNI]
   const bool u8_out = out.dtype == DType::u8;
   std::vector<float> scales(static_cast<size_t>(N));
   for (int64_t c = 0; c < N; ++c) scales[c] = q.in_scale * q.weight_scales[c] / (u8_out ? q.out_scale : 1.0f);

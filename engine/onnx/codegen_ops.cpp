@@ -109,7 +109,7 @@ std::string cpp_comment_text(const std::string& s) {
     unsigned char c = static_cast<unsigned char>(ch);
     out += c < 0x20 || c == 0x7f ? ' ' : ch;
   }
-  for (size_t p = out.find("*/"); p != std::string::npos; p = out.find("*/", p + 3)) out.insert(p + 1, " ");
+  for (size_t p = out.find("*/"); p != std::string::npos; p = out.find("*/", p + 3)) out.insert(p + 1, 1, ' ');
   // GCC splices backslash-space-newline too: the last non-blank character must not be a backslash.
   size_t last = out.find_last_not_of(' ');
   if (last != std::string::npos && out[last] == '\\') out[last] = '/';
@@ -147,7 +147,7 @@ const graph::OpSchema* unary_layer_of(const std::string& op) {
 
 bool codegen_supports(const std::string& op) {
   if (unary_layer_of(op)) return true;  // Relu, Sigmoid, Tanh, HardSwish ...: kiln::<op>(x)
-  static const std::set<std::string> ops{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul",
+  static const std::set<std::string> ops{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm", "MatMul",
                                          "Add", "Sub", "Mul", "Div", "LeakyRelu", "Erf",
                                          "Softmax", "LogSoftmax", "BatchNormalization", "LayerNormalization", "Concat",
                                          "Reshape", "Flatten", "Transpose", "Identity", "Dropout", "Gather",
@@ -163,6 +163,15 @@ std::string codegen_expression(const Node& n, int64_t opset, const CodegenValues
     return "kiln::conv2d(" + x + ", " + in(n, 1, v) + ", " + in(n, 2, v) + ", conv_params(" +
            pair_of(n, "strides", {1, 1}) + ", " + pair_of(n, "pads", {0, 0, 0, 0}) + ", " +
            pair_of(n, "dilations", {1, 1}) + ", " + std::to_string(get_int(n, "group", 1)) + "))";
+  }
+  if (op == "ConvTranspose") {
+    expect_no_auto_pad(n);
+    KILN_CHECK(get_ints(n, "output_shape", {}).empty(), ValueError, "codegen: node '", n.name,
+               "' (ConvTranspose): output_shape is not translated; the form with output_padding is");
+    return "kiln::conv_transpose2d(" + x + ", " + in(n, 1, v) + ", " + in(n, 2, v) + ", conv_transpose_params(" +
+           pair_of(n, "strides", {1, 1}) + ", " + pair_of(n, "pads", {0, 0, 0, 0}) + ", " +
+           pair_of(n, "dilations", {1, 1}) + ", " + std::to_string(get_int(n, "group", 1)) + ", " +
+           pair_of(n, "output_padding", {0, 0}) + "))";
   }
   if (op == "MaxPool" || op == "AveragePool") {
     expect_no_auto_pad(n);

@@ -129,10 +129,12 @@ TEST(QuantQat, RecoversWhatPostTrainingQuantizationLoses) {
   for (int b = 0; b < 4; ++b) cal.observe(x.slice(0, b * 64, b * 64 + 64));
   const double acc_ptq = accuracy(*cal.convert(), xt, yt);
   QatModel qat(g, {});
-  fit(qat, x, y, 300, 1e-3);
+  fit(qat, x, y, 600, 1e-3);
   const double acc_qat = accuracy(*qat.convert(), xt, yt);
-  // Measured: float 0.960, PTQ int8 0.916, QAT int8 0.959 (the issue asks for a PTQ drop over 1 point,
-  // of which QAT recovers at least half).
+  // Measured: float 0.960, PTQ int8 0.916, QAT int8 0.950-0.954 (the issue asks for a PTQ drop over 1
+  // point, of which QAT recovers at least half). 600 QAT steps: after 300 the recovery was 44-100 %
+  // depending on the CPU's kernels (AVX2 or baseline), as QAT's rounding follows the last bits;
+  // after 600 it was over half for seeds 11-16 on both.
   std::printf("float %.4f, PTQ int8 %.4f, QAT int8 %.4f\n", acc_float, acc_ptq, acc_qat);
   ASSERT_GT(acc_float, 0.9);
   ASSERT_LT(acc_ptq, acc_float - 0.02) << "the model built to lose under PTQ does not";
