@@ -256,6 +256,21 @@ std::vector<Tensor> apply_backward_rule(const Node& n, const Tensor& g) {
       }
       return {gx, gw, gb};
     }
+    case OpKind::conv_transpose2d: {  // y = conv2d's input gradient for x (core/ops_nn.cpp): its adjoints
+      Tensor x = input(n, 0), w = input(n, 1);
+      const Conv2dParams& p = attrs<Conv2dParams>(n);
+      Tensor gc = g.contiguous();
+      Tensor gx, gw;
+      if (wants(n, 0)) {  // the conv2d of y's gradient
+        gx = Tensor::empty(x.shape(), x.dtype(), x.device());
+        x.backend()->conv2d_forward(gx.arg(), gc.arg(), w.arg(), TensorArg{}, p);
+      }
+      if (wants(n, 1)) {  // a conv2d's weight gradient with y's gradient as its input, x as its output's
+        gw = Tensor::empty(w.shape(), w.dtype(), w.device());
+        x.backend()->conv2d_backward_weight(gw.arg(), TensorArg{}, x.arg(), gc.arg(), p);
+      }
+      return {gx, gw};
+    }
     case OpKind::batch_norm: {  // inputs x, [weight], [bias]; saved mean, invstd (ops_nn.cpp)
       Tensor x = input(n, 0);
       const bool has_w = attrs<op_attrs::BatchNorm>(n).has_weight, has_b = attrs<op_attrs::BatchNorm>(n).has_bias;

@@ -12,6 +12,12 @@ struct Conv2dParams {
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
 };
+// Parameters of conv_transpose2d (PyTorch's torch.nn.functional.conv_transpose2d): conv2d's,
+// whose input-gradient it computes, and the rows and columns added at the bottom and right of the
+// output, each smaller than its stride (PyTorch's output_padding).
+struct ConvTranspose2dParams : Conv2dParams {
+  int64_t output_padding[2] = {0, 0};
+};
 // What an inference convolution does to its output in the same pass (Backend::
 // conv2d_fused_forward, conv2d_fused): y = act(conv(x, w) + b [+ residual]), the residual (a
 // tensor of y's shape) added before the activation, as a ResNet block's Add -> Relu.

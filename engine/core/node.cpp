@@ -15,7 +15,7 @@ const char* op_kind_name(OpKind k) {
 #undef KILN_OPKIND_NAME_IF_0
       "where",
       "sum", "mean", "prod", "amax", "amin", "var",
-      "matmul", "conv2d", "max_pool2d", "avg_pool2d", "softmax", "log_softmax",
+      "matmul", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "softmax", "log_softmax",
       "gather", "scatter_add", "index_select", "index_add", "batch_norm",
       "fake_quantize"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(OpKind::count));

@@ -29,7 +29,7 @@ enum class OpKind : uint16_t {
   // reductions
   sum, mean, prod, amax, amin, var,
   // linear algebra and nn
-  matmul, conv2d, max_pool2d, avg_pool2d, softmax, log_softmax,
+  matmul, conv2d, conv_transpose2d, max_pool2d, avg_pool2d, softmax, log_softmax,
   gather, scatter_add, index_select, index_add,
   batch_norm,  // the fused training-mode op (ops.h batch_norm_training)
   fake_quantize,  // per tensor and per channel (ops.h); saved: the mask of the straight-through gradient

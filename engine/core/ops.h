@@ -67,6 +67,11 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 // ---- neural-network functions (PyTorch's torch.nn.functional) ----
 // x [N, Cin, H, W], weight [Cout, Cin/groups, kH, kW], bias [Cout] or undefined.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p = {});
+// torch.nn.functional.conv_transpose2d, the input-gradient of conv2d with p: x [N, Cin, H, W],
+// weight [Cin, Cout/groups, kH, kW], bias [Cout] or undefined; the output is [N, Cout, Ho, Wo],
+// Ho = (H - 1)·stride - 2·padding + dilation·(kH - 1) + output_padding + 1 (and Wo alike).
+// ShapeError when the shapes do not fit, ValueError when output_padding is not below the stride.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvTranspose2dParams& p = {});
 // Inference only: act(conv2d(x, weight, bias) + residual) in one kernel where x's backend runs
 // conv2d_fused_forward for x's dtype (the CPU: oneDNN post-ops), else as conv2d, add and the
 // activation (the same arithmetic). residual: undefined (e.residual false) or a tensor of the

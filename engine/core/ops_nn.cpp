@@ -98,6 +98,51 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   return out;
 }
 
+// The adjoint of conv2d (Dumoulin & Visin 2016, "A guide to convolution arithmetic", sec. 4):
+// the backend's conv2d input-gradient kernel with x as the gradient of a conv2d's output. Its
+// rule (autograd/rules.cpp) is conv2d_forward for x and conv2d_backward_weight for the weight.
+// The bias is added as a broadcast add, which records its own gradient.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvTranspose2dParams& p) {
+  const char* op = "conv_transpose2d";
+  check_nchw(x, op);
+  check_same_device(x, weight, op);
+  if (autocast_wants(x) || autocast_wants(weight))  // engine/core/autocast.h
+    return conv_transpose2d(autocast(x), autocast(weight), autocast(bias), p);
+  KILN_CHECK(weight.dim() == 4, ShapeError, op, ": weight must be [in_channels, out_channels/groups, kH, kW], got ",
+             shape_str(weight.shape()));
+  KILN_CHECK(p.groups > 0 && x.size(1) == weight.size(0) && weight.size(0) % p.groups == 0, ShapeError, op,
+             ": input of shape ", shape_str(x.shape()), " does not match weight of shape ", shape_str(weight.shape()),
+             " with groups=", p.groups, " (expected ", weight.size(0), " input channels, divisible by groups)");
+  KILN_CHECK(x.dtype() == weight.dtype(), DTypeError, op, ": input is ", dtype_name(x.dtype()), " but weight is ",
+             dtype_name(weight.dtype()));
+  int64_t out_size[2];
+  for (int i = 0; i < 2; ++i) {
+    KILN_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, ValueError, op,
+               ": stride and dilation must be positive and padding non-negative");
+    KILN_CHECK(p.output_padding[i] >= 0 && p.output_padding[i] < p.stride[i], ValueError, op, ": output_padding (",
+               p.output_padding[0], ", ", p.output_padding[1], ") must be non-negative and smaller than the stride (",
+               p.stride[0], ", ", p.stride[1], ")");
+    out_size[i] = (x.size(2 + i) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (weight.size(2 + i) - 1) +
+                  p.output_padding[i] + 1;
+  }
+  KILN_CHECK(out_size[0] > 0 && out_size[1] > 0, ShapeError, op, ": input of shape ", shape_str(x.shape()),
+             " with padding (", p.padding[0], ", ", p.padding[1], ") gives an empty output (", out_size[0], "x",
+             out_size[1], ")");
+  const int64_t cout = weight.size(1) * p.groups;
+  if (bias.defined()) {
+    check_same_device(x, bias, op);
+    KILN_CHECK(bias.dim() == 1 && bias.size(0) == cout, ShapeError, op, ": bias of shape ", shape_str(bias.shape()),
+               " does not match the ", cout, " output channels of weight ", shape_str(weight.shape()));
+  }
+  Tensor xc = x.contiguous(), wc = weight.contiguous();
+  Tensor out = x.numel() ? detail::empty({x.size(0), cout, out_size[0], out_size[1]}, x.dtype(), x.device())
+                         : Tensor::zeros({x.size(0), cout, out_size[0], out_size[1]}, x.dtype(), x.device());
+  const Conv2dParams& conv = p;
+  if (x.numel() && out.numel()) x.backend()->conv2d_backward_input(out.arg(), xc.arg(), wc.arg(), conv);
+  if (detail::needs_grad({&x, &weight})) detail::record(out, OpKind::conv_transpose2d, {xc, wc}, conv);
+  return bias.defined() ? add(out, bias.to(x.dtype()).reshape({1, cout, 1, 1})) : out;
+}
+
 Tensor conv_activation(const Tensor& y, const ConvEpilogue& e) {
   switch (e.activation) {
     case ConvActivation::none: return y;

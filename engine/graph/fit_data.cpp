@@ -15,7 +15,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 // The attribute of `op` whose value is the width of its input, and which dim of the input gives it.
 const char* width_attr(const std::string& op) {
-  if (op == "Conv2d" || op == "Conv1d") return "in_channels";
+  if (op == "Conv2d" || op == "ConvTranspose2d" || op == "Conv1d") return "in_channels";
   if (op == "Linear") return "in_features";
   if (op == "BatchNorm1d" || op == "BatchNorm2d") return "num_features";
   return nullptr;

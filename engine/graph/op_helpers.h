@@ -12,7 +12,7 @@
 namespace kiln::graph::detail {
 
 void register_io_tensor_ops(OpRegistry& r);    // ops_tensor.cpp: Input, Output, Add, Mul, Concat, Reshape, Flatten, Identity
-void register_layer_ops(OpRegistry& r);        // ops_layers.cpp: Linear, Conv2d, Embedding
+void register_layer_ops(OpRegistry& r);        // ops_layers.cpp: Linear, Conv2d, ConvTranspose2d, Embedding
 void register_norm_pool_ops(OpRegistry& r);    // ops_norm_pool.cpp: pooling, normalization, Dropout
 void register_activation_ops(OpRegistry& r);   // ops_activation.cpp: ReLU ... Softmax, LogSoftmax
 void register_sequence_ops(OpRegistry& r);     // ops_sequence.cpp: SequencePool

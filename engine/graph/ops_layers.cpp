@@ -1,6 +1,7 @@
-// Layers with weights: Linear, Conv2d, Embedding. Attribute defaults follow the PyTorch
-// constructors (torch.nn.Linear(bias=True), torch.nn.Conv2d(stride=1, padding=0,
-// dilation=1, groups=1, bias=True)); where PyTorch has no default (sizes), Kiln's starting
+// Layers with weights: Linear, Conv2d, ConvTranspose2d, Embedding. Attribute defaults follow the
+// PyTorch constructors (torch.nn.Linear(bias=True), torch.nn.Conv2d(stride=1, padding=0,
+// dilation=1, groups=1, bias=True), torch.nn.ConvTranspose2d(stride=1, padding=0,
+// output_padding=0, groups=1, bias=True, dilation=1)); where PyTorch has no default (sizes), Kiln's starting
 // value fits the Fashion-MNIST CNN.
 #include "engine/graph/op_helpers.h"
 #include "engine/nn/conv.h"
@@ -32,6 +33,11 @@ void pair_of(const Attributes& a, const std::string& name, int64_t v[2]) {
   v[1] = p.at(1);
 }
 
+nn::Size2 size2_of(const Attributes& a, const std::string& name) {
+  const auto& v = attr_ints(a, name);
+  return {v.at(0), v.at(1)};
+}
+
 std::vector<TensorType> infer_conv2d(const std::vector<TensorType>& in, const Attributes& a) {
   const TensorType& t = in.at(0);
   expect_floating("Conv2d", t);
@@ -47,6 +53,30 @@ std::vector<TensorType> infer_conv2d(const std::vector<TensorType>& in, const At
   const bool fits = (o[0] > 0 || o[0] == kUnknownDim) && (o[1] > 0 || o[1] == kUnknownDim);  // "?": symbolic H/W
   KILN_CHECK(fits, ShapeError, "Conv2d: input ", shape_str(t.shape), " is too small for kernel ", k[0], "x", k[1],
              " (output would be ", o[0], "x", o[1], ")");
+  return {TensorType{t.dtype, {kBatch, cout, o[0], o[1]}}};
+}
+
+std::vector<TensorType> infer_conv_transpose2d(const std::vector<TensorType>& in, const Attributes& a) {
+  const char* op = "ConvTranspose2d";
+  const TensorType& t = in.at(0);
+  expect_floating(op, t);
+  expect_rank(op, t, 4, "[N, C, H, W]");
+  expect_batched(op, t);
+  const int64_t cin = attr_int(a, "in_channels"), cout = attr_int(a, "out_channels"), groups = attr_int(a, "groups");
+  KILN_CHECK(t.shape[1] == cin, ShapeError, op, " expects ", cin, " input channels, got ", shape_str(t.shape));
+  KILN_CHECK(cin % groups == 0 && cout % groups == 0, ValueError, op, ": in_channels ", cin, " and out_channels ", cout,
+             " must be divisible by groups ", groups);
+  int64_t k[2], s[2], p[2], d[2], outpad[2], o[2];
+  pair_of(a, "kernel_size", k), pair_of(a, "stride", s), pair_of(a, "padding", p), pair_of(a, "dilation", d);
+  pair_of(a, "output_padding", outpad);
+  for (int i = 0; i < 2; ++i) {
+    KILN_CHECK(outpad[i] < s[i], ValueError, op, ": output_padding (", outpad[0], ", ", outpad[1],
+               ") must be smaller than the stride (", s[0], ", ", s[1], ")");
+    const int64_t h = t.shape[2 + static_cast<size_t>(i)];
+    o[i] = is_symbolic(h) ? kUnknownDim : (h - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + outpad[i] + 1;
+  }
+  KILN_CHECK((o[0] > 0 || o[0] == kUnknownDim) && (o[1] > 0 || o[1] == kUnknownDim), ShapeError, op, ": input ",
+             shape_str(t.shape), " with padding (", p[0], ", ", p[1], ") gives an empty output (", o[0], "x", o[1], ")");
   return {TensorType{t.dtype, {kBatch, cout, o[0], o[1]}}};
 }
 
@@ -120,13 +150,53 @@ void register_layer_ops(OpRegistry& r) {
       return sat_mul(sample_numel(out.at(0).shape), per_output);
     };
     s.build = [](const std::vector<TensorType>&, const Attributes& a) {
-      auto pair = [&](const char* n) {
-        const auto& v = attr_ints(a, n);
-        return nn::Size2(v.at(0), v.at(1));
-      };
+      auto pair = [&](const char* n) { return size2_of(a, n); };
       return std::make_shared<nn::Conv2d>(attr_int(a, "in_channels"), attr_int(a, "out_channels"), pair("kernel_size"),
                                           pair("stride"), pair("padding"), pair("dilation"), attr_int(a, "groups"),
                                           attr_bool(a, "bias"));
+    };
+    s.forward = module_forward;
+    r.add(std::move(s));
+  }
+  {
+    OpSchema s;
+    s.name = "ConvTranspose2d";
+    s.category = "Layers";
+    s.description = "Transposed 2-d convolution, the adjoint of Conv2d, for upsampling (torch.nn.ConvTranspose2d).";
+    s.inputs = {{"in", "[N, in_channels, H, W]"}};
+    s.outputs = {{"out", "[N, out_channels, Ho, Wo], Ho = (H - 1)s - 2p + d(k-1) + output_padding + 1"}};
+    s.attributes = {
+        int_attr("in_channels", 32, 1, kMaxSize, "", "Channels of the input image."),
+        int_attr("out_channels", 16, 1, kMaxSize, "", "Channels produced by the transposed convolution."),
+        ints_attr("kernel_size", {2, 2}, 2, 2, 1, 4096, "px", "Kernel height and width."),
+        ints_attr("stride", {1, 1}, 2, 2, 1, 4096, "px", "Upsampling factor: the step of the kernel over the output."),
+        ints_attr("padding", {0, 0}, 2, 2, 0, 4096, "px", "Rows and columns removed from each side of the output."),
+        ints_attr("output_padding", {0, 0}, 2, 2, 0, 4096, "px",
+                  "Rows and columns added at the bottom and right of the output; smaller than the stride."),
+        int_attr("groups", 1, 1, kMaxSize, "", "Blocked connections: both channel counts must be divisible by it."),
+        bool_attr("bias", true, "Learn an additive bias per output channel."),
+        ints_attr("dilation", {1, 1}, 2, 2, 1, 4096, "px", "Spacing between kernel elements (height, width).")};
+    s.input_dim_attributes = {{"in_channels", 4, 1}};
+    s.infer = infer_conv_transpose2d;
+    s.parameters = [](const std::vector<TensorType>&, const Attributes& a) {
+      const auto& k = attr_ints(a, "kernel_size");
+      const int64_t cout = attr_int(a, "out_channels");
+      std::vector<ParamSpec> p{{"weight", {attr_int(a, "in_channels"), cout / attr_int(a, "groups"), k.at(0), k.at(1)}}};
+      if (attr_bool(a, "bias")) p.push_back({"bias", {cout}});
+      return p;
+    };
+    s.macs = [](const std::vector<TensorType>& in, const std::vector<TensorType>&, const Attributes& a) {
+      // Every input element meets (out_channels / groups) kH kW weights.
+      const auto& k = attr_ints(a, "kernel_size");
+      const int64_t per_input = sat_mul(attr_int(a, "out_channels") / attr_int(a, "groups"), sat_mul(k.at(0), k.at(1)));
+      return sat_mul(sample_numel(in.at(0).shape), per_input);
+    };
+    s.build = [](const std::vector<TensorType>&, const Attributes& a) {
+      auto pair = [&](const char* n) { return size2_of(a, n); };
+      return std::make_shared<nn::ConvTranspose2d>(attr_int(a, "in_channels"), attr_int(a, "out_channels"),
+                                                   pair("kernel_size"), pair("stride"), pair("padding"),
+                                                   pair("output_padding"), attr_int(a, "groups"), attr_bool(a, "bias"),
+                                                   pair("dilation"));
     };
     s.forward = module_forward;
     r.add(std::move(s));

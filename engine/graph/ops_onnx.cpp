@@ -70,16 +70,22 @@ std::variant<Ints, std::string> padding_2d(const OnnxNodeView& v) {
   return Ints{pads[0], pads[1]};
 }
 
+// Conv -> Conv2d, ConvTranspose -> ConvTranspose2d (weight [in, out/group, kH, kW]; output_padding
+// below the stride, as PyTorch requires, and no output_shape).
 OnnxMapResult map_conv(const OnnxNodeView& v) {
   if (rank(v) != 4) return "input is not [N, C, H, W]";
   if (auto why = weight_problem(v, 1, 4, "weight"); !why.empty()) return why;
   const Tensor& w = *constant(v, 1);
-  const int64_t cin = v.inputs[0].type.shape[1];
+  const int64_t cin = v.inputs[0].type.shape[1], group = int_of(v, "group", 1);
   if (is_symbolic(cin)) return "its input channel count is symbolic";
   const Ints kernel{w.shape()[2], w.shape()[3]};
   if (ints_of(v, "kernel_shape", kernel) != kernel) return "kernel_shape differs from the weight's shape";
   auto pads = padding_2d(v);
   if (auto* why = std::get_if<std::string>(&pads)) return *why;
+  const bool transposed = v.op_type == "ConvTranspose";
+  const int64_t cout = transposed ? w.shape()[1] * group : w.shape()[0];
+  if (transposed && w.shape()[0] != cin)
+    return "its weight " + shape_str(w.shape()) + " does not take the input's " + std::to_string(cin) + " channels";
   OnnxMapping m;
   const bool bias = present(v, 2);
   if (bias) {
@@ -87,14 +93,22 @@ OnnxMapResult map_conv(const OnnxNodeView& v) {
     m.state["bias"] = *constant(v, 2);
   }
   m.state["weight"] = w;
+  const Ints stride = ints_of(v, "strides", {1, 1});
   m.attrs = {{"in_channels", cin},
-             {"out_channels", w.shape()[0]},
+             {"out_channels", cout},
              {"kernel_size", kernel},
-             {"stride", ints_of(v, "strides", {1, 1})},
+             {"stride", stride},
              {"padding", std::get<Ints>(pads)},
              {"dilation", ints_of(v, "dilations", {1, 1})},
-             {"groups", int_of(v, "group", 1)},
+             {"groups", group},
              {"bias", bias}};
+  if (transposed) {
+    if (!ints_of(v, "output_shape", {}).empty()) return "its output_shape attribute sets the size; the native op takes output_padding";
+    const Ints outpad = ints_of(v, "output_padding", {0, 0});
+    if (outpad.size() != 2 || stride.size() != 2 || outpad[0] >= stride[0] || outpad[1] >= stride[1])
+      return "output_padding " + ints_str(outpad) + " is not below the strides " + ints_str(stride);
+    m.attrs["output_padding"] = outpad;
+  }
   return m;
 }
 
@@ -302,6 +316,7 @@ void register_onnx_rules(OpRegistry& r) {
   // the export rule (ops_onnx.h).
   const std::vector<std::tuple<const char*, std::vector<std::string>, Fn, Export>> rules{
       {"Conv2d", {"Conv"}, map_conv, export_conv},
+      {"ConvTranspose2d", {"ConvTranspose"}, map_conv, export_conv},
       {"Linear", {"Gemm", "MatMul"}, [](const OnnxNodeView& v) { return v.op_type == "Gemm" ? map_gemm(v) : map_matmul(v); },
        export_linear},
       {"Embedding", {"Gather"}, map_gather, export_embedding},

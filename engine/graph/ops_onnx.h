@@ -10,7 +10,7 @@ namespace kiln::graph::detail {
 
 // ops_onnx_export.cpp: the image, tensor and activation layers.
 void export_linear(OnnxEmitter& e, const OnnxExportNode& n);        // Gemm, or Transpose + MatMul (+ Add)
-void export_conv(OnnxEmitter& e, const OnnxExportNode& n);          // Conv
+void export_conv(OnnxEmitter& e, const OnnxExportNode& n);          // Conv, ConvTranspose
 void export_pool(OnnxEmitter& e, const OnnxExportNode& n);          // MaxPool / AveragePool
 void export_adaptive_pool(OnnxEmitter& e, const OnnxExportNode& n); // GlobalAveragePool or AveragePool
 void export_batch_norm(OnnxEmitter& e, const OnnxExportNode& n);    // BatchNormalization (inference form)

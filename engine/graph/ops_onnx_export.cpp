@@ -41,17 +41,18 @@ void export_linear(OnnxEmitter& e, const OnnxExportNode& n) {
 void export_conv(OnnxEmitter& e, const OnnxExportNode& n) {
   const Attributes& a = n.attrs;
   const Ints& k = attr_ints(a, "kernel_size");
-  const int64_t groups = attr_int(a, "groups");
-  std::vector<std::string> ins{
-      n.values.at(0),
-      e.param(n, "weight", {attr_int(a, "out_channels"), attr_int(a, "in_channels") / groups, k.at(0), k.at(1)})};
-  if (attr_bool(a, "bias")) ins.push_back(e.param(n, "bias", {attr_int(a, "out_channels")}));
-  e.node("Conv", n.name, ins, {n.name},
-         {{"kernel_shape", k},
-          {"strides", attr_ints(a, "stride")},
-          {"pads", pads_of(attr_ints(a, "padding"))},
-          {"dilations", attr_ints(a, "dilation")},
-          {"group", groups}});
+  const int64_t groups = attr_int(a, "groups"), in = attr_int(a, "in_channels"), out = attr_int(a, "out_channels");
+  const bool transposed = n.op == "ConvTranspose2d";  // weight [in, out/groups, kH, kW]
+  const Ints w_shape = transposed ? Ints{in, out / groups, k.at(0), k.at(1)} : Ints{out, in / groups, k.at(0), k.at(1)};
+  std::vector<std::string> ins{n.values.at(0), e.param(n, "weight", w_shape)};
+  if (attr_bool(a, "bias")) ins.push_back(e.param(n, "bias", {out}));
+  OnnxAttrs attrs{{"kernel_shape", k},
+                  {"strides", attr_ints(a, "stride")},
+                  {"pads", pads_of(attr_ints(a, "padding"))},
+                  {"dilations", attr_ints(a, "dilation")},
+                  {"group", groups}};
+  if (transposed) attrs.emplace_back("output_padding", attr_ints(a, "output_padding"));
+  e.node(transposed ? "ConvTranspose" : "Conv", n.name, ins, {n.name}, attrs);
 }
 
 void export_pool(OnnxEmitter& e, const OnnxExportNode& n) {

@@ -155,8 +155,9 @@ std::vector<Tensor> conv_op(OpContext& c) {
   return {conv_valid(xp, w, b, win.strides, win.dilations, c.attr_int("group", 1))};
 }
 
-// ConvTranspose as a convolution of the stride-dilated input with the flipped, transposed
-// kernel (the adjoint of Conv); output size s*(in-1) + output_padding + (k-1)*d + 1 - pads.
+// ConvTranspose: core conv_transpose2d where it fits, else a convolution of the stride-dilated
+// input with the flipped, transposed kernel (the adjoint of Conv); output size
+// s*(in-1) + output_padding + (k-1)*d + 1 - pads.
 std::vector<Tensor> conv_transpose_op(OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& w = c.input(1);
@@ -189,7 +190,26 @@ std::vector<Tensor> conv_transpose_op(OpContext& c) {
       pe[i] = pads[i + r];
     }
   }
-  // zero-insert the input by the strides
+  Tensor b = c.optional_input(2);
+  if (b.defined()) b = as(b, x.dtype());
+  // 1-d and 2-d with the same padding on both sides and output_padding below the stride (what
+  // PyTorch exports): core conv_transpose2d, the backend's conv2d input-gradient kernel.
+  bool direct = r <= 2 && kernel == spatial(w);
+  for (size_t i = 0; i < r; ++i) direct &= pb[i] == pe[i] && pb[i] >= 0 && outpad[i] >= 0 && outpad[i] < strides[i];
+  if (direct) {
+    ConvTranspose2dParams p;
+    const size_t first = r == 1 ? 1 : 0;  // 1-d runs as [N, C, 1, W]
+    for (size_t i = 0; i < r; ++i) {
+      p.stride[first + i] = strides[i];
+      p.dilation[first + i] = dil[i];
+      p.padding[first + i] = pb[i];
+      p.output_padding[first + i] = outpad[i];
+    }
+    p.groups = g;
+    if (r == 1) return {conv_transpose2d(x.unsqueeze(2), w.unsqueeze(2), b, p).squeeze(2)};
+    return {conv_transpose2d(x, w, b, p)};
+  }
+  // Otherwise: zero-insert the input by the strides
   Shape zs = x.shape();
   for (size_t i = 0; i < r; ++i) zs[i + 2] = (zs[i + 2] - 1) * strides[i] + 1;
   Tensor xz = Tensor::zeros(zs, x.dtype(), x.device());
@@ -214,8 +234,7 @@ std::vector<Tensor> conv_transpose_op(OpContext& c) {
     after[i] = k - pe[i] + outpad[i];
   }
   Tensor xp = pad_spatial(xz, before, after, 0.0);
-  Tensor b = c.optional_input(2);
-  return {conv_valid(xp, wt, b.defined() ? as(b, x.dtype()) : b, ones, dil, g)};
+  return {conv_valid(xp, wt, b, ones, dil, g)};
 }
 
 // Max (or mean) over "valid" windows of x [N, C, spatial...] (already padded).

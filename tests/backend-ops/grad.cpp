@@ -74,6 +74,13 @@ std::vector<GradCase> grad_cases() {
   c2.groups = 2;
   v.push_back({"conv2d_stride_groups", {{2, 4, 9, 9}, {6, 2, 3, 3}, {6}},
                [c2](V x) { return conv2d(x[0], x[1], x[2], c2); }, false, {}});
+  ConvTranspose2dParams t2;  // the conv2d input-gradient and forward kernels with x and g swapped
+  t2.stride[0] = t2.stride[1] = 2;
+  t2.padding[0] = t2.padding[1] = 1;
+  t2.output_padding[0] = t2.output_padding[1] = 1;
+  t2.groups = 2;
+  v.push_back({"conv_transpose2d_stride_groups", {{2, 4, 5, 6}, {4, 3, 3, 3}, {6}},
+               [t2](V x) { return conv_transpose2d(x[0], x[1], x[2], t2); }, false, {}});
   Pool2dParams p2;
   p2.kernel[0] = p2.kernel[1] = 2;
   p2.stride[0] = p2.stride[1] = 2;

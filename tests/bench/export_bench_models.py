@@ -6,7 +6,8 @@ Usage: export_bench_models.py OUT_DIR [MODEL ...]
 Models (default all): resnet18 mobilenet_v3_small efficientnet_b0 convnext_tiny (torchvision, random
 weights, 1x3x224x224), vit_tiny (a 2-layer ViT built from torch.nn modules: 32x32 images, 4x4 patches,
 d 192, 3 heads, GELU MLP 768, pre-norm) and transformer (a 2-layer nn.TransformerEncoder, d 64, 4
-heads, feed-forward 256, ReLU, 1x32x64 input). Weights and inputs are seeded (torch.manual_seed(0)),
+heads, feed-forward 256, ReLU, 1x32x64 input) and unet (a U-Net of widths 32-256 whose decoder
+upsamples with 2x2 stride-2 ConvTranspose2d, 1x3x128x128 input, 2 classes per pixel). Weights and inputs are seeded (torch.manual_seed(0)),
 BatchNorm running statistics random so that they matter. Static shapes (batch 1).
 Writes OUT_DIR/<model>/model.onnx and input.npy. PyTorch 1.x exports with the TorchScript exporter
 at opset 17; PyTorch 2.x with the same exporter (dynamo=False) when it still has it, else dynamo.
@@ -20,7 +21,7 @@ import torch
 from torch import nn
 
 VISION = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny"]
-ALL = VISION + ["vit_tiny", "transformer"]
+ALL = VISION + ["vit_tiny", "transformer", "unet"]
 
 
 def relu(t):  # a plain function keeps nn.TransformerEncoderLayer off its fused fast path,
@@ -54,6 +55,35 @@ class ViTTiny(nn.Module):
         return self.head(x[:, 0])
 
 
+class UNet(nn.Module):
+    """U-Net (Ronneberger et al. 2015) with padded 3x3 convolutions and batch norm: 3 levels down by
+    2x2 max pooling, up by 2x2 stride-2 transposed convolutions, skips concatenated."""
+
+    def __init__(self, widths=(32, 64, 128, 256), classes=2):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+        self.down = nn.ModuleList(block(i, o) for i, o in zip((3,) + widths[:-2], widths[:-1]))
+        self.mid = block(widths[-2], widths[-1])
+        self.up = nn.ModuleList(nn.ConvTranspose2d(o, o // 2, 2, stride=2) for o in reversed(widths[1:]))
+        self.dec = nn.ModuleList(block(o, o // 2) for o in reversed(widths[1:]))
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for b in self.down:
+            x = b(x)
+            skips.append(x)
+            x = nn.functional.max_pool2d(x, 2)
+        x = self.mid(x)
+        for up, dec, skip in zip(self.up, self.dec, reversed(skips)):
+            x = dec(torch.cat([up(x), skip], 1))
+        return self.head(x)
+
+
 def build(name):
     if name in VISION:
         import torchvision
@@ -63,6 +93,8 @@ def build(name):
     if name == "transformer":
         layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation=relu, batch_first=True)
         return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), torch.randn(1, 32, 64)
+    if name == "unet":
+        return UNet(), torch.randn(1, 3, 128, 128)
     raise SystemExit(f"unknown model '{name}' ({' '.join(ALL)})")
 
 

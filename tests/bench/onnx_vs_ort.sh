@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Batch-1 CPU inference, Kiln's ONNX executor vs onnxruntime, both sides in one run (issue 18):
 # torchvision resnet18 / mobilenet_v3_small / efficientnet_b0 / convnext_tiny (224x224), a ViT-tiny
-# (32x32, 2 layers) and a 2-layer nn.TransformerEncoder (d 64), exported with random seeded weights
+# (32x32, 2 layers), a 2-layer nn.TransformerEncoder (d 64) and a U-Net (128x128), exported with random seeded weights
 # by export_bench_models.py. For each model and thread count: Kiln's median ms (`kiln run --repeat`,
 # OMP_NUM_THREADS), onnxruntime's median ms (intra_op_num_threads, CPU provider, all graph
 # optimizations), the ratio ORT/Kiln (> 1: Kiln is faster) and the largest output difference
@@ -24,7 +24,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 cd "$here/../.."
 
-threads="2 $(nproc)" models="resnet18 mobilenet_v3_small efficientnet_b0 convnext_tiny vit_tiny transformer"
+threads="2 $(nproc)" models="resnet18 mobilenet_v3_small efficientnet_b0 convnext_tiny vit_tiny transformer unet"
 runs=30 kiln=build/bin/kiln model_dir= base=
 while getopts "t:m:r:k:d:b:h" opt; do
   case $opt in

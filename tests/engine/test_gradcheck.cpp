@@ -41,6 +41,13 @@ std::vector<Case> cases() {
   Conv2dParams grouped;
   grouped.groups = 2;
   grouped.dilation[0] = grouped.dilation[1] = 2;
+  ConvTranspose2dParams upsample;  // stride 2, padding 1, output_padding (1, 0), groups 2
+  upsample.stride[0] = upsample.stride[1] = 2;
+  upsample.padding[0] = upsample.padding[1] = 1;
+  upsample.output_padding[0] = 1;
+  upsample.groups = 2;
+  ConvTranspose2dParams dilated;
+  dilated.dilation[0] = 2;
   std::vector<Case> v = {
       {"reshape", {{2, 3}}, [](V x) { return x[0].reshape({3, 2}); }},
       {"permute", {{2, 3, 4}}, [](V x) { return x[0].permute({2, 0, 1}); }},
@@ -80,6 +87,11 @@ std::vector<Case> cases() {
        [strided](V x) { return conv2d(x[0], x[1], x[2], strided); }},
       {"conv2d_grouped_dilated", {{1, 4, 7, 7}, {2, 2, 3, 3}},
        [grouped](V x) { return conv2d(x[0], x[1], Tensor(), grouped); }},
+      {"conv_transpose2d", {{2, 3, 3, 4}, {3, 2, 3, 3}, {2}}, [](V x) { return conv_transpose2d(x[0], x[1], x[2]); }},
+      {"conv_transpose2d_strided_grouped", {{1, 4, 3, 3}, {4, 3, 3, 3}, {6}},
+       [upsample](V x) { return conv_transpose2d(x[0], x[1], x[2], upsample); }},
+      {"conv_transpose2d_dilated", {{1, 2, 4, 3}, {2, 3, 2, 3}},
+       [dilated](V x) { return conv_transpose2d(x[0], x[1], Tensor(), dilated); }},
       {"max_pool2d", {{1, 2, 5, 5}}, [](V x) { return max_pool2d(x[0], pool(2, 2, 1, true)); }},
       {"avg_pool2d", {{1, 2, 5, 5}}, [](V x) { return avg_pool2d(x[0], pool(3, 2, 1)); }},
       {"adaptive_avg_pool2d", {{1, 2, 5, 7}}, [](V x) { return adaptive_avg_pool2d(x[0], {3, 2}); }},

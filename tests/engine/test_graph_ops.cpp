@@ -80,6 +80,18 @@ std::vector<Case> make_cases() {
       {"Conv2d", {}, {f32({N, 1, 2, 2})}, "error: Conv2d: input [N, 1, 2, 2] is too small for kernel 3x3"},
       {"Conv2d", {{"in_channels", int64_t{3}}, {"groups", int64_t{2}}}, {f32({N, 3, 8, 8})},
        "error: Conv2d: in_channels 3 and out_channels 32 must be divisible by groups 2"},
+      {"ConvTranspose2d", {}, {f32({N, 32, 7, 7})}, "f32[N, 16, 8, 8]"},
+      {"ConvTranspose2d",
+       {{"in_channels", int64_t{8}}, {"out_channels", int64_t{4}}, {"kernel_size", std::vector<int64_t>{3, 3}},
+        {"stride", std::vector<int64_t>{2, 2}},
+        {"padding", std::vector<int64_t>{1, 1}}, {"output_padding", std::vector<int64_t>{1, 0}}, {"groups", int64_t{2}}},
+       {f32({N, 8, 7, 7})}, "f32[N, 4, 14, 13]"},
+      {"ConvTranspose2d", {}, {f32({N, 3, 7, 7})}, "error: ConvTranspose2d expects 32 input channels, got [N, 3, 7, 7]"},
+      {"ConvTranspose2d", {{"output_padding", std::vector<int64_t>{2, 0}}, {"stride", std::vector<int64_t>{2, 2}}},
+       {f32({N, 32, 7, 7})},
+       "error: ConvTranspose2d: output_padding (2, 0) must be smaller than the stride (2, 2)"},
+      {"ConvTranspose2d", {{"padding", std::vector<int64_t>{5, 0}}}, {f32({N, 32, 1, 1})},
+       "error: ConvTranspose2d: input [N, 32, 1, 1] with padding (5, 0) gives an empty output (-8x2)"},
       {"MaxPool2d", {}, {f32({N, 32, 28, 28})}, "f32[N, 32, 14, 14]"},
       {"MaxPool2d", {{"kernel_size", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 2}}, {"ceil_mode", true}},
        {f32({N, 8, 28, 28})}, "f32[N, 8, 14, 14]"},
@@ -290,6 +302,11 @@ TEST(GraphOps, ParametersAndMacs) {
   EXPECT_EQ(params[0].shape, (SymShape{32, 1, 3, 3}));
   EXPECT_EQ(params[1].shape, (SymShape{32}));
   EXPECT_EQ(conv.macs(in, out, a), 32 * 28 * 28 * 9);
+  const OpSchema& up = OpRegistry::global().get("ConvTranspose2d");  // weight [in, out / groups, kH, kW]
+  const Attributes ua = up.with_defaults({{"groups", int64_t{2}}});
+  const std::vector<TensorType> up_in{f32({N, 32, 7, 7})};
+  EXPECT_EQ(up.parameters(up_in, ua)[0].shape, (SymShape{32, 8, 2, 2}));
+  EXPECT_EQ(up.macs(up_in, up.infer(up_in, ua), ua), 32 * 7 * 7 * 8 * 4);
   const OpSchema& lin = OpRegistry::global().get("Linear");
   Attributes la = lin.with_defaults({{"in_features", int64_t{784}}, {"out_features", int64_t{256}}, {"bias", false}});
   std::vector<TensorType> lin_in{f32({N, 784})};

@@ -1,5 +1,5 @@
 // Layers: forward values computed by hand, BatchNorm running statistics, Dropout,
-// and gradchecks (f64) of Linear, Conv2d, BatchNorm and LayerNorm.
+// and gradchecks (f64) of Linear, Conv2d, ConvTranspose2d, BatchNorm and LayerNorm.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +56,30 @@ TEST(NnLayers, Conv2dShapesAndValues) {
   EXPECT_EQ(strided(Tensor::zeros({2, 3, 9, 9})).shape(), (Shape{2, 8, 5, 5}));
   EXPECT_THROW(Conv2d(3, 4, 3, 1, 0, 1, 2), ValueError);  // 3 channels in 2 groups
   EXPECT_FALSE(Conv2d(2, 2, 1, 1, 0, 1, 1, false).bias.defined());
+}
+
+// A 2x2 kernel of ones with stride 2 copies each input pixel into its own 2x2 block.
+TEST(NnLayers, ConvTranspose2dShapesValuesAndBadInput) {
+  ConvTranspose2d up(1, 1, 2, 2);
+  up.load_state_dict({{"weight", Tensor::ones({1, 1, 2, 2})}, {"bias", f32({0.5f}, {1})}});
+  expect_values(up(f32({1, 2, 3, 4}, {1, 1, 2, 2})),
+                {1.5, 1.5, 2.5, 2.5, 1.5, 1.5, 2.5, 2.5, 3.5, 3.5, 4.5, 4.5, 3.5, 3.5, 4.5, 4.5});
+  // PyTorch's shapes: weight [in, out / groups, kH, kW]; Ho = (H - 1) s - 2 p + d (k - 1) + output_padding + 1.
+  ConvTranspose2d t(4, 6, {3, 2}, 2, 1, {1, 0}, /*groups=*/2, true, {1, 2});
+  EXPECT_EQ(t.weight.shape(), (Shape{4, 3, 3, 2}));
+  EXPECT_EQ(t(Tensor::zeros({2, 4, 5, 7})).shape(), (Shape{2, 6, 10, 13}));
+  EXPECT_EQ(t.extra_repr(), "4, 6, kernel_size=(3, 2), stride=(2, 2), padding=(1, 1), dilation=(1, 2), "
+                            "output_padding=(1, 0), groups=2");
+  t.to(DType::f64);
+  expect_gradcheck([&](const std::vector<Tensor>& in) { return t(in[0]); }, {randn64({1, 4, 2, 3}, 9)});
+  EXPECT_THROW(ConvTranspose2d(4, 3, 3, 1, 0, 0, 2), ValueError);  // 3 output channels in 2 groups
+  EXPECT_THROW(ConvTranspose2d(2, 2, 3, 2, 0, 2), ValueError);     // output_padding not below the stride
+  EXPECT_THROW(t(Tensor::zeros({1, 3, 5, 5}, DType::f64)), ShapeError);  // 3 channels, the weight takes 4
+  ConvTranspose2dParams p;
+  p.padding[0] = 2;
+  EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 1, 1, 3}), Tensor::zeros({1, 1, 3, 3}), Tensor(), p), ShapeError);
+  EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 1, 3, 3}), Tensor::zeros({1, 1, 3, 3}), Tensor::zeros({2}), {}),
+               ShapeError);  // a bias of 2 for 1 output channel
 }
 
 TEST(NnLayers, BatchNormTrainingUsesBatchStatsAndUpdatesRunningStats) {

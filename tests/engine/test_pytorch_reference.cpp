@@ -107,6 +107,13 @@ Conv2dParams conv_attrs(const json& a) {
   return p;
 }
 
+ConvTranspose2dParams conv_transpose_attrs(const json& a) {
+  ConvTranspose2dParams p;
+  static_cast<Conv2dParams&>(p) = conv_attrs(a);
+  pair_attr(a, "output_padding", p.output_padding);
+  return p;
+}
+
 Pool2dParams pool_attrs(const json& a) {
   Pool2dParams p;
   pair_attr(a, "kernel_size", p.kernel);
@@ -188,6 +195,8 @@ const std::map<std::string, OpFn>& dispatch_table() {
       {"matmul", [](Inputs& in, const json&) { return matmul(in[0], in[1]); }},
       {"linear", [](Inputs& in, const json&) { return linear(in[0], in[1], opt(in, 2)); }},
       {"conv2d", [](Inputs& in, const json& a) { return conv2d(in[0], in[1], opt(in, 2), conv_attrs(a)); }},
+      {"conv_transpose2d",
+       [](Inputs& in, const json& a) { return conv_transpose2d(in[0], in[1], opt(in, 2), conv_transpose_attrs(a)); }},
       {"max_pool2d", [](Inputs& in, const json& a) { return max_pool2d(in[0], pool_attrs(a)); }},
       {"avg_pool2d", [](Inputs& in, const json& a) { return avg_pool2d(in[0], pool_attrs(a)); }},
       {"adaptive_avg_pool2d",

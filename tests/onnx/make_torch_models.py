@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Exports PyTorch reference models to ONNX with random weights, plus an input and PyTorch's outputs.
 
-Usage: make_torch_models.py OUT_DIR [--dynamo] [MODEL ...]   (models: resnet18 mobilenet_v2 transformer; default all)
+Usage: make_torch_models.py OUT_DIR [--dynamo] [MODEL ...]   (models: resnet18 mobilenet_v2 transformer unet;
+default all)
 --dynamo: PyTorch 2's exporter (torch.onnx.export(dynamo=True)) at opset 18, as on the GPU machine
 (PyTorch 2.11); without it the TorchScript exporter at opset 17 (Debian's PyTorch 1.13).
 Writes OUT_DIR/<model>/model.onnx, input.npy and expected_<output name>.npy. Needs Debian's
@@ -43,6 +44,36 @@ def transformer():
     return model, torch.randn(2, 10, 32)
 
 
+def unet():
+    # A small U-Net (Ronneberger et al. 2015) over [N, 3, 32, 32]: two conv blocks with batch norm and
+    # 2x2 max pooling down, ConvTranspose2d up (kernel 3, stride 2, padding 1, output_padding 1;
+    # then kernel 2, stride 2), each skip concatenated, a 1x1 convolution to 2 classes per pixel.
+    nn = torch.nn
+
+    def block(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2, self.mid = block(3, 8), block(8, 16), block(16, 32)
+            self.pool = nn.MaxPool2d(2)
+            self.up2 = nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1)
+            self.dec2 = block(32, 16)
+            self.up1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
+            self.dec1 = block(16, 8)
+            self.head = nn.Conv2d(8, 2, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(self.pool(e1))
+            m = self.mid(self.pool(e2))
+            d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+            return self.head(self.dec1(torch.cat([self.up1(d2), e1], 1)))
+
+    return UNet(), torch.randn(1, 3, 32, 32)
+
+
 def vision(name):
     try:
         import torchvision
@@ -58,15 +89,17 @@ def main():
         return 2
     out_dir = sys.argv[1]
     dynamo = "--dynamo" in sys.argv[2:]
-    names = [a for a in sys.argv[2:] if a != "--dynamo"] or ["resnet18", "mobilenet_v2", "transformer"]
+    names = [a for a in sys.argv[2:] if a != "--dynamo"] or ["resnet18", "mobilenet_v2", "transformer", "unet"]
     torch.manual_seed(0)
     for name in names:
         if name == "transformer":
             model, x = transformer()
+        elif name == "unet":
+            model, x = unet()
         elif name in ("resnet18", "mobilenet_v2"):
             model, x = vision(name)
         else:
-            print(f"unknown model '{name}' (resnet18, mobilenet_v2, transformer)")
+            print(f"unknown model '{name}' (resnet18, mobilenet_v2, transformer, unet)")
             return 2
         model.eval()
         # Random BatchNorm statistics, so that the running mean and variance matter.

@@ -170,7 +170,10 @@ Graph all_ops_image() {
                                      {"stride", V{1, 1}}}, {x});
   auto c2 = add(g, "Conv2d", "conv_grouped", {{"in_channels", int64_t{4}}, {"out_channels", int64_t{4}}, {"groups", int64_t{2}},
                                               {"dilation", V{2, 2}}, {"padding", V{2, 2}}, {"bias", false}}, {c});
-  auto bn = add(g, "BatchNorm2d", "bn", {{"num_features", int64_t{4}}}, {c2});
+  auto up = add(g, "ConvTranspose2d", "upsample", {{"in_channels", int64_t{4}}, {"out_channels", int64_t{4}},
+                                                  {"kernel_size", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}},
+                                                  {"output_padding", V{1, 1}}, {"groups", int64_t{2}}}, {c2});
+  auto bn = add(g, "BatchNorm2d", "bn", {{"num_features", int64_t{4}}}, {up});
   auto lr = add(g, "LeakyReLU", "leaky", {{"negative_slope", 0.2}}, {bn});
   auto mp = add(g, "MaxPool2d", "maxpool", {}, {lr});
   auto ap = add(g, "AvgPool2d", "avgpool", {{"kernel_size", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}}, {lr});

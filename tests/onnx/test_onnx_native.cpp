@@ -321,6 +321,37 @@ TEST(OnnxNative, GeluErfChainsBecomeGelu) {
   EXPECT_EQ(graph::to_json(again.graph), graph::to_json(native.graph));
 }
 
+// ConvTranspose (strides, pads, output_padding, group, bias) becomes ConvTranspose2d with the
+// executor's outputs and round-trips; one whose output_shape sets the size stays
+// onnx.ConvTranspose with a warning naming it.
+TEST(OnnxNative, ConvTransposeBecomesConvTranspose2d) {
+  ::onnx::GraphProto g;
+  *g.add_input() = value_info("x", ::onnx::TensorProto::FLOAT, {-1, 4, 5, 5});
+  *g.add_output() = value_info("y", ::onnx::TensorProto::FLOAT, {-1, 2, 19, 20});
+  weights(g, "up.w", {4, 3, 3, 3}, 1);
+  weights(g, "up.b", {6}, 2);
+  auto* up = add_node(g, "ConvTranspose", {"x", "up.w", "up.b"}, {"h"}, "/up/ConvTranspose");
+  set_ints(up, "strides", {2, 2}), set_ints(up, "pads", {1, 1, 1, 1}), set_ints(up, "output_padding", {1, 1});
+  set_int(up, "group", 2);
+  weights(g, "sized.w", {6, 2, 2, 2}, 3);
+  auto* sized = add_node(g, "ConvTranspose", {"h", "sized.w"}, {"y"}, "/sized/ConvTranspose");
+  set_ints(sized, "strides", {2, 2}), set_ints(sized, "output_shape", {19, 20});
+  kiln::onnx::ImportedGraph ig = import_and_compare(model_with(g, 17), {randn({2, 4, 5, 5}, 4)});
+  const graph::Node& n = node_named(ig.graph, "up_ConvTranspose");
+  EXPECT_EQ(n.op, "ConvTranspose2d");
+  EXPECT_EQ(graph::attr_int(n.attrs, "out_channels"), 6);
+  EXPECT_EQ(graph::attr_ints(n.attrs, "output_padding"), (V{1, 1}));
+  EXPECT_EQ(ig.graph.initial_state.at("up_ConvTranspose.weight").shape(), (Shape{4, 3, 3, 3}));
+  EXPECT_EQ(node_named(ig.graph, "sized_ConvTranspose").op, "onnx.ConvTranspose");
+  EXPECT_TRUE(warned(ig, "node '/sized/ConvTranspose' (ConvTranspose) stays onnx.ConvTranspose: its output_shape "
+                         "attribute sets the size"));
+  const std::string bytes = kiln::onnx::export_model(ig.graph, ig.state_dict);
+  kiln::onnx::check_model_bytes(bytes);
+  const kiln::onnx::ImportedGraph again = kiln::onnx::import_graph(kiln::onnx::parse_model(bytes, ""));
+  EXPECT_EQ(node_named(again.graph, "up_ConvTranspose").op, "ConvTranspose2d");
+  EXPECT_TRUE(node_named(again.graph, "up_ConvTranspose").attrs == n.attrs);
+}
+
 // Bad input: a Conv weight computed at run time, asymmetric pads: onnx.Conv with a warning
 // naming the node; the model still imports and runs.
 TEST(OnnxNative, ImpossibleMappingsFallBackNamingTheNode) {
@@ -381,15 +412,16 @@ TEST(OnnxNative, OldOpsetsStayOnnx) {
   EXPECT_EQ(node_named(ig.graph, "Relu").op, "ReLU");
 }
 
-// torchvision's resnet18 and mobilenet_v2 as Debian's PyTorch exports them (make_torch_models.py,
-// run by the onnx.torch.native ctest into KILN_TORCH_MODELS): >= 95% native nodes, the
+// torchvision's resnet18 and mobilenet_v2, and a small U-Net (ConvTranspose2d), as Debian's PyTorch
+// exports them (make_torch_models.py, run by the onnx.torch.native ctest into KILN_TORCH_MODELS):
+// >= 95% native nodes, the
 // executor's outputs to 1e-5 relative (PyTorch's to 1e-4), export -> checker -> re-import the
 // same graph.
-TEST(OnnxNative, TorchVisionModelsImportNative) {
+TEST(OnnxNative, TorchModelsImportNative) {
   const char* dir = std::getenv("KILN_TORCH_MODELS");
   if (!dir) GTEST_SKIP() << "KILN_TORCH_MODELS not set";
   int checked = 0;
-  for (const char* name : {"resnet18", "mobilenet_v2"}) {
+  for (const char* name : {"resnet18", "mobilenet_v2", "unet"}) {
     const std::filesystem::path d = std::filesystem::path(dir) / name;
     if (!std::filesystem::exists(d / "model.onnx")) continue;
     SCOPED_TRACE(name);
@@ -416,5 +448,5 @@ TEST(OnnxNative, TorchVisionModelsImportNative) {
     EXPECT_TRUE(again.graph == ig.graph);
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no resnet18 / mobilenet_v2 in " << dir;
+  if (checked == 0) GTEST_SKIP() << "no resnet18 / mobilenet_v2 / unet in " << dir;
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # PyTorch models (make_torch_models.py: torchvision resnet18 / mobilenet_v2, a small
-# nn.TransformerEncoder, random weights, torch.onnx at opset 17) run in Kiln and match PyTorch's
+# nn.TransformerEncoder, a small U-Net, random weights, torch.onnx at opset 17) run in Kiln and match PyTorch's
 # outputs within 1e-4 relative to the output's largest magnitude; exported again by
 # `kiln export` (through the graph IR, checked by libonnx's checker) they still match.
-# With BUILD_DIR (the vision models): `kiln codegen` C++ of the model, built against the engine
+# With BUILD_DIR (the convolutional models): `kiln codegen` C++ of the model, built against the engine
 # installed from BUILD_DIR, reproduces the executor's outputs (its main checks them).
 # Usage: test_torch_models.sh KILN MODEL [BUILD_DIR]. Exit 77 when python3-torch / python3-torchvision are missing
 # (make_torch_models.py; a failure under KILN_REQUIRE_TEST_DEPS=1).
