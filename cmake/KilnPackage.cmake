@@ -2,7 +2,8 @@
 # package does it and runs lintian) writes
 #   kiln_<version>_<arch>.deb       kiln, kiln-studio, libkiln(_onnx), the Vulkan plugin, headers,
 #                                   CMake package files, .desktop, AppStream metainfo, icon, man pages
-#   kiln-cuda_<version>_<arch>.deb  the CUDA plugin (needs the CUDA runtime, cuBLAS and cuDNN)
+#   kiln-cuda_<version>_<arch>.deb  the CUDA plugin (needs the CUDA runtime, cuBLAS and cuDNN;
+#                                   NCCL, Suggested, only for multi-GPU training: loaded at run time)
 #   kiln-hip_<version>_<arch>.deb   the HIP plugin (Debian's libamdhip64)
 # The plugins are apart so that a CPU-only user is not made to install the CUDA or ROCm
 # runtime; without a plugin package (or its runtime) the registry simply does not offer that
@@ -150,7 +151,12 @@ runtime with cuBLAS and cuDNN 9 (libcudart.so.13, libcublas.so.13,
 libcudnn.so.9) on the library path, as NVIDIA's CUDA installer sets up under
 /usr/local/cuda; those are not Debian packages, so they are not dependencies.
 Without them Kiln does not offer the CUDA devices and says why in
-kiln devices.")
+kiln devices.
+
+Training on several GPUs (kiln train --gpus) also needs NCCL 2
+(libnccl.so.2, NVIDIA's libnccl2 package or the CUDA toolkit's), which the
+plugin loads only then: without it everything else still runs on the GPU.")
+set(CPACK_DEBIAN_CUDA_PACKAGE_SUGGESTS "libnccl2")
 
 set(CPACK_COMPONENT_HIP_DISPLAY_NAME "Kiln HIP backend")
 set(CPACK_COMPONENT_HIP_DEPENDS kiln)

@@ -1,6 +1,7 @@
 // `kiln train`: builds a reference model (or the graph of --graph), its optimizer, scheduler (engine/optim/
 // factory.h) and data loaders from the flags (train_config.h), trains it with a live progress bar (train_loop.h),
-// evaluates it on the test set and writes the run directory (run_files.h).
+// evaluates it on the test set and writes the run directory (run_files.h). --gpus N launches N ranks of it
+// (train_launch.h); --distributed makes it one rank of a data-parallel job (train_distributed.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,7 +26,9 @@
 #include "app/cli/train_balance.h"
 #include "app/cli/train_config.h"
 #include "app/cli/train_data.h"
+#include "app/cli/train_distributed.h"
 #include "app/cli/train_graph.h"
+#include "app/cli/train_launch.h"
 #include "app/cli/train_loop.h"
 #include "app/cli/train_transfer.h"
 #include "engine/core/autocast.h"
@@ -33,6 +36,7 @@
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/distributed/environment.h"
 #include "engine/graph/graph_module.h"
 #include "engine/graph/json.h"
 #include "engine/io/safetensors.h"
@@ -50,29 +54,35 @@ using Clock = std::chrono::steady_clock;
 
 std::string display_path(const std::filesystem::path& p) { return p.lexically_normal().string(); }
 
-}  // namespace
-
-int train_command(const std::vector<std::string>& argv) {
-  const auto started = Clock::now();
-  ArgParser parser = train_parser();
-  Args args = parser.parse(argv);
-  if (args.help()) {
-    std::fputs(parser.help().c_str(), stdout);
-    return kExitOk;
-  }
-  TrainConfig c = train_config(args);
-  set_threads(c.threads);
-  const Device device = device_flag(args);
-  if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
-  const std::filesystem::path out(c.out_dir);
-  // Never overwrite a finished or interrupted run by accident.
+// Never overwrite a finished or interrupted run by accident.
+void check_new_run(const TrainConfig& c, const std::filesystem::path& out) {
   KILN_CHECK(c.resume || !std::filesystem::exists(out / "checkpoint"), ValueError, display_path(out),
              " already holds a run (", display_path(out / "checkpoint"),
              "); continue it with --resume, or choose another --out");
+}
+
+// A rank > 0 of a data-parallel job: trains in step with the others, silently (Note [Rank 0 speaks]).
+int train_rank(train::Trainer& trainer, const Loaders& loaders, DataParallel& dp, const TrainConfig& c) {
+  dp.barrier("start of training");  // a rank that died before it is named here, not at a collective
+  InterruptGuard interrupt;
+  const FitResult fit = run_fit(trainer, *loaders.train, loaders.validation.get(), c.threads, nullptr, nullptr);
+  return fit.cancelled ? kExitInterrupted : kExitOk;
+}
+
+// One training run; dp: this process's part of a data-parallel job, or null. Only the rank that
+// speaks (rank 0, or the only process) prints and writes files (Note [Rank 0 speaks]).
+int train(const Args& args, TrainConfig c, DataParallel* dp, Clock::time_point started) {
+  const bool speaks = !dp || dp->speaks();
+  const int world_size = dp ? dp->world_size() : 1;
+  set_threads(c.threads);
+  const Device device = dp ? dp->device() : device_flag(args);
+  if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
+  const std::filesystem::path out(c.out_dir);
+  if (speaks) check_new_run(c, out);
   manual_seed(c.seed);
   // A graph is read and checked before the data set is (an invalid one lists its problems).
   std::optional<graph::Graph> net;
-  net = transfer_graph(c);  // --graph or --onnx, with a new head and frozen nodes (train_transfer.h)
+  net = transfer_graph(c, /*quiet=*/!speaks);  // --graph or --onnx, with a new head and frozen nodes (train_transfer.h)
   // The dataset and its splits: a user's through data::open_dataset, as Kiln Studio (train_data.h).
   TrainData opened = open_train_data(c);
   const bool csv = opened.table.has_value();
@@ -85,7 +95,7 @@ int train_command(const std::vector<std::string>& argv) {
                            static_cast<int64_t>(text_data->index->classes.size()), c.text_model);
   const bool regression = csv && table->schema.task == data::Task::regression;
   const std::vector<int64_t>& classes = opened.classes;
-  Loaders loaders = make_loaders(c, opened);
+  Loaders loaders = make_loaders(c, opened, dp ? dp->rank() : 0, world_size);
   const int64_t outputs = csv     ? table->schema.num_outputs()
                           : image ? static_cast<int64_t>(images->run.classes.size())
                           : text_data  ? static_cast<int64_t>(text_data->index->classes.size())
@@ -111,7 +121,7 @@ int train_command(const std::vector<std::string>& argv) {
   auto optimizer = optim::make_optimizer(optimizer_config(c), graph_module ? graph_module->trainable_parameters()
                                                                            : model->parameters());
   const train::PrecisionPlan precision = train::plan_precision(c.precision, device);
-  if (!precision.note.empty())
+  if (!precision.note.empty() && speaks)
     std::fprintf(stderr, "kiln: --precision %s: %s\n", c.precision.c_str(), precision.note.c_str());
   AutocastGuard autocast_scope(precision.autocast);
   train::TrainerOptions options;
@@ -119,7 +129,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.epochs = c.epochs;
   options.num_classes = outputs;
   options.device = device;
-  options.checkpoint_dir = (out / "checkpoint").string();
+  options.checkpoint_dir = speaks ? (out / "checkpoint").string() : "";  // rank 0 checkpoints the job
   options.checkpoint_every_steps = c.checkpoint_every_steps;
   options.checkpoint_every_seconds = c.checkpoint_every_steps > 0 ? 0 : 60 * c.checkpoint_every_minutes;
   options.checkpoint_on_cancel = true;  // Ctrl-C checkpoints where it stops: --resume loses nothing
@@ -145,6 +155,8 @@ int train_command(const std::vector<std::string>& argv) {
   }
   if (image)  // one line, so that a mismatch on --resume is one line too
     options.run_settings["images"] = nlohmann::json::parse(run_images_json(images->run)).dump();
+  // Data parallel: rank 0's state on every rank, and gradients averaged over the ranks in backward.
+  if (dp) dp->wrap(*model, options);
   optim::Scheduler scheduler = optim::make_scheduler(scheduler_config(c, loaders.train->size()), *optimizer);
   options.scheduler_per_batch = scheduler.per_batch;
   train::Trainer trainer(
@@ -153,12 +165,14 @@ int train_command(const std::vector<std::string>& argv) {
         return regression ? nn::F::mse_loss(output, target) : nn::F::cross_entropy(output, target, weight);
       },
       options);
-  if (c.resume) {
-    const std::string note = trainer.load_checkpoint(options.checkpoint_dir);
-    if (!note.empty()) std::fprintf(stderr, "kiln: %s\n", note.c_str());
+  if (c.resume) {  // every rank reads it (on several machines --out is on a shared file system)
+    const std::string note = trainer.load_checkpoint((out / "checkpoint").string());
+    if (!note.empty() && speaks) std::fprintf(stderr, "kiln: %s\n", note.c_str());
     KILN_CHECK(trainer.epoch() < c.epochs, ValueError, "the run in ", display_path(out), " has already trained ",
                trainer.epoch(), " epochs; ask for more with --epochs (e.g. --epochs ", trainer.epoch() + 1, ")");
   }
+
+  if (!speaks) return train_rank(trainer, loaders, *dp, c);
 
   std::filesystem::create_directories(out);
   if (net) graph::save_graph(*net, (out / kRunGraphFile).string());  // the run keeps the network it trains
@@ -214,11 +228,16 @@ int train_command(const std::vector<std::string>& argv) {
                                            std::to_string(trainer.batch_in_epoch() + 1) + " of epoch " +
                                            std::to_string(trainer.epoch() + 1) + ")"
                                      : ", resuming after epoch " + std::to_string(trainer.epoch());
-  std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s\n",
+  if (dp)  // --batch-size is per GPU, as in PyTorch's DistributedDataParallel
+    std::fprintf(stderr, "data parallel: %s (%s), batch %lld per GPU, %lld in all\n",
+                 count_of(world_size, "GPU").c_str(), dp->library().c_str(), static_cast<long long>(c.batch_size),
+                 static_cast<long long>(c.batch_size * world_size));
+  std::fprintf(stderr, "training %s (%lld parameters) on %s, %s on %s: %lld samples, %lld batches of %lld%s%s\n",
                c.model.c_str(), static_cast<long long>(model->num_parameters()), c.dataset.c_str(),
                c.optimizer.c_str(), device.str().c_str(), static_cast<long long>(loaders.train->dataset().size()),
                static_cast<long long>(loaders.train->size()), static_cast<long long>(c.batch_size),
-               resume_text.c_str());
+               dp ? " per GPU" : "", resume_text.c_str());
+  if (dp) dp->barrier("start of training");
 
   // Ctrl-C from here to the end: run_fit's own guard turns it into Trainer::cancel(); this one
   // stops the test pass after the last epoch (exit 130 too), so that no Ctrl-C goes unheard.
@@ -267,8 +286,9 @@ int train_command(const std::vector<std::string>& argv) {
   }
   const train::ClassificationMetrics& test = evaluation.metrics;
   const double seconds_training = trainer.seconds_training();
+  // Every rank trains as many samples as rank 0 (Note [Distributed sampling]): the job's rate is world_size times.
   const double images_per_second =
-      seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) / seconds_training : 0.0;
+      seconds_training > 0 ? static_cast<double>(trainer.samples_trained()) * world_size / seconds_training : 0.0;
   // A resumed run's whole time: the seconds its checkpoint carried and this process's.
   const double seconds = trainer.resumed_seconds() + std::chrono::duration<double>(Clock::now() - started).count();
   nlohmann::ordered_json summary = {
@@ -291,6 +311,10 @@ int train_command(const std::vector<std::string>& argv) {
       {"skipped_steps", options.grad_scaler ? options.grad_scaler->skipped_steps() : 0},
       {"cuda_graph", trainer.cuda_graph_note()},
   };
+  if (dp) {
+    summary["world_size"] = world_size;  // batch_size is per GPU; images_per_second is the job's
+    summary["collectives"] = dp->library();
+  }
   for (const auto& [key, value] : balance.summary.items()) summary[key] = value;
   if (net) summary["graph"] = kRunGraphFile;
   if (!c.classes.empty()) summary["classes"] = classes;  // label i of the model is data set class classes[i]
@@ -341,6 +365,45 @@ int train_command(const std::vector<std::string>& argv) {
               display_path(out).c_str(), net ? " graph.json" : "",
               csv ? " table.json" : image ? " images.json"   : text_data ? " text.json tokenizer.json" : "");
   return kExitOk;
+}
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& argv) {
+  const auto started = Clock::now();
+  ArgParser parser = train_parser();
+  Args args = parser.parse(argv);
+  if (args.help()) {
+    std::fputs(parser.help().c_str(), stdout);
+    return kExitOk;
+  }
+  TrainConfig c = train_config(args);
+  if (c.parallel.gpus > 0) {
+    // The launcher checks what it can once, before N ranks would each say it.
+    if (!c.out_dir.empty()) check_new_run(c, c.out_dir);
+    return launch_ranks(argv, args, c.parallel.gpus);
+  }
+  if (!c.parallel.distributed) return train(args, c, nullptr, started);
+  // One rank of a data-parallel job: its errors name it (ValueError naming the variable before it is known).
+  const distributed::DistributedEnvironment env = distributed::from_environment();
+  std::unique_ptr<DataParallel> dp;
+  try {
+    dp = std::make_unique<DataParallel>(env, args, c.parallel.timeout_s);
+    const int status = train(args, c, dp.get(), started);
+    // Stopped by Ctrl-C, the ranks may be at different steps: a clean finalize would wait for the
+    // collectives a rank will not join, until the timeout.
+    if (status != kExitOk) dp->abort();
+    return status;
+  } catch (const UsageError& e) {
+    if (dp) dp->abort();
+    const std::string prefix = "kiln train: ", what = e.what();
+    if (what.rfind(prefix, 0) != 0) throw;
+    throw UsageError(prefix + rank_message(env.rank, what.substr(prefix.size())));  // "kiln train: rank R: ..."
+  } catch (const std::exception& e) {
+    if (dp) dp->abort();
+    std::fprintf(stderr, "kiln: error: %s\n", rank_message(env.rank, e.what()).c_str());
+    return kExitError;
+  }
 }
 
 }  // namespace kiln::cli

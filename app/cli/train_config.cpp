@@ -35,7 +35,7 @@ ArgParser train_parser() {
       .flag("graph", "FILE", "", "train the network a graph JSON file describes (Kiln Studio's format,\n"
                                  "e.g. projects/templates/fashion_mnist_cnn.json) instead of --model")
       .flag("epochs", "N", "5", "epochs to train")
-      .flag("batch-size", "B", "128", "samples per batch")
+      .flag("batch-size", "B", "128", "samples per batch (per GPU with --gpus or --distributed)")
       .flag("lr", "X", "0.001", "learning rate (the peak rate with --scheduler onecycle)")
       .flag("optimizer", "NAME", "adam", "optimizer (torch.optim defaults otherwise)", optim::optimizer_names())
       .flag("momentum", "X", "0.9", "momentum of sgd and rmsprop")
@@ -79,6 +79,7 @@ ArgParser train_parser() {
               "unless f16 loss scaling or a step that reads the host keeps it eager (dropout is drawn\n"
               "on the device, anew at each replay), and\n"
               "kiln train prints which it was");
+  add_parallel_flags(p);
   add_transfer_flags(p);
   add_table_flags(p);
   add_image_flags(p);
@@ -94,7 +95,16 @@ ArgParser train_parser() {
       "finished epoch, or --checkpoint-every's in the middle of one): a checkpoint replaces the\n"
       "last one atomically. Ctrl-C in the test-set evaluation after the last epoch stops it too (exit\n"
       "status 130), with the weights already in model.safetensors for `kiln eval`.\n\n"
+      "Several GPUs (data parallel, as PyTorch's DistributedDataParallel): --gpus N starts one process per\n"
+      "GPU of this machine; each trains on its shard of every epoch (--batch-size per GPU) and the\n"
+      "gradients are averaged through NCCL after every backward pass. Rank 0 prints the progress, writes\n"
+      "the checkpoints and the run, and evaluates the test set; every rank evaluates the validation set.\n"
+      "On several machines start `kiln train --distributed` on each GPU with a torchrun-style launcher\n"
+      "(MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK; each process uses cuda:LOCAL_RANK; --out\n"
+      "on a shared file system for --resume). NVLink multicast stays off (NCCL_NVLS_ENABLE=0). A rank\n"
+      "that fails or dies stops the others; see docs/multi-gpu.md.\n\n"
       "example: kiln train --model cnn --epochs 3 --val-fraction 0.1 --out runs/cnn\n"
+      "         kiln train --model cnn --gpus 2 --batch-size 256 --precision bf16 --out runs/cnn2\n"
       "         kiln train --dataset csv:wine_data.csv --skip-rows 1 --no-header --label -1 --lr 0.01 --epochs 40\n"
       "         kiln train --dataset imagefolder:photos --model cnn --image-size 64 --augment flip\n"
       "         kiln train --dataset text:mails --tokenizer word --max-length 256 --vocab-size 20000");
@@ -165,6 +175,7 @@ TrainConfig train_config(const Args& args) {
     c.checkpoint_every_steps = e->steps;
     c.checkpoint_every_minutes = e->minutes;
   }
+  c.parallel = parallel_config(args);
   if (c.resume && !args.given("out")) args.fail("--resume needs --out DIR (the run to continue)");
   c.out_dir = args.given("out") ? args.str("out") : "";
   if (args.given("out") && c.out_dir.empty()) args.fail("--out needs a directory");

@@ -7,6 +7,7 @@
 #include "app/cli/image_data.h"
 #include "app/cli/table_data.h"
 #include "app/cli/text_data.h"
+#include "app/cli/train_distributed.h"
 #include "engine/optim/factory.h"
 
 namespace kiln::cli {
@@ -50,6 +51,7 @@ struct TrainConfig {
   int64_t replace_head = 0;        // --replace-head N: the last Linear gets N fresh outputs (0: keep)
   std::string freeze_until;        // --freeze-until NODE: freeze NODE and every node before it
   bool freeze_all_but_head = false;
+  ParallelConfig parallel;         // --gpus, --distributed, --timeout (train_distributed.h)
 };
 
 // The parser with every flag of `kiln train`, defaults as in TrainConfig.

@@ -42,12 +42,12 @@ TrainData open_train_data(const TrainConfig& c) {
   return d;
 }
 
-Loaders make_loaders(const TrainConfig& c, const TrainData& d) {
+Loaders make_loaders(const TrainConfig& c, const TrainData& d, int rank, int world_size) {
   std::shared_ptr<const data::Dataset> train_set = d.train, test_set = d.test, val_set = d.validation;
   const int workers = d.images ? std::max(1, c.images.workers) : 1;
   if (c.limit_batches > 0) {
     const int64_t cap = c.limit_batches * c.batch_size;
-    train_set = random_subset(train_set, cap, c.seed);
+    train_set = random_subset(train_set, cap * world_size, c.seed);  // the same subset on every rank
     test_set = random_subset(test_set, cap, c.seed);
     if (val_set) val_set = random_subset(val_set, cap, c.seed);
   }
@@ -56,7 +56,8 @@ Loaders make_loaders(const TrainConfig& c, const TrainData& d) {
   const int prefetch = std::max(2, 2 * workers);
   l.train = std::make_unique<data::DataLoader>(train_set, Options{.batch_size = c.batch_size, .shuffle = true,
                                                                   .seed = c.seed, .num_workers = workers,
-                                                                  .prefetch = prefetch});
+                                                                  .prefetch = prefetch, .rank = rank,
+                                                                  .world_size = world_size});
   if (val_set)
     l.validation = std::make_unique<data::DataLoader>(
         val_set, Options{.batch_size = c.batch_size, .num_workers = workers, .prefetch = prefetch});

@@ -37,6 +37,9 @@ struct Loaders {
 
 // Loaders over the splits, each cut to c.limit_batches batches when that is set; the training one
 // shuffled by c.seed. Images are decoded and augmented on c.images.workers loader threads.
-Loaders make_loaders(const TrainConfig& c, const TrainData& d);
+// Data parallel (world_size > 1): the training loader gives rank `rank` its share of each epoch
+// (Note [Distributed sampling]), c.limit_batches batches of it when set; the validation and test
+// loaders stay whole (Note [Rank 0 speaks] in train_distributed.h).
+Loaders make_loaders(const TrainConfig& c, const TrainData& d, int rank = 0, int world_size = 1);
 
 }  // namespace kiln::cli

@@ -30,6 +30,11 @@ void set_threads(int n) {
 
 FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLoader* validation, int threads,
                   ProgressBar& progress, MetricsCsv& metrics) {
+  return run_fit(trainer, train, validation, threads, &progress, &metrics);
+}
+
+FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLoader* validation, int threads,
+                  ProgressBar* progress, MetricsCsv* metrics) {
   InterruptGuard interrupt;
   std::exception_ptr error;
   std::atomic<bool> done{false};
@@ -46,15 +51,15 @@ FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLo
   FitResult result;
   auto handle = Overloaded{
       [&](const train::BatchEnd& e) {
-        metrics.batch(e);
-        progress.on_batch(e);
+        if (metrics) metrics->batch(e);
+        if (progress) progress->on_batch(e);
       },
       [&](const train::EpochEnd& e) {
-        metrics.epoch(e);
-        progress.on_epoch(e);
+        if (metrics) metrics->epoch(e);
+        if (progress) progress->on_epoch(e);
       },
       [&](const train::CheckpointSaved& e) {
-        metrics.flush();
+        if (metrics) metrics->flush();
         result.checkpoint_step = e.step;
         result.checkpoint_epoch = e.epoch;
       },
@@ -66,7 +71,7 @@ FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLo
       if (InterruptGuard::interrupted() && !cancel_sent) {
         trainer.cancel();
         cancel_sent = true;
-        progress.message("interrupted: stopping after the current batch (Ctrl-C again to kill)");
+        if (progress) progress->message("interrupted: stopping after the current batch (Ctrl-C again to kill)");
       }
       bool finished = done;  // read before popping, so no event pushed before the end is missed
       std::optional<train::Event> event = trainer.events().pop(std::chrono::milliseconds(100));
@@ -76,11 +81,11 @@ FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLo
   } catch (...) {  // metrics.csv could not be written: stop training before leaving
     trainer.cancel();
     worker.join();
-    progress.finish();
+    if (progress) progress->finish();
     throw;
   }
   worker.join();
-  progress.finish();
+  if (progress) progress->finish();
   if (error) std::rethrow_exception(error);
   result.cancelled = result.cancelled || trainer.cancelled();
   result.epochs_done = trainer.epoch();

@@ -22,6 +22,10 @@ struct FitResult {
 // Rethrows on this thread whatever fit() threw, after the worker has ended.
 FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLoader* validation, int threads,
                   ProgressBar& progress, MetricsCsv& metrics);
+// The same with either of progress and metrics null: not drawn, not written (the ranks > 0 of a
+// data-parallel run, Note [Rank 0 speaks] in train_distributed.h).
+FitResult run_fit(train::Trainer& trainer, data::DataLoader& train, data::DataLoader* validation, int threads,
+                  ProgressBar* progress, MetricsCsv* metrics);
 
 // omp_set_num_threads(n) for the calling thread when n > 0.
 void set_threads(int n);

@@ -78,7 +78,7 @@ void read_transfer_flags(const Args& args, TrainConfig& c) {
   }
 }
 
-std::optional<graph::Graph> transfer_graph(const TrainConfig& c) {
+std::optional<graph::Graph> transfer_graph(const TrainConfig& c, bool quiet) {
   std::optional<graph::Graph> g;
   std::string source = c.graph;
   if (!c.graph.empty()) {
@@ -87,7 +87,8 @@ std::optional<graph::Graph> transfer_graph(const TrainConfig& c) {
 #ifdef KILN_HAVE_ONNX
     KILN_CHECK(!std::filesystem::is_directory(c.onnx), IoError, c.onnx, " is a directory, not an ONNX file");
     onnx::ImportedGraph ig = onnx::import_graph(onnx::load_model(c.onnx));
-    for (const std::string& w : ig.warnings) std::fprintf(stderr, "kiln: %s: %s\n", c.onnx.c_str(), w.c_str());
+    if (!quiet)
+      for (const std::string& w : ig.warnings) std::fprintf(stderr, "kiln: %s: %s\n", c.onnx.c_str(), w.c_str());
     g = std::move(ig.graph);
     source = c.onnx;
     check_trainable_graph(*g, source);
@@ -97,8 +98,9 @@ std::optional<graph::Graph> transfer_graph(const TrainConfig& c) {
   try {
     if (c.replace_head > 0) {
       const graph::NodeId head = graph::replace_head(*g, c.replace_head);
-      std::fprintf(stderr, "new head: '%s' (Linear) with %lld outputs, freshly initialized\n",
-                   g->node(head).name.c_str(), static_cast<long long>(c.replace_head));
+      if (!quiet)
+        std::fprintf(stderr, "new head: '%s' (Linear) with %lld outputs, freshly initialized\n",
+                     g->node(head).name.c_str(), static_cast<long long>(c.replace_head));
     }
     if (!c.freeze_until.empty()) graph::freeze_until(*g, c.freeze_until);
     if (c.freeze_all_but_head) graph::freeze_all_but(*g, graph::find_head(*g));
@@ -113,7 +115,7 @@ std::optional<graph::Graph> transfer_graph(const TrainConfig& c) {
       if (count++) frozen += ", ";
       frozen += n.name;
     }
-  if (count) std::fprintf(stderr, "frozen: %d nodes (%s)\n", count, frozen.c_str());
+  if (count && !quiet) std::fprintf(stderr, "frozen: %d nodes (%s)\n", count, frozen.c_str());
   return g;
 }
 

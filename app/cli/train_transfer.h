@@ -27,8 +27,9 @@ void read_transfer_flags(const Args& args, TrainConfig& c);
 // as load_checked_graph does (train_graph.h); nullopt for a reference --model. Errors: those
 // of load_checked_graph and onnx::import_graph, and ValueError naming the node from
 // graph::replace_head / graph::freeze_until (no Linear at the end, an unknown node name).
-// Prints to stderr which nodes are frozen and which layer is the new head.
-std::optional<graph::Graph> transfer_graph(const TrainConfig& c);
+// Prints to stderr which nodes are frozen and which layer is the new head (unless quiet: the
+// ranks > 0 of a data-parallel run).
+std::optional<graph::Graph> transfer_graph(const TrainConfig& c, bool quiet = false);
 
 // The training and test splits cut to --classes (relabelled 0..k-1) and the training split to
 // --train-subset samples (seeded by --seed; the test split is never cut). `num_classes`: the

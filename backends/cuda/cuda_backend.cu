@@ -7,6 +7,7 @@
 
 #include "backends/cuda/common.cuh"
 #include "backends/cuda/profile.h"
+#include "engine/core/collectives.h"
 #include "engine/core/registry.h"
 
 namespace kiln::cuda {
@@ -45,6 +46,13 @@ CudaBackend::CudaBackend(int index, const cudaDeviceProp& prop)
 }
 
 CudaBackend::~CudaBackend() = default;  // the registry keeps backends until exit
+
+Collectives* CudaBackend::collectives() {
+#if defined(KILN_HAVE_NCCL)
+  std::call_once(collectives_once_, [this] { collectives_ = make_nccl_collectives(*this); });
+#endif
+  return collectives_.get();
+}
 
 std::string CudaBackend::name() const { return device().str(); }
 

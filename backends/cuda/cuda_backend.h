@@ -6,7 +6,8 @@
 // else im2col/col2im kernels + cuBLAS. Errors are DeviceError with the CUDA, cuBLAS or
 // cuDNN error string, the op and the shapes; out-of-memory names the bytes asked for and
 // the bytes free. Index ops check every index and throw IndexError (this waits for the
-// device). The HIP backend compiles these sources too (gpu_runtime.h).
+// device). Collectives between processes go through NCCL when the build found it
+// (KILN_HAVE_NCCL; nccl.cu). The HIP backend compiles these sources too (gpu_runtime.h).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -20,6 +21,7 @@
 
 #include "backends/cuda/gpu_runtime.h"
 #include "engine/core/backend.h"
+#include "engine/core/collectives.h"
 
 namespace kiln::cuda {
 
@@ -101,7 +103,7 @@ struct ConvStateDeleter {
   void operator()(ConvState* s) const;  // defined beside ConvState
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public CollectivesProvider {
  public:
   CudaBackend(int index, const cudaDeviceProp& prop);
   ~CudaBackend() override;
@@ -183,6 +185,10 @@ class CudaBackend final : public Backend {
   // The ReplayState of the graph being recorded, else null: adam_step reads it (elementwise.cu).
   const ReplayState* replay_state() const { return replay_state_; }
 
+  // NCCL (nccl.cu's make_nccl_collectives), made on first use; null without KILN_HAVE_NCCL
+  // (so on HIP: Debian has no RCCL).
+  Collectives* collectives() override;
+
   // ---- for the kernels' files ----
   cudaStream_t stream() const { return stream_; }
   int index() const { return index_; }
@@ -241,9 +247,14 @@ class CudaBackend final : public Backend {
   void* timing_start_ = nullptr;  // cudaEvent_t, made by the first begin_timing
   void* timing_stop_ = nullptr;
   bool timing_ = false;
+  std::once_flag collectives_once_;
+  std::unique_ptr<Collectives> collectives_;  // NcclCollectives (nccl.cu)
   friend struct ConvState;
   friend ConvState& conv_state(CudaBackend& be);
 };
+
+// The NCCL collectives of `be` (nccl.cu; only where KILN_HAVE_NCCL).
+std::unique_ptr<Collectives> make_nccl_collectives(CudaBackend& be);
 
 // A temporary device buffer of this backend, returned to its cache at scope end.
 class Scratch {

@@ -39,6 +39,36 @@ void accumulate(std::shared_ptr<TensorImpl>& slot, const Tensor& g) {
 }
 
 thread_local const BackwardNodeHook* current_hook = nullptr;
+thread_local const LeafGradHook* current_leaf_hook = nullptr;
+
+// Counts, per leaf that requires grad, the nodes of the pass that take it as an input, and
+// reports a leaf to the LeafGradHook when its last such node is done (LeafGradHookGuard).
+class LeafCountdown {
+ public:
+  LeafCountdown(const LeafGradHook* hook, const std::vector<Node*>& order) : hook_(hook) {
+    if (!hook_) return;
+    for (Node* node : order)
+      for (const auto& in : node->inputs)
+        if (is_leaf(in)) ++pending_[in.get()];
+  }
+  // `node` is done (or skipped): its leaves have one node fewer to wait for.
+  void done(const Node& node) {
+    if (!hook_) return;
+    for (const auto& in : node.inputs) {
+      if (!is_leaf(in)) continue;
+      auto it = pending_.find(in.get());
+      if (it != pending_.end() && --it->second == 0) {
+        pending_.erase(it);
+        (*hook_)(in);
+      }
+    }
+  }
+
+ private:
+  static bool is_leaf(const std::shared_ptr<TensorImpl>& in) { return in && in->requires_grad && !in->grad_fn; }
+  const LeafGradHook* hook_;
+  std::unordered_map<const TensorImpl*, int> pending_;
+};
 
 }  // namespace
 
@@ -47,6 +77,12 @@ BackwardHookGuard::BackwardHookGuard(BackwardNodeHook hook) : hook_(std::move(ho
 }
 
 BackwardHookGuard::~BackwardHookGuard() { current_hook = previous_; }
+
+LeafGradHookGuard::LeafGradHookGuard(LeafGradHook hook) : hook_(std::move(hook)), previous_(current_leaf_hook) {
+  current_leaf_hook = hook_ ? &hook_ : nullptr;
+}
+
+LeafGradHookGuard::~LeafGradHookGuard() { current_leaf_hook = previous_; }
 
 void backward(const Tensor& root, const Tensor& grad_root) {
   KILN_CHECK(root.defined() && root.requires_grad(), ValueError,
@@ -63,6 +99,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
   NoGradGuard no_grad;
   if (!root.impl()->grad_fn) {  // a leaf
     accumulate(root.impl()->grad, g0);
+    if (current_leaf_hook) (*current_leaf_hook)(root.impl_ptr());
     return;
   }
   // Nodes in topological order (every node after all nodes that consume its output),
@@ -89,10 +126,14 @@ void backward(const Tensor& root, const Tensor& grad_root) {
   std::unordered_set<Node*> owned;
   grads[root.impl()->grad_fn.get()] = g0;
   const BackwardNodeHook* hook = current_hook;
+  LeafCountdown leaves(current_leaf_hook, order);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
     auto found = grads.find(node);
-    if (found == grads.end()) continue;
+    if (found == grads.end()) {
+      leaves.done(*node);
+      continue;
+    }
     Tensor g = found->second;
     grads.erase(found);
     owned.erase(node);
@@ -111,6 +152,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
       Tensor part = slot->second.slice(a.dim, a.start, a.end, a.step);
       part.copy_(add(part, g));
       if (hook) (*hook)(*node, true);
+      leaves.done(*node);
       continue;
     }
     std::vector<Tensor> input_grads = apply_backward_rule(*node, g);
@@ -133,6 +175,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
       }
     }
     if (hook) (*hook)(*node, true);
+    leaves.done(*node);
   }
 }
 

@@ -40,4 +40,25 @@ class BackwardHookGuard {
   const BackwardNodeHook* previous_;
 };
 
+// Data parallelism (engine/distributed/reducer.h): while a LeafGradHookGuard lives, backward() on
+// this thread calls its hook with each leaf of the pass that requires grad, once the leaf's .grad
+// holds all of this pass's contributions: every node of the pass that takes the leaf as an input
+// has been done, or skipped because no gradient reached it (then .grad may be unchanged or still
+// undefined). The order is the order in which the pass completes the leaves, the same on every
+// run of the same graph: torch.Tensor.register_post_accumulate_grad_hook, on which PyTorch's DDP
+// launches its gradient buckets. Leaves the pass does not reach are not reported. Guards nest; an
+// empty hook turns reporting off inside.
+using LeafGradHook = std::function<void(const std::shared_ptr<TensorImpl>& leaf)>;
+class LeafGradHookGuard {
+ public:
+  explicit LeafGradHookGuard(LeafGradHook hook);
+  ~LeafGradHookGuard();
+  LeafGradHookGuard(const LeafGradHookGuard&) = delete;
+  LeafGradHookGuard& operator=(const LeafGradHookGuard&) = delete;
+
+ private:
+  LeafGradHook hook_;
+  const LeafGradHook* previous_;
+};
+
 }  // namespace kiln::autograd

@@ -7,6 +7,23 @@
 #include "engine/data/class_balance.h"
 
 namespace kiln::data {
+namespace {
+
+int64_t batch_count(int64_t samples, int64_t batch_size, bool drop_last) {
+  return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+}
+
+// Rank `rank`'s share of `order` (Note [Distributed sampling]): order padded to a multiple of
+// `world` by repeating it from its start, then positions rank, rank + world ...
+std::vector<int64_t> shard(std::vector<int64_t> order, int rank, int world) {
+  const auto n = static_cast<int64_t>(order.size());
+  if (world == 1 || n == 0) return order;
+  std::vector<int64_t> mine(static_cast<size_t>((n + world - 1) / world));
+  for (size_t j = 0; j < mine.size(); ++j) mine[j] = order[static_cast<size_t>((rank + int64_t(j) * world) % n)];
+  return mine;
+}
+
+}  // namespace
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Options options)
     : dataset_(std::move(dataset)), options_(options) {
@@ -16,6 +33,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Options options)
   KILN_CHECK(options_.num_workers >= 0, ValueError, "DataLoader: num_workers must be non-negative, got ",
              options_.num_workers);
   KILN_CHECK(options_.prefetch >= 1, ValueError, "DataLoader: prefetch must be at least 1, got ", options_.prefetch);
+  KILN_CHECK(options_.world_size >= 1, ValueError, "DataLoader: world_size must be at least 1, got ",
+             options_.world_size);
+  KILN_CHECK(options_.rank >= 0 && options_.rank < options_.world_size, ValueError, "DataLoader: rank ",
+             options_.rank, " is outside [0, world_size=", options_.world_size, ")");
   if (!options_.sample_weights.empty()) {
     KILN_CHECK(static_cast<int64_t>(options_.sample_weights.size()) == dataset_->size(), ValueError,
                "DataLoader: ", options_.sample_weights.size(), " sample weights for a dataset of ", dataset_->size(),
@@ -27,8 +48,16 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Options options)
 DataLoader::~DataLoader() { stop_pass(); }
 
 int64_t DataLoader::size() const {
-  int64_t n = dataset_->size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  int64_t n = dataset_->size(), w = options_.world_size;
+  return batch_count((n + w - 1) / w, options_.batch_size, options_.drop_last);
+}
+
+int64_t DataLoader::global_samples_consumed(int64_t batches, int64_t start_sample) const {
+  KILN_CHECK(batches >= 0 && start_sample >= 0, ValueError, "DataLoader: global_samples_consumed(", batches, ", ",
+             start_sample, "): both must be non-negative");
+  int64_t w = options_.world_size, rest = std::max<int64_t>(dataset_->size() - start_sample, 0);
+  int64_t padded = (rest + w - 1) / w * w, per_batch = options_.batch_size * w;
+  return start_sample + (batches >= (padded + per_batch - 1) / per_batch ? padded : batches * per_batch);
 }
 
 void DataLoader::set_epoch(int64_t epoch, int64_t first_batch) {
@@ -37,23 +66,35 @@ void DataLoader::set_epoch(int64_t epoch, int64_t first_batch) {
   stop_pass();
   next_epoch_ = epoch;
   next_first_batch_ = first_batch;
+  next_start_sample_ = 0;
+}
+
+void DataLoader::set_epoch_at_sample(int64_t epoch, int64_t global_sample) {
+  KILN_CHECK(global_sample >= 0, ValueError, "DataLoader: global sample ", global_sample, " is negative");
+  stop_pass();
+  next_epoch_ = epoch;
+  next_first_batch_ = 0;
+  next_start_sample_ = global_sample;
 }
 
 void DataLoader::start_pass() {
   stop_pass();
   int64_t n = dataset_->size();
+  std::vector<int64_t> global;  // the epoch's order, the same on every rank
   if (!options_.sample_weights.empty()) {
-    order_ = weighted_sample(options_.sample_weights, n, options_.seed, static_cast<uint64_t>(next_epoch_));
+    global = weighted_sample(options_.sample_weights, n, options_.seed, static_cast<uint64_t>(next_epoch_));
   } else if (options_.shuffle) {
-    order_ = seeded_permutation(n, options_.seed, static_cast<uint64_t>(next_epoch_));
+    global = seeded_permutation(n, options_.seed, static_cast<uint64_t>(next_epoch_));
   } else {
-    order_.resize(static_cast<size_t>(n));
-    std::iota(order_.begin(), order_.end(), 0);
+    global.resize(static_cast<size_t>(n));
+    std::iota(global.begin(), global.end(), 0);
   }
+  global.erase(global.begin(), global.begin() + std::min(next_start_sample_, n));
+  order_ = shard(std::move(global), options_.rank, options_.world_size);
   pass_epoch_ = next_epoch_++;
-  n_batches_ = size();
+  n_batches_ = batch_count(static_cast<int64_t>(order_.size()), options_.batch_size, options_.drop_last);
   next_claim_ = next_deliver_ = std::min(next_first_batch_, n_batches_);
-  next_first_batch_ = 0;
+  next_first_batch_ = next_start_sample_ = 0;
   ready_.clear();
   stop_ = false;
   active_ = true;

@@ -113,6 +113,10 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
   try {
     const int64_t batches = train.size();
     const int64_t total_batches = batches * options_.epochs;
+    world_size_ = train.options().world_size;
+    KILN_CHECK(resume_batch_ == 0 || resume_world_size_ == world_size_, ValueError, "the checkpoint was taken after ",
+               resume_batch_, " batches of epoch ", epoch_ + 1, " on ", resume_world_size_, " rank(s), and this run has ",
+               world_size_, ": resume it on ", resume_world_size_, ", or from a checkpoint taken at an epoch's end");
     // The captured step (TrainerOptions::cuda_graph) and the fixed tensors it reads and writes.
     std::optional<CapturedStep> captured;
     std::string graph_note = "turned off";
@@ -189,11 +193,12 @@ void Trainer::fit(data::DataLoader& train, data::DataLoader* validation) {
           optimizer_->zero_grad();
           logits = model_->forward(xs);
           loss = loss_(logits, ys);
+          auto backward = [&](const Tensor& l) { options_.backward ? options_.backward(l) : l.backward(); };
           if (options_.grad_scaler) {
-            options_.grad_scaler->scale(loss).backward();
+            backward(options_.grad_scaler->scale(loss));
             options_.grad_scaler->step(*optimizer_);
           } else {
-            loss.backward();
+            backward(loss);
             optimizer_->step();
           }
         };
@@ -313,6 +318,7 @@ void Trainer::save_checkpoint_at(const std::string& dir, int64_t batch, const Cl
   c.trainer["generator"] = default_generator().state();
   if (batch > 0) {
     c.trainer_scalars["batch"] = static_cast<double>(batch);
+    c.trainer_scalars["world_size"] = world_size_;
     c.trainer_scalars["epoch_lr"] = epoch_lr;
     c.trainer_scalars["epoch_seconds"] = epoch_seconds;
     for (auto& [key, value] : metrics->state_dict()) c.trainer_scalars["epoch_metrics." + key] = value;
@@ -345,6 +351,7 @@ std::string Trainer::load_checkpoint(const std::string& dir) {
   KILN_CHECK(gen != c.trainer.end(), IoError, "checkpoint ", dir, ": trainer state lacks the generator state");
   default_generator().set_state(gen->second);
   resume_batch_ = c.trainer_scalars.count("batch") ? static_cast<int64_t>(get("batch")) : 0;
+  resume_world_size_ = c.trainer_scalars.count("world_size") ? static_cast<int>(get("world_size")) : 1;
   resume_metrics_.clear();
   if (resume_batch_ > 0) {
     resume_epoch_lr_ = get("epoch_lr");

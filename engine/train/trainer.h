@@ -74,6 +74,10 @@ struct TrainerOptions {
   // Off: always eager (as KILN_CUDA_GRAPH=0). The losses match the eager run's within
   // float rounding; on a device that cannot record, the run is the eager run bit for bit.
   bool cuda_graph = true;
+  // The training step's backward pass on its (scaled) loss; empty: loss.backward(). Data-parallel
+  // training sets it to engine/distributed's Reducer::backward, which also averages the gradients
+  // over the ranks (it records into the captured step like any other work).
+  std::function<void(const Tensor& loss)> backward;
 };
 
 // Thrown when the loss becomes NaN or Inf (the message names epoch, step and lr). fit() reads a
@@ -131,6 +135,10 @@ class Trainer {
   // checkpoint was read instead of `dir` (a kill between the renames of a save).
   std::string load_checkpoint(const std::string& dir);
   int64_t batch_in_epoch() const { return resume_batch_; }  // batches of epoch() a loaded checkpoint had done
+  // A checkpoint taken in the middle of an epoch resumes on as many ranks as wrote it (the
+  // DataLoader's world_size; data parallelism, engine/distributed): fit() throws ValueError
+  // naming both counts otherwise. One taken at an epoch's end resumes on any number.
+  int checkpoint_world_size() const { return resume_world_size_; }
 
   int epoch() const { return epoch_; }         // epochs completed
   int64_t step() const { return step_; }       // optimizer steps taken
@@ -169,6 +177,8 @@ class Trainer {
   std::string cuda_graph_note_;
   // A mid-epoch checkpoint's position, restored by load_checkpoint for the next fit().
   int64_t resume_batch_ = 0;
+  int world_size_ = 1;         // the ranks of the data fit() runs on (DataLoader::Options::world_size)
+  int resume_world_size_ = 1;  // of a loaded mid-epoch checkpoint
   std::map<std::string, double> resume_metrics_;
   double resume_epoch_lr_ = 0, resume_epoch_seconds_ = 0;
   double resumed_seconds_ = 0;

@@ -344,6 +344,49 @@ TEST(Trainer, MidEpochCheckpointResumesAtTheNextBatch) {
   fs::remove_all(dir);
 }
 
+// Data parallelism: a mid-epoch checkpoint's batch position counts batches of its number of ranks,
+// so it resumes on that number only; the message names both.
+TEST(Trainer, MidEpochCheckpointResumesOnAsManyRanksOnly) {
+  auto ds = blobs(256, 1);
+  fs::path dir = temp_dir("ranks");
+  auto sharded = [](int world) {
+    data::DataLoader::Options o = loader_options(2);
+    o.world_size = world;  // this process as rank 0 of `world`: 128 samples, 4 batches, for 2
+    return o;
+  };
+  {
+    TrainRun r = make_run(5, 1, dir.string());
+    int calls = 0;
+    train::TrainerOptions t;
+    t.epochs = 1, t.num_classes = 4, t.top_k = 2, t.checkpoint_dir = dir.string(), t.checkpoint_every_steps = 3;
+    std::shared_ptr<train::Trainer> trainer;
+    trainer = std::make_shared<train::Trainer>(r.model, r.opt, nullptr, [&](const Tensor& l, const Tensor& y) {
+      if (++calls == 3) trainer->cancel();
+      return nn::functional::cross_entropy(l, y);
+    }, t);
+    data::DataLoader loader(ds, sharded(2));
+    trainer->fit(loader, nullptr);
+    ASSERT_EQ(trainer->step(), 3);
+  }
+  TrainRun one = make_run(5, 1);
+  one.trainer->load_checkpoint(dir.string());
+  EXPECT_EQ(one.trainer->checkpoint_world_size(), 2);
+  data::DataLoader whole(ds, sharded(1));
+  try {
+    one.trainer->fit(whole, nullptr);
+    FAIL() << "resumed a 2-rank mid-epoch checkpoint on 1 rank";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("after 3 batches of epoch 1 on 2 rank(s), and this run has 1"),
+              std::string::npos) << e.what();
+  }
+  TrainRun two = make_run(5, 1);
+  two.trainer->load_checkpoint(dir.string());
+  data::DataLoader half(ds, sharded(2));
+  two.trainer->fit(half, nullptr);
+  EXPECT_EQ(two.trainer->step(), 4);  // the epoch's last batch of rank 0
+  fs::remove_all(dir);
+}
+
 // A Stop (with checkpoint_on_cancel) right after a mid-epoch checkpoint stores no second one of the
 // same step; the checkpoints carry the run's seconds, which a resumed trainer reports.
 TEST(Trainer, AStopRightAfterACheckpointSavesItOnce) {
