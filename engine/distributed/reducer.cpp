@@ -116,11 +116,14 @@ void Reducer::backward(const Tensor& loss, const Tensor& grad, bool sync) {
   for (size_t i = 0; i < params_.size(); ++i)
     if (!reported_[i]) ready(params_[i].impl_ptr());
   comm_.join();
+  // Each .grad becomes its slot of the averaged bucket (DDP's gradient_as_bucket_view): no copy
+  // back. The slot is rewritten by the next synchronized pass only, after the optimizer step has
+  // read it; an unsynchronized pass accumulates into a new tensor (autograd's add), not into it.
   for (size_t i = 0; i < params_.size(); ++i) {
-    const auto& g = params_[i].impl()->grad;
+    auto& g = params_[i].impl()->grad;
     if (!g) continue;
     const Slot& s = slots_[i];
-    Tensor(g).copy_(flat_[s.bucket].slice(0, s.offset, s.offset + params_[i].numel()).reshape(params_[i].shape()));
+    g = flat_[s.bucket].slice(0, s.offset, s.offset + params_[i].numel()).reshape(params_[i].shape()).impl_ptr();
   }
 }
 

@@ -2,8 +2,8 @@
 // (torch/nn/parallel/distributed.py, torch/csrc/distributed/c10d/reducer.cpp): the parameters'
 // gradients are gathered into buckets, and each bucket's all-reduce is enqueued on the
 // communicator's stream as soon as the backward pass has finished every gradient in it, so that
-// it overlaps the rest of the backward pass; after the pass the averaged gradients are copied
-// back into each parameter's .grad.
+// it overlaps the rest of the backward pass; after the pass each parameter's .grad is a view of its
+// slot in the averaged bucket (DDP's gradient_as_bucket_view=True), so nothing is copied back.
 //
 // Every rank must build the Reducer from the same parameters (same order, shapes and dtypes) and
 // run the same number of backward passes: the collectives pair up by order. Buckets are launched
@@ -54,8 +54,9 @@ class Reducer {
   // averaged over the ranks when it returns: .grad = (sum over ranks of each rank's .grad after
   // its pass) / world_size, as DDP leaves it. With sync false it is plain backward (DDP's
   // no_sync(): gradients accumulate locally and the next synchronized pass averages the sum).
-  // Nothing waits on the host; the device's stream waits for the all-reduces before the copies
-  // back. A parameter the pass leaves without a gradient on this rank keeps .grad undefined
+  // Nothing waits on the host; the device's stream waits for the all-reduces before any later
+  // work. Each .grad is then a view of the Reducer's bucket buffer, valid until the next
+  // synchronized backward rewrites it (an optimizer may scale it in place). A parameter the pass leaves without a gradient on this rank keeps .grad undefined
   // there; its bucket slot counts as zeros in the other ranks' averages.
   void backward(const Tensor& loss, const Tensor& grad = Tensor(), bool sync = true);
 

@@ -4,7 +4,7 @@
 //
 //   bench_cuda_train train  [--device D] [--model cnn|mlp|resnet18] [--batch 128] [--steps 400] [--warmup 30]
 //                           [--precision f32|bf16|f16] [--epochs E] [--no-cuda-graph] [--compare-graph K]
-//                           [--scheduler none|onecycle|cosine]
+//                           [--scheduler none|onecycle|cosine] [--ddp]
 //   bench_cuda_train matmul [--device D] [--size 8192] [--dtype bf16|f16|f32] [--iters 20]
 //
 // train: the reference model (engine/train/reference_models.h), Adam lr 1e-3, on random
@@ -22,7 +22,14 @@
 // [2, 2, 2, 2] of 64..512 channels, BatchNorm) on 3x32x32 images, 10 classes.
 // --epochs E: E passes over the 60,000 images instead of --steps; the device's reserved bytes
 // after each pass are listed (the caching allocator should stop growing after the first).
+// --ddp: data parallel (engine/distributed): the process is one rank of the job the torchrun
+// variables describe (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK; a world of one on
+// 127.0.0.1 when WORLD_SIZE is unset), trains on cuda:LOCAL_RANK, and every backward pass averages
+// the gradients over the ranks through NCCL (distributed::Reducer); images_per_second is this
+// rank's. tests/bench/ddp_scaling.sh launches the ranks and prints per-GPU efficiency.
 // matmul: C = A @ B, timed over `iters` calls after warm-up, in TFLOP/s (2 n^3 per call).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +45,8 @@
 #include "engine/nn/nn.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "engine/distributed/process_group.h"
+#include "engine/distributed/reducer.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/adam.h"
 #include "engine/optim/lr_scheduler.h"
@@ -53,6 +62,24 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
   for (int i = 2; i + 1 < argc; ++i)
     if (argv[i] == "--" + name) return argv[i + 1];
   return def;
+}
+
+bool toggle(int argc, char** argv, const std::string& name) {
+  for (int i = 2; i < argc; ++i)
+    if (argv[i] == "--" + name) return true;
+  return false;
+}
+
+// --ddp's process group: the torchrun variables, or a world of one on 127.0.0.1.
+std::unique_ptr<distributed::ProcessGroup> join_job() {
+  distributed::DistributedEnvironment env;
+  if (std::getenv("WORLD_SIZE")) {
+    env = distributed::from_environment();
+  } else {
+    env.master_addr = "127.0.0.1";
+    env.master_port = 20000 + static_cast<int>(::getpid() % 20000);
+  }
+  return std::make_unique<distributed::ProcessGroup>(env, Device(DeviceType::cuda, env.local_rank));
 }
 
 // ResNet-18's BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
@@ -103,8 +130,9 @@ struct RunResult {
   bool replayed = false;
 };
 
-RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::vector<float>* losses) {
-  const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
+RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::vector<float>* losses,
+                       distributed::ProcessGroup* group = nullptr) {
+  const Device dev = group ? group->device() : resolve_device(flag(argc, argv, "device", "cuda:0"));
   const std::string model_name = flag(argc, argv, "model", "cnn");
   const int64_t batch = std::stoll(flag(argc, argv, "batch", "128"));
   const int warmup = std::stoi(flag(argc, argv, "warmup", "30"));
@@ -118,6 +146,12 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
   optim::AdamOptions o;
   o.lr = 1e-3;
   optim::Adam opt(model->parameters(), o);
+  std::unique_ptr<distributed::Reducer> reducer;
+  if (group) {
+    distributed::broadcast_state(*model, group->communicator());
+    reducer = std::make_unique<distributed::Reducer>(model->parameters(), group->communicator());
+  }
+  auto backward = [&](const Tensor& l) { reducer ? reducer->backward(l) : l.backward(); };
   const std::string precision = flag(argc, argv, "precision", "f32");
   const train::PrecisionPlan plan = train::plan_precision(precision, dev);
   AutocastGuard autocast_scope(plan.autocast);
@@ -134,10 +168,10 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
     opt.zero_grad();
     loss = nn::F::cross_entropy((*model)(xs), ys);
     if (plan.loss_scaling) {
-      scaler.scale(loss).backward();
+      backward(scaler.scale(loss));
       scaler.step(opt);
     } else {
-      loss.backward();
+      backward(loss);
       opt.step();
     }
   };
@@ -183,7 +217,8 @@ RunResult run_training(int argc, char** argv, bool use_graph, int steps, std::ve
 }
 
 int train_bench(int argc, char** argv) {
-  const Device dev = resolve_device(flag(argc, argv, "device", "cuda:0"));
+  std::unique_ptr<distributed::ProcessGroup> group = toggle(argc, argv, "ddp") ? join_job() : nullptr;
+  const Device dev = group ? group->device() : resolve_device(flag(argc, argv, "device", "cuda:0"));
   const int steps = std::stoi(flag(argc, argv, "steps", "400"));
   bool use_graph = true;
   for (int i = 2; i < argc; ++i)
@@ -204,14 +239,14 @@ int train_bench(int argc, char** argv) {
     (void)a;
     return b.replayed && worst < 1e-3 ? 0 : 1;
   }
-  const RunResult r = run_training(argc, argv, use_graph, steps, nullptr);
+  const RunResult r = run_training(argc, argv, use_graph, steps, nullptr, group.get());
   const MemoryStats m = backend_for(dev)->memory_stats();
-  std::printf("{\"bench\": \"train\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %s, \"steps\": %d, "
+  std::printf("{\"bench\": \"train\", \"rank\": %d, \"world_size\": %d, \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"batch_size\": %s, \"steps\": %d, "
               "\"cuda_graph\": %s, \"graph_note\": \"%s\", "
               "\"images_per_second\": %.1f, \"mean_loss\": %.4f, \"peak_allocated_bytes\": %llu, "
               "\"reserved_bytes\": %llu, \"reserved_after_each_epoch\": %s}\n",
-              flag(argc, argv, "model", "cnn").c_str(), flag(argc, argv, "precision", "f32").c_str(), dev.str().c_str(),
-              flag(argc, argv, "batch", "128").c_str(), steps, r.replayed ? "true" : "false", r.graph_note.c_str(),
+              group ? group->rank() : 0, group ? group->world_size() : 1, flag(argc, argv, "model", "cnn").c_str(),
+              flag(argc, argv, "precision", "f32").c_str(), dev.str().c_str(), flag(argc, argv, "batch", "128").c_str(), steps, r.replayed ? "true" : "false", r.graph_note.c_str(),
               r.images_per_second, r.mean_loss, static_cast<unsigned long long>(m.peak_allocated),
               static_cast<unsigned long long>(m.reserved), r.reserved_after_each_epoch.c_str());
   return 0;
