@@ -13,6 +13,7 @@
 #include "engine/core/ops.h"
 #include "engine/core/random.h"
 #include "engine/core/registry.h"
+#include "tests/engine/cuda_test_util.h"
 #include "engine/nn/functional.h"
 #include "engine/optim/adam.h"
 #include "engine/train/reference_models.h"
@@ -20,22 +21,10 @@
 namespace kiln {
 namespace {
 
-std::string cuda_reason() {
-  for (const std::string& why : unavailable_backends())
-    if (why.rfind("cuda:", 0) == 0) return why;
-  return "";
-}
+using cuda_test::cuda_reason;
+using cuda_test::have_cuda;
+using cuda_test::kGpu;
 
-bool have_cuda() {
-  for (const DeviceInfo& d : list_devices())
-    if (d.device.type == DeviceType::cuda) return true;
-  return false;
-}
-
-#define REQUIRE_CUDA()                                                     \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device: " << cuda_reason()
-
-const Device kGpu(DeviceType::cuda, 0);
 
 double tol_for(DType t) {
   switch (t) {

@@ -19,36 +19,19 @@
 #include "engine/core/error.h"
 #include "engine/core/ops.h"
 #include "engine/core/registry.h"
+#include "tests/engine/cuda_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::string cuda_reason() {
-  for (const std::string& why : unavailable_backends())
-    if (why.rfind("cuda:", 0) == 0) return why;
-  return "";
-}
+using cuda_test::have_cuda;
+using cuda_test::kGpu;
 
-bool have_cuda() {
-  for (const DeviceInfo& d : list_devices())
-    if (d.device.type == DeviceType::cuda) return true;
-  return false;
-}
-
-const Device kGpu(DeviceType::cuda, 0);
 
 Collectives& nccl() { return *collectives_of(*backend_for(kGpu)); }
 
 // library() of collectives whose libnccl did not load: "NCCL unavailable (<why>)".
 bool nccl_unavailable() { return nccl().library().rfind("NCCL unavailable", 0) == 0; }
-
-#define REQUIRE_COLLECTIVES()                                                 \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device: " << cuda_reason();      \
-  if (!collectives_of(*backend_for(kGpu))) GTEST_SKIP() << "built without NCCL (KILN_NCCL off)"
-
-#define REQUIRE_NCCL()                                                        \
-  REQUIRE_COLLECTIVES();                                                      \
-  if (nccl_unavailable()) GTEST_SKIP() << nccl().library()
 
 std::unique_ptr<Communicator> world_of_one() {
   return nccl().connect(nccl().unique_id(), 0, 1, 60.0);
@@ -72,7 +55,8 @@ TEST(CudaNccl, NoCollectivesOnCpuBackend) {
 // Where libnccl.so.2 does not load (not installed, or hidden from the dynamic loader, e.g. by an
 // LD_AUDIT library whose la_objsearch refuses it), the device and its collectives stay; they say why.
 TEST(CudaNccl, UnavailableLibrary) {
-  REQUIRE_COLLECTIVES();
+  REQUIRE_CUDA();
+  if (!collectives_of(*backend_for(kGpu))) GTEST_SKIP() << "built without NCCL (KILN_NCCL off)";
   if (!nccl_unavailable()) GTEST_SKIP() << "NCCL loads here (" << nccl().library() << ")";
   const std::string lib = nccl().library();
   std::printf("[ library  ] %s\n", lib.c_str());

@@ -20,19 +20,12 @@
 #include "engine/optim/adam.h"
 #include "engine/optim/sgd.h"
 #include "engine/train/trainer.h"
+#include "tests/engine/cuda_test_util.h"
 
 namespace kiln::distributed {
 namespace {
 
-bool have_cuda() {
-  for (const DeviceInfo& d : list_devices())
-    if (d.device.type == DeviceType::cuda) return true;
-  return false;
-}
-const Device kGpu(DeviceType::cuda, 0);
-#define REQUIRE_NCCL()                                                        \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device (cuda:0)";                \
-  if (!collectives_of(*backend_for(kGpu))) GTEST_SKIP() << "built without NCCL (KILN_NCCL off)"
+using kiln::cuda_test::kGpu;
 
 // A free TCP port on 127.0.0.1 for a rendezvous (bound to port 0, read back, closed).
 DistributedEnvironment world_of_one() {
